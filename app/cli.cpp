@@ -1,0 +1,270 @@
+// The command line, in one place: options struct, setup (CLI11), and the
+// run functions. This is the only code that prints for the user and decides
+// exit codes: 0 all good, 1 some file failed, 2 bad usage/model/device.
+#include "cli.h"
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include "model_registry.h"
+#include "pipeline.h"
+
+namespace imr {
+
+namespace {
+
+constexpr int kExitOk = 0, kExitFileFailed = 1, kExitUsage = 2;
+
+struct Options {
+    std::vector<std::string> inputs;
+    std::string output;
+    std::string model = kDefaultModel;
+    std::string device = "auto";
+    std::string codec = "auto";
+    int batch = 4;
+    int threads = 0;
+    int tile = 0;
+    bool recursive = false, force = false, quiet = false, json = false, timing = false;
+    int bench = 0;
+    int bit_depth = 0;
+    int quality = 95;
+    int png_compression = 3;
+    std::string model_to_show;  // `imrestore model X`
+};
+
+std::string first_sentence(const std::string& s) {
+    size_t dot = s.find(". ");
+    return dot == std::string::npos ? s : s.substr(0, dot + 1);
+}
+
+// ---------------------------------------------------------------- models / model
+
+int run_models() {
+    std::vector<BundledModel> models = list_bundled_models();
+    if (models.empty()) {
+        std::cerr << "no bundled models found; searched:";
+        for (const auto& d : model_search_dirs()) std::cerr << " " << d;
+        std::cerr << "\n";
+        return kExitUsage;
+    }
+    std::printf("%-16s %-10s %10s  %s\n", "name", "task", "parameters", "description");
+    for (const BundledModel& m : models) {
+        try {
+            ModelFile f = load_model_file(m.path);
+            std::printf("%-16s %-10s %10zu  %s%s\n", m.name.c_str(), f.task.c_str(), f.parameter_count(),
+                        first_sentence(f.description).c_str(), m.name == kDefaultModel ? " (default)" : "");
+        } catch (const Error& e) {
+            std::printf("%-16s %-10s %10s  unusable: %s\n", m.name.c_str(), "?", "?", e.what());
+        }
+    }
+    std::printf("\nuse one with -m NAME; `imrestore model NAME` shows its stages\n");
+    return kExitOk;
+}
+
+int run_model_info(const std::string& name_or_path) {
+    ModelFile m = load_model_file(resolve_model(name_or_path));
+    std::cout << describe_model(m);
+    return kExitOk;
+}
+
+// ---------------------------------------------------------------- restore
+
+const char* status_name(FileResult::Status s) {
+    switch (s) {
+        case FileResult::Status::Restored: return "restored";
+        case FileResult::Status::Skipped: return "skipped";
+        case FileResult::Status::Failed: return "failed";
+    }
+    return "?";
+}
+
+// done/total, images/s and ETA on one self-overwriting stderr line.
+class Progress {
+public:
+    explicit Progress(bool enabled) : enabled_(enabled), start_(std::chrono::steady_clock::now()) {}
+    void update(size_t done, size_t total) {
+        if (!enabled_) return;
+        double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+        double rate = s > 0 ? done / s : 0;
+        double eta = rate > 0 ? (total - done) / rate : 0;
+        std::fprintf(stderr, "\r[%zu/%zu] %.1f images/s, ETA %.0f s   ", done, total, rate, eta);
+        std::fflush(stderr);
+    }
+    void clear() {
+        if (enabled_) std::fprintf(stderr, "\r%60s\r", "");
+    }
+
+private:
+    bool enabled_;
+    std::chrono::steady_clock::time_point start_;
+};
+
+std::string report_json(const Options& o, const ModelFile& model, const Backend& backend, const PipelineReport& r) {
+    std::ostringstream s;
+    s << "{\n  \"imrestore\": \"" << IMRESTORE_VERSION << "\",\n"
+      << "  \"model\": {\"name\": \"" << json_escape(model.name) << "\", \"path\": \"" << json_escape(model.path)
+      << "\"},\n"
+      << "  \"device\": {\"name\": \"" << json_escape(backend.name()) << "\", \"description\": \""
+      << json_escape(backend.description()) << "\"},\n"
+      << "  \"batch\": " << o.batch << ",\n  \"files\": [";
+    for (size_t i = 0; i < r.files.size(); ++i) {
+        const FileResult& f = r.files[i];
+        s << (i ? "," : "") << "\n    {\"input\": \"" << json_escape(f.input) << "\", \"output\": \""
+          << json_escape(f.output) << "\", \"status\": \"" << status_name(f.status) << "\", \"message\": \""
+          << json_escape(f.message) << "\", \"width\": " << f.width << ", \"height\": " << f.height
+          << ", \"channels\": " << f.channels << ", \"bit_depth\": " << f.bit_depth << "}";
+    }
+    double seconds = r.wall_ms / 1e3;
+    s << "\n  ],\n  \"summary\": {\"restored\": " << r.count(FileResult::Status::Restored)
+      << ", \"skipped\": " << r.count(FileResult::Status::Skipped)
+      << ", \"failed\": " << r.count(FileResult::Status::Failed) << ", \"wall_ms\": " << r.wall_ms
+      << ", \"megapixels\": " << r.megapixels << ", \"megapixels_per_s\": " << (seconds > 0 ? r.megapixels / seconds : 0)
+      << "},\n  \"timing_ms\": " << r.timer.json();
+    if (!r.bench_timer.empty()) s << ",\n  \"bench_ms\": " << r.bench_timer.json();
+    s << "\n}\n";
+    return s.str();
+}
+
+int run_restore(const Options& o) {
+    if (o.inputs.empty()) throw CLI::RequiredError("INPUT (an image file or folder; see --help)");
+    Codec codec = parse_codec(o.codec);
+    ModelFile model = load_model_file(resolve_model(o.model));
+    std::string note;
+    std::unique_ptr<Backend> backend = make_backend(o.device, o.threads, &note);
+    bool chatty = !o.quiet && !o.json;
+    if (!o.quiet) {
+        if (!note.empty()) std::cerr << "note: " << note << "\n";
+        std::cerr << "model " << model.name << " (" << model.path << "), device " << backend->name() << ": "
+                  << backend->description() << "\n";
+    }
+    ModelRunner runner(model, *backend);
+    runner.set_max_tile(o.tile);
+
+    PipelineOptions p;
+    p.batch = o.batch;
+    p.force = o.force;
+    p.codec = codec;
+    p.write.bit_depth = o.bit_depth;
+    p.write.jpeg_quality = p.write.webp_quality = o.quality;
+    p.write.png_compression = o.png_compression;
+    p.bench_repeats = o.bench;
+
+    std::vector<FileJob> jobs = plan_jobs(o.inputs, o.output, o.recursive, codec);
+    Progress progress(!o.quiet && isatty(STDERR_FILENO));
+    PipelineReport report = run_pipeline(jobs, runner, p, [&](size_t done, size_t total, const FileResult& f) {
+        progress.clear();
+        if (f.status == FileResult::Status::Failed)
+            std::cerr << "error: " << f.message << "\n";
+        else if (f.status == FileResult::Status::Skipped && !o.quiet)
+            std::cerr << "skipped: " << f.message << "\n";
+        else if (f.status == FileResult::Status::Restored && chatty)
+            std::cout << f.input << " -> " << f.output << "\n" << std::flush;
+        progress.update(done, total);
+    });
+    progress.clear();
+
+    int restored = report.count(FileResult::Status::Restored), failed = report.count(FileResult::Status::Failed);
+    if (o.json) {
+        std::cout << report_json(o, model, *backend, report);
+    } else {
+        if (o.timing || o.bench)
+            std::cout << report.timer.table("timing (" + backend->name() + ", " + std::to_string(restored) + " images, " +
+                                                std::to_string(report.megapixels).substr(0, 6) + " MP)",
+                                            report.megapixels, restored)
+                      << "  (read+decode and encode+write run on worker threads beside the compute, so the stage\n"
+                         "   total can exceed the wall time: "
+                      << std::to_string(int(report.wall_ms + 0.5)) << " ms)\n";
+        if (o.bench)
+            std::cout << report.bench_timer.table("bench: compute repeated " + std::to_string(o.bench) +
+                                                      "x per batch after the real run (warm-up); per-call min/median",
+                                                  report.megapixels / std::max(restored, 1) * o.batch, restored, true);
+    }
+    if (!o.quiet) {
+        double s = report.wall_ms / 1e3;
+        std::fprintf(stderr, "%d restored, %d skipped, %d failed in %.2f s (%.2f MP/s) on %s\n", restored,
+                     report.count(FileResult::Status::Skipped), failed, s, s > 0 ? report.megapixels / s : 0.0,
+                     backend->name().c_str());
+    }
+    return failed ? kExitFileFailed : kExitOk;
+}
+
+void setup(CLI::App& app, Options& o) {
+    app.description(
+        "imrestore - restore photographs (denoise, sharpen, ...) with small convolutional networks, on an NVIDIA GPU "
+        "or the CPU.\n\n"
+        "  imrestore photo.jpg                    writes photo.restored.jpg beside it\n"
+        "  imrestore photo.jpg -o clean.png       writes clean.png\n"
+        "  imrestore holiday/ -r -o restored/     a whole folder tree, mirrored into restored/\n"
+        "  imrestore *.png -o out/ -m sharpen     another bundled model (see: imrestore models)\n"
+        "  imrestore photo.jpg --timing           how long each stage took\n");
+    app.set_version_flag("--version", std::string("imrestore ") + IMRESTORE_VERSION +
+                                          (cuda_compiled() ? " (CUDA backend built in)" : " (CPU only)") +
+                                          (opencv_available() ? ", codecs: OpenCV + stb" : ", codecs: stb"));
+    app.add_option("inputs", o.inputs, "Image files and/or folders to restore")->type_name("INPUT...");
+    app.add_option("-o,--output", o.output,
+                   "Output file (one input) or folder; default: NAME.restored.EXT beside each input, "
+                   "FOLDER.restored/ for a folder")
+        ->type_name("PATH");
+    app.add_option("-m,--model", o.model, "Bundled model name or path to a model .h5 file")->capture_default_str();
+    app.add_option("-d,--device", o.device, "auto (GPU if usable, else CPU), cpu, cuda or cuda:N")->capture_default_str();
+    app.add_option("-b,--batch", o.batch, "Images of the same size run together, up to this many")
+        ->check(CLI::Range(1, 1024))
+        ->capture_default_str();
+    app.add_flag("-r,--recursive", o.recursive, "Descend into subfolders of folder inputs");
+    app.add_flag("-f,--force", o.force, "Overwrite outputs that already exist (inputs are never overwritten)");
+    app.add_option("--codec", o.codec, "Image codec: auto (best per format), opencv, stb")
+        ->check(CLI::IsMember({"auto", "opencv", "stb"}))
+        ->capture_default_str();
+    app.add_option("--bit-depth", o.bit_depth, "Output bits per sample: 0 = same as the input, 8 or 16")
+        ->check(CLI::IsMember({0, 8, 16}))
+        ->capture_default_str();
+    app.add_option("--quality", o.quality, "JPEG/WebP quality")->check(CLI::Range(1, 100))->capture_default_str();
+    app.add_option("--png-compression", o.png_compression, "PNG compression level")
+        ->check(CLI::Range(0, 9))
+        ->capture_default_str();
+    app.add_option("-j,--threads", o.threads, "CPU threads (0 = all)")->check(CLI::Range(0, 1024))->capture_default_str();
+    app.add_option("--tile", o.tile, "Process in tiles of at most this many pixels a side (0 = only when memory is short)")
+        ->check(CLI::Range(0, 1 << 20))
+        ->capture_default_str();
+    app.add_flag("--timing", o.timing, "Print the time per stage (decode, convert, upload, each model stage, ...)");
+    app.add_option("--bench", o.bench, "After each batch, repeat the compute N times; print min/median per stage")
+        ->check(CLI::Range(0, 100000))
+        ->type_name("N");
+    app.add_flag("--json", o.json, "Print a machine-readable report on stdout (nothing else goes there)");
+    app.add_flag("-q,--quiet", o.quiet, "Print only errors");
+
+    auto* models = app.add_subcommand("models", "List the bundled models");
+    models->final_callback([] {});
+    auto* model = app.add_subcommand("model", "Show a model's metadata, stages, parameters and receptive field");
+    model->add_option("model", o.model_to_show, "Bundled model name or .h5 path")->required();
+}
+
+}  // namespace
+
+int cli_main(int argc, char** argv) {
+    CLI::App app;
+    Options o;
+    setup(app, o);
+    try {
+        app.parse(argc, argv);
+        if (app.got_subcommand("models")) return run_models();
+        if (app.got_subcommand("model")) return run_model_info(o.model_to_show);
+        return run_restore(o);
+    } catch (const CLI::ParseError& e) {
+        int code = app.exit(e);
+        return code == 0 ? kExitOk : kExitUsage;
+    } catch (const Error& e) {
+        std::cerr << "error: " << e.what() << "\n";
+        return kExitUsage;
+    } catch (const std::exception& e) {
+        std::cerr << "error: " << e.what() << "\n";
+        return kExitUsage;
+    }
+}
+
+}  // namespace imr

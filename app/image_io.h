@@ -1,0 +1,53 @@
+// Reading and writing image files. Two codecs sit behind one API: OpenCV
+// (TIFF, WebP, EXIF orientation, 16-bit, libjpeg-turbo) when the build has it,
+// and stb_image/stb_image_write (GIF/TGA/PSD/PNM/HDR first frames, and every
+// format in a build without OpenCV). Codec::Auto picks per format the better one.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace imr {
+
+// An image in memory: interleaved samples, row-major, top row first.
+// channels: 1 gray, 2 gray+alpha, 3 RGB, 4 RGBA (always RGB order, never BGR).
+// Samples are 0..255 when bit_depth is 8 and 0..65535 when it is 16.
+struct Image {
+    int width = 0, height = 0, channels = 0;
+    int bit_depth = 8;
+    std::vector<uint16_t> samples;  // width * height * channels
+
+    bool has_alpha() const { return channels == 2 || channels == 4; }
+    int color_channels() const { return has_alpha() ? channels - 1 : channels; }
+    uint16_t max_value() const { return bit_depth == 16 ? 65535 : 255; }
+};
+
+enum class Codec { Auto, OpenCV, Stb };
+const char* codec_name(Codec codec);
+Codec parse_codec(const std::string& name);  // "auto" | "opencv" | "stb"; throws imr::Error
+bool opencv_available();
+
+struct WriteOptions {
+    int bit_depth = 0;         // 0: keep the image's; 8 or 16 (16 only where the format has it: PNG, TIFF)
+    int jpeg_quality = 95;     // 1..100
+    int webp_quality = 95;     // 1..100; above 100 is lossless with OpenCV
+    int png_compression = 3;   // 0..9
+};
+
+// Lower-case extensions (with the dot) this build can read, e.g. ".png".
+std::vector<std::string> readable_extensions();
+bool is_readable_extension(const std::string& path);
+// Throws imr::Error("PATH: what is wrong") when the format cannot be written.
+void check_writable_format(const std::string& path, Codec codec);
+
+// Throws imr::Error("PATH: what is wrong") for missing/unreadable/corrupt files.
+Image read_image(const std::string& path, Codec codec = Codec::Auto);
+
+// Writes atomically: encodes to a temporary file in the same directory and
+// renames it over `path`, so a failure never leaves a partial file.
+// The format comes from the extension. Throws imr::Error("PATH: what").
+void write_image(const std::string& path, const Image& image, const WriteOptions& options = {},
+                 Codec codec = Codec::Auto);
+
+}  // namespace imr

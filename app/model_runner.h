@@ -1,0 +1,51 @@
+// Runs a loaded model on one backend: weights uploaded once, activation
+// buffers kept and reused across calls of the same (or smaller) size, and
+// inputs too large for the backend's free memory split into overlapping tiles
+// whose halo equals the model's radius, so the result equals the untiled one.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "backend.h"
+#include "model_file.h"
+#include "stage_timer.h"
+
+namespace imr {
+
+class ModelRunner {
+public:
+    ModelRunner(const ModelFile& model, Backend& backend);
+
+    // input and output: host NCHW [shape.n, model.channels, shape.h, shape.w].
+    // Adds "upload", one entry per stage and "download" to timer (if given).
+    void run(const float* input, float* output, Shape shape, StageTimer* timer);
+
+    // Largest tile side in pixels (0: as large as memory allows). Lets tests
+    // and users force tiling; the result must not change.
+    void set_max_tile(int pixels) { max_tile_ = pixels; }
+    const ModelFile& model() const { return model_; }
+    Backend& backend() { return backend_; }
+
+private:
+    struct StageWeights {
+        DeviceBuffer a, b, c, d;  // residual: w_in, b_in, w_out, b_out; conv2d: weight, bias
+    };
+
+    // One pass over a tensor that fits the backend: upload, stages, download.
+    void run_pass(const float* input, float* output, Shape shape, StageTimer* timer);
+    void run_tiled(const float* input, float* output, Shape shape, int tile, StageTimer* timer);
+    size_t bytes_per_pixel() const;  // device memory one image pixel needs in a pass
+    void reserve(size_t count);
+
+    const ModelFile& model_;
+    Backend& backend_;
+    std::vector<StageWeights> weights_;
+    DeviceBuffer ping_, pong_;  // activations, each n * max_channels * h * w
+    std::vector<std::unique_ptr<BackendTimer>> stage_timers_;
+    std::unique_ptr<BackendTimer> upload_timer_, download_timer_;
+    std::vector<std::string> stage_labels_;
+    int max_tile_ = 0;
+};
+
+}  // namespace imr

@@ -1,0 +1,325 @@
+#include "pipeline.h"
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <future>
+#include <mutex>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "image_batch.h"
+
+namespace imr {
+
+namespace fs = std::filesystem;
+
+int PipelineReport::count(FileResult::Status s) const {
+    return int(std::count_if(files.begin(), files.end(), [s](const FileResult& f) { return f.status == s; }));
+}
+
+// ------------------------------------------------------------------ planning
+
+namespace {
+
+std::string strip_trailing_slashes(std::string p) {
+    while (p.size() > 1 && p.back() == '/') p.pop_back();
+    return p;
+}
+
+// "photo.gif" -> "photo.png" when this build cannot write GIF.
+fs::path writable_output(fs::path out, Codec codec) {
+    try {
+        check_writable_format(out.string(), codec);
+    } catch (const Error&) {
+        out.replace_extension(".png");
+    }
+    return out;
+}
+
+// Image files of a folder, sorted, skipping hidden files (our own temporaries
+// among them) and, with -r, the output folder when it lies inside the input.
+std::vector<fs::path> folder_images(const fs::path& dir, bool recursive, const fs::path& skip_dir) {
+    std::vector<fs::path> files;
+    auto consider = [&](const fs::directory_entry& e) {
+        std::string name = e.path().filename().string();
+        if (!name.empty() && name[0] != '.' && e.is_regular_file() && is_readable_extension(name))
+            files.push_back(e.path());
+    };
+    std::error_code ec;
+    if (recursive) {
+        auto it = fs::recursive_directory_iterator(dir, fs::directory_options::skip_permission_denied, ec);
+        for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+            if (it->is_directory() && !skip_dir.empty() && fs::weakly_canonical(it->path()) == skip_dir) {
+                it.disable_recursion_pending();
+                continue;
+            }
+            consider(*it);
+        }
+    } else {
+        for (const auto& e : fs::directory_iterator(dir, ec)) consider(e);
+    }
+    std::sort(files.begin(), files.end());
+    return files;
+}
+
+}  // namespace
+
+std::vector<FileJob> plan_jobs(const std::vector<std::string>& inputs, const std::string& output, bool recursive,
+                               Codec codec) {
+    std::vector<FileJob> jobs;
+    std::error_code ec;
+    bool single_file_out = inputs.size() == 1 && fs::is_regular_file(inputs[0], ec) && !output.empty() &&
+                           output.back() != '/' && !fs::is_directory(output, ec);
+    fs::path out_root = output.empty() ? fs::path() : fs::path(strip_trailing_slashes(output));
+
+    for (const std::string& raw : inputs) {
+        fs::path in = strip_trailing_slashes(raw);
+        if (!fs::exists(in, ec)) {
+            jobs.push_back({raw, "", raw + ": no such file or directory"});
+        } else if (fs::is_directory(in, ec)) {
+            fs::path dest = output.empty() ? fs::path(in.string() + ".restored") : out_root;
+            fs::path skip = fs::weakly_canonical(dest, ec);
+            std::vector<fs::path> files = folder_images(in, recursive, skip);
+            if (files.empty())
+                jobs.push_back({raw, "", raw + ": no image files in this folder" + std::string(recursive ? "" : " (-r descends into subfolders)")});
+            for (const fs::path& f : files)
+                jobs.push_back({f.string(), writable_output(dest / f.lexically_relative(in), codec).string(), ""});
+        } else if (single_file_out) {
+            jobs.push_back({raw, output, ""});
+        } else if (output.empty()) {
+            fs::path out = in.parent_path() / (in.stem().string() + ".restored" + in.extension().string());
+            jobs.push_back({raw, writable_output(out, codec).string(), ""});
+        } else {
+            jobs.push_back({raw, writable_output(out_root / in.filename(), codec).string(), ""});
+        }
+    }
+
+    // Never overwrite an input, and never let two inputs write one output.
+    std::set<fs::path> input_paths;
+    for (const FileJob& j : jobs)
+        if (j.error.empty()) input_paths.insert(fs::weakly_canonical(j.input, ec));
+    std::map<fs::path, std::string> claimed;
+    for (FileJob& j : jobs) {
+        if (!j.error.empty()) continue;
+        fs::path out = fs::weakly_canonical(j.output, ec);
+        if (input_paths.count(out)) {
+            j.error = j.input + ": refusing to write " + j.output + " because it is an input";
+        } else if (claimed.count(out)) {
+            j.error = j.input + ": output " + j.output + " is also the output of " + claimed[out];
+        } else {
+            claimed[out] = j.input;
+        }
+    }
+    return jobs;
+}
+
+// ------------------------------------------------------------------ running
+
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
+// What reading one job gave: an image, or why there is none.
+struct Decoded {
+    Image image;
+    FileResult::Status status = FileResult::Status::Restored;  // Restored = go on
+    std::string message;
+    double ms = 0;
+};
+
+struct Pending {
+    size_t job;
+    Image image;
+};
+
+struct Written {
+    size_t job;
+    Image source;  // for the report's dimensions
+    std::future<std::string> error;  // empty string: written
+};
+
+// read -> batch -> model -> write. Reading runs ahead on worker threads and
+// writing runs behind on others (each bounded, so memory stays flat on a
+// folder of any size); the model runs on this thread, one batch at a time.
+class PipelineRun {
+public:
+    PipelineRun(const std::vector<FileJob>& jobs, ModelRunner& runner, const PipelineOptions& options,
+                const ProgressFn& progress)
+        : jobs_(jobs), runner_(runner), options_(options), progress_(progress),
+          // Enough decodes in flight to fill the next batch while this one runs.
+          lookahead_(size_t(std::max(4, 2 * options.batch))) {}
+
+    PipelineReport run() {
+        auto start = std::chrono::steady_clock::now();
+        report_.files.resize(jobs_.size());  // in the order given, whatever order they finish in
+        size_t next_read = 0;
+        std::deque<std::future<Decoded>> reading;
+        for (size_t i = 0; i < jobs_.size(); ++i) {
+            while (next_read < jobs_.size() && reading.size() < lookahead_) {
+                reading.push_back(std::async(std::launch::async, [this, j = next_read] { return decode(j); }));
+                ++next_read;
+            }
+            Decoded d = reading.front().get();
+            reading.pop_front();
+            take(i, std::move(d));
+        }
+        flush();
+        while (!writing_.empty()) collect_write();
+        report_.wall_ms = ms_since(start);
+        return std::move(report_);
+    }
+
+private:
+    // On a worker thread: everything about job j that needs no shared state.
+    Decoded decode(size_t j) const {
+        const FileJob& job = jobs_[j];
+        Decoded d;
+        if (!job.error.empty()) {
+            d.status = FileResult::Status::Failed, d.message = job.error;
+            return d;
+        }
+        std::error_code ec;
+        if (fs::exists(job.output, ec) && !options_.force) {
+            d.status = FileResult::Status::Skipped, d.message = job.output + ": exists (--force overwrites it)";
+            return d;
+        }
+        auto t = std::chrono::steady_clock::now();
+        try {
+            d.image = read_image(job.input, options_.codec);
+            items_per_image(d.image, runner_.model().channels);  // throws if the channels cannot map
+        } catch (const Error& e) {
+            d.status = FileResult::Status::Failed;
+            d.message = e.what();
+            if (d.message.rfind(job.input, 0) != 0) d.message = job.input + ": " + d.message;
+        }
+        d.ms = ms_since(t);
+        return d;
+    }
+
+    void finish(size_t job, FileResult::Status status, const std::string& message, const Image* image = nullptr) {
+        FileResult& r = report_.files[job];
+        r.input = jobs_[job].input;
+        r.output = jobs_[job].output;
+        r.status = status;
+        r.message = message;
+        if (image) r.width = image->width, r.height = image->height, r.channels = image->channels, r.bit_depth = image->bit_depth;
+        ++finished_;
+        if (progress_) progress_(finished_, jobs_.size(), r);
+    }
+
+    void take(size_t i, Decoded d) {
+        if (d.ms > 0) report_.timer.add("read+decode", d.ms);
+        if (d.status != FileResult::Status::Restored) return finish(i, d.status, d.message);
+        if (!pending_.empty()) {
+            int channels = runner_.model().channels;
+            const Image& first = pending_.front().image;
+            bool same = first.width == d.image.width && first.height == d.image.height &&
+                        items_per_image(first, channels) == items_per_image(d.image, channels);
+            if (!same || int(pending_.size()) >= options_.batch) flush();
+        }
+        pending_.push_back({i, std::move(d.image)});
+    }
+
+    // Runs the model on the pending images (all of one size) and queues their writes.
+    void flush() {
+        if (pending_.empty()) return;
+        const int channels = runner_.model().channels;
+        const Image& first = pending_.front().image;
+        int items = 0;
+        for (const Pending& p : pending_) items += items_per_image(p.image, channels);
+        Shape shape{items, channels, first.height, first.width};
+        size_t item_size = size_t(channels) * first.height * first.width;
+        std::vector<float> input(shape.count()), output(shape.count());
+        {
+            ScopedStage t(&report_.timer, "to-NCHW");
+            size_t offset = 0;
+            for (const Pending& p : pending_) {
+                image_to_planes(p.image, channels, input.data() + offset);
+                offset += items_per_image(p.image, channels) * item_size;
+            }
+        }
+        try {
+            runner_.run(input.data(), output.data(), shape, &report_.timer);
+            for (int r = 0; r < options_.bench_repeats; ++r)
+                runner_.run(input.data(), output.data(), shape, &report_.bench_timer);
+        } catch (const Error& e) {
+            for (const Pending& p : pending_)
+                finish(p.job, FileResult::Status::Failed, jobs_[p.job].input + ": " + e.what(), &p.image);
+            pending_.clear();
+            return;
+        }
+        size_t offset = 0;
+        for (Pending& p : pending_) {
+            Image restored;
+            {
+                ScopedStage t(&report_.timer, "from-NCHW");
+                restored = planes_to_image(output.data() + offset, channels, p.image, options_.write.bit_depth);
+            }
+            offset += items_per_image(p.image, channels) * item_size;
+            while (writing_.size() >= lookahead_) collect_write();
+            report_.megapixels += double(p.image.width) * p.image.height / 1e6;
+            const std::string& path = jobs_[p.job].output;
+            writing_.push_back({p.job, std::move(p.image),
+                                std::async(std::launch::async, [this, path, img = std::move(restored)] {
+                                    return encode_and_write(path, img);
+                                })});
+        }
+        pending_.clear();
+    }
+
+    // On a worker thread: "" when written, else the message.
+    std::string encode_and_write(const std::string& path, const Image& image) {
+        auto t = std::chrono::steady_clock::now();
+        std::string error;
+        try {
+            fs::path parent = fs::path(path).parent_path();
+            std::error_code ec;
+            if (!parent.empty()) fs::create_directories(parent, ec);
+            if (ec) throw Error(path + ": cannot create folder " + parent.string() + ": " + ec.message());
+            write_image(path, image, options_.write, options_.codec);
+        } catch (const Error& e) {
+            error = e.what();
+        }
+        std::lock_guard<std::mutex> lock(timer_mutex_);
+        write_ms_.push_back(ms_since(t));
+        return error;
+    }
+
+    void collect_write() {
+        Written w = std::move(writing_.front());
+        writing_.pop_front();
+        std::string error = w.error.get();
+        {
+            std::lock_guard<std::mutex> lock(timer_mutex_);
+            for (double ms : write_ms_) report_.timer.add("encode+write", ms);
+            write_ms_.clear();
+        }
+        if (!error.empty()) report_.megapixels -= double(w.source.width) * w.source.height / 1e6;
+        finish(w.job, error.empty() ? FileResult::Status::Restored : FileResult::Status::Failed, error, &w.source);
+    }
+
+    const std::vector<FileJob>& jobs_;
+    ModelRunner& runner_;
+    const PipelineOptions& options_;
+    const ProgressFn& progress_;
+    const size_t lookahead_;
+    std::vector<Pending> pending_;
+    std::deque<Written> writing_;
+    std::mutex timer_mutex_;
+    std::vector<double> write_ms_;  // from writer threads, moved into the timer on this thread
+    size_t finished_ = 0;
+    PipelineReport report_;
+};
+
+}  // namespace
+
+PipelineReport run_pipeline(const std::vector<FileJob>& jobs, ModelRunner& runner, const PipelineOptions& options,
+                            const ProgressFn& progress) {
+    return PipelineRun(jobs, runner, options, progress).run();
+}
+
+}  // namespace imr

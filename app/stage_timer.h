@@ -1,0 +1,58 @@
+// Per-stage timing, the one utility every part of the run reports through:
+// named stages in the order first seen, each a list of samples in ms.
+// The pipeline adds host steady-clock times (read, convert, write); the model
+// runner adds backend times (CUDA events on the GPU stream).
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace imr {
+
+class StageTimer {
+public:
+    struct Row {
+        std::string name;
+        std::vector<double> samples_ms;
+        double total_ms() const;
+        double min_ms() const;
+        double median_ms() const;
+    };
+
+    void add(const std::string& stage, double ms);
+    const std::vector<Row>& rows() const { return rows_; }
+    double total_ms() const;
+    bool empty() const { return rows_.empty(); }
+
+    // A table: stage, total ms, share, per image ms (and min/median with
+    // per_sample=true, for --bench). megapixels is what the run processed.
+    std::string table(const std::string& title, double megapixels, int images, bool per_sample = false) const;
+    // {"stage": {"total_ms":..,"count":..,"min_ms":..,"median_ms":..}, ...}
+    std::string json() const;
+
+private:
+    std::vector<Row> rows_;
+};
+
+// Adds the time from construction to destruction (or stop()) to a timer.
+class ScopedStage {
+public:
+    ScopedStage(StageTimer* timer, std::string stage)
+        : timer_(timer), stage_(std::move(stage)), start_(std::chrono::steady_clock::now()) {}
+    ~ScopedStage() { stop(); }
+    void stop() {
+        if (!timer_) return;
+        timer_->add(stage_, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count());
+        timer_ = nullptr;
+    }
+
+private:
+    StageTimer* timer_;
+    std::string stage_;
+    std::chrono::steady_clock::time_point start_;
+};
+
+std::string json_escape(const std::string& s);
+
+}  // namespace imr

@@ -1,0 +1,550 @@
+// Kernel benchmark of the CUDA backend against cuDNN, on the two public
+// suites (SOL-ExecBench L1/040 residual block: 16 cases; GPU MODE conv2d_v2:
+// the 5 benchmark shapes) and on any shape given on the command line.
+//
+//   bench_gpu [--suite all|residual|conv|none] [--residual B,H,W]... [--conv B,C,S,K]...
+//             [--runs N] [--conv-runs N] [--no-cudnn] [--device N] [--json FILE] [--commit SHA]
+//
+// Method (the anchors' protocol): per timed call, a buffer of 2x the L2 size
+// is zeroed with cudaMemsetAsync on the same stream first (cold L2), then
+// CUDA events around the call; warm-up first; median of --runs (default 50)
+// or --conv-runs (default 10) for convolutions of more than 50 GFLOP.
+// cuDNN runs in the same process on the same data: cudnnConvolutionForward
+// with the fastest fp32 FMA algorithm (CUDNN_FMA_MATH: no TF32 tensor ops)
+// found by cudnnFindConvolutionForwardAlgorithmEx, plus cudnnAddTensor for
+// bias and, for the residual block, the residual add. Each case reports our
+// max |error| against float64 on sampled elements, and |ours - cuDNN|.
+// Floors: bytes that must move / the device-to-device copy bandwidth measured
+// at start; FLOPs / the fp32 FFMA peak (SMs x 128 lanes x 2 x max clock).
+#include <cuda_runtime.h>
+#ifdef IMRESTORE_WITH_CUDNN
+#include <cudnn.h>
+#endif
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "backend.h"
+#include "cuda/conv2d.cuh"
+#include "cuda/residual_block.cuh"
+#include "reference.h"
+
+namespace {
+
+[[noreturn]] void die(const std::string& msg) {
+    std::fprintf(stderr, "bench_gpu: %s\n", msg.c_str());
+    std::exit(1);
+}
+
+void ck(cudaError_t e, const char* what) {
+    if (e != cudaSuccess) die(std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+#ifdef IMRESTORE_WITH_CUDNN
+void ckd(cudnnStatus_t s, const char* what) {
+    if (s != CUDNN_STATUS_SUCCESS) die(std::string(what) + ": " + cudnnGetErrorString(s));
+}
+#endif
+
+struct DevBuf {
+    float* p = nullptr;
+    size_t n = 0;
+    explicit DevBuf(size_t count = 0) : n(count) {
+        if (count) ck(cudaMalloc(&p, count * sizeof(float)), "cudaMalloc");
+    }
+    ~DevBuf() {
+        if (p) cudaFree(p);
+    }
+    DevBuf(const DevBuf&) = delete;
+    DevBuf& operator=(const DevBuf&) = delete;
+};
+
+std::vector<float> randn(std::mt19937& rng, size_t n, float scale) {
+    std::normal_distribution<float> d(0.f, scale);
+    std::vector<float> v(n);
+    for (auto& x : v) x = d(rng);
+    return v;
+}
+
+void upload(DevBuf& b, const std::vector<float>& h) {
+    ck(cudaMemcpy(b.p, h.data(), h.size() * sizeof(float), cudaMemcpyHostToDevice), "upload");
+}
+std::vector<float> download(const DevBuf& b) {
+    std::vector<float> h(b.n);
+    ck(cudaMemcpy(h.data(), b.p, b.n * sizeof(float), cudaMemcpyDeviceToHost), "download");
+    return h;
+}
+
+struct Gpu {
+    cudaStream_t stream = nullptr;
+    cudaEvent_t e0 = nullptr, e1 = nullptr;
+    DevBuf* flush = nullptr;
+    int sm_count = 0;
+    double copy_tbps = 0;   // measured device-to-device, bytes read + written
+    double peak_tflops = 0; // fp32 FFMA peak at the max clock
+    std::string name, driver, runtime;
+#ifdef IMRESTORE_WITH_CUDNN
+    cudnnHandle_t cudnn = nullptr;
+#endif
+
+    // Median time in microseconds of `op`, cold L2 before each call.
+    double time_us(const std::function<void()>& op, int warmup, int runs) {
+        for (int i = 0; i < warmup; ++i) op();
+        std::vector<double> t;
+        for (int i = 0; i < runs; ++i) {
+            ck(cudaMemsetAsync(flush->p, 0, flush->n * sizeof(float), stream), "flush L2");
+            ck(cudaEventRecord(e0, stream), "event");
+            op();
+            ck(cudaEventRecord(e1, stream), "event");
+            ck(cudaEventSynchronize(e1), "event sync");
+            float ms = 0;
+            ck(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
+            t.push_back(ms * 1e3);
+        }
+        ck(cudaGetLastError(), "after timing");
+        std::sort(t.begin(), t.end());
+        return t[t.size() / 2];
+    }
+};
+
+#ifdef IMRESTORE_WITH_CUDNN
+// One cudnnConvolutionForward of fixed shape with its fastest FMA algorithm.
+struct CudnnConv {
+    cudnnTensorDescriptor_t x = nullptr, y = nullptr, b = nullptr;
+    cudnnFilterDescriptor_t w = nullptr;
+    cudnnConvolutionDescriptor_t conv = nullptr;
+    cudnnConvolutionFwdAlgo_t algo{};
+    size_t ws_bytes = 0;
+    float algo_ms = 0;
+    void* ws = nullptr;
+    Gpu* gpu;
+
+    CudnnConv(Gpu& g, int n, int cin, int h, int wd, int cout, int k, int pad, const float* dx, const float* dw,
+              float* dy)
+        : gpu(&g) {
+        ckd(cudnnCreateTensorDescriptor(&x), "desc");
+        ckd(cudnnCreateTensorDescriptor(&y), "desc");
+        ckd(cudnnCreateTensorDescriptor(&b), "desc");
+        ckd(cudnnCreateFilterDescriptor(&w), "desc");
+        ckd(cudnnCreateConvolutionDescriptor(&conv), "desc");
+        ckd(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, cin, h, wd), "x desc");
+        ckd(cudnnSetFilter4dDescriptor(w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, cout, cin, k, k), "w desc");
+        ckd(cudnnSetConvolution2dDescriptor(conv, pad, pad, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+            "conv desc");
+        ckd(cudnnSetConvolutionMathType(conv, CUDNN_FMA_MATH), "math type");
+        int on, oc, oh, ow;
+        ckd(cudnnGetConvolution2dForwardOutputDim(conv, x, w, &on, &oc, &oh, &ow), "out dim");
+        ckd(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, on, oc, oh, ow), "y desc");
+        ckd(cudnnSetTensor4dDescriptor(b, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, cout, 1, 1), "b desc");
+        // Search with a generous workspace, then keep only what the winner needs.
+        size_t free_b = 0, total_b = 0;
+        ck(cudaMemGetInfo(&free_b, &total_b), "meminfo");
+        size_t search_ws = std::min<size_t>(size_t(8) << 30, free_b / 4);
+        void* sws = nullptr;
+        ck(cudaMalloc(&sws, search_ws), "cudnn search workspace");
+        cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+        int found = 0;
+        ckd(cudnnFindConvolutionForwardAlgorithmEx(g.cudnn, x, dx, w, dw, conv, y, dy,
+                                                   CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf, sws, search_ws),
+            "cudnnFindConvolutionForwardAlgorithmEx");
+        cudaFree(sws);
+        int best = -1;
+        for (int i = 0; i < found; ++i)
+            if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].mathType != CUDNN_TENSOR_OP_MATH &&
+                perf[i].mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) {
+                best = i;
+                break;
+            }
+        if (best < 0) die("cuDNN found no FMA algorithm");
+        algo = perf[best].algo;
+        ws_bytes = perf[best].memory;
+        algo_ms = perf[best].time;
+        if (ws_bytes) ck(cudaMalloc(&ws, ws_bytes), "cudnn workspace");
+    }
+    ~CudnnConv() {
+        if (ws) cudaFree(ws);
+        cudnnDestroyTensorDescriptor(x);
+        cudnnDestroyTensorDescriptor(y);
+        cudnnDestroyTensorDescriptor(b);
+        cudnnDestroyFilterDescriptor(w);
+        cudnnDestroyConvolutionDescriptor(conv);
+    }
+    void run(const float* dx, const float* dw, float* dy, const float* bias) {
+        const float one = 1.f, zero = 0.f;
+        ckd(cudnnConvolutionForward(gpu->cudnn, &one, x, dx, w, dw, conv, algo, ws, ws_bytes, &zero, y, dy),
+            "cudnnConvolutionForward");
+        if (bias) ckd(cudnnAddTensor(gpu->cudnn, &one, b, bias, &one, y, dy), "cudnnAddTensor(bias)");
+    }
+};
+
+const char* algo_name(cudnnConvolutionFwdAlgo_t a) {
+    switch (a) {
+        case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM: return "implicit_gemm";
+        case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM: return "implicit_precomp_gemm";
+        case CUDNN_CONVOLUTION_FWD_ALGO_GEMM: return "gemm";
+        case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT: return "direct";
+        case CUDNN_CONVOLUTION_FWD_ALGO_FFT: return "fft";
+        case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING: return "fft_tiling";
+        case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD: return "winograd";
+        case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED: return "winograd_nonfused";
+        default: return "?";
+    }
+}
+#endif
+
+struct Result {
+    std::string suite, name;
+    double flop = 0, bytes = 0;
+    double ours_us = 0, cudnn_us = 0;  // cudnn_us 0: not run
+    std::string cudnn_algo;
+    double err_vs_f64 = 0, diff_vs_cudnn = -1;
+    double atol = 0;  // the suite's tolerance, 0 when none
+};
+
+double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+    double m = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+        const double d = std::fabs(double(a[i]) - double(b[i]));
+        if (!(d <= m)) m = d;  // NaN propagates as the max
+    }
+    return m;
+}
+
+struct Options {
+    std::string suite = "all";
+    std::vector<std::array<int, 3>> residual;
+    std::vector<std::array<int, 4>> conv;
+    int runs = 50, conv_runs = 10, device = 0;
+    bool cudnn = true;
+    std::string json, commit;
+};
+
+// SOL-ExecBench L1/040 cases and atol (rtol 1e-5), as in shared/anchors/solexec_040_residual_block.json.
+struct ResidualCase {
+    int b, h, w;
+    double atol;
+};
+const ResidualCase kResidualSuite[] = {
+    {8, 512, 512, 0.069}, {32, 256, 256, 0.066}, {2, 256, 256, 0.071}, {4, 512, 512, 0.07},
+    {1, 128, 128, 0.058}, {16, 64, 64, 0.064},   {8, 373, 373, 0.072}, {64, 128, 128, 0.074},
+    {16, 128, 128, 0.067}, {1, 64, 64, 0.058},   {1, 512, 512, 0.066}, {2, 512, 512, 0.062},
+    {2, 64, 64, 0.058},   {1, 131, 131, 0.062},  {2, 541, 541, 0.072}, {16, 256, 256, 0.078},
+};
+// GPU MODE conv2d_v2 benchmarks (B, C, S, K), the last one ranked.
+const std::array<int, 4> kConvSuite[] = {
+    {4, 64, 128, 8}, {4, 64, 128, 16}, {2, 128, 256, 16}, {2, 128, 256, 16}, {1, 128, 256, 32},
+};
+
+Result bench_residual(Gpu& g, const Options& o, std::mt19937& rng, const std::string& suite, int B, int H, int W,
+                      double atol) {
+    const int C = 3, HID = 32;
+    Result r;
+    r.suite = suite;
+    r.name = "residual " + std::to_string(B) + "x" + std::to_string(H) + "x" + std::to_string(W);
+    r.atol = atol;
+    const double px = double(B) * H * W;
+    r.flop = px * 2.0 * (9.0 * C * HID + 9.0 * HID * C);
+    r.bytes = px * C * 4.0 * 2.0;
+    const size_t n = size_t(B) * C * H * W;
+    auto hx = randn(rng, n, 1.f), hw1 = randn(rng, HID * C * 9, 1.f / std::sqrt(3.f)), hb1 = randn(rng, HID, 1.f),
+         hw2 = randn(rng, C * HID * 9, 1.f / std::sqrt(3.f)), hb2 = randn(rng, C, 1.f);
+    DevBuf x(n), y(n), w1(hw1.size()), b1(HID), w2(hw2.size()), b2(C);
+    upload(x, hx), upload(w1, hw1), upload(b1, hb1), upload(w2, hw2), upload(b2, hb2);
+    ck(cudaMemset(y.p, 0xff, n * sizeof(float)), "poison");  // NaN: unwritten outputs show
+    imr::ResidualBlockArgs a;
+    a.shape = {B, C, H, W};
+    a.hidden = HID;
+    a.input = x.p, a.output = y.p, a.conv_in_weight = w1.p, a.conv_in_bias = b1.p, a.conv_out_weight = w2.p,
+    a.conv_out_bias = b2.p;
+    imr::cuda::residual_block(a, g.stream);
+    ck(cudaStreamSynchronize(g.stream), "residual_block");
+    const auto ours = download(y);
+    // float64 check on sampled elements (host copies of the same data).
+    imr::ResidualBlockArgs ha = a;
+    ha.input = hx.data(), ha.conv_in_weight = hw1.data(), ha.conv_in_bias = hb1.data(),
+    ha.conv_out_weight = hw2.data(), ha.conv_out_bias = hb2.data(), ha.output = nullptr;
+    std::uniform_int_distribution<size_t> pick(0, n - 1);
+    for (int s = 0; s < 2000; ++s) {
+        size_t i = s < 4 ? (s == 0 ? 0 : s == 1 ? n - 1 : s == 2 ? size_t(W) - 1 : size_t(H - 1) * W) : pick(rng);
+        const int xx = int(i % W), yy = int((i / W) % H), cc = int((i / (size_t(W) * H)) % C),
+                  nn = int(i / (size_t(W) * H * C));
+        const double ref = imr::reference_residual_block_at(ha, nn, cc, yy, xx);
+        const double d = std::fabs(ref - double(ours[i]));
+        if (!(d <= r.err_vs_f64)) r.err_vs_f64 = d;
+    }
+    r.ours_us = g.time_us([&] { imr::cuda::residual_block(a, g.stream); }, 10, o.runs);
+#ifdef IMRESTORE_WITH_CUDNN
+    if (o.cudnn) {
+        DevBuf hid(size_t(B) * HID * H * W), yc(n);
+        CudnnConv c1(g, B, C, H, W, HID, 3, 1, x.p, w1.p, hid.p);
+        CudnnConv c2(g, B, HID, H, W, C, 3, 1, hid.p, w2.p, yc.p);
+        auto op = [&] {
+            const float one = 1.f;
+            c1.run(x.p, w1.p, hid.p, b1.p);
+            c2.run(hid.p, w2.p, yc.p, b2.p);
+            ckd(cudnnAddTensor(g.cudnn, &one, c2.y, x.p, &one, c2.y, yc.p), "cudnnAddTensor(residual)");
+        };
+        op();
+        ck(cudaStreamSynchronize(g.stream), "cudnn residual");
+        r.diff_vs_cudnn = max_abs_diff(ours, download(yc));
+        r.cudnn_us = g.time_us(op, 10, o.runs);
+        r.cudnn_algo = std::string(algo_name(c1.algo)) + "+" + algo_name(c2.algo);
+    }
+#endif
+    return r;
+}
+
+Result bench_conv(Gpu& g, const Options& o, std::mt19937& rng, const std::string& suite, int B, int C, int S,
+                  int K) {
+    Result r;
+    r.suite = suite;
+    r.name = "conv B" + std::to_string(B) + " C" + std::to_string(C) + " S" + std::to_string(S) + " K" +
+             std::to_string(K);
+    r.atol = 1e-3;  // GPU MODE rtol = atol = 1e-3 (against torch fp32)
+    const int So = S - K + 1;
+    const double npix = double(B) * So * So;
+    r.flop = 2.0 * npix * C * double(C) * K * K;
+    const size_t nin = size_t(B) * C * S * S, nw = size_t(C) * C * K * K, nout = size_t(B) * C * So * So;
+    r.bytes = 4.0 * double(nin + nw + nout);
+    auto hx = randn(rng, nin, 1.f), hw = randn(rng, nw, 1.f);
+    DevBuf x(nin), w(nw), y(nout);
+    upload(x, hx), upload(w, hw);
+    ck(cudaMemset(y.p, 0xff, nout * sizeof(float)), "poison");
+    imr::Conv2dArgs a;
+    a.in = {B, C, S, S};
+    a.out_channels = C;
+    a.kernel = K;
+    a.input = x.p, a.weight = w.p, a.output = y.p;
+    imr::cuda::conv2d(a, g.stream, g.sm_count);
+    ck(cudaStreamSynchronize(g.stream), "conv2d");
+    const auto ours = download(y);
+    imr::Conv2dArgs ha = a;
+    ha.input = hx.data(), ha.weight = hw.data(), ha.output = nullptr;
+    std::uniform_int_distribution<size_t> pick(0, nout - 1);
+    const int samples = K >= 32 ? 300 : 1000;
+    for (int s = 0; s < samples; ++s) {
+        const size_t i = s == 0 ? 0 : s == 1 ? nout - 1 : pick(rng);
+        const int xx = int(i % So), yy = int((i / So) % So), cc = int((i / (size_t(So) * So)) % C),
+                  nn = int(i / (size_t(So) * So * C));
+        const double d = std::fabs(imr::reference_conv2d_at(ha, nn, cc, yy, xx) - double(ours[i]));
+        if (!(d <= r.err_vs_f64)) r.err_vs_f64 = d;
+    }
+    const int runs = r.flop > 50e9 ? o.conv_runs : o.runs;
+    const int warm = r.flop > 50e9 ? 2 : 10;
+    r.ours_us = g.time_us([&] { imr::cuda::conv2d(a, g.stream, g.sm_count); }, warm, runs);
+#ifdef IMRESTORE_WITH_CUDNN
+    if (o.cudnn) {
+        DevBuf yc(nout);
+        CudnnConv c(g, B, C, S, S, C, K, 0, x.p, w.p, yc.p);
+        c.run(x.p, w.p, yc.p, nullptr);
+        ck(cudaStreamSynchronize(g.stream), "cudnn conv");
+        r.diff_vs_cudnn = max_abs_diff(ours, download(yc));
+        r.cudnn_us = g.time_us([&] { c.run(x.p, w.p, yc.p, nullptr); }, warm, runs);
+        r.cudnn_algo = algo_name(c.algo);
+    }
+#endif
+    return r;
+}
+
+bool parse_ints(const std::string& s, int* out, int n) {
+    std::stringstream ss(s);
+    std::string tok;
+    int i = 0;
+    while (std::getline(ss, tok, ',')) {
+        if (i >= n) return false;
+        char* end = nullptr;
+        const long v = std::strtol(tok.c_str(), &end, 10);
+        if (*end || v <= 0 || v > 1 << 20) return false;
+        out[i++] = int(v);
+    }
+    return i == n;
+}
+
+Options parse(int argc, char** argv) {
+    Options o;
+    if (const char* c = std::getenv("IMRESTORE_COMMIT")) o.commit = c;
+    for (int i = 1; i < argc; ++i) {
+        const std::string k = argv[i];
+        auto val = [&]() -> std::string {
+            if (i + 1 >= argc) die(k + " needs a value");
+            return argv[++i];
+        };
+        if (k == "--suite") {
+            o.suite = val();
+            if (o.suite != "all" && o.suite != "residual" && o.suite != "conv" && o.suite != "none")
+                die("--suite: expected all, residual, conv or none");
+        } else if (k == "--residual") {
+            std::array<int, 3> v;
+            if (!parse_ints(val(), v.data(), 3)) die("--residual expects B,H,W");
+            o.residual.push_back(v);
+        } else if (k == "--conv") {
+            std::array<int, 4> v;
+            if (!parse_ints(val(), v.data(), 4)) die("--conv expects B,C,S,K");
+            if (v[3] > v[2]) die("--conv: K must not exceed S");
+            o.conv.push_back(v);
+        } else if (k == "--runs") {
+            o.runs = std::max(1, std::atoi(val().c_str()));
+        } else if (k == "--conv-runs") {
+            o.conv_runs = std::max(1, std::atoi(val().c_str()));
+        } else if (k == "--device") {
+            o.device = std::atoi(val().c_str());
+        } else if (k == "--no-cudnn") {
+            o.cudnn = false;
+        } else if (k == "--json") {
+            o.json = val();
+        } else if (k == "--commit") {
+            o.commit = val();
+        } else if (k == "-h" || k == "--help") {
+            std::printf(
+                "bench_gpu [--suite all|residual|conv|none] [--residual B,H,W]... [--conv B,C,S,K]...\n"
+                "          [--runs N (50)] [--conv-runs N (10, convs > 50 GFLOP)] [--no-cudnn] [--device N (0)]\n"
+                "          [--json FILE] [--commit SHA (default $IMRESTORE_COMMIT)]\n");
+            std::exit(0);
+        } else {
+            die("unknown argument " + k + " (see --help)");
+        }
+    }
+    return o;
+}
+
+std::string json_escape(const std::string& s) {
+    std::string o;
+    for (char c : s) {
+        if (c == '"' || c == '\\') o += '\\';
+        o += c;
+    }
+    return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Options o = parse(argc, argv);
+    Gpu g;
+    ck(cudaSetDevice(o.device), "cudaSetDevice");
+    cudaDeviceProp prop{};
+    ck(cudaGetDeviceProperties(&prop, o.device), "cudaGetDeviceProperties");
+    g.sm_count = prop.multiProcessorCount;
+    g.name = prop.name;
+    int drv = 0, rt = 0, clock_khz = 0;
+    ck(cudaDriverGetVersion(&drv), "driver version");
+    ck(cudaRuntimeGetVersion(&rt), "runtime version");
+    ck(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, o.device), "clock rate");
+    g.driver = std::to_string(drv / 1000) + "." + std::to_string(drv % 1000 / 10);
+    g.runtime = std::to_string(rt / 1000) + "." + std::to_string(rt % 1000 / 10);
+    // FP32 FFMA: 128 lanes per SM on sm_90 (and sm_80/86/89 consumer parts differ; this is a Hopper number).
+    g.peak_tflops = double(g.sm_count) * 128 * 2 * clock_khz * 1e3 / 1e12;
+    ck(cudaStreamCreateWithFlags(&g.stream, cudaStreamNonBlocking), "stream");
+    ck(cudaEventCreate(&g.e0), "event");
+    ck(cudaEventCreate(&g.e1), "event");
+    DevBuf flush(size_t(2) * prop.l2CacheSize / sizeof(float));
+    g.flush = &flush;
+    {  // device-to-device copy bandwidth, bytes read + written
+        DevBuf a(size_t(1) << 28), b(size_t(1) << 28);  // 1 GiB each
+        ck(cudaMemsetAsync(a.p, 0, a.n * 4, g.stream), "memset");
+        const double us = g.time_us(
+            [&] { ck(cudaMemcpyAsync(b.p, a.p, a.n * 4, cudaMemcpyDeviceToDevice, g.stream), "copy"); }, 3, 10);
+        g.copy_tbps = 2.0 * a.n * 4 / (us * 1e-6) / 1e12;
+    }
+    std::string cudnn_version = "none";
+#ifdef IMRESTORE_WITH_CUDNN
+    if (o.cudnn) {
+        ckd(cudnnCreate(&g.cudnn), "cudnnCreate");
+        ckd(cudnnSetStream(g.cudnn, g.stream), "cudnnSetStream");
+        cudnn_version = std::to_string(cudnnGetVersion());
+    }
+#else
+    o.cudnn = false;
+#endif
+    char date[32];
+    const std::time_t now = std::time(nullptr);
+    std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
+    std::printf("bench_gpu: %s, %d SMs, L2 %d MB, driver %s, CUDA runtime %s, cuDNN %s, %s\n", g.name.c_str(),
+                g.sm_count, prop.l2CacheSize >> 20, g.driver.c_str(), g.runtime.c_str(), cudnn_version.c_str(), date);
+    std::printf("copy bandwidth %.2f TB/s (read+write), fp32 FFMA peak %.1f TFLOP/s (%d SMs x 128 x 2 x %.2f GHz)\n",
+                g.copy_tbps, g.peak_tflops, g.sm_count, clock_khz / 1e6);
+    std::fflush(stdout);
+
+    std::mt19937 rng(20261129);
+    std::vector<Result> results;
+    auto report = [&](const Result& r) {
+        std::printf("%-34s ours %10.1f us  cudnn %10.1f us (%s)  err_f64 %.2e  |ours-cudnn| %.2e\n", r.name.c_str(),
+                    r.ours_us, r.cudnn_us, r.cudnn_algo.c_str(), r.err_vs_f64, r.diff_vs_cudnn);
+        std::fflush(stdout);
+        results.push_back(r);
+    };
+    if (o.suite == "all" || o.suite == "residual")
+        for (const auto& c : kResidualSuite) report(bench_residual(g, o, rng, "solexec_040", c.b, c.h, c.w, c.atol));
+    if (o.suite == "all" || o.suite == "conv")
+        for (const auto& c : kConvSuite) report(bench_conv(g, o, rng, "gpumode_conv2d_v2", c[0], c[1], c[2], c[3]));
+    for (const auto& c : o.residual) report(bench_residual(g, o, rng, "custom", c[0], c[1], c[2], 0));
+    for (const auto& c : o.conv) report(bench_conv(g, o, rng, "custom", c[0], c[1], c[2], c[3]));
+
+    // Suite means (arithmetic, as the anchors report them).
+    struct Mean {
+        std::string suite;
+        double ours = 0, cudnn = 0;
+        int n = 0;
+    };
+    std::vector<Mean> means;
+    for (const auto& r : results) {
+        auto it = std::find_if(means.begin(), means.end(), [&](const Mean& m) { return m.suite == r.suite; });
+        if (it == means.end()) it = means.insert(means.end(), Mean{r.suite});
+        it->ours += r.ours_us, it->cudnn += r.cudnn_us, ++it->n;
+    }
+    for (auto& m : means) m.ours /= m.n, m.cudnn /= m.n;
+
+    if (!o.json.empty()) {
+        std::ofstream f(o.json);
+        f << "{\n  \"date\": \"" << date << "\",\n  \"gpu\": \"" << json_escape(g.name) << "\",\n  \"sm_count\": "
+          << g.sm_count << ",\n  \"driver\": \"" << g.driver << "\",\n  \"cuda_runtime\": \"" << g.runtime
+          << "\",\n  \"cudnn\": \"" << cudnn_version << "\",\n  \"commit\": \"" << json_escape(o.commit)
+          << "\",\n  \"method\": \"CUDA events, 2x-L2 buffer zeroed before every call, median of " << o.runs
+          << " (" << o.conv_runs
+          << " for convs > 50 GFLOP) after warm-up; cuDNN: fastest CUDNN_FMA_MATH algorithm by FindEx\",\n"
+          << "  \"copy_TBps_read_plus_write\": " << g.copy_tbps << ",\n  \"fp32_peak_TFLOPs\": " << g.peak_tflops
+          << ",\n  \"cases\": [\n";
+        for (size_t i = 0; i < results.size(); ++i) {
+            const auto& r = results[i];
+            f << "    {\"suite\": \"" << r.suite << "\", \"case\": \"" << r.name << "\", \"ours_us\": " << r.ours_us
+              << ", \"cudnn_us\": " << r.cudnn_us << ", \"cudnn_algo\": \"" << r.cudnn_algo
+              << "\", \"gflop\": " << r.flop / 1e9 << ", \"mbytes\": " << r.bytes / 1e6
+              << ", \"frac_memory_floor\": " << (r.bytes / (g.copy_tbps * 1e12)) / (r.ours_us * 1e-6)
+              << ", \"frac_compute_floor\": " << (r.flop / (g.peak_tflops * 1e12)) / (r.ours_us * 1e-6)
+              << ", \"max_abs_err_vs_float64_sampled\": " << r.err_vs_f64 << ", \"max_abs_diff_vs_cudnn\": "
+              << r.diff_vs_cudnn << "}" << (i + 1 < results.size() ? "," : "") << "\n";
+        }
+        f << "  ],\n  \"suite_means_us\": {";
+        for (size_t i = 0; i < means.size(); ++i)
+            f << (i ? ", " : "") << "\"" << means[i].suite << "\": {\"ours\": " << means[i].ours
+              << ", \"cudnn\": " << means[i].cudnn << "}";
+        f << "}\n}\n";
+        if (!f) die("could not write " + o.json);
+    }
+
+    std::printf("\n%-30s %10s %10s %7s %6s %6s %9s %9s\n", "case", "ours_us", "cudnn_us", "speedup", "%mem", "%fp32",
+                "err_f64", "vs_cudnn");
+    for (const auto& r : results) {
+        const double mem = 100.0 * (r.bytes / (g.copy_tbps * 1e12)) / (r.ours_us * 1e-6);
+        const double cmp = 100.0 * (r.flop / (g.peak_tflops * 1e12)) / (r.ours_us * 1e-6);
+        std::printf("%-30s %10.1f %10.1f %7.2f %6.1f %6.1f %9.2e %9.2e%s\n", r.name.c_str(), r.ours_us, r.cudnn_us,
+                    r.cudnn_us > 0 ? r.cudnn_us / r.ours_us : 0.0, mem, cmp, r.err_vs_f64, r.diff_vs_cudnn,
+                    (r.atol > 0 && !(r.err_vs_f64 <= r.atol)) ? "  OVER ATOL" : "");
+    }
+    for (const auto& m : means)
+        std::printf("mean %-25s %10.1f %10.1f %7.2f\n", m.suite.c_str(), m.ours, m.cudnn,
+                    m.cudnn > 0 ? m.cudnn / m.ours : 0.0);
+    return 0;
+}

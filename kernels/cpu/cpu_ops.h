@@ -1,0 +1,12 @@
+// The CPU ops behind make_cpu_backend (private to kernels/cpu/). Both call
+// check_args first and run on `threads` OpenMP threads.
+#pragma once
+
+#include "backend.h"
+
+namespace imr::cpu {
+
+void residual_block(const ResidualBlockArgs& a, int threads);
+void conv2d(const Conv2dArgs& a, int threads);
+
+}  // namespace imr::cpu

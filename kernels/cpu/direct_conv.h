@@ -1,0 +1,66 @@
+// The register-tiled direct convolution both CPU ops are built on (private to
+// kernels/cpu/).
+//
+// A DirectConv is a "valid" cross-correlation over planes that the caller has
+// already padded, so the inner loop never tests a border:
+//
+//   out[co][y][x] = bias[co] + sum over ci, ky, kx of
+//                   weight[co][ci][ky][kx] * in[ci][y + ky][x + kx]
+//                   (+ residual[co][y][x] when residual is set)
+//
+// The unit of work is a register tile: co_block output channels (1..4) x up
+// to 8 vectors of 8 output columns of one output row, accumulated in
+// registers over the whole reduction (cin * k * k steps). Each step loads the
+// XB input vectors once and broadcasts one weight per output channel, so a
+// 4 x 3 tile does 12 FMAs per 3 vector loads + 4 broadcasts: FMA-bound on
+// AVX2 (2 FMA and 2-3 load ports per cycle), and the weights stream
+// sequentially through L1 (they are repacked so the co_block weights of one
+// (ci, ky, kx) are adjacent).
+//
+// Reads past the last output column: a tile reads whole vectors, so every
+// input row must be readable (and hold finite values, e.g. zeros) for
+// kRowSlack floats beyond column cols + k - 2; the residual likewise for
+// kRowSlack floats beyond column cols - 1. Writes are exact: only columns
+// [0, cols) and channels [0, cout) are stored.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+namespace imr::cpu {
+
+// Floats a row must be readable beyond its last used column (see above): the
+// last tile of a row rounds its width up to a whole 8-float vector.
+constexpr int kRowSlack = 8;
+
+// Output channels per register tile for a layer with cout channels: 4 (4 x 3
+// vectors = 12 of AVX2's 16 registers accumulate) or all of them when fewer.
+inline int choose_co_block(int cout) { return cout >= 4 ? 4 : cout; }
+
+struct DirectConv {
+    const float* in = nullptr;  // [cin][rows + k - 1][in_row], see slack above
+    size_t in_plane = 0, in_row = 0;
+    int cin = 0, k = 0;
+    const float* weight = nullptr;  // from pack_weights
+    const float* bias = nullptr;    // from pack_bias
+    int cout = 0, co_block = 0;     // co_block from choose_co_block(cout)
+    const float* residual = nullptr;  // optional [cout][rows][res_row]
+    size_t res_plane = 0, res_row = 0;
+    float* out = nullptr;  // [cout][rows][out_row]
+    size_t out_plane = 0, out_row = 0;
+    int cols = 0;  // output columns per row
+};
+
+// weight [cout][cin][k][k] -> [ceil(cout / co_block)][cin][k][k][co_block],
+// missing channels of the last block zero.
+std::vector<float> pack_weights(const float* weight, int cout, int cin, int k, int co_block);
+// bias [cout] (or null: zeros) -> [ceil(cout / co_block) * co_block].
+std::vector<float> pack_bias(const float* bias, int cout, int co_block);
+
+// Output rows [y_begin, y_end) of channel block `block` (channels
+// block * co_block ...), all columns.
+void direct_conv_rows(const DirectConv& g, int block, int y_begin, int y_end);
+
+inline int co_blocks(const DirectConv& g) { return (g.cout + g.co_block - 1) / g.co_block; }
+
+}  // namespace imr::cpu

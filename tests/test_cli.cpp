@@ -1,0 +1,243 @@
+// End to end: the built imrestore binary on the bundled samples and on bad
+// input, as a user would run it. Checks exit codes, messages, what is (and is
+// not) written, and the pixels.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "backend.h"
+#include "image_io.h"
+#include "test_util.h"
+
+namespace imr {
+namespace {
+
+namespace fs = std::filesystem;
+using test::ScratchDir;
+
+struct RunResult {
+    int code = -1;
+    std::string out, err;
+};
+
+std::string slurp(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    std::stringstream s;
+    s << f.rdbuf();
+    return s.str();
+}
+
+// Runs imrestore with `args` (already shell-quoted where needed).
+RunResult imrestore(const std::string& args, const ScratchDir& dir) {
+    std::string out = dir / "stdout.txt", err = dir / "stderr.txt";
+    std::string cmd = std::string("'") + IMRESTORE_EXE + "' " + args + " >'" + out + "' 2>'" + err + "'";
+    int status = std::system(cmd.c_str());
+    RunResult r;
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = slurp(out);
+    r.err = slurp(err);
+    return r;
+}
+
+std::string sample(const std::string& name) { return std::string(IMRESTORE_SAMPLES) + "/" + name; }
+std::string q(const std::string& s) { return "'" + s + "'"; }
+
+// Largest per-sample difference between two images of the same layout.
+int max_difference(const Image& a, const Image& b) {
+    EXPECT_EQ(a.width, b.width);
+    EXPECT_EQ(a.height, b.height);
+    EXPECT_EQ(a.channels, b.channels);
+    if (a.samples.size() != b.samples.size()) return 1 << 20;
+    int d = 0;
+    for (size_t i = 0; i < a.samples.size(); ++i) d = std::max(d, std::abs(int(a.samples[i]) - int(b.samples[i])));
+    return d;
+}
+
+bool has_temp_files(const fs::path& dir) {
+    for (const auto& e : fs::recursive_directory_iterator(dir))
+        if (e.path().filename().string().find(".tmp") != std::string::npos) return true;
+    return false;
+}
+
+TEST(Cli, HelpVersionAndModels) {
+    ScratchDir dir("cli");
+    RunResult help = imrestore("--help", dir);
+    EXPECT_EQ(help.code, 0);
+    EXPECT_NE(help.out.find("--model"), std::string::npos);
+    EXPECT_NE(help.out.find("imrestore photo.jpg"), std::string::npos);
+    RunResult version = imrestore("--version", dir);
+    EXPECT_EQ(version.code, 0);
+    EXPECT_NE(version.out.find("imrestore 0."), std::string::npos);
+    RunResult models = imrestore("models", dir);
+    EXPECT_EQ(models.code, 0);
+    EXPECT_NE(models.out.find("denoise"), std::string::npos);
+    EXPECT_NE(models.out.find("(default)"), std::string::npos);
+    RunResult model = imrestore("model denoise", dir);
+    EXPECT_EQ(model.code, 0) << model.err;
+    EXPECT_NE(model.out.find("receptive"), std::string::npos);
+    EXPECT_NE(model.out.find("residual_block"), std::string::npos);
+    RunResult none = imrestore("", dir);
+    EXPECT_EQ(none.code, 2);
+    RunResult bad_option = imrestore("--batch 0 x.png", dir);
+    EXPECT_EQ(bad_option.code, 2);
+}
+
+TEST(Cli, RestoresOneFileWithTiming) {
+    ScratchDir dir("cli");
+    std::string out = dir / "chelsea.png";
+    RunResult r = imrestore(q(sample("chelsea.png")) + " -o " + q(out) + " --device cpu --timing", dir);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("-> " + out), std::string::npos) << r.out;
+    for (const char* stage : {"read+decode", "to-NCHW", "stage 0 residual_block", "from-NCHW", "encode+write", "total"})
+        EXPECT_NE(r.out.find(stage), std::string::npos) << "no timing for " << stage << " in:\n" << r.out;
+    Image in = read_image(sample("chelsea.png")), restored = read_image(out);
+    int d = max_difference(in, restored);
+    EXPECT_GT(d, 0) << "the model changed nothing";
+    EXPECT_LT(d, 128) << "the model destroyed the image";
+    EXPECT_FALSE(has_temp_files(dir.path()));
+}
+
+TEST(Cli, DefaultOutputIsBesideTheInputAndNeverTheInput) {
+    ScratchDir dir("cli");
+    fs::copy_file(sample("camera.png"), dir / "camera.png");
+    RunResult r = imrestore(q(dir / "camera.png") + " -d cpu", dir);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_TRUE(fs::exists(dir / "camera.restored.png"));
+    Image gray = read_image(dir / "camera.restored.png");
+    EXPECT_EQ(gray.channels, 1) << "a gray image stays gray";
+
+    std::string before = slurp(dir / "camera.png");
+    RunResult same = imrestore(q(dir / "camera.png") + " -o " + q(dir / "camera.png") + " -d cpu --force", dir);
+    EXPECT_EQ(same.code, 1);
+    EXPECT_NE(same.err.find("because it is an input"), std::string::npos) << same.err;
+    EXPECT_EQ(slurp(dir / "camera.png"), before) << "the input was modified";
+}
+
+TEST(Cli, FolderWithACorruptFileRestoresTheRest) {
+    ScratchDir dir("cli");
+    fs::create_directories(dir / "in/sub");
+    fs::copy_file(sample("chelsea.png"), dir / "in/chelsea.png");
+    fs::copy_file(sample("rocket.jpg"), dir / "in/sub/rocket.jpg");
+    fs::copy_file(sample("camera.png"), dir / "in/sub/camera.png");
+    std::ofstream(dir / "in/broken.png") << "\x89PNG\r\n\x1a\n but then garbage";
+    std::ofstream(dir / "in/notes.txt") << "not an image, ignored";
+
+    RunResult r = imrestore(q(dir / "in") + " -r -o " + q(dir / "out") + " -d cpu --batch 3", dir);
+    EXPECT_EQ(r.code, 1) << "a failed file must make the exit code non-zero";
+    EXPECT_NE(r.err.find("broken.png"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("3 restored, 0 skipped, 1 failed"), std::string::npos) << r.err;
+    EXPECT_TRUE(fs::exists(dir / "out/chelsea.png"));
+    EXPECT_TRUE(fs::exists(dir / "out/sub/rocket.jpg"));
+    EXPECT_TRUE(fs::exists(dir / "out/sub/camera.png"));
+    EXPECT_FALSE(fs::exists(dir / "out/broken.png")) << "no output for a failed input";
+    EXPECT_FALSE(has_temp_files(dir.path()));
+
+    // Not recursive: only the top level.
+    RunResult flat = imrestore(q(dir / "in") + " -o " + q(dir / "flat") + " -d cpu", dir);
+    EXPECT_EQ(flat.code, 1);
+    EXPECT_TRUE(fs::exists(dir / "flat/chelsea.png"));
+    EXPECT_FALSE(fs::exists(dir / "flat/sub"));
+}
+
+TEST(Cli, ExistingOutputIsSkippedUnlessForced) {
+    ScratchDir dir("cli");
+    std::string out = dir / "out.png";
+    std::ofstream(out) << "precious";
+    RunResult skip = imrestore(q(sample("chelsea.png")) + " -o " + q(out) + " -d cpu", dir);
+    EXPECT_EQ(skip.code, 0);
+    EXPECT_NE(skip.err.find("exists"), std::string::npos) << skip.err;
+    EXPECT_EQ(slurp(out), "precious");
+    RunResult force = imrestore(q(sample("chelsea.png")) + " -o " + q(out) + " -d cpu --force", dir);
+    EXPECT_EQ(force.code, 0) << force.err;
+    EXPECT_EQ(read_image(out).width, 451);
+}
+
+TEST(Cli, UnwritableOutputFails) {
+    ScratchDir dir("cli");
+    std::ofstream(dir / "a-file") << "x";  // a folder cannot be made under a file, even as root
+    RunResult r = imrestore(q(sample("chelsea.png")) + " " + q(sample("coffee.png")) + " -o " +
+                                q(dir / "a-file/out") + " -d cpu",
+                            dir);
+    EXPECT_EQ(r.code, 1);
+    EXPECT_NE(r.err.find("cannot create folder"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("0 restored"), std::string::npos) << r.err;
+}
+
+TEST(Cli, MissingOrBadModelIsAClearError) {
+    ScratchDir dir("cli");
+    RunResult missing = imrestore(q(sample("chelsea.png")) + " -o " + q(dir / "o.png") + " -m /no/such/model.h5", dir);
+    EXPECT_EQ(missing.code, 2);
+    EXPECT_NE(missing.err.find("/no/such/model.h5: no such model file"), std::string::npos) << missing.err;
+    EXPECT_FALSE(fs::exists(dir / "o.png"));
+
+    test::RawH5* raw = new test::RawH5(dir / "bad.h5");
+    raw->header();
+    hid_t stages = raw->group(raw->root(), "stages");
+    raw->residual_block(stages, "0", 3, 32);
+    hid_t g = raw->group(stages, "1");
+    test::RawH5::str_attr(g, "op", "conv2d");
+    test::RawH5::dataset(g, "weight", {3, 4, 3, 3});  // takes 4 channels, gets 3
+    delete raw;
+    RunResult bad = imrestore(q(sample("chelsea.png")) + " -o " + q(dir / "o.png") + " -m " + q(dir / "bad.h5"), dir);
+    EXPECT_EQ(bad.code, 2);
+    EXPECT_NE(bad.err.find("stage 1 (conv2d): dataset 'weight': expected 3 input channels"), std::string::npos)
+        << bad.err;
+    EXPECT_FALSE(fs::exists(dir / "o.png"));
+
+    RunResult unknown = imrestore(q(sample("chelsea.png")) + " -m no-such-name", dir);
+    EXPECT_EQ(unknown.code, 2);
+    EXPECT_NE(unknown.err.find("bundled: "), std::string::npos) << unknown.err;
+}
+
+TEST(Cli, JsonReportAndTilingGiveTheSameImage) {
+    ScratchDir dir("cli");
+    RunResult whole = imrestore(q(sample("coffee.png")) + " -o " + q(dir / "whole.png") + " -d cpu --json", dir);
+    ASSERT_EQ(whole.code, 0) << whole.err;
+    EXPECT_EQ(whole.out.front(), '{');
+    EXPECT_NE(whole.out.find("\"restored\": 1"), std::string::npos) << whole.out;
+    EXPECT_NE(whole.out.find("\"timing_ms\""), std::string::npos) << whole.out;
+    RunResult tiled =
+        imrestore(q(sample("coffee.png")) + " -o " + q(dir / "tiled.png") + " -d cpu --tile 100 --quiet", dir);
+    ASSERT_EQ(tiled.code, 0) << tiled.err;
+    EXPECT_TRUE(tiled.out.empty() && tiled.err.empty()) << "--quiet printed: " << tiled.out << tiled.err;
+    EXPECT_LE(max_difference(read_image(dir / "whole.png"), read_image(dir / "tiled.png")), 1);
+}
+
+TEST(Cli, DeviceCudaWithoutGpuIsAClearError) {
+    std::string why;
+    if (cuda_device_count(&why) > 0) GTEST_SKIP() << "a GPU is present; covered by Gpu.RestoresLikeTheCpu";
+    ScratchDir dir("cli");
+    RunResult r = imrestore(q(sample("chelsea.png")) + " -o " + q(dir / "o.png") + " --device cuda", dir);
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("no usable CUDA device"), std::string::npos) << r.err;
+    RunResult autodev = imrestore(q(sample("chelsea.png")) + " -o " + q(dir / "o.png") + " --device auto", dir);
+    EXPECT_EQ(autodev.code, 0) << autodev.err;
+    EXPECT_NE(autodev.err.find("running on the CPU"), std::string::npos) << autodev.err;
+}
+
+// On a GPU host: every sample restored on the GPU matches the CPU to within
+// one level per channel (the 8-bit rounding of fp32 results that differ in
+// the last bits).
+TEST(Gpu, RestoresLikeTheCpu) {
+    std::string why;
+    if (cuda_device_count(&why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
+    ScratchDir dir("cli-gpu");
+    for (const char* model : {"denoise", "sharpen", "denoise-conv7"}) {
+        for (const char* name : {"chelsea.png", "camera.png", "coffee.png", "rocket.jpg"}) {
+            SCOPED_TRACE(std::string(model) + " " + name);
+            std::string stem = std::string(model) + "-" + name + ".png";
+            RunResult cpu = imrestore(q(sample(name)) + " -m " + model + " -o " + q(dir / ("cpu-" + stem)) + " -d cpu", dir);
+            ASSERT_EQ(cpu.code, 0) << cpu.err;
+            RunResult gpu = imrestore(q(sample(name)) + " -m " + model + " -o " + q(dir / ("gpu-" + stem)) + " -d cuda", dir);
+            ASSERT_EQ(gpu.code, 0) << gpu.err;
+            EXPECT_NE(gpu.err.find("cuda:0"), std::string::npos) << gpu.err;
+            EXPECT_LE(max_difference(read_image(dir / ("cpu-" + stem)), read_image(dir / ("gpu-" + stem))), 1);
+        }
+    }
+}
+
+}  // namespace
+}  // namespace imr

@@ -1,0 +1,520 @@
+// Every op on every backend against the float64 reference (kernels/reference.h),
+// from one table of cases per op, in the style of ggml's test-backend-ops.
+//
+// The suite is parameterized by backend ("cpu", "cuda"); test names end in
+// /cpu and /cuda so ctest runs them as separate entries (tests/CMakeLists.txt).
+// Without a usable GPU the cuda tests are SKIPPED with the reason, never passed.
+//
+// Every run: fresh N(0,1) inputs (seed from std::random_device, printed on
+// failure; IMRESTORE_TEST_SEED=<seed> reproduces a run; IMRESTORE_TEST_ALL_CASES=1
+// runs the GPU-only cases on the CPU too), the output poisoned
+// with NaN and framed by sentinel guards (unwritten elements and out-of-bounds
+// writes both fail), the input checked unchanged, every parameter of a failing
+// case printed through SCOPED_TRACE.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <limits>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "backend.h"
+#include "reference.h"
+
+namespace {
+
+using imr::Backend;
+using imr::Conv2dArgs;
+using imr::DeviceBuffer;
+using imr::PadMode;
+using imr::ResidualBlockArgs;
+using imr::Shape;
+
+// ---------------------------------------------------------------- tolerances
+//
+// Our own random cases: an fp32 dot product of length L accumulated in any
+// order (sequential, blocked, split-K, FMA or not) has a rounding error that
+// behaves like a random walk: each of the L additions errs by at most
+// u = 2^-24 times a partial sum of size ~sqrt(L) * sigma, so the total error
+// is ~u * L * sigma ~ u * sqrt(L) * |typical output|. We allow 16 times that
+// against the largest output, which leaves room for the tail of the error
+// distribution over millions of elements and for the residual block's two
+// chained reductions (L = 9 * C + 9 * hidden), yet stays ~500x below what a
+// TF32 (u = 2^-11) or fp16 kernel would produce:
+//   max |out - ref| <= 16 * 2^-24 * sqrt(L) * max |ref|
+constexpr double kFp32Unit = 1.0 / (1 << 24);
+constexpr double kOwnToleranceFactor = 16.0;
+// SOL-ExecBench L1/040: |out - ref| <= atol(case) + 1e-5 * |ref| for >= 99% of elements.
+constexpr double kSolRtol = 1e-5;
+constexpr double kSolPassFraction = 0.99;
+// GPU MODE conv2d_v2: |out - ref| <= 1e-3 + 1e-3 * |ref| for every element.
+constexpr double kGpuModeTol = 1e-3;
+// Convolutions above this many multiply-adds are checked against float64 on
+// kSampledElements random output elements (reference_conv2d_at) instead of
+// all of them: the full float64 reference of the GPU MODE ranked shape
+// (8.5e11 MACs) would take minutes even on 16 cores.
+constexpr double kFullReferenceMacs = 1e10;
+constexpr int kSampledElements = 4096;
+// Floats of sentinel on each side of every output buffer.
+constexpr size_t kGuard = 64;
+constexpr float kSentinel = -1234.5f;
+
+// ---------------------------------------------------------------- inputs
+uint64_t draw_seed() {
+    if (const char* env = std::getenv("IMRESTORE_TEST_SEED")) return std::strtoull(env, nullptr, 10);
+    std::random_device rd;
+    return (uint64_t(rd()) << 32) ^ rd();
+}
+
+std::vector<float> normal(std::mt19937_64& rng, size_t count, float scale = 1.0f) {
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    std::vector<float> v(count);
+    for (float& x : v) x = dist(rng) * scale;
+    return v;
+}
+
+DeviceBuffer to_device(Backend& backend, const std::vector<float>& host) {
+    DeviceBuffer buf(backend, host.size());
+    backend.upload(buf.data(), host.data(), host.size());
+    return buf;
+}
+
+// An output buffer poisoned with NaN, framed by kGuard sentinels on each side.
+class GuardedOutput {
+public:
+    GuardedOutput(Backend& backend, size_t count) : backend_(backend), count_(count), buf_(backend, count + 2 * kGuard) {
+        std::vector<float> init(count + 2 * kGuard, std::numeric_limits<float>::quiet_NaN());
+        std::fill(init.begin(), init.begin() + kGuard, kSentinel);
+        std::fill(init.end() - kGuard, init.end(), kSentinel);
+        backend_.upload(buf_.data(), init.data(), init.size());
+    }
+    float* data() const { return buf_.data() + kGuard; }
+
+    // Downloads the output; fails the test if a guard was overwritten.
+    std::vector<float> download() {
+        std::vector<float> all(count_ + 2 * kGuard);
+        backend_.download(all.data(), buf_.data(), all.size());
+        size_t bad = 0;
+        for (size_t i = 0; i < kGuard; ++i) {
+            bad += all[i] != kSentinel;
+            bad += all[kGuard + count_ + i] != kSentinel;
+        }
+        EXPECT_EQ(bad, 0u) << "the op wrote outside its output (guard elements overwritten)";
+        return std::vector<float>(all.begin() + kGuard, all.end() - kGuard);
+    }
+
+private:
+    Backend& backend_;
+    size_t count_;
+    DeviceBuffer buf_;
+};
+
+void expect_unchanged(Backend& backend, const DeviceBuffer& buf, const std::vector<float>& host, const char* what) {
+    std::vector<float> now(host.size());
+    backend.download(now.data(), buf.data(), now.size());
+    EXPECT_TRUE(std::equal(now.begin(), now.end(), host.begin(),
+                           [](float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }))
+        << "the op modified its " << what;
+}
+
+// ---------------------------------------------------------------- comparison
+// What to compare: out (all of it) against ref, either at every element
+// (index empty) or at the listed elements only (ref[i] belongs to index[i]).
+struct Comparison {
+    double max_abs_err = 0, max_abs_ref = 0;
+    size_t worst = 0;       // element index of max_abs_err
+    size_t compared = 0, within = 0;  // elements compared, and within atol + rtol * |ref|
+    size_t nonfinite = 0;   // NaN/Inf anywhere in out
+    size_t first_nonfinite = 0;
+};
+
+Comparison compare(const std::vector<float>& out, const std::vector<double>& ref, const std::vector<size_t>& index,
+                   double atol, double rtol) {
+    Comparison r;
+    for (size_t i = out.size(); i-- > 0;)
+        if (!std::isfinite(out[i])) ++r.nonfinite, r.first_nonfinite = i;
+    r.compared = ref.size();
+    for (size_t j = 0; j < ref.size(); ++j) {
+        const size_t i = index.empty() ? j : index[j];
+        const double err = std::abs(double(out[i]) - ref[j]);
+        r.max_abs_ref = std::max(r.max_abs_ref, std::abs(ref[j]));
+        if (!(err <= r.max_abs_err)) r.max_abs_err = err, r.worst = i;  // NaN err is the worst
+        r.within += err <= atol + rtol * std::abs(ref[j]);
+    }
+    return r;
+}
+
+std::string where(const Shape& s, size_t i) {
+    std::ostringstream o;
+    o << "(n=" << i / (size_t(s.c) * s.h * s.w) << ", c=" << i / (size_t(s.h) * s.w) % s.c
+      << ", y=" << i / size_t(s.w) % s.h << ", x=" << i % s.w << ")";
+    return o.str();
+}
+
+double value_at(const std::vector<double>& ref, const std::vector<size_t>& index, size_t i) {
+    if (index.empty()) return ref[i];
+    return ref[size_t(std::find(index.begin(), index.end(), i) - index.begin())];
+}
+
+void expect_all_finite(const Comparison& r, const Shape& s) {
+    EXPECT_EQ(r.nonfinite, 0u) << "NaN/Inf in the output (unwritten or overflowed), first at "
+                               << where(s, r.first_nonfinite);
+}
+
+// Our own cases: the fp32 accumulation bound above, on the worst element.
+// Returns the error as a fraction of the allowed bound (for the summary).
+double expect_fp32_accurate(const std::vector<float>& out, const std::vector<double>& ref,
+                            const std::vector<size_t>& index, const Shape& s, long reduction) {
+    const Comparison r = compare(out, ref, index, 0, 0);
+    expect_all_finite(r, s);
+    const double bound = kOwnToleranceFactor * kFp32Unit * std::sqrt(double(reduction)) * r.max_abs_ref;
+    EXPECT_LE(r.max_abs_err, bound) << "worst element " << where(s, r.worst) << ": got " << out[r.worst]
+                                    << ", float64 " << value_at(ref, index, r.worst) << " (max |ref| "
+                                    << r.max_abs_ref << ", reduction length " << reduction << ")";
+    return bound > 0 ? r.max_abs_err / bound : 0;
+}
+
+// ---------------------------------------------------------------- cases
+struct ResidualCase {
+    int n, c, h, w, hidden;
+    double sol_atol = 0;    // > 0: a SOL-ExecBench L1/040 case and its atol; 0: our own case
+    bool gpu_only = false;  // too large for the CPU backend within CI time
+};
+
+std::ostream& operator<<(std::ostream& o, const ResidualCase& k) {
+    o << "residual_block N=" << k.n << " C=" << k.c << " H=" << k.h << " W=" << k.w << " hidden=" << k.hidden;
+    if (k.sol_atol > 0) o << " (SOL-ExecBench L1/040, atol " << k.sol_atol << ")";
+    return o;
+}
+
+// SOL cases above this many pixels run on GPUs only: the CPU backend would
+// need seconds each (and the float64 reference on 2 cores longer still).
+constexpr long kCpuMaxSolPixels = 600'000;
+
+std::vector<ResidualCase> residual_cases() {
+    std::vector<ResidualCase> cases = {
+        // Tiny and odd: narrower than one 8-float vector, single pixels and rows.
+        {1, 3, 1, 1, 32},
+        {1, 3, 2, 3, 32},
+        {1, 3, 7, 5, 32},
+        {1, 1, 7, 5, 17},
+        {2, 1, 1, 9, 5},
+        {1, 3, 13, 1, 32},
+        // Hidden widths that do not fill a register tile.
+        {2, 3, 9, 17, 5},
+        {1, 3, 19, 23, 17},
+        {1, 3, 8, 8, 1},
+        // Channel counts around the CPU's 4-channel tiles.
+        {1, 4, 11, 33, 32},
+        {2, 5, 10, 12, 8},
+        {1, 16, 20, 24, 64},
+        // Odd image sizes of the benchmark, several CPU tiles wide/high.
+        {1, 3, 131, 131, 32},
+        {2, 3, 37, 541, 32},
+        {1, 3, 300, 9, 32},
+        {3, 3, 64, 200, 32},
+    };
+    // SOL-ExecBench L1/040, /work/shared/anchors/solexec_040_residual_block.json.
+    struct Sol {
+        int n, h, w;
+        double atol;
+    };
+    const Sol sol[] = {{8, 512, 512, 0.069}, {32, 256, 256, 0.066}, {2, 256, 256, 0.071}, {4, 512, 512, 0.07},
+                       {1, 128, 128, 0.058}, {16, 64, 64, 0.064},   {8, 373, 373, 0.072}, {64, 128, 128, 0.074},
+                       {16, 128, 128, 0.067}, {1, 64, 64, 0.058},   {1, 512, 512, 0.066}, {2, 512, 512, 0.062},
+                       {2, 64, 64, 0.058},   {1, 131, 131, 0.062},  {2, 541, 541, 0.072}, {16, 256, 256, 0.078}};
+    for (const Sol& s : sol)
+        cases.push_back({s.n, 3, s.h, s.w, 32, s.atol, long(s.n) * s.h * s.w > kCpuMaxSolPixels});
+    return cases;
+}
+
+struct ConvCase {
+    int n, cin, cout, h, w, k;
+    int pad_before = 0, pad_after = 0;
+    PadMode mode = PadMode::Zero;
+    bool bias = false;
+    bool gpu_mode = false;  // a GPU MODE conv2d_v2 shape: atol = rtol = 1e-3 on every element
+    bool gpu_only = false;  // too large for the CPU backend within CI time
+
+    double macs() const {
+        const double ho = h + pad_before + pad_after - k + 1, wo = w + pad_before + pad_after - k + 1;
+        return double(n) * cout * ho * wo * cin * k * k;
+    }
+};
+
+std::ostream& operator<<(std::ostream& o, const ConvCase& k) {
+    o << "conv2d N=" << k.n << " Cin=" << k.cin << " Cout=" << k.cout << " H=" << k.h << " W=" << k.w << " K=" << k.k
+      << " pad " << k.pad_before << "/" << k.pad_after << " " << imr::pad_mode_name(k.mode)
+      << (k.bias ? " bias" : " no bias");
+    if (k.gpu_mode) o << " (GPU MODE conv2d_v2)";
+    return o;
+}
+
+// Size-keeping padding (what model files use): pad_before + pad_after = K - 1.
+ConvCase same(int n, int cin, int cout, int h, int w, int k, PadMode mode, bool bias) {
+    return {n, cin, cout, h, w, k, (k - 1) / 2, k - 1 - (k - 1) / 2, mode, bias};
+}
+
+// GPU MODE conv2d_v2 (/work/shared/anchors/gpumode_conv2d_v2.json): C -> C, no padding, no bias.
+ConvCase gpu_mode(int batch, int channels, int size, int k, bool gpu_only) {
+    return {batch, channels, channels, size, size, k, 0, 0, PadMode::Zero, false, true, gpu_only};
+}
+
+std::vector<ConvCase> conv_cases() {
+    const PadMode Z = PadMode::Zero, R = PadMode::Reflect, P = PadMode::Replicate;
+    return {
+        // Every pad mode with size-keeping padding, odd and even K, batches > 1.
+        same(2, 3, 5, 17, 23, 3, Z, true),
+        same(2, 3, 5, 17, 23, 3, R, true),
+        same(2, 3, 5, 17, 23, 3, P, true),
+        same(1, 4, 6, 19, 14, 5, Z, false),
+        same(1, 4, 6, 19, 14, 5, R, true),
+        same(3, 4, 6, 19, 14, 5, P, false),
+        same(2, 5, 3, 12, 21, 4, Z, true),
+        same(2, 5, 3, 12, 21, 4, R, false),
+        same(2, 5, 3, 12, 21, 4, P, true),
+        same(1, 2, 7, 9, 10, 2, R, true),
+        same(1, 2, 7, 9, 10, 2, P, false),
+        // Reflect at its widest (pad = size - 1) and on a 2-pixel axis.
+        {1, 3, 2, 3, 3, 5, 2, 2, R, true},
+        {2, 1, 1, 2, 6, 3, 1, 1, R, false},
+        // K = 1; K = min(H, W); K > 32; no padding, one padded side only.
+        {1, 8, 16, 13, 9, 1, 0, 0, Z, false},
+        {1, 4, 3, 7, 11, 7, 0, 0, Z, true},
+        {1, 2, 3, 40, 37, 33, 0, 0, Z, true},
+        same(1, 4, 4, 48, 40, 32, Z, false),
+        {2, 3, 4, 10, 15, 3, 0, 2, P, true},
+        // C = 1, Cin != Cout both ways, C up to 256 with small images.
+        same(1, 1, 1, 31, 29, 5, R, true),
+        same(2, 6, 2, 16, 16, 3, Z, true),
+        same(1, 2, 9, 16, 16, 3, Z, false),
+        same(1, 256, 256, 8, 8, 3, P, true),
+        same(1, 256, 3, 16, 16, 3, Z, true),
+        same(2, 3, 256, 6, 10, 3, R, false),
+        // Narrower than one 8-float vector; odd widths over several tiles.
+        same(3, 3, 4, 5, 3, 3, Z, true),
+        same(1, 3, 4, 4, 1, 1, Z, true),
+        {1, 3, 4, 6, 1, 1, 0, 0, Z, false},
+        same(1, 3, 8, 31, 131, 3, R, true),
+        same(1, 32, 32, 12, 373, 3, Z, true),
+        // GPU MODE conv2d_v2: the 5 test shapes, then the 5 benchmark shapes (GPU only).
+        gpu_mode(1, 16, 32, 4, false),
+        gpu_mode(2, 16, 32, 4, false),
+        gpu_mode(1, 32, 64, 4, false),
+        gpu_mode(2, 32, 64, 8, false),
+        gpu_mode(1, 64, 128, 8, false),
+        gpu_mode(4, 64, 128, 8, true),
+        gpu_mode(4, 64, 128, 16, true),
+        gpu_mode(2, 128, 256, 16, true),
+        gpu_mode(2, 128, 256, 16, true),
+        gpu_mode(1, 128, 256, 32, true),
+    };
+}
+
+// ---------------------------------------------------------------- fixture
+class OpsTest : public ::testing::TestWithParam<std::string> {
+protected:
+    void SetUp() override {
+        if (GetParam() == "cuda") {
+            std::string why;
+            if (imr::cuda_device_count(&why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
+        }
+        backend_ = imr::make_backend(GetParam());
+    }
+    // GPU-only cases run on host-memory backends only with IMRESTORE_TEST_ALL_CASES=1
+    // (e.g. to check the CPU backend on a many-core machine).
+    bool runs(bool gpu_only) const {
+        static const bool all = std::getenv("IMRESTORE_TEST_ALL_CASES") != nullptr;
+        return !gpu_only || all || !backend_->is_host_memory();
+    }
+
+    std::unique_ptr<Backend> backend_;
+};
+
+TEST_P(OpsTest, ResidualBlock) {
+    Backend& be = *backend_;
+    double worst_fraction = 0;
+    int skipped = 0;
+    for (const ResidualCase& k : residual_cases()) {
+        if (!runs(k.gpu_only)) {
+            ++skipped;
+            continue;
+        }
+        const uint64_t seed = draw_seed();
+        std::ostringstream trace;
+        trace << k << " on " << be.name() << ", seed " << seed;
+        SCOPED_TRACE(trace.str());
+
+        // As SOL-ExecBench draws them: x and biases ~ N(0,1), weights ~ N(0,1) / sqrt(3).
+        std::mt19937_64 rng(seed);
+        const Shape s{k.n, k.c, k.h, k.w};
+        const float wscale = 1.0f / std::sqrt(3.0f);
+        const std::vector<float> x = normal(rng, s.count());
+        const std::vector<float> w_in = normal(rng, size_t(k.hidden) * k.c * 9, wscale);
+        const std::vector<float> b_in = normal(rng, size_t(k.hidden));
+        const std::vector<float> w_out = normal(rng, size_t(k.c) * k.hidden * 9, wscale);
+        const std::vector<float> b_out = normal(rng, size_t(k.c));
+
+        DeviceBuffer dx = to_device(be, x), dw_in = to_device(be, w_in), db_in = to_device(be, b_in);
+        DeviceBuffer dw_out = to_device(be, w_out), db_out = to_device(be, b_out);
+        GuardedOutput out(be, s.count());
+        ResidualBlockArgs a;
+        a.shape = s, a.hidden = k.hidden;
+        a.input = dx.data(), a.output = out.data();
+        a.conv_in_weight = dw_in.data(), a.conv_in_bias = db_in.data();
+        a.conv_out_weight = dw_out.data(), a.conv_out_bias = db_out.data();
+        ASSERT_NO_THROW(be.residual_block(a));
+        be.synchronize();
+        const std::vector<float> got = out.download();
+        expect_unchanged(be, dx, x, "input");
+
+        ResidualBlockArgs host = a;
+        host.input = x.data(), host.output = nullptr;
+        host.conv_in_weight = w_in.data(), host.conv_in_bias = b_in.data();
+        host.conv_out_weight = w_out.data(), host.conv_out_bias = b_out.data();
+        const std::vector<double> ref = imr::reference_residual_block(host);
+
+        // Every case: the fp32 bound; SOL cases also by the benchmark's own rule.
+        worst_fraction =
+            std::max(worst_fraction, expect_fp32_accurate(got, ref, {}, s, 9L * k.c + 9L * k.hidden));
+        if (k.sol_atol > 0) {
+            const Comparison r = compare(got, ref, {}, k.sol_atol, kSolRtol);
+            EXPECT_GE(double(r.within), kSolPassFraction * double(r.compared))
+                << r.compared - r.within << " of " << r.compared << " elements beyond atol " << k.sol_atol
+                << " + rtol " << kSolRtol << "; worst " << where(s, r.worst) << ": got " << got[r.worst]
+                << ", float64 " << ref[r.worst];
+        }
+    }
+    std::cout << "[          ] worst error: " << worst_fraction
+              << " of the fp32 bound; " << skipped << " GPU-only cases not run on " << be.name() << "\n";
+}
+
+TEST_P(OpsTest, Conv2d) {
+    Backend& be = *backend_;
+    double worst_fraction = 0;
+    int skipped = 0;
+    for (const ConvCase& k : conv_cases()) {
+        if (!runs(k.gpu_only)) {
+            ++skipped;
+            continue;
+        }
+        const bool sampled = k.macs() > kFullReferenceMacs;
+        const uint64_t seed = draw_seed();
+        std::ostringstream trace;
+        trace << k << " on " << be.name() << ", seed " << seed
+              << (sampled ? ", float64 on sampled elements" : "");
+        SCOPED_TRACE(trace.str());
+
+        std::mt19937_64 rng(seed);
+        const Shape in{k.n, k.cin, k.h, k.w};
+        const std::vector<float> x = normal(rng, in.count());
+        const std::vector<float> w = normal(rng, size_t(k.cout) * k.cin * k.k * k.k);
+        const std::vector<float> bias = k.bias ? normal(rng, size_t(k.cout)) : std::vector<float>();
+
+        DeviceBuffer dx = to_device(be, x), dw = to_device(be, w);
+        DeviceBuffer db = k.bias ? to_device(be, bias) : DeviceBuffer();
+        Conv2dArgs a;
+        a.in = in, a.out_channels = k.cout, a.kernel = k.k;
+        a.pad_before = k.pad_before, a.pad_after = k.pad_after, a.pad_mode = k.mode;
+        a.input = dx.data(), a.weight = dw.data(), a.bias = k.bias ? db.data() : nullptr;
+        const Shape os = a.out_shape();
+        GuardedOutput out(be, os.count());
+        a.output = out.data();
+        ASSERT_NO_THROW(be.conv2d(a));
+        be.synchronize();
+        const std::vector<float> got = out.download();
+        expect_unchanged(be, dx, x, "input");
+
+        Conv2dArgs host = a;
+        host.input = x.data(), host.weight = w.data(), host.bias = k.bias ? bias.data() : nullptr;
+        host.output = nullptr;
+        std::vector<double> ref;
+        std::vector<size_t> index;
+        if (sampled) {
+            std::uniform_int_distribution<size_t> pick(0, os.count() - 1);
+            index.resize(kSampledElements);
+            for (size_t& i : index) i = pick(rng);
+            ref.resize(index.size());
+#pragma omp parallel for schedule(dynamic)
+            for (int j = 0; j < int(index.size()); ++j) {
+                const size_t i = index[size_t(j)];
+                ref[size_t(j)] = imr::reference_conv2d_at(host, int(i / (size_t(os.c) * os.h * os.w)),
+                                                          int(i / (size_t(os.h) * os.w) % os.c),
+                                                          int(i / size_t(os.w) % os.h), int(i % os.w));
+            }
+        } else {
+            ref = imr::reference_conv2d(host);
+        }
+
+        // Every case: the fp32 bound; GPU MODE shapes also by the benchmark's own rule.
+        worst_fraction =
+            std::max(worst_fraction, expect_fp32_accurate(got, ref, index, os, long(k.cin) * k.k * k.k));
+        if (k.gpu_mode) {
+            const Comparison r = compare(got, ref, index, kGpuModeTol, kGpuModeTol);
+            EXPECT_EQ(r.within, r.compared)
+                << r.compared - r.within << " of " << r.compared << " elements beyond atol = rtol = " << kGpuModeTol
+                << "; worst " << where(os, r.worst) << ": got " << got[r.worst] << ", float64 "
+                << value_at(ref, index, r.worst);
+        }
+    }
+    std::cout << "[          ] worst error: " << worst_fraction
+              << " of the fp32 bound; " << skipped << " GPU-only cases not run on " << be.name() << "\n";
+}
+
+TEST_P(OpsTest, RejectsInvalidArgs) {
+    Backend& be = *backend_;
+    DeviceBuffer input(be, 2 * 3 * 8 * 8), output(be, 2 * 3 * 8 * 8), weight(be, 3 * 3 * 9 * 9), bias(be, 32);
+
+    Conv2dArgs conv;
+    conv.in = {2, 3, 8, 8};
+    conv.out_channels = 3, conv.kernel = 3;
+    conv.input = input.data(), conv.output = output.data(), conv.weight = weight.data(), conv.bias = bias.data();
+    ASSERT_NO_THROW(be.conv2d(conv)) << "the valid baseline must run";
+    be.synchronize();
+
+    Conv2dArgs bad = conv;
+    bad.kernel = 9;  // larger than the 8x8 image, no padding
+    EXPECT_THROW(be.conv2d(bad), imr::Error) << "kernel larger than the image";
+    bad = conv;
+    bad.pad_before = bad.pad_after = 8, bad.pad_mode = PadMode::Reflect;  // reflect extends by at most 7
+    EXPECT_THROW(be.conv2d(bad), imr::Error) << "reflect padding as wide as the image";
+    bad = conv;
+    bad.output = const_cast<float*>(bad.input);
+    EXPECT_THROW(be.conv2d(bad), imr::Error) << "output aliasing input";
+    bad = conv;
+    bad.out_channels = 0;
+    EXPECT_THROW(be.conv2d(bad), imr::Error) << "zero output channels";
+    bad = conv;
+    bad.weight = nullptr;
+    EXPECT_THROW(be.conv2d(bad), imr::Error) << "null weight";
+
+    ResidualBlockArgs rb;
+    rb.shape = {2, 3, 8, 8}, rb.hidden = 3;
+    rb.input = input.data(), rb.output = output.data();
+    rb.conv_in_weight = weight.data(), rb.conv_in_bias = bias.data();
+    rb.conv_out_weight = weight.data(), rb.conv_out_bias = bias.data();
+    ASSERT_NO_THROW(be.residual_block(rb)) << "the valid baseline must run";
+    be.synchronize();
+    ResidualBlockArgs rbad = rb;
+    rbad.output = const_cast<float*>(rbad.input);
+    EXPECT_THROW(be.residual_block(rbad), imr::Error) << "output aliasing input";
+    rbad = rb;
+    rbad.hidden = 0;
+    EXPECT_THROW(be.residual_block(rbad), imr::Error) << "zero hidden channels";
+    rbad = rb;
+    rbad.shape.w = 0;
+    EXPECT_THROW(be.residual_block(rbad), imr::Error) << "empty image";
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, OpsTest, ::testing::Values("cpu", "cuda"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+}  // namespace

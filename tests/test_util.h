@@ -1,0 +1,146 @@
+// Helpers shared by the app tests: a scratch folder, random models, and a raw
+// HDF5 writer that can write what imr::write_model_file refuses to (for the
+// bad-model tests).
+#pragma once
+
+#include <hdf5.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "model_file.h"
+
+namespace imr::test {
+
+// A fresh folder under the system temp dir, removed with the object.
+class ScratchDir {
+public:
+    explicit ScratchDir(const std::string& tag) {
+        static int counter = 0;
+        path_ = std::filesystem::temp_directory_path() /
+                ("imrestore-" + tag + "-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
+        std::filesystem::remove_all(path_);
+        std::filesystem::create_directories(path_);
+    }
+    ~ScratchDir() {
+        std::error_code ec;
+        std::filesystem::remove_all(path_, ec);
+    }
+    std::string operator/(const std::string& name) const { return (path_ / name).string(); }
+    const std::filesystem::path& path() const { return path_; }
+
+private:
+    std::filesystem::path path_;
+};
+
+inline std::vector<float> random_vector(std::mt19937& rng, size_t n, float scale) {
+    std::normal_distribution<float> d(0.f, scale);
+    std::vector<float> v(n);
+    for (float& x : v) x = d(rng);
+    return v;
+}
+
+inline ResidualBlockStage random_residual_block(std::mt19937& rng, int channels, int hidden, float scale = 0.05f) {
+    ResidualBlockStage rb;
+    rb.channels = channels, rb.hidden = hidden;
+    rb.conv_in_weight = random_vector(rng, size_t(hidden) * channels * 9, scale);
+    rb.conv_in_bias = random_vector(rng, hidden, scale);
+    rb.conv_out_weight = random_vector(rng, size_t(channels) * hidden * 9, scale);
+    rb.conv_out_bias = random_vector(rng, channels, scale);
+    return rb;
+}
+
+inline Conv2dStage random_conv2d(std::mt19937& rng, int in, int out, int k, PadMode pad, bool bias) {
+    Conv2dStage c;
+    c.in_channels = in, c.out_channels = out, c.kernel = k, c.padding = pad;
+    c.weight = random_vector(rng, size_t(out) * in * k * k, 1.0f / float(k * k * in));
+    if (bias) c.bias = random_vector(rng, out, 0.05f);
+    return c;
+}
+
+inline ModelFile small_model(std::mt19937& rng) {
+    ModelFile m;
+    m.name = "test-model";
+    m.task = "test";
+    m.description = "random weights for tests";
+    m.provenance = "tests/test_util.h";
+    m.channels = 3;
+    m.stages.push_back(random_residual_block(rng, 3, 8));
+    m.stages.push_back(random_conv2d(rng, 3, 5, 4, PadMode::Reflect, true));
+    m.stages.push_back(random_conv2d(rng, 5, 3, 3, PadMode::Replicate, false));
+    m.stages.push_back(random_residual_block(rng, 3, 32));
+    return m;
+}
+
+// Raw HDF5 writing, no validation.
+class RawH5 {
+public:
+    explicit RawH5(const std::string& path) {
+        H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+        file_ = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    }
+    ~RawH5() {
+        for (auto it = groups_.rbegin(); it != groups_.rend(); ++it) H5Gclose(*it);
+        H5Fclose(file_);
+    }
+    hid_t root() const { return file_; }
+    hid_t group(hid_t parent, const std::string& name) {
+        hid_t g = H5Gcreate2(parent, name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        groups_.push_back(g);
+        return g;
+    }
+    static void str_attr(hid_t obj, const char* name, const std::string& value) {
+        hid_t type = H5Tcopy(H5T_C_S1);
+        H5Tset_size(type, H5T_VARIABLE);
+        hid_t space = H5Screate(H5S_SCALAR);
+        hid_t attr = H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
+        const char* data = value.c_str();
+        H5Awrite(attr, type, &data);
+        H5Aclose(attr), H5Sclose(space), H5Tclose(type);
+    }
+    static void int_attr(hid_t obj, const char* name, long long value) {
+        hid_t space = H5Screate(H5S_SCALAR);
+        hid_t attr = H5Acreate2(obj, name, H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT);
+        H5Awrite(attr, H5T_NATIVE_LLONG, &value);
+        H5Aclose(attr), H5Sclose(space);
+    }
+    // Writes `dims` of the given file type, filled with `fill` (NaN works).
+    static void dataset(hid_t obj, const char* name, std::vector<hsize_t> dims, hid_t file_type = H5T_IEEE_F32LE,
+                        double fill = 0.01) {
+        size_t n = 1;
+        for (hsize_t d : dims) n *= d;
+        std::vector<double> data(n, fill);
+        hid_t space = H5Screate_simple(int(dims.size()), dims.data(), nullptr);
+        hid_t dset = H5Dcreate2(obj, name, file_type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        H5Dwrite(dset, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data());
+        H5Dclose(dset), H5Sclose(space);
+    }
+    // The root attributes of a valid model.
+    void header(int channels = 3, long long version = 1) {
+        str_attr(file_, "format", "imrestore-model");
+        int_attr(file_, "format_version", version);
+        str_attr(file_, "name", "raw");
+        str_attr(file_, "task", "test");
+        str_attr(file_, "description", "written by RawH5");
+        str_attr(file_, "provenance", "tests");
+        int_attr(file_, "channels", channels);
+    }
+    // A valid residual_block stage group under `stages`.
+    void residual_block(hid_t stages, const std::string& name, int c, int h) {
+        hid_t g = group(stages, name);
+        str_attr(g, "op", "residual_block");
+        dataset(g, "conv_in_weight", {hsize_t(h), hsize_t(c), 3, 3});
+        dataset(g, "conv_in_bias", {hsize_t(h)});
+        dataset(g, "conv_out_weight", {hsize_t(c), hsize_t(h), 3, 3});
+        dataset(g, "conv_out_bias", {hsize_t(c)});
+    }
+
+private:
+    hid_t file_;
+    std::vector<hid_t> groups_;
+};
+
+}  // namespace imr::test
