@@ -21,13 +21,14 @@ double StageTimer::Row::median_ms() const {
     return s.size() % 2 ? s[mid] : 0.5 * (s[mid - 1] + s[mid]);
 }
 
-void StageTimer::add(const std::string& stage, double ms) {
+void StageTimer::add(const std::string& stage, double ms, double megapixels) {
     for (Row& r : rows_)
         if (r.name == stage) {
             r.samples_ms.push_back(ms);
+            r.megapixels += megapixels;
             return;
         }
-    rows_.push_back({stage, {ms}});
+    rows_.push_back({stage, {ms}, megapixels});
 }
 
 double StageTimer::total_ms() const {
@@ -41,16 +42,17 @@ std::string StageTimer::table(const std::string& title, double megapixels, int i
     char line[256];
     s << title << "\n";
     if (per_sample)
-        std::snprintf(line, sizeof line, "  %-32s %10s %10s %8s %10s\n", "stage", "min ms", "median ms", "runs", "MP/s");
+        std::snprintf(line, sizeof line, "  %-44s %10s %10s %6s %10s\n", "stage", "min ms", "median ms", "runs", "MP/s");
     else
         std::snprintf(line, sizeof line, "  %-32s %10s %7s %10s %10s\n", "stage", "total ms", "share", "ms/image", "MP/s");
     s << line;
     double total = total_ms();
     for (const Row& r : rows_) {
         double ms = per_sample ? r.median_ms() : r.total_ms();
-        double mps = ms > 0 ? megapixels / (ms / 1e3) : 0.0;
+        double mp = per_sample ? r.megapixels / double(r.samples_ms.size()) : megapixels;
+        double mps = ms > 0 ? mp / (ms / 1e3) : 0.0;
         if (per_sample)
-            std::snprintf(line, sizeof line, "  %-32s %10.3f %10.3f %8zu %10.1f\n", r.name.c_str(), r.min_ms(), ms,
+            std::snprintf(line, sizeof line, "  %-44s %10.3f %10.3f %6zu %10.1f\n", r.name.c_str(), r.min_ms(), ms,
                           r.samples_ms.size(), mps);
         else
             std::snprintf(line, sizeof line, "  %-32s %10.2f %6.1f%% %10.2f %10.1f\n", r.name.c_str(), ms,

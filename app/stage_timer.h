@@ -15,18 +15,20 @@ public:
     struct Row {
         std::string name;
         std::vector<double> samples_ms;
+        double megapixels = 0;  // pixels processed over all samples, for MP/s
         double total_ms() const;
         double min_ms() const;
         double median_ms() const;
     };
 
-    void add(const std::string& stage, double ms);
+    void add(const std::string& stage, double ms, double megapixels = 0);
     const std::vector<Row>& rows() const { return rows_; }
     double total_ms() const;
     bool empty() const { return rows_.empty(); }
 
-    // A table: stage, total ms, share, per image ms (and min/median with
-    // per_sample=true, for --bench). megapixels is what the run processed.
+    // A table: stage, total ms, share, per image ms, MP/s of `megapixels`
+    // (what the run processed); or, with per_sample (--bench), min and median
+    // per call and MP/s from each row's own megapixels.
     std::string table(const std::string& title, double megapixels, int images, bool per_sample = false) const;
     // {"stage": {"total_ms":..,"count":..,"min_ms":..,"median_ms":..}, ...}
     std::string json() const;
