@@ -129,7 +129,18 @@ def write_model(path, name, task, description, provenance, channels, stages, lic
         raise ModelError(f"{path}: license must be a string")
     channels = int(channels)
     check_stages(stages, channels, where=path)
-    with h5py.File(path, "w", track_order=True) as f:
+    # No modification times in object headers, so the same model gives the
+    # same bytes (reproducible builds, no churn in git).
+    fcpl = h5py.h5p.create(h5py.h5p.FILE_CREATE)
+    fcpl.set_obj_track_times(False)
+    gcpl = h5py.h5p.create(h5py.h5p.GROUP_CREATE)
+    gcpl.set_obj_track_times(False)
+    fid = h5py.h5f.create(path.encode() if isinstance(path, str) else path, h5py.h5f.ACC_TRUNC, fcpl=fcpl)
+
+    def group(parent, name):
+        return h5py.Group(h5py.h5g.create(parent.id, name.encode(), gcpl=gcpl))
+
+    with h5py.File(fid) as f:
         f.attrs["format"] = FORMAT
         f.attrs["format_version"] = np.int64(FORMAT_VERSION)
         f.attrs["name"] = name
@@ -139,15 +150,16 @@ def write_model(path, name, task, description, provenance, channels, stages, lic
         f.attrs["channels"] = np.int64(channels)
         if license is not None:
             f.attrs["license"] = license
-        g = f.create_group("stages", track_order=True)
+        g = group(f, "stages")
         for i, stage in enumerate(stages):
-            sg = g.create_group(str(i))
+            sg = group(g, str(i))
             sg.attrs["op"] = stage["op"]
             if stage["op"] == "conv2d":
                 sg.attrs["padding"] = stage.get("padding", "reflect")
             for key in OP_DATASETS[stage["op"]]:
                 if stage.get(key) is not None:
-                    sg.create_dataset(key, data=np.ascontiguousarray(stage[key], dtype=np.float32))
+                    sg.create_dataset(key, data=np.ascontiguousarray(stage[key], dtype=np.float32),
+                                      track_times=False)
 
 
 def _str_attr(path, attrs, key, required=True):

@@ -6,9 +6,9 @@ Run from anywhere:  /usr/bin/python3 weights/make_models.py  [--out DIR]
 
 Dependencies (Debian packages): python3-numpy, python3-h5py (the model
 module), python3-pil (Pillow, only to decode the PNG/JPEG samples). CI never
-runs this script; the .h5 files it writes are committed. It takes under a minute
- (about 40 s on 2 cores), is deterministic (fixed seeds; the weights come out the same with the
-same numpy/BLAS) and stamps the build date into `provenance` (the date comes
+runs this script; the .h5 files it writes are committed. It takes under a
+minute (about 40 s on 2 cores), is deterministic (fixed seeds; the weights
+come out the same with the same numpy/BLAS) and stamps the build date into `provenance` (the date comes
 from SOURCE_DATE_EPOCH when that is set, else today, UTC).
 
 What it builds (weights/README.md has the numbers and the reasoning):
