@@ -120,7 +120,8 @@ void BM_ResidualBlock_OpenCV(benchmark::State& state) {
     // Same result as ours (fp32 rounding apart)?
     cv::Mat out = net.forward();
     imr::make_cpu_backend(threads)->residual_block(d.args());
-    const double diff = cv::norm(out.reshape(1, 1), cv::Mat(1, int(d.output.size()), CV_32F, d.output.data()), cv::NORM_INF);
+    const double diff =
+        cv::norm(out.reshape(1, 1), cv::Mat(1, int(d.output.size()), CV_32F, d.output.data()), cv::NORM_INF);
     if (!(diff < 1e-3)) state.SkipWithError(("OpenCV and imrestore differ by " + std::to_string(diff)).c_str());
 
     for (auto _ : state) {
@@ -166,8 +167,8 @@ void BM_Conv2d_OpenCV(benchmark::State& state) {
     const int threads = bench_threads();
     cv::setNumThreads(threads);
     cv::dnn::Net net;
-    auto conv = conv_layer("conv", d.a.in.c, d.a.out_channels, d.a.kernel, d.a.pad_before, d.weight.data(),
-                           d.bias.data());
+    auto conv =
+        conv_layer("conv", d.a.in.c, d.a.out_channels, d.a.kernel, d.a.pad_before, d.weight.data(), d.bias.data());
     net.connect(0, 0, net.addLayer(conv.name, conv.type, conv), 0);
     net.setPreferableBackend(cv::dnn::DNN_BACKEND_OPENCV);
     net.setPreferableTarget(cv::dnn::DNN_TARGET_CPU);
@@ -175,7 +176,8 @@ void BM_Conv2d_OpenCV(benchmark::State& state) {
 
     cv::Mat out = net.forward();
     imr::make_cpu_backend(threads)->conv2d(d.a);
-    const double diff = cv::norm(out.reshape(1, 1), cv::Mat(1, int(d.output.size()), CV_32F, d.output.data()), cv::NORM_INF);
+    const double diff =
+        cv::norm(out.reshape(1, 1), cv::Mat(1, int(d.output.size()), CV_32F, d.output.data()), cv::NORM_INF);
     if (!(diff < 1e-2)) state.SkipWithError(("OpenCV and imrestore differ by " + std::to_string(diff)).c_str());
 
     for (auto _ : state) {

@@ -74,9 +74,12 @@ std::vector<double> correlate_padded(const std::vector<double>& padded, int n, i
 int reference_pad_index(int p, int size, PadMode mode) {
     if (p >= 0 && p < size) return p;
     switch (mode) {
-        case PadMode::Zero: return -1;
-        case PadMode::Reflect: return p < 0 ? -p : 2 * (size - 1) - p;
-        case PadMode::Replicate: return p < 0 ? 0 : size - 1;
+        case PadMode::Zero:
+            return -1;
+        case PadMode::Reflect:
+            return p < 0 ? -p : 2 * (size - 1) - p;
+        case PadMode::Replicate:
+            return p < 0 ? 0 : size - 1;
     }
     return -1;
 }
@@ -115,8 +118,8 @@ std::vector<double> reference_residual_block(const ResidualBlockArgs& a) {
     const std::vector<double> hidden =
         correlate_padded(in_padded, s.n, s.c, s.h + 2, s.w + 2, a.conv_in_weight, a.conv_in_bias, a.hidden, 3);
     const std::vector<double> hidden_padded = pad_planes(hidden.data(), s.n * a.hidden, s.h, s.w, 1, 1, PadMode::Zero);
-    std::vector<double> out = correlate_padded(hidden_padded, s.n, a.hidden, s.h + 2, s.w + 2, a.conv_out_weight,
-                                               a.conv_out_bias, s.c, 3);
+    std::vector<double> out =
+        correlate_padded(hidden_padded, s.n, a.hidden, s.h + 2, s.w + 2, a.conv_out_weight, a.conv_out_bias, s.c, 3);
     for (size_t i = 0; i < out.size(); ++i) out[i] += double(a.input[i]);
     return out;
 }

@@ -90,7 +90,8 @@ DeviceBuffer to_device(Backend& backend, const std::vector<float>& host) {
 // An output buffer poisoned with NaN, framed by kGuard sentinels on each side.
 class GuardedOutput {
 public:
-    GuardedOutput(Backend& backend, size_t count) : backend_(backend), count_(count), buf_(backend, count + 2 * kGuard) {
+    GuardedOutput(Backend& backend, size_t count)
+        : backend_(backend), count_(count), buf_(backend, count + 2 * kGuard) {
         std::vector<float> init(count + 2 * kGuard, std::numeric_limits<float>::quiet_NaN());
         std::fill(init.begin(), init.begin() + kGuard, kSentinel);
         std::fill(init.end() - kGuard, init.end(), kSentinel);
@@ -130,9 +131,9 @@ void expect_unchanged(Backend& backend, const DeviceBuffer& buf, const std::vect
 // (index empty) or at the listed elements only (ref[i] belongs to index[i]).
 struct Comparison {
     double max_abs_err = 0, max_abs_ref = 0;
-    size_t worst = 0;       // element index of max_abs_err
+    size_t worst = 0;                 // element index of max_abs_err
     size_t compared = 0, within = 0;  // elements compared, and within atol + rtol * |ref|
-    size_t nonfinite = 0;   // NaN/Inf anywhere in out
+    size_t nonfinite = 0;             // NaN/Inf anywhere in out
     size_t first_nonfinite = 0;
 };
 
@@ -176,9 +177,9 @@ double expect_fp32_accurate(const std::vector<float>& out, const std::vector<dou
     const Comparison r = compare(out, ref, index, 0, 0);
     expect_all_finite(r, s);
     const double bound = kOwnToleranceFactor * kFp32Unit * std::sqrt(double(reduction)) * r.max_abs_ref;
-    EXPECT_LE(r.max_abs_err, bound) << "worst element " << where(s, r.worst) << ": got " << out[r.worst]
-                                    << ", float64 " << value_at(ref, index, r.worst) << " (max |ref| "
-                                    << r.max_abs_ref << ", reduction length " << reduction << ")";
+    EXPECT_LE(r.max_abs_err, bound) << "worst element " << where(s, r.worst) << ": got " << out[r.worst] << ", float64 "
+                                    << value_at(ref, index, r.worst) << " (max |ref| " << r.max_abs_ref
+                                    << ", reduction length " << reduction << ")";
     return bound > 0 ? r.max_abs_err / bound : 0;
 }
 
@@ -227,12 +228,11 @@ std::vector<ResidualCase> residual_cases() {
         int n, h, w;
         double atol;
     };
-    const Sol sol[] = {{8, 512, 512, 0.069}, {32, 256, 256, 0.066}, {2, 256, 256, 0.071}, {4, 512, 512, 0.07},
-                       {1, 128, 128, 0.058}, {16, 64, 64, 0.064},   {8, 373, 373, 0.072}, {64, 128, 128, 0.074},
-                       {16, 128, 128, 0.067}, {1, 64, 64, 0.058},   {1, 512, 512, 0.066}, {2, 512, 512, 0.062},
-                       {2, 64, 64, 0.058},   {1, 131, 131, 0.062},  {2, 541, 541, 0.072}, {16, 256, 256, 0.078}};
-    for (const Sol& s : sol)
-        cases.push_back({s.n, 3, s.h, s.w, 32, s.atol, long(s.n) * s.h * s.w > kCpuMaxSolPixels});
+    const Sol sol[] = {{8, 512, 512, 0.069},  {32, 256, 256, 0.066}, {2, 256, 256, 0.071}, {4, 512, 512, 0.07},
+                       {1, 128, 128, 0.058},  {16, 64, 64, 0.064},   {8, 373, 373, 0.072}, {64, 128, 128, 0.074},
+                       {16, 128, 128, 0.067}, {1, 64, 64, 0.058},    {1, 512, 512, 0.066}, {2, 512, 512, 0.062},
+                       {2, 64, 64, 0.058},    {1, 131, 131, 0.062},  {2, 541, 541, 0.072}, {16, 256, 256, 0.078}};
+    for (const Sol& s : sol) cases.push_back({s.n, 3, s.h, s.w, 32, s.atol, long(s.n) * s.h * s.w > kCpuMaxSolPixels});
     return cases;
 }
 
@@ -383,18 +383,17 @@ TEST_P(OpsTest, ResidualBlock) {
         const std::vector<double> ref = imr::reference_residual_block(host);
 
         // Every case: the fp32 bound; SOL cases also by the benchmark's own rule.
-        worst_fraction =
-            std::max(worst_fraction, expect_fp32_accurate(got, ref, {}, s, 9L * k.c + 9L * k.hidden));
+        worst_fraction = std::max(worst_fraction, expect_fp32_accurate(got, ref, {}, s, 9L * k.c + 9L * k.hidden));
         if (k.sol_atol > 0) {
             const Comparison r = compare(got, ref, {}, k.sol_atol, kSolRtol);
             EXPECT_GE(double(r.within), kSolPassFraction * double(r.compared))
-                << r.compared - r.within << " of " << r.compared << " elements beyond atol " << k.sol_atol
-                << " + rtol " << kSolRtol << "; worst " << where(s, r.worst) << ": got " << got[r.worst]
-                << ", float64 " << ref[r.worst];
+                << r.compared - r.within << " of " << r.compared << " elements beyond atol " << k.sol_atol << " + rtol "
+                << kSolRtol << "; worst " << where(s, r.worst) << ": got " << got[r.worst] << ", float64 "
+                << ref[r.worst];
         }
     }
-    std::cout << "[          ] worst error: " << worst_fraction
-              << " of the fp32 bound; " << skipped << " GPU-only cases not run on " << be.name() << "\n";
+    std::cout << "[          ] worst error: " << worst_fraction << " of the fp32 bound; " << skipped
+              << " GPU-only cases not run on " << be.name() << "\n";
 }
 
 TEST_P(OpsTest, Conv2d) {
@@ -409,8 +408,7 @@ TEST_P(OpsTest, Conv2d) {
         const bool sampled = k.macs() > kFullReferenceMacs;
         const uint64_t seed = draw_seed();
         std::ostringstream trace;
-        trace << k << " on " << be.name() << ", seed " << seed
-              << (sampled ? ", float64 on sampled elements" : "");
+        trace << k << " on " << be.name() << ", seed " << seed << (sampled ? ", float64 on sampled elements" : "");
         SCOPED_TRACE(trace.str());
 
         std::mt19937_64 rng(seed);
@@ -455,8 +453,7 @@ TEST_P(OpsTest, Conv2d) {
         }
 
         // Every case: the fp32 bound; GPU MODE shapes also by the benchmark's own rule.
-        worst_fraction =
-            std::max(worst_fraction, expect_fp32_accurate(got, ref, index, os, long(k.cin) * k.k * k.k));
+        worst_fraction = std::max(worst_fraction, expect_fp32_accurate(got, ref, index, os, long(k.cin) * k.k * k.k));
         if (k.gpu_mode) {
             const Comparison r = compare(got, ref, index, kGpuModeTol, kGpuModeTol);
             EXPECT_EQ(r.within, r.compared)
@@ -465,8 +462,8 @@ TEST_P(OpsTest, Conv2d) {
                 << value_at(ref, index, r.worst);
         }
     }
-    std::cout << "[          ] worst error: " << worst_fraction
-              << " of the fp32 bound; " << skipped << " GPU-only cases not run on " << be.name() << "\n";
+    std::cout << "[          ] worst error: " << worst_fraction << " of the fp32 bound; " << skipped
+              << " GPU-only cases not run on " << be.name() << "\n";
 }
 
 TEST_P(OpsTest, RejectsInvalidArgs) {

@@ -30,9 +30,12 @@ constexpr int kTasksPerThread = 4;
 int source_index(int p, int size, PadMode mode) {
     if (p >= 0 && p < size) return p;
     switch (mode) {
-        case PadMode::Zero: return -1;
-        case PadMode::Reflect: return p < 0 ? -p : 2 * (size - 1) - p;
-        case PadMode::Replicate: return p < 0 ? 0 : size - 1;
+        case PadMode::Zero:
+            return -1;
+        case PadMode::Reflect:
+            return p < 0 ? -p : 2 * (size - 1) - p;
+        case PadMode::Replicate:
+            return p < 0 ? 0 : size - 1;
     }
     return -1;
 }

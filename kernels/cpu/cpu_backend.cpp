@@ -39,8 +39,10 @@ public:
     bool is_host_memory() const override { return true; }
 
     float* alloc(size_t count) override {
-        const size_t bytes = std::max<size_t>(kAlignment, (count * sizeof(float) + kAlignment - 1) / kAlignment * kAlignment);
-        if (count > bytes / sizeof(float)) throw Error("cpu alloc of " + std::to_string(count) + " floats: size overflows");
+        const size_t bytes =
+            std::max<size_t>(kAlignment, (count * sizeof(float) + kAlignment - 1) / kAlignment * kAlignment);
+        if (count > bytes / sizeof(float))
+            throw Error("cpu alloc of " + std::to_string(count) + " floats: size overflows");
         void* p = std::aligned_alloc(kAlignment, bytes);
         if (!p)
             throw Error("cpu alloc of " + std::to_string(count) + " floats (" + std::to_string(bytes >> 20) +
@@ -81,6 +83,8 @@ private:
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cpu_backend(int threads) { return std::make_unique<CpuBackend>(threads); }
+std::unique_ptr<Backend> make_cpu_backend(int threads) {
+    return std::make_unique<CpuBackend>(threads);
+}
 
 }  // namespace imr

@@ -35,15 +35,17 @@ constexpr int kRowSlack = 8;
 
 // Output channels per register tile for a layer with cout channels: 4 (4 x 3
 // vectors = 12 of AVX2's 16 registers accumulate) or all of them when fewer.
-inline int choose_co_block(int cout) { return cout >= 4 ? 4 : cout; }
+inline int choose_co_block(int cout) {
+    return cout >= 4 ? 4 : cout;
+}
 
 struct DirectConv {
     const float* in = nullptr;  // [cin][rows + k - 1][in_row], see slack above
     size_t in_plane = 0, in_row = 0;
     int cin = 0, k = 0;
-    const float* weight = nullptr;  // from pack_weights
-    const float* bias = nullptr;    // from pack_bias
-    int cout = 0, co_block = 0;     // co_block from choose_co_block(cout)
+    const float* weight = nullptr;    // from pack_weights
+    const float* bias = nullptr;      // from pack_bias
+    int cout = 0, co_block = 0;       // co_block from choose_co_block(cout)
     const float* residual = nullptr;  // optional [cout][rows][res_row]
     size_t res_plane = 0, res_row = 0;
     float* out = nullptr;  // [cout][rows][out_row]
@@ -61,6 +63,8 @@ std::vector<float> pack_bias(const float* bias, int cout, int co_block);
 // block * co_block ...), all columns.
 void direct_conv_rows(const DirectConv& g, int block, int y_begin, int y_end);
 
-inline int co_blocks(const DirectConv& g) { return (g.cout + g.co_block - 1) / g.co_block; }
+inline int co_blocks(const DirectConv& g) {
+    return (g.cout + g.co_block - 1) / g.co_block;
+}
 
 }  // namespace imr::cpu

@@ -33,8 +33,12 @@ constexpr int kMinTileH = 4;
 // Tasks per thread wanted before tiles get shorter (load balance on small images).
 constexpr int kTasksPerThread = 4;
 
-int ceil_div(int a, int b) { return (a + b - 1) / b; }
-size_t round_up8(size_t v) { return (v + 7) / 8 * 8; }
+int ceil_div(int a, int b) {
+    return (a + b - 1) / b;
+}
+size_t round_up8(size_t v) {
+    return (v + 7) / 8 * 8;
+}
 
 }  // namespace
 
@@ -120,7 +124,8 @@ void residual_block(const ResidualBlockArgs& a, int threads) {
             for (int h = 0; h < hidden; ++h) {
                 float* plane = hid_tile.data() + h * hid_plane;
                 if (r_begin == 1) std::fill(plane, plane + cols + 2, 0.0f);
-                if (r_end == rows + 1) std::fill(plane + (rows + 1) * hid_row, plane + (rows + 1) * hid_row + cols + 2, 0.0f);
+                if (r_end == rows + 1)
+                    std::fill(plane + (rows + 1) * hid_row, plane + (rows + 1) * hid_row + cols + 2, 0.0f);
                 if (x0 == 0)
                     for (int r = 0; r < rows + 2; ++r) plane[r * hid_row] = 0.0f;
                 if (x0 + cols == s.w)
