@@ -8,15 +8,20 @@
 //      then write a temporary file next to the target and rename it.
 //
 // Decisions (see also image_io.h):
-// - Codec::Auto reads PNG, JPEG, BMP, PNM, TIFF and WebP with OpenCV and GIF
+// - Codec::Auto reads PNG, JPEG, BMP, TIFF and WebP with OpenCV and GIF
 //   (first frame), TGA and PSD (composited) with stb; it writes PNG, JPEG,
 //   BMP, TIFF and WebP with OpenCV, TGA with stb, and gray+alpha PNG with the
 //   built-in PNG encoder (OpenCV's PNG writer has no gray+alpha). Without
-//   OpenCV every format goes to stb (no TIFF, no WebP, no .pbm).
+//   OpenCV every format goes to stb (no TIFF, no WebP).
 // - PNG written by the stb codec goes through a built-in encoder (PNG filters
 //   + stb's zlib): it writes 8 and 16 bit, 1 to 4 channels, and takes the
 //   compression level per call (stb_image_write keeps it in a global).
-// - PGM/PPM/PNM are written by a small built-in encoder whatever the codec.
+// - PNM (P1-P6) is read by a built-in reader (stb 2.27 byte-swaps 16-bit PNM
+//   and misses truncation) unless OpenCV is forced, and written (P5/P6) by a
+//   built-in encoder whatever the codec.
+// - BMP, TGA, PSD, GIF and PNM headers are checked against the file size
+//   before decoding, so a corrupt header cannot make a decoder allocate
+//   gigabytes and read zeros past the end of the file.
 // - Radiance HDR and other floating-point images are not read: the models
 //   work on display-referred samples, and tone mapping would be a guess.
 // - Gray PNGs (color types 0 and 4) come back from OpenCV as BGR(A); they are
@@ -338,12 +343,63 @@ Probe probe_webp(const std::vector<uint8_t>& d) {
     return r;  // libwebp itself rejects truncated files
 }
 
-Probe probe_bmp(const std::vector<uint8_t>& d) {
-    Probe r;
-    const uint32_t declared = le32(&d[2]);  // bfSize; 0 in some writers
-    if (declared != 0 && declared > d.size() && declared - d.size() > 2)
-        r.problem = "truncated BMP file (" + std::to_string(d.size()) + " of " + std::to_string(declared) + " bytes)";
-    return r;
+uint32_t le16(const uint8_t* p) { return uint32_t(p[1]) << 8 | p[0]; }
+
+// Formats with little or no compression (BMP, TGA, PSD) and GIF (LZW gives
+// at most ~2730 pixels per byte) cannot hold more pixels than their size
+// allows: a header claiming more is corrupt or truncated, and is refused
+// before the decoder allocates for it and reads zeros past the end.
+std::string size_problem(Format f, const std::vector<uint8_t>& d, uint64_t w, uint64_t h) {
+    const uint64_t n = d.size();
+    uint64_t need = 0;
+    const char* name = "";
+    if (f == Format::Bmp && n >= 30) {
+        name = "BMP";
+        const uint32_t header = le32(&d[14]);
+        uint64_t bpp, compression = 0;
+        if (header == 12) {
+            w = le16(&d[18]), h = le16(&d[20]), bpp = le16(&d[24]);
+        } else if (n >= 34) {
+            const int32_t sh = int32_t(le32(&d[22]));
+            w = le32(&d[18]), h = uint64_t(sh < 0 ? -int64_t(sh) : int64_t(sh)), bpp = le16(&d[28]);
+            compression = le32(&d[30]);
+        } else {
+            return "";
+        }
+        const uint64_t offset = le32(&d[10]);
+        if (w == 0 || h == 0 || w > (1u << 30) || bpp == 0) return "";
+        if (compression == 0 || compression == 3 || compression == 6)  // uncompressed rows; last one unpadded
+            need = offset + ((w * bpp + 31) / 32) * 4 * (h - 1) + (w * bpp + 7) / 8;
+        else if (compression == 1 || compression == 2)  // RLE: 2 bytes for at most 255 pixels
+            need = offset + w * h / 128;
+    } else if (f == Format::Tga && n >= 18) {
+        name = "TGA";
+        const uint64_t bytes = (uint64_t(d[16]) + 7) / 8;
+        const uint64_t base = 18 + d[0] + (d[1] ? le16(&d[5]) * ((uint64_t(d[7]) + 7) / 8) : 0);
+        if (d[2] >= 1 && d[2] <= 3) need = base + w * h * bytes;
+        if (d[2] >= 9 && d[2] <= 11) need = base + (w * h + 127) / 128 * (1 + bytes);
+    } else if (f == Format::Psd && n >= 26) {
+        name = "PSD";
+        const uint64_t channels = be16(&d[12]), depth = be16(&d[22]);
+        uint64_t off = 26;
+        for (int section = 0; section < 3; ++section) {  // color mode, resources, layers
+            if (off + 4 > n) return "truncated PSD file";
+            off += 4 + uint64_t(be32(&d[size_t(off)]));
+        }
+        if (off + 2 > n) return "truncated PSD file";
+        const uint32_t compression = be16(&d[size_t(off)]);
+        off += 2;
+        if (compression == 0) need = off + w * h * channels * std::max<uint64_t>(depth / 8, 1);
+        if (compression == 1) need = off + h * channels * 2 + h * channels * ((w + 127) / 128) * 2;
+    } else if (f == Format::Gif) {
+        name = "GIF";
+        if (w * h > n * 4096) return "corrupt GIF file (far too small for " + std::to_string(w) + "x" +
+                                     std::to_string(h) + " pixels)";
+    }
+    if (need > n)
+        return "truncated or corrupt " + std::string(name) + " file (" + std::to_string(n) + " bytes, its header needs " +
+               std::to_string(need) + ")";
+    return "";
 }
 
 // Rotates/flips `img` in place per EXIF orientation 1..8.
@@ -510,7 +566,7 @@ Image decode_stb(const std::string& path, const std::vector<uint8_t>& data, cons
 // 16-bit PNM samples byte-swapped, does not notice truncation and has no
 // P1-P4. Bitmaps (P1/P4) read as 8-bit gray with 1 = black. A maxval other
 // than 255/65535 is rescaled to 8 bit (maxval <= 255) or 16 bit.
-Image decode_pnm(const std::string& path, const std::vector<uint8_t>& d) {
+Image decode_pnm(const std::string& path, const std::vector<uint8_t>& d, bool check_only = false) {
     const size_t n = d.size();
     size_t pos = 2;
     auto fail = [&](const std::string& what) { return Error(path + ": cannot decode PNM: " + what); };
@@ -537,9 +593,19 @@ Image decode_pnm(const std::string& path, const std::vector<uint8_t>& d) {
     const int c = kind == '3' || kind == '6' ? 3 : 1;
     if (maxval == 0 || maxval > 65535) throw fail("maxval " + std::to_string(maxval) + " is not 1..65535");
     check_dimensions(path, w, h, uint64_t(c));
+    const size_t count = size_t(w * h * uint64_t(c));
+    const size_t bytes = bitmap ? size_t((w + 7) / 8 * h) : count * (maxval > 255 ? 2 : 1);
+    if (binary) {
+        ++pos;  // the single whitespace byte after the header
+        if (pos > n || n - pos < bytes)
+            throw fail("truncated file (" + std::to_string(n > pos ? n - pos : 0) + " of " + std::to_string(bytes) +
+                       " pixel bytes)");
+    } else if (n - pos < count) {  // at least one character per sample
+        throw fail("truncated file (fewer characters than samples)");
+    }
+    if (check_only) return {};
     Image img;
     img.width = int(w), img.height = int(h), img.channels = c, img.bit_depth = maxval > 255 ? 16 : 8;
-    const size_t count = size_t(w * h * uint64_t(c));
     img.samples.resize(count);
     const uint32_t out_max = img.max_value();
     auto store = [&](size_t i, uint64_t v) {
@@ -548,11 +614,6 @@ Image decode_pnm(const std::string& path, const std::vector<uint8_t>& d) {
         else img.samples[i] = uint16_t(maxval == out_max ? v : (v * out_max + maxval / 2) / maxval);
     };
     if (binary) {
-        ++pos;  // the single whitespace byte after the header
-        const size_t bytes = bitmap ? size_t((w + 7) / 8 * h) : count * (maxval > 255 ? 2 : 1);
-        if (pos > n || n - pos < bytes)
-            throw fail("truncated file (" + std::to_string(n > pos ? n - pos : 0) + " of " + std::to_string(bytes) +
-                       " pixel bytes)");
         const uint8_t* p = &d[pos];
         if (bitmap) {
             const size_t row = size_t((w + 7) / 8);
@@ -898,7 +959,6 @@ Image read_image(const std::string& path, Codec codec) {
     if (fmt.format == Format::Jpeg) probe = probe_jpeg(data);
     if (fmt.format == Format::Png) probe = probe_png(data);
     if (fmt.format == Format::Webp) probe = probe_webp(data);
-    if (fmt.format == Format::Bmp) probe = probe_bmp(data);
     if (!probe.problem.empty()) throw Error(path + ": cannot decode: " + probe.problem);
 
     // Size guard before any pixel memory is allocated: our own header parse
@@ -908,13 +968,19 @@ Image read_image(const std::string& path, Codec codec) {
         check_dimensions(path, probe.width, probe.height, std::max<uint64_t>(probe.channels, 1));
     } else if (fmt.stb_read && fmt.format != Format::Pnm) {
         int iw = 0, ih = 0, ic = 0;
-        if (stbi_info_from_memory(data.data(), int(data.size()), &iw, &ih, &ic))
+        if (stbi_info_from_memory(data.data(), int(data.size()), &iw, &ih, &ic)) {
             check_dimensions(path, uint64_t(iw), uint64_t(ih), uint64_t(std::max(ic, 1)));
-        else if (const char* why = stbi_failure_reason(); why && std::strcmp(why, "too large") == 0)
+            const std::string problem = size_problem(fmt.format, data, uint64_t(iw), uint64_t(ih));
+            if (!problem.empty()) throw Error(path + ": cannot decode: " + problem);
+        } else if (const char* why = stbi_failure_reason(); why && std::strcmp(why, "too large") == 0)
             throw Error(path + ": image too large (header claims more than stb's limits)");
     }
 
-    const bool use_cv = codec == Codec::OpenCV || (codec == Codec::Auto && opencv_available() && fmt.cv_read);
+    // PNM: the built-in reader unless OpenCV is forced (then only its header
+    // and size are checked here).
+    const bool use_cv = codec == Codec::OpenCV ||
+                        (codec == Codec::Auto && opencv_available() && fmt.cv_read && fmt.format != Format::Pnm);
+    if (use_cv && fmt.format == Format::Pnm) (void)decode_pnm(path, data, true);
     Image img;
     try {
 #ifdef IMRESTORE_WITH_OPENCV
