@@ -241,7 +241,14 @@ struct ConvCase {
     int pad_before = 0, pad_after = 0;
     PadMode mode = PadMode::Zero;
     bool bias = false;
-    bool gpu_mode = false;  // a GPU MODE conv2d_v2 shape: atol = rtol = 1e-3 on every element
+    // A GPU MODE conv2d_v2 shape. Its test shapes (reduction length <= 4096)
+    // are also held to the benchmark's own rule, atol = rtol = 1e-3 on every
+    // element, against float64. Its benchmark shapes (gpu_only, reductions of
+    // 16384..131072 terms) are judged by the fp32 bound only: GPU MODE states
+    // that rule against torch fp32, and against float64 any fp32 sum of 1e5
+    // terms of N(0,1) products errs by ~1e-3 on some elements (torch's own
+    // cuDNN result is 3.7e-2 off float64 on the ranked shape, per the anchor).
+    bool gpu_mode = false;
     bool gpu_only = false;  // too large for the CPU backend within CI time
 
     double macs() const {
@@ -254,7 +261,7 @@ std::ostream& operator<<(std::ostream& o, const ConvCase& k) {
     o << "conv2d N=" << k.n << " Cin=" << k.cin << " Cout=" << k.cout << " H=" << k.h << " W=" << k.w << " K=" << k.k
       << " pad " << k.pad_before << "/" << k.pad_after << " " << imr::pad_mode_name(k.mode)
       << (k.bias ? " bias" : " no bias");
-    if (k.gpu_mode) o << " (GPU MODE conv2d_v2)";
+    if (k.gpu_mode) o << (k.gpu_only ? " (GPU MODE conv2d_v2 benchmark shape)" : " (GPU MODE conv2d_v2 test shape)");
     return o;
 }
 
@@ -452,9 +459,9 @@ TEST_P(OpsTest, Conv2d) {
             ref = imr::reference_conv2d(host);
         }
 
-        // Every case: the fp32 bound; GPU MODE shapes also by the benchmark's own rule.
+        // Every case: the fp32 bound; GPU MODE test shapes also by the benchmark's own rule.
         worst_fraction = std::max(worst_fraction, expect_fp32_accurate(got, ref, index, os, long(k.cin) * k.k * k.k));
-        if (k.gpu_mode) {
+        if (k.gpu_mode && !k.gpu_only) {
             const Comparison r = compare(got, ref, index, kGpuModeTol, kGpuModeTol);
             EXPECT_EQ(r.within, r.compared)
                 << r.compared - r.within << " of " << r.compared << " elements beyond atol = rtol = " << kGpuModeTol
