@@ -8,11 +8,14 @@
 //      then write a temporary file next to the target and rename it.
 //
 // Decisions (see also image_io.h):
-// - Codec::Auto reads PNG, JPEG, BMP, TIFF and WebP with OpenCV and GIF
-//   (first frame), TGA and PSD (composited) with stb; it writes PNG, JPEG,
-//   BMP, TIFF and WebP with OpenCV, TGA with stb, and gray+alpha PNG with the
-//   built-in PNG encoder (OpenCV's PNG writer has no gray+alpha). Without
-//   OpenCV every format goes to stb (no TIFF, no WebP).
+// - Codec::Auto reads PNG, JPEG, TIFF and WebP with OpenCV; BMP, GIF (first
+//   frame), TGA and PSD (composited) with stb (OpenCV 4.6 drops the alpha of
+//   32-bit BMPs; it still reads the RLE BMPs stb cannot, as a fallback).
+//   It writes PNG, JPEG, BMP, TIFF and WebP with OpenCV and TGA with stb,
+//   except gray+alpha PNG (built-in encoder: OpenCV's PNG writer has no
+//   gray+alpha) and BMP with alpha (stb: a v4 header with an alpha mask that
+//   both codecs read back; OpenCV writes 32-bit BI_RGB and ignores that alpha
+//   itself). Without OpenCV every format goes to stb (no TIFF, no WebP).
 // - PNG written by the stb codec goes through a built-in encoder (PNG filters
 //   + stb's zlib): it writes 8 and 16 bit, 1 to 4 channels, and takes the
 //   compression level per call (stb_image_write keeps it in a global).
@@ -28,6 +31,8 @@
 //   turned back into 1 or 2 channels, as stb returns them.
 // - GIF and PSD come out of stb as RGBA; the alpha is dropped when every pixel
 //   is opaque. 32-bit BMPs whose alpha is all zero (plain BGRX) read as RGB.
+// - Gray+alpha is written as RGBA (R=G=B) to BMP, TIFF and WebP, and to PNG
+//   only when OpenCV is forced; 1-channel WebP is written as RGB.
 // - EXIF orientation (JPEG APP1, PNG eXIf, WebP EXIF) is parsed here and
 //   applied after decoding, with either codec, so alpha and 16-bit samples
 //   survive (OpenCV applies it only when it also drops alpha and depth).
@@ -112,7 +117,7 @@ const std::vector<FormatInfo>& formats() {
     static const std::vector<FormatInfo> table = {
         {Format::Png, "PNG", {".png"}, {".png"}, true, true, true, true, true, true},
         {Format::Jpeg, "JPEG", {".jpg", ".jpeg"}, {".jpg", ".jpeg"}, true, true, true, true, false, false},
-        {Format::Bmp, "BMP", {".bmp"}, {".bmp"}, true, true, true, true, false, false},
+        {Format::Bmp, "BMP", {".bmp"}, {".bmp"}, true, true, true, true, true, false},
         {Format::Tiff, "TIFF", {".tif", ".tiff"}, {".tif", ".tiff"}, true, false, true, false, true, true},
         {Format::Webp, "WebP", {".webp"}, {".webp"}, true, false, true, false, true, false},
         {Format::Pnm, "PNM", {".pbm", ".pgm", ".ppm", ".pnm"}, {".pgm", ".ppm", ".pnm"}, true, true, true, true,
@@ -178,6 +183,7 @@ void check_codec_available(const std::string& path, Codec codec) {
 
 uint32_t be16(const uint8_t* p) { return uint32_t(p[0]) << 8 | p[1]; }
 uint32_t be32(const uint8_t* p) { return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | p[3]; }
+uint32_t le16(const uint8_t* p) { return uint32_t(p[1]) << 8 | p[0]; }
 uint32_t le32(const uint8_t* p) { return uint32_t(p[3]) << 24 | uint32_t(p[2]) << 16 | uint32_t(p[1]) << 8 | p[0]; }
 
 Format sniff(const std::vector<uint8_t>& d) {
@@ -342,8 +348,6 @@ Probe probe_webp(const std::vector<uint8_t>& d) {
     }
     return r;  // libwebp itself rejects truncated files
 }
-
-uint32_t le16(const uint8_t* p) { return uint32_t(p[1]) << 8 | p[0]; }
 
 // Formats with little or no compression (BMP, TGA, PSD) and GIF (LZW gives
 // at most ~2730 pixels per byte) cannot hold more pixels than their size
@@ -977,20 +981,31 @@ Image read_image(const std::string& path, Codec codec) {
     }
 
     // PNM: the built-in reader unless OpenCV is forced (then only its header
-    // and size are checked here).
-    const bool use_cv = codec == Codec::OpenCV ||
-                        (codec == Codec::Auto && opencv_available() && fmt.cv_read && fmt.format != Format::Pnm);
+    // and size are checked here). BMP: stb first, as OpenCV 4.6 drops the
+    // alpha of 32-bit BMPs; OpenCV when stb fails (RLE-compressed BMPs).
+    bool use_cv = codec == Codec::OpenCV || (codec == Codec::Auto && opencv_available() && fmt.cv_read &&
+                                             fmt.format != Format::Pnm && fmt.format != Format::Bmp);
     if (use_cv && fmt.format == Format::Pnm) (void)decode_pnm(path, data, true);
     Image img;
     try {
+        if (use_cv) {
 #ifdef IMRESTORE_WITH_OPENCV
-        if (use_cv) img = decode_opencv(path, data, fmt);
-        else if (fmt.format == Format::Pnm) img = decode_pnm(path, data);
-        else img = decode_stb(path, data, fmt);
-#else
-        (void)use_cv;
-        img = fmt.format == Format::Pnm ? decode_pnm(path, data) : decode_stb(path, data, fmt);
+            img = decode_opencv(path, data, fmt);
 #endif
+        } else if (fmt.format == Format::Pnm) {
+            img = decode_pnm(path, data);
+        } else if (fmt.format == Format::Bmp && codec == Codec::Auto && opencv_available()) {
+            try {
+                img = decode_stb(path, data, fmt);
+            } catch (const Error&) {
+#ifdef IMRESTORE_WITH_OPENCV
+                img = decode_opencv(path, data, fmt);
+                use_cv = true;
+#endif
+            }
+        } else {
+            img = decode_stb(path, data, fmt);
+        }
     } catch (const std::bad_alloc&) {
         throw Error(path + ": out of memory while decoding");
     }
@@ -998,7 +1013,8 @@ Image read_image(const std::string& path, Codec codec) {
     if (use_cv && fmt.format == Format::Png && (probe.png_color_type == 0 || probe.png_color_type == 4) &&
         img.channels >= 3)
         collapse_to_gray(img, img.channels == 4);
-    if (use_cv && fmt.format == Format::Bmp) drop_alpha_if_all(img, 0);
+    if (fmt.format == Format::Bmp && data.size() >= 34 && le32(&data[14]) >= 40 && le32(&data[30]) == 0)
+        drop_alpha_if_all(img, use_cv ? 0 : 255);  // 32-bit BI_RGB without alpha (BGRX); stb turns all-0 into 255
     if (fmt.format == Format::Gif || fmt.format == Format::Psd) drop_alpha_if_all(img, img.max_value());
     apply_orientation(img, probe.orientation);
     return img;
@@ -1034,7 +1050,7 @@ void write_image(const std::string& path, const Image& image, const WriteOptions
     if (depth == 16 && !fmt.depth16) {
         if (options.bit_depth == 16) throw Error(path + ": " + fmt.name + " cannot hold 16-bit samples");
         throw Error(path + ": " + fmt.name + " holds 8-bit samples only and the image is 16-bit (write it as .png or "
-                    ".tif, or ask for bit depth 8)");
+                    ".tif, or use --bit-depth 8)");
     }
     if (image.has_alpha() && !fmt.alpha)
         throw Error(path + ": " + fmt.name + " has no alpha channel and the image has one (write it as .png" +
@@ -1054,9 +1070,11 @@ void write_image(const std::string& path, const Image& image, const WriteOptions
     const bool use_cv = fmt.format != Format::Pnm &&
                         (codec == Codec::OpenCV ||
                          (codec == Codec::Auto && opencv_available() && fmt.cv_write &&
-                          !(fmt.format == Format::Png && src->channels == 2)));  // OpenCV has no gray+alpha PNG
+                          !(fmt.format == Format::Png && src->channels == 2) &&  // OpenCV has no gray+alpha PNG
+                          !(fmt.format == Format::Bmp && src->has_alpha())));     // stb writes BMP alpha OpenCV reads
     Image expanded;
     const bool needs_rgb = (fmt.format == Format::Pnm && ext == ".ppm") ||
+                           (fmt.format == Format::Bmp && src->channels == 2) ||
                            (use_cv && (src->channels == 2 || (fmt.format == Format::Webp && src->channels == 1)));
     if (needs_rgb && src->color_channels() == 1) {
         expanded = expand_gray(*src);

@@ -1,6 +1,6 @@
 // Reading and writing image files. Two codecs sit behind one API: OpenCV
 // (TIFF, WebP, EXIF orientation, 16-bit, libjpeg-turbo) when the build has it,
-// and stb_image/stb_image_write (GIF/TGA/PSD/PNM/HDR first frames, and every
+// and stb_image/stb_image_write (GIF first frames, TGA, composited PSD, and every
 // format in a build without OpenCV). Codec::Auto picks per format the better one.
 #pragma once
 

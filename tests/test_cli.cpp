@@ -206,7 +206,7 @@ TEST(Cli, JsonReportAndTilingGiveTheSameImage) {
     EXPECT_LE(max_difference(read_image(dir / "whole.png"), read_image(dir / "tiled.png")), 1);
 }
 
-TEST(Cli, DeviceCudaWithoutGpuIsAClearError) {
+TEST(Cli, DeviceCudaWithoutADeviceIsAClearError) {
     std::string why;
     if (cuda_device_count(&why) > 0) GTEST_SKIP() << "a GPU is present; covered by Gpu.RestoresLikeTheCpu";
     ScratchDir dir("cli");

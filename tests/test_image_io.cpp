@@ -405,6 +405,18 @@ TEST_F(ImageIoFiles, BmpAndTgaRoundTrip) {
             Image rgb = random_image(rng_, 37, 23, 3, 8);
             imr::write_image(path("rt.bmp"), rgb, {}, writer);
             EXPECT_TRUE(same_image(imr::read_image(path("rt.bmp"), reader), rgb));
+            Image rgba = random_image(rng_, 37, 23, 4, 8);
+            rgba.samples[3] = 255;  // not all zero: a BGRX file with alpha 0 everywhere reads as RGB
+            imr::write_image(path("rgba.bmp"), rgba, {}, writer);
+            if (writer == Codec::OpenCV && reader == Codec::OpenCV) {
+                // OpenCV writes 32-bit BI_RGB and ignores that alpha when reading.
+                Image rgb_only = imr::read_image(path("rgba.bmp"), reader);
+                ASSERT_EQ(rgb_only.channels, 3);
+                for (size_t i = 0; i < size_t(37 * 23); ++i)
+                    for (int k = 0; k < 3; ++k) ASSERT_EQ(rgb_only.samples[i * 3 + k], rgba.samples[i * 4 + k]);
+            } else {
+                EXPECT_TRUE(same_image(imr::read_image(path("rgba.bmp"), reader), rgba));
+            }
             // Gray BMP: stb writes 24-bit, OpenCV a gray palette; gray must survive either way.
             Image gray = random_image(rng_, 37, 23, 1, 8);
             imr::write_image(path("g.bmp"), gray, {}, writer);
@@ -596,6 +608,7 @@ TEST_F(ImageIoFiles, WriteRefusesWhatTheFormatCannotHold) {
                              path("x.jpg"), "cannot hold 16-bit"));
     Image rgba = random_image(rng_, 7, 5, 4, 8);
     EXPECT_TRUE(throws_error([&] { imr::write_image(path("x.jpg"), rgba); }, path("x.jpg"), "alpha"));
+    EXPECT_TRUE(throws_error([&] { imr::write_image(path("x.jpeg"), rgba, {}, Codec::Stb); }, path("x.jpeg"), "alpha"));
     EXPECT_TRUE(throws_error([&] { imr::write_image(path("x.ppm"), rgba); }, path("x.ppm"), "alpha"));
     Image broken = random_image(rng_, 7, 5, 3, 8);
     broken.samples.pop_back();
