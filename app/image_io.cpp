@@ -8,9 +8,11 @@
 //      then write a temporary file next to the target and rename it.
 //
 // Decisions (see also image_io.h):
-// - Codec::Auto reads PNG, JPEG, TIFF and WebP with OpenCV; BMP, GIF (first
-//   frame), TGA and PSD (composited) with stb (OpenCV 4.6 drops the alpha of
-//   32-bit BMPs; it still reads the RLE BMPs stb cannot, as a fallback).
+// - Codec::Auto reads JPEG, TIFF and WebP with OpenCV; PNG, BMP, GIF (first
+//   frame), TGA and PSD (composited) with stb (stb decodes PNG as fast as
+//   libpng here, 8/16-bit and every color type, without libpng's stderr
+//   warnings; OpenCV 4.6 drops the alpha of 32-bit BMPs; it still reads the
+//   RLE BMPs stb cannot, as a fallback).
 //   It writes PNG, JPEG, BMP, TIFF and WebP with OpenCV and TGA with stb,
 //   except gray+alpha PNG (built-in encoder: OpenCV's PNG writer has no
 //   gray+alpha) and BMP with alpha (stb: a v4 header with an alpha mask that
@@ -983,8 +985,11 @@ Image read_image(const std::string& path, Codec codec) {
     // PNM: the built-in reader unless OpenCV is forced (then only its header
     // and size are checked here). BMP: stb first, as OpenCV 4.6 drops the
     // alpha of 32-bit BMPs; OpenCV when stb fails (RLE-compressed BMPs).
+    // PNG: stb (as fast as OpenCV's libpng on the samples, and silent, where
+    // libpng prints warnings such as "iCCP: known incorrect sRGB profile").
     bool use_cv = codec == Codec::OpenCV || (codec == Codec::Auto && opencv_available() && fmt.cv_read &&
-                                             fmt.format != Format::Pnm && fmt.format != Format::Bmp);
+                                             fmt.format != Format::Pnm && fmt.format != Format::Bmp &&
+                                             fmt.format != Format::Png);
     if (use_cv && fmt.format == Format::Pnm) (void)decode_pnm(path, data, true);
     Image img;
     try {
