@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <random>
 #include <sstream>
 
 #include "backend.h"
@@ -140,6 +141,36 @@ TEST(Cli, FolderWithACorruptFileRestoresTheRest) {
     EXPECT_EQ(flat.code, 1);
     EXPECT_TRUE(fs::exists(dir / "flat/chelsea.png"));
     EXPECT_FALSE(fs::exists(dir / "flat/sub"));
+}
+
+// 16-bit RGBA and 8-bit gray+alpha: depth kept, alpha passed through untouched.
+TEST(Cli, KeepsBitDepthAndAlpha) {
+    ScratchDir dir("cli");
+    std::mt19937 rng(std::random_device{}());
+    for (auto [channels, depth] : {std::pair{4, 16}, std::pair{2, 8}}) {
+        SCOPED_TRACE(std::to_string(channels) + " channels, " + std::to_string(depth) + " bit");
+        Image img;
+        img.width = 37, img.height = 23, img.channels = channels, img.bit_depth = depth;
+        std::uniform_int_distribution<int> sample(0, img.max_value());
+        img.samples.resize(size_t(img.width) * img.height * channels);
+        for (auto& v : img.samples) v = uint16_t(sample(rng));
+        std::string in = dir / ("in" + std::to_string(channels) + ".png");
+        std::string out = dir / ("out" + std::to_string(channels) + ".png");
+        write_image(in, img);
+        RunResult r = imrestore(q(in) + " -o " + q(out) + " -d cpu", dir);
+        ASSERT_EQ(r.code, 0) << r.err;
+        Image back = read_image(out);
+        ASSERT_EQ(back.channels, channels);
+        EXPECT_EQ(back.bit_depth, depth);
+        bool color_changed = false;
+        for (size_t i = 0; i < img.samples.size(); ++i) {
+            if (int(i % channels) == channels - 1)
+                ASSERT_EQ(back.samples[i], img.samples[i]) << "alpha changed at sample " << i;
+            else
+                color_changed |= back.samples[i] != img.samples[i];
+        }
+        EXPECT_TRUE(color_changed);
+    }
 }
 
 TEST(Cli, ExistingOutputIsSkippedUnlessForced) {

@@ -340,6 +340,54 @@ TEST(ModelRunner, MatchesReferenceTiledOrNot) {
     EXPECT_EQ(timer.rows()[2].name, "stage 1 conv2d");
 }
 
+// The CPU backend, claiming to have only `free_bytes` of memory left.
+class LowMemoryBackend : public Backend {
+public:
+    explicit LowMemoryBackend(size_t free_bytes) : cpu_(make_cpu_backend()), free_(free_bytes) {}
+    std::string name() const override { return "low-memory " + cpu_->name(); }
+    std::string description() const override { return cpu_->description(); }
+    bool is_host_memory() const override { return true; }
+    float* alloc(size_t count) override { return cpu_->alloc(count); }
+    void release(float* p) override { cpu_->release(p); }
+    void upload(float* dst, const float* src, size_t n) override { cpu_->upload(dst, src, n); }
+    void download(float* dst, const float* src, size_t n) override { cpu_->download(dst, src, n); }
+    void synchronize() override { cpu_->synchronize(); }
+    size_t free_memory() const override { return free_; }
+    void residual_block(const ResidualBlockArgs& a) override { cpu_->residual_block(a); }
+    void conv2d(const Conv2dArgs& a) override { cpu_->conv2d(a); }
+    std::unique_ptr<BackendTimer> make_timer() override { return cpu_->make_timer(); }
+
+private:
+    std::unique_ptr<Backend> cpu_;
+    size_t free_;
+};
+
+TEST(ModelRunner, TilesOnItsOwnWhenMemoryIsShort) {
+    unsigned seed;
+    auto rng = fresh_rng(&seed);
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    ModelFile m = test::small_model(rng);
+    Shape shape{2, 3, 45, 67};
+    std::vector<float> input = test::random_vector(rng, shape.count(), 0.3f);
+    std::vector<double> ref = reference_model(m, input, shape);
+    // 200 KB: room for ~3500 pixels of activations (5 channels, two buffers),
+    // so neither the batch nor one 45x67 image fits, but a 32-pixel tile with
+    // its 7-pixel halo does.
+    LowMemoryBackend small(200 * 1024);
+    ModelRunner runner(m, small);
+    std::vector<float> out(shape.count(), std::nanf(""));
+    StageTimer timer;
+    runner.run(input.data(), out.data(), shape, &timer);
+    EXPECT_GT(timer.rows()[0].samples_ms.size(), 2u) << "expected several tiles";
+    double scale = 0;
+    for (double v : ref) scale = std::max(scale, std::abs(v));
+    for (size_t i = 0; i < ref.size(); ++i) ASSERT_NEAR(out[i], ref[i], 1e-5 * scale) << "element " << i;
+
+    LowMemoryBackend tiny(1024);  // not even a 16-pixel tile
+    ModelRunner hopeless(m, tiny);
+    EXPECT_THROW(hopeless.run(input.data(), out.data(), shape, nullptr), Error);
+}
+
 TEST(ModelRunner, RefusesWrongChannelCount) {
     std::mt19937 rng(2);
     ModelFile m = test::small_model(rng);
