@@ -7,6 +7,7 @@
 #include <mutex>
 #include <filesystem>
 #include <map>
+#include <new>
 #include <set>
 
 #include "image_batch.h"
@@ -191,7 +192,7 @@ private:
         try {
             d.image = read_image(job.input, options_.codec);
             items_per_image(d.image, runner_.model().channels);  // throws if the channels cannot map
-        } catch (const Error& e) {
+        } catch (const std::exception& e) {  // imr::Error, or bad_alloc from a huge image
             d.status = FileResult::Status::Failed;
             d.message = e.what();
             if (d.message.rfind(job.input, 0) != 0) d.message = job.input + ": " + d.message;
@@ -233,16 +234,18 @@ private:
         for (const Pending& p : pending_) items += items_per_image(p.image, channels);
         Shape shape{items, channels, first.height, first.width};
         size_t item_size = size_t(channels) * first.height * first.width;
-        std::vector<float> input(shape.count()), output(shape.count());
-        {
-            ScopedStage t(&report_.timer, "to-NCHW");
-            size_t offset = 0;
-            for (const Pending& p : pending_) {
-                image_to_planes(p.image, channels, input.data() + offset);
-                offset += items_per_image(p.image, channels) * item_size;
-            }
-        }
+        std::vector<float> output;
         try {
+            std::vector<float> input(shape.count());
+            output.resize(shape.count());
+            {
+                ScopedStage t(&report_.timer, "to-NCHW");
+                size_t offset = 0;
+                for (const Pending& p : pending_) {
+                    image_to_planes(p.image, channels, input.data() + offset);
+                    offset += items_per_image(p.image, channels) * item_size;
+                }
+            }
             runner_.run(input.data(), output.data(), shape, &report_.timer);
             // --bench: the run above was the warm-up; rows per batch shape, since
             // min/median over different sizes would mean nothing.
@@ -253,9 +256,12 @@ private:
                 for (const StageTimer::Row& row : once.rows())
                     report_.bench_timer.add(row.name + " " + shape.str(), row.samples_ms[0], mp);
             }
-        } catch (const Error& e) {
+        } catch (const std::exception& e) {
+            std::string why = dynamic_cast<const std::bad_alloc*>(&e)
+                                  ? "out of host memory for a batch of " + shape.str() + " floats"
+                                  : e.what();
             for (const Pending& p : pending_)
-                finish(p.job, FileResult::Status::Failed, jobs_[p.job].input + ": " + e.what(), &p.image);
+                finish(p.job, FileResult::Status::Failed, jobs_[p.job].input + ": " + why, &p.image);
             pending_.clear();
             return;
         }
@@ -288,8 +294,9 @@ private:
             if (!parent.empty()) fs::create_directories(parent, ec);
             if (ec) throw Error(path + ": cannot create folder " + parent.string() + ": " + ec.message());
             write_image(path, image, options_.write, options_.codec);
-        } catch (const Error& e) {
+        } catch (const std::exception& e) {
             error = e.what();
+            if (error.rfind(path, 0) != 0) error = path + ": " + error;
         }
         std::lock_guard<std::mutex> lock(timer_mutex_);
         write_ms_.push_back(ms_since(t));
