@@ -103,8 +103,8 @@ void validate_model(const ModelFile& m, const std::string& where) {
         throw Error(where + ": format_version " + std::to_string(m.format_version) + " is not supported (this build reads 1.." +
                     std::to_string(kModelFormatVersion) + "; a newer imrestore may read it)");
     if (m.name.empty()) throw Error(where + ": attribute 'name' is empty");
-    if (m.channels < 1 || m.channels > 4)
-        throw Error(where + ": attribute 'channels' must be 1..4, found " + std::to_string(m.channels));
+    if (m.channels != 1 && m.channels != 3)
+        throw Error(where + ": attribute 'channels' must be 1 (gray) or 3 (RGB), found " + std::to_string(m.channels));
     if (m.stages.empty()) throw Error(where + ": the model has no stages");
     int channels = m.channels;
     for (size_t i = 0; i < m.stages.size(); ++i) {
@@ -356,8 +356,8 @@ ModelFile load_model_file(const std::string& path) {
     m.provenance = read_string_attribute(root, "provenance", path);
     m.license = read_optional_string(root, "license", path);
     long long channels = read_int_attribute(root, "channels", path);
-    if (channels < 1 || channels > 4)
-        throw Error(path + ": attribute 'channels' must be 1..4, found " + std::to_string(channels));
+    if (channels != 1 && channels != 3)
+        throw Error(path + ": attribute 'channels' must be 1 (gray) or 3 (RGB), found " + std::to_string(channels));
     m.channels = int(channels);
 
     if (H5Lexists(root, "stages", H5P_DEFAULT) <= 0) throw Error(path + ": group 'stages' is missing");

@@ -45,7 +45,7 @@ struct ModelFile {
     std::string path;  // where it was loaded from (empty if built in memory)
     int format_version = kModelFormatVersion;
     std::string name, task, description, provenance, license;
-    int channels = 3;  // image channels the model takes and gives
+    int channels = 3;  // image channels the model takes and gives: 1 (gray) or 3 (RGB)
     std::vector<Stage> stages;
 
     size_t parameter_count() const;

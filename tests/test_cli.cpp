@@ -173,6 +173,38 @@ TEST(Cli, KeepsBitDepthAndAlpha) {
     }
 }
 
+// A model with a known effect (halve every value: a 1x1 conv2d with weight
+// 0.5), as a 1-channel and a 3-channel model, on an RGB and a gray image:
+// every channel mapping of app/image_batch.h gives round(sample / 2).
+TEST(Cli, ChannelMappingsOnAKnownModel) {
+    ScratchDir dir("cli");
+    for (int channels : {1, 3}) {
+        ModelFile m;
+        m.name = "halve" + std::to_string(channels);
+        m.task = m.description = m.provenance = "test";
+        m.channels = channels;
+        Conv2dStage c;
+        c.in_channels = c.out_channels = channels, c.kernel = 1;
+        c.weight.assign(size_t(channels) * channels, 0.f);
+        for (int i = 0; i < channels; ++i) c.weight[size_t(i) * channels + i] = 0.5f;
+        m.stages.push_back(c);
+        std::string model = dir / (m.name + ".h5");
+        write_model_file(model, m);
+        for (const char* name : {"chelsea.png", "camera.png"}) {
+            SCOPED_TRACE(m.name + " on " + name);
+            std::string out = dir / (m.name + "-" + name);
+            RunResult r = imrestore(q(sample(name)) + " -m " + q(model) + " -o " + q(out) + " -d cpu", dir);
+            ASSERT_EQ(r.code, 0) << r.err;
+            Image in = read_image(sample(name)), back = read_image(out);
+            ASSERT_EQ(back.channels, in.channels);
+            int worst = 0;
+            for (size_t i = 0; i < in.samples.size(); ++i)
+                worst = std::max(worst, std::abs(int(back.samples[i]) - int(in.samples[i] + 1) / 2));
+            EXPECT_LE(worst, 1) << "expected round(sample / 2) (a tie may round either way in fp32)";
+        }
+    }
+}
+
 TEST(Cli, ExistingOutputIsSkippedUnlessForced) {
     ScratchDir dir("cli");
     std::string out = dir / "out.png";

@@ -243,7 +243,7 @@ std::vector<BadModelCase> bad_model_cases() {
          [](const std::string& p) {
              standard_file(p, [](RawH5& f, hid_t s) { f.residual_block(s, "0", 3, 4); }, 7);
          },
-         "attribute 'channels' must be 1..4, found 7"},
+         "attribute 'channels' must be 1 (gray) or 3 (RGB), found 7"},
     };
 }
 
