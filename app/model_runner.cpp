@@ -16,11 +16,16 @@ DeviceBuffer upload_vector(Backend& backend, const std::vector<float>& v) {
 // Fraction of the backend's free memory a pass may take: the rest stays for
 // the driver, other processes and fragmentation.
 constexpr double kMemoryShare = 0.7;
+// Tile sides tried when an image does not fit: from 16384 (larger than any
+// photo, so one tile when memory allows) halving down to 16 (below that the
+// halo of a deep model would be most of the work).
+constexpr int kLargestTile = 1 << 14;
+constexpr int kSmallestTile = 16;
 }  // namespace
 
-ModelRunner::ModelRunner(const ModelFile& model, Backend& backend) : model_(model), backend_(backend) {
-    for (size_t i = 0; i < model.stages.size(); ++i) {
-        const Stage& s = model.stages[i];
+ModelRunner::ModelRunner(ModelFile model, Backend& backend) : model_(std::move(model)), backend_(backend) {
+    for (size_t i = 0; i < model_.stages.size(); ++i) {
+        const Stage& s = model_.stages[i];
         StageWeights w;
         if (auto* rb = std::get_if<ResidualBlockStage>(&s)) {
             w.a = upload_vector(backend, rb->conv_in_weight);
@@ -41,7 +46,9 @@ ModelRunner::ModelRunner(const ModelFile& model, Backend& backend) : model_(mode
     backend.synchronize();
 }
 
-size_t ModelRunner::bytes_per_pixel() const { return 2 * sizeof(float) * size_t(model_.max_channels()); }
+// Two activation buffers (ping, pong) of the widest tensor, and as much again
+// for what an op may allocate itself (the CPU conv2d pads a copy of its input).
+size_t ModelRunner::bytes_per_pixel() const { return 3 * sizeof(float) * size_t(model_.max_channels()); }
 
 void ModelRunner::reserve(size_t count) {
     if (ping_.count() >= count) return;
@@ -60,18 +67,34 @@ void ModelRunner::run(const float* input, float* output, Shape shape, StageTimer
     size_t image_pixels = size_t(shape.h) * shape.w;
     bool forced = max_tile_ > 0 && (shape.h > max_tile_ || shape.w > max_tile_);
     if (!forced && image_pixels * shape.n <= pixels_fit) {
-        run_pass(input, output, shape, timer);
-        return;
+        try {
+            run_pass(input, output, shape, timer);
+            return;
+        } catch (const OutOfMemory&) {
+            // free_memory() was optimistic (fragmentation, another process):
+            // fall through to tiles sized for half of what it claimed.
+            ping_.reset(), pong_.reset();
+            pixels_fit /= 2;
+        }
     }
     // Too large together: one image at a time, tiled if one image is too large.
-    int r = model_.radius();
-    int tile = max_tile_ > 0 ? max_tile_ : 1 << 14;
-    while (tile > 16 && size_t(tile + 2 * r) * size_t(tile + 2 * r) > pixels_fit) tile /= 2;
-    if (size_t(tile + 2 * r) * size_t(tile + 2 * r) > pixels_fit)
-        throw Error(backend_.name() + ": not enough free memory for even a " + std::to_string(tile) + "-pixel tile");
+    const int r = model_.radius();
+    int tile = max_tile_ > 0 ? max_tile_ : kLargestTile;
     size_t plane = size_t(shape.c) * image_pixels;
-    for (int n = 0; n < shape.n; ++n)
-        run_tiled(input + n * plane, output + n * plane, {1, shape.c, shape.h, shape.w}, tile, timer);
+    for (;;) {
+        while (tile > kSmallestTile && size_t(tile + 2 * r) * size_t(tile + 2 * r) > pixels_fit) tile /= 2;
+        if (size_t(tile + 2 * r) * size_t(tile + 2 * r) > pixels_fit)
+            throw OutOfMemory(backend_.name() + ": not enough free memory for even a " + std::to_string(tile) +
+                              "-pixel tile of model '" + model_.name + "'");
+        try {
+            for (int n = 0; n < shape.n; ++n)
+                run_tiled(input + n * plane, output + n * plane, {1, shape.c, shape.h, shape.w}, tile, timer);
+            return;
+        } catch (const OutOfMemory&) {
+            ping_.reset(), pong_.reset();
+            pixels_fit = size_t(tile) * tile / 4;  // retry with half the tile side
+        }
+    }
 }
 
 void ModelRunner::run_tiled(const float* input, float* output, Shape shape, int tile, StageTimer* timer) {
@@ -106,18 +129,27 @@ void ModelRunner::run_tiled(const float* input, float* output, Shape shape, int 
 }
 
 void ModelRunner::run_pass(const float* input, float* output, Shape shape, StageTimer* timer) {
-    size_t pixels = size_t(shape.n) * shape.h * shape.w;
-    reserve(pixels * model_.max_channels());
-    upload_timer_->start();
-    backend_.upload(ping_.data(), input, shape.count());
-    upload_timer_->stop();
+    const size_t pixels = size_t(shape.n) * shape.h * shape.w;
+    const size_t stages = model_.stages.size();
+    // On the host the first stage reads `input` and the last writes `output`;
+    // only the activations between stages need buffers. A device backend
+    // uploads into ping_ and downloads from wherever the last stage wrote.
+    const bool host = backend_.is_host_memory();
+    if (!host || stages > 1) reserve(pixels * model_.max_channels());
 
-    float* src = ping_.data();
-    float* dst = pong_.data();
+    const float* src = input;
+    if (!host) {
+        upload_timer_->start();
+        backend_.upload(ping_.data(), input, shape.count());
+        upload_timer_->stop();
+        src = ping_.data();
+    }
     int channels = model_.channels;
-    for (size_t i = 0; i < model_.stages.size(); ++i) {
+    for (size_t i = 0; i < stages; ++i) {
         const Stage& s = model_.stages[i];
         const StageWeights& w = weights_[i];
+        // Alternate ping/pong, never writing the buffer being read.
+        float* dst = (host && i + 1 == stages) ? output : (src == ping_.data() ? pong_.data() : ping_.data());
         stage_timers_[i]->start();
         if (auto* rb = std::get_if<ResidualBlockStage>(&s)) {
             ResidualBlockArgs a;
@@ -141,16 +173,18 @@ void ModelRunner::run_pass(const float* input, float* output, Shape shape, Stage
         }
         stage_timers_[i]->stop();
         channels = stage_out_channels(s);
-        std::swap(src, dst);
+        src = dst;
     }
-    download_timer_->start();
-    backend_.download(output, src, shape.count());
-    download_timer_->stop();
+    if (!host) {
+        download_timer_->start();
+        backend_.download(output, src, shape.count());
+        download_timer_->stop();
+    }
     backend_.synchronize();
     if (timer) {
-        timer->add("upload", upload_timer_->elapsed_ms());
-        for (size_t i = 0; i < stage_timers_.size(); ++i) timer->add(stage_labels_[i], stage_timers_[i]->elapsed_ms());
-        timer->add("download", download_timer_->elapsed_ms());
+        if (!host) timer->add("upload", upload_timer_->elapsed_ms());
+        for (size_t i = 0; i < stages; ++i) timer->add(stage_labels_[i], stage_timers_[i]->elapsed_ms());
+        if (!host) timer->add("download", download_timer_->elapsed_ms());
     }
 }
 

@@ -2,6 +2,8 @@
 // buffers kept and reused across calls of the same (or smaller) size, and
 // inputs too large for the backend's free memory split into overlapping tiles
 // whose halo equals the model's radius, so the result equals the untiled one.
+// On a host-memory backend (the CPU) the stages read the caller's input and
+// write the caller's output directly: no upload/download copies.
 #pragma once
 
 #include <memory>
@@ -15,10 +17,11 @@ namespace imr {
 
 class ModelRunner {
 public:
-    ModelRunner(const ModelFile& model, Backend& backend);
+    ModelRunner(ModelFile model, Backend& backend);
 
     // input and output: host NCHW [shape.n, model.channels, shape.h, shape.w].
-    // Adds "upload", one entry per stage and "download" to timer (if given).
+    // Adds one entry per stage, and "upload"/"download" on a device backend,
+    // to timer (if given).
     void run(const float* input, float* output, Shape shape, StageTimer* timer);
 
     // Largest tile side in pixels (0: as large as memory allows). Lets tests
@@ -35,10 +38,10 @@ private:
     // One pass over a tensor that fits the backend: upload, stages, download.
     void run_pass(const float* input, float* output, Shape shape, StageTimer* timer);
     void run_tiled(const float* input, float* output, Shape shape, int tile, StageTimer* timer);
-    size_t bytes_per_pixel() const;  // device memory one image pixel needs in a pass
+    size_t bytes_per_pixel() const;  // backend memory one image pixel needs in a pass
     void reserve(size_t count);
 
-    const ModelFile& model_;
+    const ModelFile model_;
     Backend& backend_;
     std::vector<StageWeights> weights_;
     DeviceBuffer ping_, pong_;  // activations, each n * max_channels * h * w

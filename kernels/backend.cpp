@@ -69,14 +69,12 @@ std::unique_ptr<Backend> make_backend(const std::string& spec, int cpu_threads, 
     }
     if (spec == "cuda" || spec.rfind("cuda:", 0) == 0) {
         int device = 0;
-        if (spec.size() > 5) {
-            size_t used = 0;
-            try {
-                device = std::stoi(spec.substr(5), &used);
-            } catch (const std::exception&) {
-                used = 0;
-            }
-            if (used != spec.size() - 5 || device < 0) throw Error("--device " + spec + ": expected cuda:N with N >= 0");
+        if (spec != "cuda") {
+            std::string digits = spec.substr(5);
+            if (digits.empty() || digits.size() > 4 ||
+                digits.find_first_not_of("0123456789") != std::string::npos)
+                throw Error("--device " + spec + ": expected cuda:N with N a device number (0, 1, ...)");
+            device = std::stoi(digits);
         }
         std::string why;
         int count = cuda_device_count(&why);

@@ -21,6 +21,11 @@ namespace imr {
 struct Error : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
+// Backend::alloc found too little memory: the caller may retry with less
+// (the model runner then splits the image into smaller tiles).
+struct OutOfMemory : Error {
+    using Error::Error;
+};
 
 // Dimensions of an NCHW tensor.
 struct Shape {
@@ -97,9 +102,10 @@ public:
     virtual std::string description() const = 0;  // "CPU, 2 threads", "NVIDIA H200, 139.8 GiB"
     virtual bool is_host_memory() const = 0;      // true: alloc'd pointers are plain host memory
 
-    // Memory in the backend's space, in floats. alloc throws imr::Error when out of memory.
+    // Memory in the backend's space, in floats. alloc throws imr::OutOfMemory
+    // when there is not enough; release never throws (it runs in destructors).
     virtual float* alloc(size_t count) = 0;
-    virtual void release(float* p) = 0;
+    virtual void release(float* p) noexcept = 0;
     virtual void upload(float* dst, const float* host_src, size_t count) = 0;
     virtual void download(float* host_dst, const float* src, size_t count) = 0;
     virtual void synchronize() = 0;
@@ -128,7 +134,7 @@ public:
     DeviceBuffer& operator=(const DeviceBuffer&) = delete;
     ~DeviceBuffer() { reset(); }
 
-    void reset() {
+    void reset() noexcept {
         if (backend_ && data_) backend_->release(data_);
         backend_ = nullptr, data_ = nullptr, count_ = 0;
     }

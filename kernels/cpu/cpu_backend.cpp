@@ -45,11 +45,11 @@ public:
             throw Error("cpu alloc of " + std::to_string(count) + " floats: size overflows");
         void* p = std::aligned_alloc(kAlignment, bytes);
         if (!p)
-            throw Error("cpu alloc of " + std::to_string(count) + " floats (" + std::to_string(bytes >> 20) +
-                        " MiB): out of memory");
+            throw OutOfMemory("cpu alloc of " + std::to_string(count) + " floats (" + std::to_string(bytes >> 20) +
+                              " MiB): out of memory");
         return static_cast<float*>(p);
     }
-    void release(float* p) override { std::free(p); }
+    void release(float* p) noexcept override { std::free(p); }
     void upload(float* dst, const float* host_src, size_t count) override {
         if (count) std::memcpy(dst, host_src, count * sizeof(float));
     }

@@ -20,8 +20,9 @@ inline void check_cuda(cudaError_t err, const std::string& context, const char* 
     if (err != cudaSuccess) throw_cuda(context, what, err);
 }
 
-// After a launch: configuration errors show up in cudaGetLastError, faults
-// of earlier asynchronous work in cudaPeekAtLastError's sticky state.
+// After a launch: cudaGetLastError returns (and clears) a launch or
+// configuration error; a fault of earlier asynchronous work is sticky and
+// shows up here or at the next synchronizing call.
 inline void check_launch(const std::string& context, const char* kernel) {
     cudaError_t err = cudaGetLastError();
     if (err != cudaSuccess) throw_cuda(context, kernel, err);

@@ -44,6 +44,8 @@ private:
     cudaEvent_t start_ = nullptr, stop_ = nullptr;
 };
 
+__global__ void usability_probe() {}
+
 class CudaBackend : public Backend {
 public:
     explicit CudaBackend(int device) : device_(device) {
@@ -56,6 +58,16 @@ public:
         std::snprintf(mem, sizeof mem, "%.1f GiB", double(prop.totalGlobalMem) / double(1ull << 30));
         description_ = std::string(prop.name) + ", " + mem;
         check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), ctx, "cudaStreamCreate");
+        // Proves this binary has code the GPU and driver can run (sm_90 code or
+        // PTX the driver compiles): otherwise --device auto falls back to the
+        // CPU here instead of every image failing later.
+        usability_probe<<<1, 1, 0, stream_>>>();
+        cudaError_t err = cudaGetLastError();
+        if (err == cudaSuccess) err = cudaStreamSynchronize(stream_);
+        if (err != cudaSuccess) {
+            cudaStreamDestroy(stream_);
+            cuda::throw_cuda(ctx + " (" + description_ + ")", "launching a kernel", err);
+        }
     }
     ~CudaBackend() override {
         cudaSetDevice(device_);
@@ -76,18 +88,22 @@ public:
             cudaGetLastError();  // clear the (non-sticky) allocation error
             size_t free_b = 0, total_b = 0;
             cudaMemGetInfo(&free_b, &total_b);
-            throw Error(name() + ": cudaMalloc of " + std::to_string(bytes) + " bytes failed (" +
-                        cudaGetErrorString(err) + "); " + std::to_string(free_b) + " of " + std::to_string(total_b) +
-                        " bytes free");
+            std::string what = name() + ": cudaMalloc of " + std::to_string(bytes) + " bytes failed (" +
+                               cudaGetErrorString(err) + "); " + std::to_string(free_b) + " of " +
+                               std::to_string(total_b) + " bytes free";
+            if (err == cudaErrorMemoryAllocation) throw OutOfMemory(what);
+            throw Error(what);
         }
         return static_cast<float*>(p);
     }
-    void release(float* p) override {
+    void release(float* p) noexcept override {
         if (!p) return;
-        use_device();
+        // Never throws: it runs in destructors, also while an earlier CUDA
+        // error unwinds the stack; that error has been reported already.
         // The stream may still use p: free only after the queued work ends.
-        check_cuda(cudaStreamSynchronize(stream_), name(), "cudaStreamSynchronize before cudaFree");
-        check_cuda(cudaFree(p), name(), "cudaFree");
+        cudaSetDevice(device_);
+        cudaStreamSynchronize(stream_);
+        cudaFree(p);
     }
     void upload(float* dst, const float* host_src, size_t count) override {
         use_device();

@@ -23,6 +23,7 @@
 #include "residual_block.cuh"
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "common.cuh"
@@ -68,7 +69,7 @@ __device__ __forceinline__ void unpack8(float (&v)[8], const float* p) {
 __global__ void __launch_bounds__(RB_THREADS, 2)
     residual_block_c3_kernel(const float* __restrict__ x, float* __restrict__ out, const float* __restrict__ w_in,
                              const float* __restrict__ b_in, const float* __restrict__ w_out,
-                             const float* __restrict__ b_out, int H, int W, int hidden, int hidden_pad) {
+                             const float* __restrict__ b_out, int H, int W, int hidden, int hidden_pad, int splits) {
     extern __shared__ __align__(16) float smem[];
     float* s_in = smem;                                  // [C][IN_H][IN_W]
     float* s_hid = s_in + RB_S_IN;                       // [HC][HID_H][HID_W]
@@ -78,7 +79,11 @@ __global__ void __launch_bounds__(RB_THREADS, 2)
     float* s_bout = s_wout + hidden_pad * RB_WOUT_STRIDE;  // [4]
 
     const int tid = threadIdx.x;
-    const int n = blockIdx.z;
+    // blockIdx.z = image * splits + part: with splits = 2 the two parts take half of the
+    // hidden chunks each and add their sums atomically onto the zeroed output.
+    const int n = blockIdx.z / splits, part = blockIdx.z - n * splits;
+    const int n_chunks = hidden_pad / RB_HC, per_part = (n_chunks + splits - 1) / splits;
+    const int chunk_begin = part * per_part, chunk_end = min(n_chunks, chunk_begin + per_part);
     const int tx0 = blockIdx.x * RB_TILE_W, ty0 = blockIdx.y * RB_TILE_H;
     const size_t plane = size_t(H) * W;
     const float* xn = x + size_t(n) * RB_C * plane;
@@ -108,7 +113,7 @@ __global__ void __launch_bounds__(RB_THREADS, 2)
     const int oy = (tid / RB_OUT_STRIPS) * 2, ox = (tid % RB_OUT_STRIPS) * RB_STRIP;
     float acc[2][RB_STRIP][RB_C] = {};
 
-    for (int chunk = 0; chunk < hidden_pad / RB_HC; ++chunk) {
+    for (int chunk = chunk_begin; chunk < chunk_end; ++chunk) {
         // ---- conv_in: hidden[chunk*HC .. +HC) on the 30 x 68 tile.
         for (int u = tid; u < RB_IN_UNITS; u += RB_THREADS) {
             const int hy = u / RB_IN_STRIPS, hx = (u % RB_IN_STRIPS) * RB_STRIP;
@@ -190,7 +195,11 @@ __global__ void __launch_bounds__(RB_THREADS, 2)
 #pragma unroll
             for (int c = 0; c < RB_C; ++c) {
                 const float xv = s_in[(c * RB_IN_H + oy + r + 2) * RB_IN_W + ox + i + 2];
-                out[(size_t(n) * RB_C + c) * plane + size_t(gy) * W + gx] = xv + (acc[r][i][c] + s_bout[c]);
+                float* o = out + (size_t(n) * RB_C + c) * plane + size_t(gy) * W + gx;
+                if (splits == 1)
+                    *o = xv + (acc[r][i][c] + s_bout[c]);
+                else  // exactly two addends onto zero: the sum does not depend on their order
+                    atomicAdd(o, part == 0 ? xv + (acc[r][i][c] + s_bout[c]) : acc[r][i][c]);
             }
         }
     }
@@ -238,15 +247,52 @@ std::string context(const ResidualBlockArgs& a) {
     return "residual_block " + a.shape.str() + " hidden " + std::to_string(a.hidden);
 }
 
-void launch_fused(const ResidualBlockArgs& a, cudaStream_t stream) {
+// Multiprocessors of the current device (looked up once per device).
+int sm_count(const std::string& ctx) {
+    static int cached[64] = {};
+    int dev = 0;
+    check_cuda(cudaGetDevice(&dev), ctx, "cudaGetDevice");
+    if (dev >= 64) dev = 63;  // only a heuristic input; never out of bounds
+    if (cached[dev] == 0) {
+        int n = 0;
+        check_cuda(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev), ctx,
+                   "cudaDeviceGetAttribute(multiprocessor count)");
+        cached[dev] = n;
+    }
+    return cached[dev];
+}
+
+// Small grids: when the tiles alone would leave SMs idle (blocks <= SMs), each
+// tile's hidden channels are split over two blocks (atomic add of exactly two
+// partial sums onto a zeroed output, so the result stays deterministic).
+// IMRESTORE_RB_SPLIT=0 turns it off (for measurements).
+constexpr int RB_SPLIT = 2;
+bool split_enabled() {
+    static const bool on = [] {
+        const char* e = std::getenv("IMRESTORE_RB_SPLIT");
+        return !(e && e[0] == '0');
+    }();
+    return on;
+}
+
+void launch_fused(const ResidualBlockArgs& a, cudaStream_t stream, int sm_count) {
     const int hidden_pad = (a.hidden + RB_HC - 1) / RB_HC * RB_HC;
     const size_t smem = fused_smem_bytes(hidden_pad);
     check_cuda(cudaFuncSetAttribute(residual_block_c3_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
                context(a), "cudaFuncSetAttribute(max dynamic shared memory)");
-    const dim3 grid((a.shape.w + RB_TILE_W - 1) / RB_TILE_W, (a.shape.h + RB_TILE_H - 1) / RB_TILE_H, a.shape.n);
+    const unsigned gx = (a.shape.w + RB_TILE_W - 1) / RB_TILE_W, gy = (a.shape.h + RB_TILE_H - 1) / RB_TILE_H;
+    const long long blocks = (long long)gx * gy * a.shape.n;
+    const int splits = (split_enabled() && blocks <= sm_count && hidden_pad / RB_HC >= RB_SPLIT &&
+                        (long long)a.shape.n * RB_SPLIT <= 65535)
+                           ? RB_SPLIT
+                           : 1;
+    if (splits > 1)
+        check_cuda(cudaMemsetAsync(a.output, 0, a.shape.count() * sizeof(float), stream), context(a),
+                   "cudaMemsetAsync(output) for the split hidden channels");
+    const dim3 grid(gx, gy, unsigned(a.shape.n * splits));
     residual_block_c3_kernel<<<grid, RB_THREADS, smem, stream>>>(a.input, a.output, a.conv_in_weight, a.conv_in_bias,
                                                                  a.conv_out_weight, a.conv_out_bias, a.shape.h,
-                                                                 a.shape.w, a.hidden, hidden_pad);
+                                                                 a.shape.w, a.hidden, hidden_pad, splits);
     check_launch(context(a), "residual_block_c3_kernel launch");
 }
 
@@ -265,7 +311,7 @@ void residual_block(const ResidualBlockArgs& a, cudaStream_t stream) {
     check_args(a);
     if (a.shape.n > 65535) throw Error(context(a) + ": batch larger than 65535 is not supported on CUDA");
     if (a.shape.c == RB_C && a.hidden <= RB_MAX_HIDDEN)
-        launch_fused(a, stream);
+        launch_fused(a, stream, sm_count(context(a)));
     else
         launch_generic(a, stream);
 }
