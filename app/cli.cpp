@@ -1,6 +1,7 @@
 // The command line, in one place: options struct, setup (CLI11), and the
 // run functions. This is the only code that prints for the user and decides
-// exit codes: 0 all good, 1 some file failed, 2 bad usage/model/device.
+// exit codes: 0 all good, 1 some file failed, 2 bad usage/model/device,
+// 3 an unexpected internal error.
 #include "cli.h"
 
 #include <unistd.h>
@@ -18,7 +19,7 @@ namespace imr {
 
 namespace {
 
-constexpr int kExitOk = 0, kExitFileFailed = 1, kExitUsage = 2;
+constexpr int kExitOk = 0, kExitFileFailed = 1, kExitUsage = 2, kExitInternal = 3;
 
 struct Options {
     std::vector<std::string> inputs;
@@ -133,6 +134,7 @@ std::string report_json(const Options& o, const ModelFile& model, const Backend&
 int run_restore(const Options& o) {
     if (o.inputs.empty()) throw CLI::RequiredError("INPUT (an image file or folder; see --help)");
     Codec codec = parse_codec(o.codec);
+    std::vector<FileJob> jobs = plan_jobs(o.inputs, o.output, o.recursive, codec);  // usage errors first
     ModelFile model = load_model_file(resolve_model(o.model));
     std::string note;
     std::unique_ptr<Backend> backend = make_backend(o.device, o.threads, &note);
@@ -154,7 +156,6 @@ int run_restore(const Options& o) {
     p.write.png_compression = o.png_compression;
     p.bench_repeats = o.bench;
 
-    std::vector<FileJob> jobs = plan_jobs(o.inputs, o.output, o.recursive, codec);
     Progress progress(!o.quiet && isatty(STDERR_FILENO));
     PipelineReport report = run_pipeline(jobs, runner, p, [&](size_t done, size_t total, const FileResult& f) {
         progress.clear();
@@ -172,10 +173,11 @@ int run_restore(const Options& o) {
     if (o.json) {
         std::cout << report_json(o, model, *backend, report);
     } else {
+        char title[128];
+        std::snprintf(title, sizeof title, "timing (%s, %d images, %.2f MP)", backend->name().c_str(), restored,
+                      report.megapixels);
         if (o.timing || o.bench)
-            std::cout << report.timer.table("timing (" + backend->name() + ", " + std::to_string(restored) + " images, " +
-                                                std::to_string(report.megapixels).substr(0, 6) + " MP)",
-                                            report.megapixels, restored)
+            std::cout << report.timer.table(title, report.megapixels, restored)
                       << "  (read+decode and encode+write run on worker threads beside the compute, so the stage\n"
                          "   total can exceed the wall time: "
                       << std::to_string(int(report.wall_ms + 0.5)) << " ms)\n";
@@ -191,6 +193,13 @@ int run_restore(const Options& o) {
                      backend->name().c_str());
     }
     return failed ? kExitFileFailed : kExitOk;
+}
+
+// An error that stops the whole run: on stderr, and with --json as the report.
+void report_error(const Options& o, const std::string& message) {
+    std::cerr << "error: " << message << "\n";
+    if (o.json) std::cout << "{\n  \"imrestore\": \"" << IMRESTORE_VERSION << "\",\n  \"error\": \"" << json_escape(message)
+                          << "\"\n}\n";
 }
 
 void setup(CLI::App& app, Options& o) {
@@ -238,6 +247,9 @@ void setup(CLI::App& app, Options& o) {
     app.add_flag("--json", o.json, "Print a machine-readable report on stdout (nothing else goes there)");
     app.add_flag("-q,--quiet", o.quiet, "Print only errors");
 
+    app.footer("Inputs named 'models' or 'model' are read as those commands; write ./models for a folder.\n"
+               "Exit codes: 0 all restored (or skipped), 1 some file failed, 2 bad usage, model or device, "
+               "3 internal error.");
     auto* models = app.add_subcommand("models", "List the bundled models");
     models->final_callback([] {});
     auto* model = app.add_subcommand("model", "Show a model's metadata, stages, parameters and receptive field");
@@ -259,11 +271,11 @@ int cli_main(int argc, char** argv) {
         int code = app.exit(e);
         return code == 0 ? kExitOk : kExitUsage;
     } catch (const Error& e) {
-        std::cerr << "error: " << e.what() << "\n";
+        report_error(o, e.what());
         return kExitUsage;
     } catch (const std::exception& e) {
-        std::cerr << "error: " << e.what() << "\n";
-        return kExitUsage;
+        report_error(o, std::string("internal error: ") + e.what());
+        return kExitInternal;
     }
 }
 

@@ -835,8 +835,9 @@ std::vector<uint8_t> encode_opencv(const std::string& path, const Image& img, co
 #endif
 
 // Writes `bytes` to a fresh temporary file beside `path`, then renames it over
-// `path`. The temporary file is removed on every failure.
-void write_atomically(const std::string& path, const std::vector<uint8_t>& bytes) {
+// `path` (with overwrite false: only if `path` still does not exist, checked
+// atomically by the rename itself). The temporary file is removed on every failure.
+void write_atomically(const std::string& path, const std::vector<uint8_t>& bytes, bool overwrite) {
     static std::atomic<unsigned> counter{0};
     const fs::path target(path);
     const fs::path dir = target.parent_path();
@@ -870,9 +871,12 @@ void write_atomically(const std::string& path, const std::vector<uint8_t>& bytes
         done += size_t(w);
     }
     if (::close(fd) != 0) fail("cannot write", errno);
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    int renamed = overwrite ? std::rename(tmp.c_str(), path.c_str())
+                            : ::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, path.c_str(), RENAME_NOREPLACE);
+    if (renamed != 0) {
         int err = errno;
         if (err == EISDIR) fail("is a directory", 0);
+        if (err == EEXIST && !overwrite) fail("appeared while it was being restored; not overwritten (--force overwrites)", 0);
         fail("cannot replace the file", err);
     }
 }
@@ -1025,6 +1029,34 @@ Image read_image(const std::string& path, Codec codec) {
     return img;
 }
 
+void check_can_write(const std::string& path, int channels, int bit_depth, const WriteOptions& options, Codec codec) {
+    const FormatInfo& fmt = writable_format(path, codec);
+    const std::string ext = lower_extension(path);
+
+    // Options.
+    if (options.bit_depth != 0 && options.bit_depth != 8 && options.bit_depth != 16)
+        throw Error(path + ": bit depth " + std::to_string(options.bit_depth) + " is not 0 (keep), 8 or 16");
+    if (fmt.format == Format::Jpeg && (options.jpeg_quality < 1 || options.jpeg_quality > 100))
+        throw Error(path + ": JPEG quality " + std::to_string(options.jpeg_quality) + " is outside 1..100");
+    if (fmt.format == Format::Webp && options.webp_quality < 1)
+        throw Error(path + ": WebP quality " + std::to_string(options.webp_quality) + " is below 1");
+    if (fmt.format == Format::Png && (options.png_compression < 0 || options.png_compression > 9))
+        throw Error(path + ": PNG compression " + std::to_string(options.png_compression) + " is outside 0..9");
+
+    // What the format can hold.
+    const int depth = options.bit_depth ? options.bit_depth : bit_depth;
+    if (depth == 16 && !fmt.depth16) {
+        if (options.bit_depth == 16) throw Error(path + ": " + fmt.name + " cannot hold 16-bit samples");
+        throw Error(path + ": " + fmt.name + " holds 8-bit samples only and the image is 16-bit (write it as .png or "
+                    ".tif, or use --bit-depth 8)");
+    }
+    if ((channels == 2 || channels == 4) && !fmt.alpha)
+        throw Error(path + ": " + fmt.name + " has no alpha channel and the image has one (write it as .png" +
+                    (opencv_available() ? ", .tif, .webp" : "") + " or .tga)");
+    if (fmt.format == Format::Pnm && ext == ".pgm" && channels != 1)
+        throw Error(path + ": PGM holds gray images only and the image is RGB (write it as .ppm)");
+}
+
 void write_image(const std::string& path, const Image& image, const WriteOptions& options, Codec codec) {
     const FormatInfo& fmt = writable_format(path, codec);
     const std::string ext = lower_extension(path);
@@ -1040,28 +1072,8 @@ void write_image(const std::string& path, const Image& image, const WriteOptions
                     std::to_string(image.height) + "x" + std::to_string(image.channels) + ", " +
                     std::to_string(image.samples.size()) + " samples)");
 
-    // Options.
-    if (options.bit_depth != 0 && options.bit_depth != 8 && options.bit_depth != 16)
-        throw Error(path + ": bit depth " + std::to_string(options.bit_depth) + " is not 0 (keep), 8 or 16");
-    if (fmt.format == Format::Jpeg && (options.jpeg_quality < 1 || options.jpeg_quality > 100))
-        throw Error(path + ": JPEG quality " + std::to_string(options.jpeg_quality) + " is outside 1..100");
-    if (fmt.format == Format::Webp && options.webp_quality < 1)
-        throw Error(path + ": WebP quality " + std::to_string(options.webp_quality) + " is below 1");
-    if (fmt.format == Format::Png && (options.png_compression < 0 || options.png_compression > 9))
-        throw Error(path + ": PNG compression " + std::to_string(options.png_compression) + " is outside 0..9");
-
-    // What the format can hold.
+    check_can_write(path, image.channels, image.bit_depth, options, codec);
     const int depth = options.bit_depth ? options.bit_depth : image.bit_depth;
-    if (depth == 16 && !fmt.depth16) {
-        if (options.bit_depth == 16) throw Error(path + ": " + fmt.name + " cannot hold 16-bit samples");
-        throw Error(path + ": " + fmt.name + " holds 8-bit samples only and the image is 16-bit (write it as .png or "
-                    ".tif, or use --bit-depth 8)");
-    }
-    if (image.has_alpha() && !fmt.alpha)
-        throw Error(path + ": " + fmt.name + " has no alpha channel and the image has one (write it as .png" +
-                    (opencv_available() ? ", .tif, .webp" : "") + " or .tga)");
-    if (fmt.format == Format::Pnm && ext == ".pgm" && image.channels != 1)
-        throw Error(path + ": PGM holds gray images only and the image is RGB (write it as .ppm)");
 
     // Convert the bit depth and, where the encoder needs it, the channels.
     const Image* src = &image;
@@ -1096,7 +1108,7 @@ void write_image(const std::string& path, const Image& image, const WriteOptions
     } else {
         bytes = encode_stb(path, *src, fmt, options);
     }
-    write_atomically(path, bytes);
+    write_atomically(path, bytes, options.overwrite);
 }
 
 }  // namespace imr

@@ -33,6 +33,7 @@ struct WriteOptions {
     int jpeg_quality = 95;     // 1..100
     int webp_quality = 95;     // 1..100; above 100 is lossless with OpenCV
     int png_compression = 3;   // 0..9
+    bool overwrite = true;     // false: fail if the file appeared meanwhile (checked atomically at the rename)
 };
 
 // Lower-case extensions (with the dot) this build can read, e.g. ".png".
@@ -40,6 +41,12 @@ std::vector<std::string> readable_extensions();
 bool is_readable_extension(const std::string& path);
 // Throws imr::Error("PATH: what is wrong") when the format cannot be written.
 void check_writable_format(const std::string& path, Codec codec);
+
+// Throws imr::Error("PATH: why") unless an image with these channels and bit
+// depth can be written to `path` with these options (format, depth, alpha),
+// so a batch can be refused before any compute. write_image checks it too.
+void check_can_write(const std::string& path, int channels, int bit_depth, const WriteOptions& options,
+                     Codec codec = Codec::Auto);
 
 // Throws imr::Error("PATH: what is wrong") for missing/unreadable/corrupt files.
 Image read_image(const std::string& path, Codec codec = Codec::Auto);

@@ -45,7 +45,10 @@ std::vector<fs::path> folder_images(const fs::path& dir, bool recursive, const f
     std::vector<fs::path> files;
     auto consider = [&](const fs::directory_entry& e) {
         std::string name = e.path().filename().string();
-        if (!name.empty() && name[0] != '.' && e.is_regular_file() && is_readable_extension(name))
+        // Skips hidden files (our temporaries among them) and earlier outputs
+        // written beside their inputs (NAME.restored.EXT).
+        if (!name.empty() && name[0] != '.' && e.is_regular_file() && is_readable_extension(name) &&
+            e.path().stem().extension() != ".restored")
             files.push_back(e.path());
     };
     std::error_code ec;
@@ -71,26 +74,48 @@ std::vector<FileJob> plan_jobs(const std::vector<std::string>& inputs, const std
                                Codec codec) {
     std::vector<FileJob> jobs;
     std::error_code ec;
-    bool single_file_out = inputs.size() == 1 && fs::is_regular_file(inputs[0], ec) && !output.empty() &&
-                           output.back() != '/' && !fs::is_directory(output, ec);
-    fs::path out_root = output.empty() ? fs::path() : fs::path(strip_trailing_slashes(output));
+    const bool one_file_in = inputs.size() == 1 && fs::is_regular_file(inputs[0], ec);
+    const bool single_file_out =
+        one_file_in && !output.empty() && output.back() != '/' && !fs::is_directory(output, ec);
+    const fs::path out_root = output.empty() ? fs::path() : fs::path(strip_trailing_slashes(output));
+    // Several inputs need an output folder: refuse a file (existing, or named
+    // like an image) before any work, rather than failing every file later.
+    if (!output.empty() && !one_file_in && !fs::is_directory(out_root, ec)) {
+        if (fs::exists(out_root, ec))
+            throw Error("-o " + output + ": is a file, but several inputs (or a folder) need an output folder");
+        if (is_readable_extension(out_root.string()) && output.back() != '/')
+            throw Error("-o " + output + ": looks like an image file, but several inputs (or a folder) need an "
+                        "output folder (end it with '/' if a folder of that name is meant)");
+    }
+    int folder_inputs = 0;
+    for (const std::string& raw : inputs) folder_inputs += fs::is_directory(raw, ec);
 
     for (const std::string& raw : inputs) {
-        fs::path in = strip_trailing_slashes(raw);
+        // "." or "photos/" -> an absolute, normalized path, so that its name
+        // (for FOLDER.restored and out/FOLDER) is a real name.
+        fs::path in = fs::absolute(strip_trailing_slashes(raw), ec).lexically_normal();
+        if (in.has_parent_path() && in.filename().empty()) in = in.parent_path();
         if (!fs::exists(in, ec)) {
             jobs.push_back({raw, "", raw + ": no such file or directory"});
         } else if (fs::is_directory(in, ec)) {
-            fs::path dest = output.empty() ? fs::path(in.string() + ".restored") : out_root;
-            fs::path skip = fs::weakly_canonical(dest, ec);
-            std::vector<fs::path> files = folder_images(in, recursive, skip);
+            // Several folders into one -o: each keeps its own subfolder, so
+            // equal names in different folders cannot collide.
+            fs::path dest = output.empty()       ? in.parent_path() / (in.filename().string() + ".restored")
+                            : folder_inputs > 1 ? out_root / in.filename()
+                                                : out_root;
+            std::vector<fs::path> files = folder_images(in, recursive, fs::weakly_canonical(dest, ec));
             if (files.empty())
-                jobs.push_back({raw, "", raw + ": no image files in this folder" + std::string(recursive ? "" : " (-r descends into subfolders)")});
-            for (const fs::path& f : files)
-                jobs.push_back({f.string(), writable_output(dest / f.lexically_relative(in), codec).string(), ""});
+                jobs.push_back({raw, "", raw + ": no image files in this folder" +
+                                             std::string(recursive ? "" : " (-r descends into subfolders)")});
+            for (const fs::path& f : files) {
+                fs::path shown = fs::path(raw) / f.lexically_relative(in);  // as the user named it
+                jobs.push_back({shown.lexically_normal().string(),
+                                writable_output(dest / f.lexically_relative(in), codec).string(), ""});
+            }
         } else if (single_file_out) {
             jobs.push_back({raw, output, ""});
         } else if (output.empty()) {
-            fs::path out = in.parent_path() / (in.stem().string() + ".restored" + in.extension().string());
+            fs::path out = fs::path(raw).parent_path() / (in.stem().string() + ".restored" + in.extension().string());
             jobs.push_back({raw, writable_output(out, codec).string(), ""});
         } else {
             jobs.push_back({raw, writable_output(out_root / in.filename(), codec).string(), ""});
@@ -137,22 +162,35 @@ struct Pending {
     Image image;
 };
 
+// Without --force an output that appears while its image is being restored
+// is not overwritten either (the skip check ran before the read).
+WriteOptions with_overwrite(WriteOptions w, bool force) {
+    w.overwrite = force;
+    return w;
+}
+
 struct Written {
     size_t job;
-    Image source;  // for the report's dimensions
+    Image source;  // dimensions only (no samples), for the report
     std::future<std::string> error;  // empty string: written
 };
 
 // read -> batch -> model -> write. Reading runs ahead on worker threads and
 // writing runs behind on others (each bounded, so memory stays flat on a
 // folder of any size); the model runs on this thread, one batch at a time.
+
+// Images decoded ahead, and encoded behind, at most: enough to fill the next
+// batch while this one runs and to keep a 16-core host's codecs busy, few
+// enough that threads and memory stay small whatever --batch is.
+constexpr size_t kMinInFlight = 4, kMaxInFlight = 32;
 class PipelineRun {
 public:
     PipelineRun(const std::vector<FileJob>& jobs, ModelRunner& runner, const PipelineOptions& options,
                 const ProgressFn& progress)
         : jobs_(jobs), runner_(runner), options_(options), progress_(progress),
           // Enough decodes in flight to fill the next batch while this one runs.
-          lookahead_(size_t(std::max(4, 2 * options.batch))) {}
+          lookahead_(std::clamp(2 * size_t(options.batch), kMinInFlight, kMaxInFlight)),
+          write_options_(with_overwrite(options.write, options.force)) {}
 
     PipelineReport run() {
         auto start = std::chrono::steady_clock::now();
@@ -192,6 +230,8 @@ private:
         try {
             d.image = read_image(job.input, options_.codec);
             items_per_image(d.image, runner_.model().channels);  // throws if the channels cannot map
+            // Refuse what cannot be written (16-bit or alpha to JPEG, ...) before any compute.
+            check_can_write(job.output, d.image.channels, d.image.bit_depth, write_options_, options_.codec);
         } catch (const std::exception& e) {  // imr::Error, or bad_alloc from a huge image
             d.status = FileResult::Status::Failed;
             d.message = e.what();
@@ -253,8 +293,8 @@ private:
             for (int r = 0; r < options_.bench_repeats; ++r) {
                 StageTimer once;
                 runner_.run(input.data(), output.data(), shape, &once);
-                for (const StageTimer::Row& row : once.rows())
-                    report_.bench_timer.add(row.name + " " + shape.str(), row.samples_ms[0], mp);
+                for (const StageTimer::Row& row : once.rows())  // a tiled pass has a sample per tile
+                    report_.bench_timer.add(row.name + " " + shape.str(), row.total_ms(), mp);
             }
         } catch (const std::exception& e) {
             std::string why = dynamic_cast<const std::bad_alloc*>(&e)
@@ -267,16 +307,23 @@ private:
         }
         size_t offset = 0;
         for (Pending& p : pending_) {
+            const size_t job = p.job;
+            Image dims = std::move(p.image);
+            const size_t at = offset;
+            offset += items_per_image(dims, channels) * item_size;
             Image restored;
-            {
+            try {
                 ScopedStage t(&report_.timer, "from-NCHW");
-                restored = planes_to_image(output.data() + offset, channels, p.image, options_.write.bit_depth);
+                restored = planes_to_image(output.data() + at, channels, dims, options_.write.bit_depth);
+            } catch (const std::exception& e) {
+                finish(job, FileResult::Status::Failed, jobs_[job].input + ": " + e.what(), &dims);
+                continue;
             }
-            offset += items_per_image(p.image, channels) * item_size;
+            dims.samples = {};  // the report needs only the dimensions
             while (writing_.size() >= lookahead_) collect_write();
-            report_.megapixels += double(p.image.width) * p.image.height / 1e6;
-            const std::string& path = jobs_[p.job].output;
-            writing_.push_back({p.job, std::move(p.image),
+            report_.megapixels += double(dims.width) * dims.height / 1e6;
+            const std::string& path = jobs_[job].output;
+            writing_.push_back({job, std::move(dims),
                                 std::async(std::launch::async, [this, path, img = std::move(restored)] {
                                     return encode_and_write(path, img);
                                 })});
@@ -293,7 +340,7 @@ private:
             std::error_code ec;
             if (!parent.empty()) fs::create_directories(parent, ec);
             if (ec) throw Error(path + ": cannot create folder " + parent.string() + ": " + ec.message());
-            write_image(path, image, options_.write, options_.codec);
+            write_image(path, image, write_options_, options_.codec);
         } catch (const std::exception& e) {
             error = e.what();
             if (error.rfind(path, 0) != 0) error = path + ": " + error;
@@ -321,12 +368,15 @@ private:
     const PipelineOptions& options_;
     const ProgressFn& progress_;
     const size_t lookahead_;
+    const WriteOptions write_options_;
     std::vector<Pending> pending_;
-    std::deque<Written> writing_;
     std::mutex timer_mutex_;
     std::vector<double> write_ms_;  // from writer threads, moved into the timer on this thread
     size_t finished_ = 0;
     PipelineReport report_;
+    // Last, so that it is destroyed first: its futures join writer threads
+    // that still use the members above, also when an exception unwinds.
+    std::deque<Written> writing_;
 };
 
 }  // namespace

@@ -67,9 +67,35 @@ std::string StageTimer::table(const std::string& title, double megapixels, int i
     return s.str();
 }
 
+namespace {
+// Length of the valid UTF-8 sequence starting at s[i], or 0 if it is not one.
+size_t utf8_length(const std::string& s, size_t i) {
+    unsigned char c = s[i];
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return 0;
+    for (size_t k = 1; k < n; ++k)
+        if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return 0;
+    return n;
+}
+}  // namespace
+
+// File names are bytes, JSON is UTF-8: bytes that are not valid UTF-8 become
+// U+FFFD, so the report always parses.
 std::string json_escape(const std::string& in) {
     std::string out;
-    for (unsigned char c : in) {
+    for (size_t i = 0; i < in.size();) {
+        unsigned char c = in[i];
+        size_t n = utf8_length(in, i);
+        if (n == 0) {
+            out += "\\ufffd";
+            ++i;
+            continue;
+        }
+        if (n > 1) {
+            out.append(in, i, n);
+            i += n;
+            continue;
+        }
         switch (c) {
             case '"': out += "\\\""; break;
             case '\\': out += "\\\\"; break;
@@ -85,6 +111,7 @@ std::string json_escape(const std::string& in) {
                     out += char(c);
                 }
         }
+        ++i;
     }
     return out;
 }

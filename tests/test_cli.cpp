@@ -31,10 +31,12 @@ std::string slurp(const std::string& path) {
     return s.str();
 }
 
-// Runs imrestore with `args` (already shell-quoted where needed).
-RunResult imrestore(const std::string& args, const ScratchDir& dir) {
+// Runs imrestore with `args` (already shell-quoted where needed), in folder
+// `cwd` if given.
+RunResult imrestore(const std::string& args, const ScratchDir& dir, const std::string& cwd = "") {
     std::string out = dir / "stdout.txt", err = dir / "stderr.txt";
-    std::string cmd = std::string("'") + IMRESTORE_EXE + "' " + args + " >'" + out + "' 2>'" + err + "'";
+    std::string cmd = (cwd.empty() ? "" : "cd '" + cwd + "' && ") + "'" + IMRESTORE_EXE + "' " + args + " >'" + out +
+                      "' 2>'" + err + "'";
     int status = std::system(cmd.c_str());
     RunResult r;
     r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -203,6 +205,56 @@ TEST(Cli, ChannelMappingsOnAKnownModel) {
             EXPECT_LE(worst, 1) << "expected round(sample / 2) (a tie may round either way in fp32)";
         }
     }
+}
+
+TEST(Cli, SeveralFoldersKeepTheirNamesAndDotIsAFolder) {
+    ScratchDir dir("cli");
+    for (const char* folder : {"a", "b"}) {
+        fs::create_directories(dir / folder);
+        fs::copy_file(sample("camera.png"), dir / (std::string(folder) + "/x.png"));
+    }
+    RunResult two = imrestore(q(dir / "a") + " " + q(dir / "b/") + " -o " + q(dir / "out") + " -d cpu", dir);
+    ASSERT_EQ(two.code, 0) << two.err;
+    EXPECT_TRUE(fs::exists(dir / "out/a/x.png"));
+    EXPECT_TRUE(fs::exists(dir / "out/b/x.png"));
+
+    // "." is the folder's own name: a.restored/ beside it, nothing written inside.
+    RunResult dot = imrestore(". -d cpu", dir, dir / "a");
+    ASSERT_EQ(dot.code, 0) << dot.err;
+    EXPECT_TRUE(fs::exists(dir / "a.restored/x.png"));
+    size_t inside = 0;
+    for (const auto& e : fs::recursive_directory_iterator(dir / "a")) inside += e.is_regular_file();
+    EXPECT_EQ(inside, 1u);
+
+    // Earlier outputs beside their inputs are not inputs the next time.
+    RunResult first = imrestore(q(dir / "b/x.png") + " -d cpu", dir);
+    ASSERT_EQ(first.code, 0) << first.err;
+    ASSERT_TRUE(fs::exists(dir / "b/x.restored.png"));
+    RunResult again = imrestore(q(dir / "b") + " -o " + q(dir / "again") + " -d cpu", dir);
+    ASSERT_EQ(again.code, 0) << again.err;
+    EXPECT_TRUE(fs::exists(dir / "again/x.png"));
+    EXPECT_FALSE(fs::exists(dir / "again/x.restored.png"));
+}
+
+TEST(Cli, UnwritableCombinationsFailBeforeAnyWork) {
+    ScratchDir dir("cli");
+    // Several inputs into one file name: a usage error, nothing written.
+    RunResult many = imrestore(q(sample("chelsea.png")) + " " + q(sample("coffee.png")) + " -o " + q(dir / "one.png"),
+                               dir);
+    EXPECT_EQ(many.code, 2);
+    EXPECT_NE(many.err.find("need an output folder"), std::string::npos) << many.err;
+    EXPECT_FALSE(fs::exists(dir / "one.png"));
+    // 16-bit into JPEG: the file fails with the reason, the others go on.
+    Image deep;
+    deep.width = 8, deep.height = 8, deep.channels = 3, deep.bit_depth = 16;
+    deep.samples.assign(8 * 8 * 3, 40000);
+    write_image(dir / "deep.png", deep);
+    RunResult jpg = imrestore(q(dir / "deep.png") + " -o " + q(dir / "deep.jpg") + " -d cpu", dir);
+    EXPECT_EQ(jpg.code, 1);
+    EXPECT_NE(jpg.err.find("holds 8-bit samples only"), std::string::npos) << jpg.err;
+    EXPECT_FALSE(fs::exists(dir / "deep.jpg"));
+    RunResult eight = imrestore(q(dir / "deep.png") + " -o " + q(dir / "deep.jpg") + " -d cpu --bit-depth 8", dir);
+    EXPECT_EQ(eight.code, 0) << eight.err;
 }
 
 TEST(Cli, ExistingOutputIsSkippedUnlessForced) {

@@ -53,7 +53,7 @@ void residual_block(const ResidualBlockArgs& a, int threads) {
     const size_t hid_row = round_up8(size_t(tw) + 2 + kRowSlack);  // hidden tile: tw + 2 columns
     const size_t in_row = round_up8(size_t(tw) + 4 + kRowSlack);   // input tile: tw + 4 columns
     int th = int(kHiddenTileBytes / (sizeof(float) * size_t(hidden) * hid_row)) - 2;
-    th = std::clamp(th, kMinTileH, s.h);
+    th = std::min(std::max(th, kMinTileH), s.h);  // not std::clamp: s.h may be below kMinTileH
     const int wanted_y = ceil_div(kTasksPerThread * threads, s.n * tiles_x);
     th = std::min(th, std::max(kMinTileH, ceil_div(s.h, wanted_y)));
     const int tiles_y = ceil_div(s.h, th);

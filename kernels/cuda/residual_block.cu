@@ -20,6 +20,8 @@
 // Both phases read shared memory as float4 and the weights as float4
 // broadcasts, so each loaded float feeds >= 8 FFMAs (shared memory delivers
 // 32 floats per clock per SM against 128 FFMA lanes).
+// Small grids (tiles <= SMs / 2, e.g. 1x64x64: 3 tiles) split each tile's
+// hidden channels over two blocks, see launch_fused.
 #include "residual_block.cuh"
 
 #include <algorithm>
@@ -262,10 +264,12 @@ int sm_count(const std::string& ctx) {
     return cached[dev];
 }
 
-// Small grids: when the tiles alone would leave SMs idle (blocks <= SMs), each
-// tile's hidden channels are split over two blocks (atomic add of exactly two
-// partial sums onto a zeroed output, so the result stays deterministic).
-// IMRESTORE_RB_SPLIT=0 turns it off (for measurements).
+// Small grids: when the tiles would fill at most half of the SMs (blocks <=
+// SMs / 2), each tile's hidden channels are split over two blocks (atomic add
+// of exactly two partial sums onto a zeroed output, so the result stays
+// deterministic). Measured on the H200 (v2 notes in docs/performance.md):
+// 3..48 blocks: ~38 -> ~31 us; 80 blocks (2x256x256): 38.7 -> 40.9 us, a loss,
+// hence the half. IMRESTORE_RB_SPLIT=0 turns it off (for measurements).
 constexpr int RB_SPLIT = 2;
 bool split_enabled() {
     static const bool on = [] {
@@ -282,7 +286,7 @@ void launch_fused(const ResidualBlockArgs& a, cudaStream_t stream, int sm_count)
                context(a), "cudaFuncSetAttribute(max dynamic shared memory)");
     const unsigned gx = (a.shape.w + RB_TILE_W - 1) / RB_TILE_W, gy = (a.shape.h + RB_TILE_H - 1) / RB_TILE_H;
     const long long blocks = (long long)gx * gy * a.shape.n;
-    const int splits = (split_enabled() && blocks <= sm_count && hidden_pad / RB_HC >= RB_SPLIT &&
+    const int splits = (split_enabled() && 2 * blocks <= sm_count && hidden_pad / RB_HC >= RB_SPLIT &&
                         (long long)a.shape.n * RB_SPLIT <= 65535)
                            ? RB_SPLIT
                            : 1;
