@@ -990,10 +990,14 @@ Image read_image(const std::string& path, Codec codec) {
     // and size are checked here). BMP: stb first, as OpenCV 4.6 drops the
     // alpha of 32-bit BMPs; OpenCV when stb fails (RLE-compressed BMPs).
     // PNG: stb (as fast as OpenCV's libpng on the samples, and silent, where
-    // libpng prints warnings such as "iCCP: known incorrect sRGB profile").
-    bool use_cv = codec == Codec::OpenCV || (codec == Codec::Auto && opencv_available() && fmt.cv_read &&
-                                             fmt.format != Format::Pnm && fmt.format != Format::Bmp &&
-                                             fmt.format != Format::Png);
+    // libpng prints warnings such as "iCCP: known incorrect sRGB profile"),
+    // except beyond stb's limit of 1 GiB of decoded samples, which OpenCV
+    // reads (up to 2^30 pixels).
+    const bool png_beyond_stb = fmt.format == Format::Png && probe.width * probe.height * probe.channels * 2 >=
+                                                                 (uint64_t(1) << 30);
+    bool use_cv = codec == Codec::OpenCV ||
+                  (codec == Codec::Auto && opencv_available() && fmt.cv_read && fmt.format != Format::Pnm &&
+                   fmt.format != Format::Bmp && (fmt.format != Format::Png || png_beyond_stb));
     if (use_cv && fmt.format == Format::Pnm) (void)decode_pnm(path, data, true);
     Image img;
     try {

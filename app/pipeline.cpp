@@ -74,7 +74,7 @@ std::vector<FileJob> plan_jobs(const std::vector<std::string>& inputs, const std
                                Codec codec) {
     std::vector<FileJob> jobs;
     std::error_code ec;
-    const bool one_file_in = inputs.size() == 1 && fs::is_regular_file(inputs[0], ec);
+    const bool one_file_in = inputs.size() == 1 && !fs::is_directory(inputs[0], ec);  // or a missing one
     const bool single_file_out =
         one_file_in && !output.empty() && output.back() != '/' && !fs::is_directory(output, ec);
     const fs::path out_root = output.empty() ? fs::path() : fs::path(strip_trailing_slashes(output));

@@ -244,6 +244,10 @@ TEST(Cli, UnwritableCombinationsFailBeforeAnyWork) {
     EXPECT_EQ(many.code, 2);
     EXPECT_NE(many.err.find("need an output folder"), std::string::npos) << many.err;
     EXPECT_FALSE(fs::exists(dir / "one.png"));
+    // One missing input: that file's error, not a complaint about -o.
+    RunResult missing = imrestore(q(dir / "nope.png") + " -o " + q(dir / "out.png") + " -d cpu", dir);
+    EXPECT_EQ(missing.code, 1);
+    EXPECT_NE(missing.err.find("nope.png: no such file or directory"), std::string::npos) << missing.err;
     // 16-bit into JPEG: the file fails with the reason, the others go on.
     Image deep;
     deep.width = 8, deep.height = 8, deep.channels = 3, deep.bit_depth = 16;
