@@ -77,9 +77,12 @@ int run_model_info(const std::string& name_or_path) {
 
 const char* status_name(FileResult::Status s) {
     switch (s) {
-        case FileResult::Status::Restored: return "restored";
-        case FileResult::Status::Skipped: return "skipped";
-        case FileResult::Status::Failed: return "failed";
+        case FileResult::Status::Restored:
+            return "restored";
+        case FileResult::Status::Skipped:
+            return "skipped";
+        case FileResult::Status::Failed:
+            return "failed";
     }
     return "?";
 }
@@ -124,7 +127,8 @@ std::string report_json(const Options& o, const ModelFile& model, const Backend&
     s << "\n  ],\n  \"summary\": {\"restored\": " << r.count(FileResult::Status::Restored)
       << ", \"skipped\": " << r.count(FileResult::Status::Skipped)
       << ", \"failed\": " << r.count(FileResult::Status::Failed) << ", \"wall_ms\": " << r.wall_ms
-      << ", \"megapixels\": " << r.megapixels << ", \"megapixels_per_s\": " << (seconds > 0 ? r.megapixels / seconds : 0)
+      << ", \"megapixels\": " << r.megapixels
+      << ", \"megapixels_per_s\": " << (seconds > 0 ? r.megapixels / seconds : 0)
       << "},\n  \"timing_ms\": " << r.timer.json();
     if (!r.bench_timer.empty()) s << ",\n  \"bench_ms\": " << r.bench_timer.json();
     s << "\n}\n";
@@ -198,8 +202,9 @@ int run_restore(const Options& o) {
 // An error that stops the whole run: on stderr, and with --json as the report.
 void report_error(const Options& o, const std::string& message) {
     std::cerr << "error: " << message << "\n";
-    if (o.json) std::cout << "{\n  \"imrestore\": \"" << IMRESTORE_VERSION << "\",\n  \"error\": \"" << json_escape(message)
-                          << "\"\n}\n";
+    if (o.json)
+        std::cout << "{\n  \"imrestore\": \"" << IMRESTORE_VERSION << "\",\n  \"error\": \"" << json_escape(message)
+                  << "\"\n}\n";
 }
 
 void setup(CLI::App& app, Options& o) {
@@ -220,7 +225,8 @@ void setup(CLI::App& app, Options& o) {
                    "FOLDER.restored/ for a folder")
         ->type_name("PATH");
     app.add_option("-m,--model", o.model, "Bundled model name or path to a model .h5 file")->capture_default_str();
-    app.add_option("-d,--device", o.device, "auto (GPU if usable, else CPU), cpu, cuda or cuda:N")->capture_default_str();
+    app.add_option("-d,--device", o.device, "auto (GPU if usable, else CPU), cpu, cuda or cuda:N")
+        ->capture_default_str();
     app.add_option("-b,--batch", o.batch, "Images of the same size run together, up to this many")
         ->check(CLI::Range(1, 1024))
         ->capture_default_str();
@@ -236,8 +242,12 @@ void setup(CLI::App& app, Options& o) {
     app.add_option("--png-compression", o.png_compression, "PNG compression level")
         ->check(CLI::Range(0, 9))
         ->capture_default_str();
-    app.add_option("-j,--threads", o.threads, "CPU threads (0 = all)")->check(CLI::Range(0, 1024))->capture_default_str();
-    app.add_option("--tile", o.tile, "Process in tiles of at most this many pixels a side (0 = only when memory is short)")
+    app.add_option("-j,--threads", o.threads, "CPU threads (0 = all)")
+        ->check(CLI::Range(0, 1024))
+        ->capture_default_str();
+    app.add_option("--tile", o.tile,
+                   "Process in tiles of at most this many pixels a side (0 = only when memory is short; smaller tiles "
+                   "are used when memory requires)")
         ->check(CLI::Range(0, 1 << 20))
         ->capture_default_str();
     app.add_flag("--timing", o.timing, "Print the time per stage (decode, convert, upload, each model stage, ...)");
@@ -247,9 +257,10 @@ void setup(CLI::App& app, Options& o) {
     app.add_flag("--json", o.json, "Print a machine-readable report on stdout (nothing else goes there)");
     app.add_flag("-q,--quiet", o.quiet, "Print only errors");
 
-    app.footer("Inputs named 'models' or 'model' are read as those commands; write ./models for a folder.\n"
-               "Exit codes: 0 all restored (or skipped), 1 some file failed, 2 bad usage, model or device, "
-               "3 internal error.");
+    app.footer(
+        "Inputs named 'models' or 'model' are read as those commands; write ./models for a folder.\n"
+        "Exit codes: 0 all restored (or skipped), 1 some file failed, 2 bad usage, model or device, "
+        "3 internal error.");
     auto* models = app.add_subcommand("models", "List the bundled models");
     models->final_callback([] {});
     auto* model = app.add_subcommand("model", "Show a model's metadata, stages, parameters and receptive field");

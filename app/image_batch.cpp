@@ -71,8 +71,10 @@ void from_rgb_mean(const float* src, size_t pixels, float max, const uint16_t* a
 template <int CH, int MC>
 void from_planes_dispatch(bool copy_alpha, const float* src, int first, size_t pixels, float max,
                           const uint16_t* alpha_src, uint16_t* out) {
-    if (copy_alpha) from_planes<CH, MC, true>(src, first, pixels, max, alpha_src, out);
-    else from_planes<CH, MC, false>(src, first, pixels, max, alpha_src, out);
+    if (copy_alpha)
+        from_planes<CH, MC, true>(src, first, pixels, max, alpha_src, out);
+    else
+        from_planes<CH, MC, false>(src, first, pixels, max, alpha_src, out);
 }
 
 }  // namespace
@@ -94,8 +96,10 @@ void image_to_planes(const Image& image, int model_channels, float* dst) {
     const uint16_t* in = image.samples.data();
     const int ch = image.channels, color = image.color_channels();
     if (model_channels == 3 && color == 1) {  // gray replicated to R = G = B
-        if (ch == 1) to_planes<1, 1>(in, 0, pixels, scale, dst);
-        else to_planes<2, 1>(in, 0, pixels, scale, dst);
+        if (ch == 1)
+            to_planes<1, 1>(in, 0, pixels, scale, dst);
+        else
+            to_planes<2, 1>(in, 0, pixels, scale, dst);
         std::memcpy(dst + pixels, dst, pixels * sizeof(float));
         std::memcpy(dst + 2 * pixels, dst, pixels * sizeof(float));
         return;
@@ -104,12 +108,24 @@ void image_to_planes(const Image& image, int model_channels, float* dst) {
         float* out = dst + size_t(item) * size_t(model_channels) * pixels;
         const int first = model_channels == 1 ? item : 0;
         switch (ch * 8 + model_channels) {
-            case 1 * 8 + 1: to_planes<1, 1>(in, first, pixels, scale, out); break;
-            case 2 * 8 + 1: to_planes<2, 1>(in, first, pixels, scale, out); break;
-            case 3 * 8 + 1: to_planes<3, 1>(in, first, pixels, scale, out); break;
-            case 4 * 8 + 1: to_planes<4, 1>(in, first, pixels, scale, out); break;
-            case 3 * 8 + 3: to_planes<3, 3>(in, first, pixels, scale, out); break;
-            case 4 * 8 + 3: to_planes<4, 3>(in, first, pixels, scale, out); break;
+            case 1 * 8 + 1:
+                to_planes<1, 1>(in, first, pixels, scale, out);
+                break;
+            case 2 * 8 + 1:
+                to_planes<2, 1>(in, first, pixels, scale, out);
+                break;
+            case 3 * 8 + 1:
+                to_planes<3, 1>(in, first, pixels, scale, out);
+                break;
+            case 4 * 8 + 1:
+                to_planes<4, 1>(in, first, pixels, scale, out);
+                break;
+            case 3 * 8 + 3:
+                to_planes<3, 3>(in, first, pixels, scale, out);
+                break;
+            case 4 * 8 + 3:
+                to_planes<4, 3>(in, first, pixels, scale, out);
+                break;
             default:  // other model widths (items_per_image checked them): plain strided loops
                 for (int c = 0; c < model_channels; ++c)
                     for (size_t i = 0; i < pixels; ++i) out[c * pixels + i] = float(in[i * ch + c]) * scale;
@@ -136,21 +152,36 @@ Image planes_to_image(const float* src, int model_channels, const Image& source,
     const bool copy_alpha = source.has_alpha() && out.bit_depth == source.bit_depth;
 
     if (model_channels == 3 && source.color_channels() == 1) {
-        if (ch == 1) from_rgb_mean<1, false>(src, pixels, max, in, samples);
-        else if (copy_alpha) from_rgb_mean<2, true>(src, pixels, max, in, samples);
-        else from_rgb_mean<2, false>(src, pixels, max, in, samples);
+        if (ch == 1)
+            from_rgb_mean<1, false>(src, pixels, max, in, samples);
+        else if (copy_alpha)
+            from_rgb_mean<2, true>(src, pixels, max, in, samples);
+        else
+            from_rgb_mean<2, false>(src, pixels, max, in, samples);
     } else {
         for (int item = 0; item < items; ++item) {
             const float* plane = src + size_t(item) * size_t(model_channels) * pixels;
             const int first = model_channels == 1 ? item : 0;
             const bool alpha_now = copy_alpha && item == 0;
             switch (ch * 8 + model_channels) {
-                case 1 * 8 + 1: from_planes_dispatch<1, 1>(false, plane, first, pixels, max, in, samples); break;
-                case 2 * 8 + 1: from_planes_dispatch<2, 1>(alpha_now, plane, first, pixels, max, in, samples); break;
-                case 3 * 8 + 1: from_planes_dispatch<3, 1>(false, plane, first, pixels, max, in, samples); break;
-                case 4 * 8 + 1: from_planes_dispatch<4, 1>(alpha_now, plane, first, pixels, max, in, samples); break;
-                case 3 * 8 + 3: from_planes_dispatch<3, 3>(false, plane, first, pixels, max, in, samples); break;
-                case 4 * 8 + 3: from_planes_dispatch<4, 3>(alpha_now, plane, first, pixels, max, in, samples); break;
+                case 1 * 8 + 1:
+                    from_planes_dispatch<1, 1>(false, plane, first, pixels, max, in, samples);
+                    break;
+                case 2 * 8 + 1:
+                    from_planes_dispatch<2, 1>(alpha_now, plane, first, pixels, max, in, samples);
+                    break;
+                case 3 * 8 + 1:
+                    from_planes_dispatch<3, 1>(false, plane, first, pixels, max, in, samples);
+                    break;
+                case 4 * 8 + 1:
+                    from_planes_dispatch<4, 1>(alpha_now, plane, first, pixels, max, in, samples);
+                    break;
+                case 3 * 8 + 3:
+                    from_planes_dispatch<3, 3>(false, plane, first, pixels, max, in, samples);
+                    break;
+                case 4 * 8 + 3:
+                    from_planes_dispatch<4, 3>(alpha_now, plane, first, pixels, max, in, samples);
+                    break;
                 default:
                     for (int c = 0; c < model_channels; ++c)
                         for (size_t i = 0; i < pixels; ++i) samples[i * ch + c] = quantize(plane[c * pixels + i], max);

@@ -122,8 +122,16 @@ const std::vector<FormatInfo>& formats() {
         {Format::Bmp, "BMP", {".bmp"}, {".bmp"}, true, true, true, true, true, false},
         {Format::Tiff, "TIFF", {".tif", ".tiff"}, {".tif", ".tiff"}, true, false, true, false, true, true},
         {Format::Webp, "WebP", {".webp"}, {".webp"}, true, false, true, false, true, false},
-        {Format::Pnm, "PNM", {".pbm", ".pgm", ".ppm", ".pnm"}, {".pgm", ".ppm", ".pnm"}, true, true, true, true,
-         false, true},
+        {Format::Pnm,
+         "PNM",
+         {".pbm", ".pgm", ".ppm", ".pnm"},
+         {".pgm", ".ppm", ".pnm"},
+         true,
+         true,
+         true,
+         true,
+         false,
+         true},
         {Format::Gif, "GIF", {".gif"}, {}, false, true, false, false, false, false},
         {Format::Tga, "TGA", {".tga"}, {".tga"}, false, true, false, true, true, false},
         {Format::Psd, "PSD", {".psd"}, {}, false, true, false, false, false, false},
@@ -183,10 +191,18 @@ void check_codec_available(const std::string& path, Codec codec) {
 
 // ---------------------------------------------------------------- byte helpers
 
-uint32_t be16(const uint8_t* p) { return uint32_t(p[0]) << 8 | p[1]; }
-uint32_t be32(const uint8_t* p) { return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | p[3]; }
-uint32_t le16(const uint8_t* p) { return uint32_t(p[1]) << 8 | p[0]; }
-uint32_t le32(const uint8_t* p) { return uint32_t(p[3]) << 24 | uint32_t(p[2]) << 16 | uint32_t(p[1]) << 8 | p[0]; }
+uint32_t be16(const uint8_t* p) {
+    return uint32_t(p[0]) << 8 | p[1];
+}
+uint32_t be32(const uint8_t* p) {
+    return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | p[3];
+}
+uint32_t le16(const uint8_t* p) {
+    return uint32_t(p[1]) << 8 | p[0];
+}
+uint32_t le32(const uint8_t* p) {
+    return uint32_t(p[3]) << 24 | uint32_t(p[2]) << 16 | uint32_t(p[1]) << 8 | p[0];
+}
 
 Format sniff(const std::vector<uint8_t>& d) {
     auto starts = [&](const char* magic, size_t n, size_t at = 0) {
@@ -222,9 +238,12 @@ std::string first_bytes_hex(const std::vector<uint8_t>& d) {
 int tiff_orientation(const uint8_t* t, size_t n) {
     if (n < 8) return 1;
     bool le;
-    if (t[0] == 'I' && t[1] == 'I') le = true;
-    else if (t[0] == 'M' && t[1] == 'M') le = false;
-    else return 1;
+    if (t[0] == 'I' && t[1] == 'I')
+        le = true;
+    else if (t[0] == 'M' && t[1] == 'M')
+        le = false;
+    else
+        return 1;
     auto u16 = [&](size_t at) { return le ? uint32_t(t[at]) | uint32_t(t[at + 1]) << 8 : be16(t + at); };
     auto u32 = [&](size_t at) { return le ? le32(t + at) : be32(t + at); };
     if (u16(2) != 42) return 1;
@@ -252,7 +271,7 @@ struct Probe {
     int orientation = 1;
     int png_color_type = -1;
     uint64_t width = 0, height = 0, channels = 0;  // from the header, when parsed (0: unknown)
-    std::string problem;  // non-empty: the file is corrupt or truncated
+    std::string problem;                           // non-empty: the file is corrupt or truncated
 };
 
 Probe probe_jpeg(const std::vector<uint8_t>& d) {
@@ -399,12 +418,12 @@ std::string size_problem(Format f, const std::vector<uint8_t>& d, uint64_t w, ui
         if (compression == 1) need = off + h * channels * 2 + h * channels * ((w + 127) / 128) * 2;
     } else if (f == Format::Gif) {
         name = "GIF";
-        if (w * h > n * 4096) return "corrupt GIF file (far too small for " + std::to_string(w) + "x" +
-                                     std::to_string(h) + " pixels)";
+        if (w * h > n * 4096)
+            return "corrupt GIF file (far too small for " + std::to_string(w) + "x" + std::to_string(h) + " pixels)";
     }
     if (need > n)
-        return "truncated or corrupt " + std::string(name) + " file (" + std::to_string(n) + " bytes, its header needs " +
-               std::to_string(need) + ")";
+        return "truncated or corrupt " + std::string(name) + " file (" + std::to_string(n) +
+               " bytes, its header needs " + std::to_string(need) + ")";
     return "";
 }
 
@@ -419,13 +438,27 @@ void apply_orientation(Image& img, int orientation) {
         for (int ox = 0; ox < ow; ++ox) {
             int sx, sy;
             switch (orientation) {
-                case 2: sx = w - 1 - ox, sy = oy; break;                 // mirror horizontal
-                case 3: sx = w - 1 - ox, sy = h - 1 - oy; break;         // rotate 180
-                case 4: sx = ox, sy = h - 1 - oy; break;                 // mirror vertical
-                case 5: sx = oy, sy = ox; break;                         // transpose
-                case 6: sx = oy, sy = h - 1 - ox; break;                 // rotate 90 clockwise
-                case 7: sx = w - 1 - oy, sy = h - 1 - ox; break;         // transverse
-                default: sx = w - 1 - oy, sy = ox; break;                // 8: rotate 90 counter-clockwise
+                case 2:
+                    sx = w - 1 - ox, sy = oy;
+                    break;  // mirror horizontal
+                case 3:
+                    sx = w - 1 - ox, sy = h - 1 - oy;
+                    break;  // rotate 180
+                case 4:
+                    sx = ox, sy = h - 1 - oy;
+                    break;  // mirror vertical
+                case 5:
+                    sx = oy, sy = ox;
+                    break;  // transpose
+                case 6:
+                    sx = oy, sy = h - 1 - ox;
+                    break;  // rotate 90 clockwise
+                case 7:
+                    sx = w - 1 - oy, sy = h - 1 - ox;
+                    break;  // transverse
+                default:
+                    sx = w - 1 - oy, sy = ox;
+                    break;  // 8: rotate 90 counter-clockwise
             }
             const uint16_t* s = &img.samples[(size_t(sy) * w + sx) * c];
             std::copy(s, s + c, &out[(size_t(oy) * ow + ox) * c]);
@@ -437,7 +470,9 @@ void apply_orientation(Image& img, int orientation) {
 
 // ---------------------------------------------------------------- reading
 
-std::string errno_text(int err) { return std::generic_category().message(err); }
+std::string errno_text(int err) {
+    return std::generic_category().message(err);
+}
 
 std::vector<uint8_t> read_file(const std::string& path) {
     std::error_code ec;
@@ -547,8 +582,10 @@ Image decode_stb(const std::string& path, const std::vector<uint8_t>& data, cons
     int w = 0, h = 0, c = 0;
     std::unique_ptr<void, void (*)(void*)> pixels(nullptr, &stbi_image_free);
     const bool is16 = stbi_is_16_bit_from_memory(data.data(), len);
-    if (is16) pixels.reset(stbi_load_16_from_memory(data.data(), len, &w, &h, &c, 0));
-    else pixels.reset(stbi_load_from_memory(data.data(), len, &w, &h, &c, 0));
+    if (is16)
+        pixels.reset(stbi_load_16_from_memory(data.data(), len, &w, &h, &c, 0));
+    else
+        pixels.reset(stbi_load_from_memory(data.data(), len, &w, &h, &c, 0));
     if (!pixels) {
         const char* why = stbi_failure_reason();
         throw Error(path + ": cannot decode " + fmt.name + ": " + (why ? why : "unknown stb error"));
@@ -616,8 +653,10 @@ Image decode_pnm(const std::string& path, const std::vector<uint8_t>& d, bool ch
     const uint32_t out_max = img.max_value();
     auto store = [&](size_t i, uint64_t v) {
         if (v > maxval) throw fail("sample " + std::to_string(v) + " above maxval " + std::to_string(maxval));
-        if (bitmap) img.samples[i] = v ? 0 : 255;
-        else img.samples[i] = uint16_t(maxval == out_max ? v : (v * out_max + maxval / 2) / maxval);
+        if (bitmap)
+            img.samples[i] = v ? 0 : 255;
+        else
+            img.samples[i] = uint16_t(maxval == out_max ? v : (v * out_max + maxval / 2) / maxval);
     };
     if (binary) {
         const uint8_t* p = &d[pos];
@@ -644,8 +683,12 @@ Image decode_pnm(const std::string& path, const std::vector<uint8_t>& d, bool ch
 
 // ---------------------------------------------------------------- writing helpers
 
-uint16_t to8(uint16_t v16) { return uint16_t((uint32_t(v16) * 255u + 32767u) / 65535u); }
-uint16_t to16(uint16_t v8) { return uint16_t(v8 * 257u); }
+uint16_t to8(uint16_t v16) {
+    return uint16_t((uint32_t(v16) * 255u + 32767u) / 65535u);
+}
+uint16_t to16(uint16_t v8) {
+    return uint16_t(v8 * 257u);
+}
 
 // Expands gray (1) to RGB (3) or gray+alpha (2) to RGBA (4).
 Image expand_gray(const Image& img) {
@@ -662,7 +705,9 @@ Image expand_gray(const Image& img) {
     return out;
 }
 
-std::vector<uint8_t> to_bytes8(const Image& img) { return std::vector<uint8_t>(img.samples.begin(), img.samples.end()); }
+std::vector<uint8_t> to_bytes8(const Image& img) {
+    return std::vector<uint8_t>(img.samples.begin(), img.samples.end());
+}
 
 // ---- built-in PNG encoder (8/16 bit, 1-4 channels): per-row adaptive filter + stb's zlib.
 
@@ -793,7 +838,8 @@ std::vector<uint8_t> encode_stb(const std::string& path, const Image& img, const
         case Format::Tga:
             ok = stbi_write_tga_to_func(append_bytes, &out, img.width, img.height, img.channels, px.data());
             break;
-        default: break;
+        default:
+            break;
     }
     if (!ok || out.empty()) throw Error(path + ": stb could not encode the " + std::string(fmt.name) + " image");
     return out;
@@ -876,7 +922,8 @@ void write_atomically(const std::string& path, const std::vector<uint8_t>& bytes
     if (renamed != 0) {
         int err = errno;
         if (err == EISDIR) fail("is a directory", 0);
-        if (err == EEXIST && !overwrite) fail("appeared while it was being restored; not overwritten (--force overwrites)", 0);
+        if (err == EEXIST && !overwrite)
+            fail("appeared while it was being restored; not overwritten (--force overwrites)", 0);
         fail("cannot replace the file", err);
     }
 }
@@ -900,9 +947,12 @@ const FormatInfo& writable_format(const std::string& path, Codec codec) {
 
 const char* codec_name(Codec codec) {
     switch (codec) {
-        case Codec::Auto: return "auto";
-        case Codec::OpenCV: return "opencv";
-        case Codec::Stb: return "stb";
+        case Codec::Auto:
+            return "auto";
+        case Codec::OpenCV:
+            return "opencv";
+        case Codec::Stb:
+            return "stb";
     }
     return "?";
 }
@@ -913,7 +963,8 @@ Codec parse_codec(const std::string& name) {
     if (s == "auto") return Codec::Auto;
     if (s == "stb") return Codec::Stb;
     if (s == "opencv") {
-        if (!opencv_available()) throw Error("codec 'opencv' is not available: this build has no OpenCV (known: auto, stb)");
+        if (!opencv_available())
+            throw Error("codec 'opencv' is not available: this build has no OpenCV (known: auto, stb)");
         return Codec::OpenCV;
     }
     throw Error("unknown codec '" + name + "' (known: auto, " + (opencv_available() ? "opencv, " : "") + "stb)");
@@ -939,7 +990,9 @@ bool is_readable_extension(const std::string& path) {
     return format_from_extension(lower_extension(path), false) != nullptr;
 }
 
-void check_writable_format(const std::string& path, Codec codec) { (void)writable_format(path, codec); }
+void check_writable_format(const std::string& path, Codec codec) {
+    (void)writable_format(path, codec);
+}
 
 Image read_image(const std::string& path, Codec codec) {
     check_codec_available(path, codec);
@@ -948,8 +1001,7 @@ Image read_image(const std::string& path, Codec codec) {
     const FormatInfo* by_ext = format_from_extension(ext, false);
 
     Format sniffed = sniff(data);
-    if (sniffed == Format::Hdr)
-        throw Error(path + ": Radiance HDR (floating-point) images are not supported");
+    if (sniffed == Format::Hdr) throw Error(path + ": Radiance HDR (floating-point) images are not supported");
     if (sniffed == Format::Unknown && by_ext && by_ext->format == Format::Tga) sniffed = Format::Tga;  // no magic
     if (sniffed == Format::Unknown) {
         if (by_ext)
@@ -993,8 +1045,8 @@ Image read_image(const std::string& path, Codec codec) {
     // libpng prints warnings such as "iCCP: known incorrect sRGB profile"),
     // except beyond stb's limit of 1 GiB of decoded samples, which OpenCV
     // reads (up to 2^30 pixels).
-    const bool png_beyond_stb = fmt.format == Format::Png && probe.width * probe.height * probe.channels * 2 >=
-                                                                 (uint64_t(1) << 30);
+    const bool png_beyond_stb =
+        fmt.format == Format::Png && probe.width * probe.height * probe.channels * 2 >= (uint64_t(1) << 30);
     bool use_cv = codec == Codec::OpenCV ||
                   (codec == Codec::Auto && opencv_available() && fmt.cv_read && fmt.format != Format::Pnm &&
                    fmt.format != Format::Bmp && (fmt.format != Format::Png || png_beyond_stb));
@@ -1051,7 +1103,8 @@ void check_can_write(const std::string& path, int channels, int bit_depth, const
     const int depth = options.bit_depth ? options.bit_depth : bit_depth;
     if (depth == 16 && !fmt.depth16) {
         if (options.bit_depth == 16) throw Error(path + ": " + fmt.name + " cannot hold 16-bit samples");
-        throw Error(path + ": " + fmt.name + " holds 8-bit samples only and the image is 16-bit (write it as .png or "
+        throw Error(path + ": " + fmt.name +
+                    " holds 8-bit samples only and the image is 16-bit (write it as .png or "
                     ".tif, or use --bit-depth 8)");
     }
     if ((channels == 2 || channels == 4) && !fmt.alpha)
@@ -1092,7 +1145,7 @@ void write_image(const std::string& path, const Image& image, const WriteOptions
                         (codec == Codec::OpenCV ||
                          (codec == Codec::Auto && opencv_available() && fmt.cv_write &&
                           !(fmt.format == Format::Png && src->channels == 2) &&  // OpenCV has no gray+alpha PNG
-                          !(fmt.format == Format::Bmp && src->has_alpha())));     // stb writes BMP alpha OpenCV reads
+                          !(fmt.format == Format::Bmp && src->has_alpha())));    // stb writes BMP alpha OpenCV reads
     Image expanded;
     const bool needs_rgb = (fmt.format == Format::Pnm && ext == ".ppm") ||
                            (fmt.format == Format::Bmp && src->channels == 2) ||

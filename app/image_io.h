@@ -29,11 +29,11 @@ Codec parse_codec(const std::string& name);  // "auto" | "opencv" | "stb"; throw
 bool opencv_available();
 
 struct WriteOptions {
-    int bit_depth = 0;         // 0: keep the image's; 8 or 16 (16 only where the format has it: PNG, TIFF)
-    int jpeg_quality = 95;     // 1..100
-    int webp_quality = 95;     // 1..100; above 100 is lossless with OpenCV
-    int png_compression = 3;   // 0..9
-    bool overwrite = true;     // false: fail if the file appeared meanwhile (checked atomically at the rename)
+    int bit_depth = 0;        // 0: keep the image's; 8 or 16 (16 only where the format has it: PNG, TIFF)
+    int jpeg_quality = 95;    // 1..100
+    int webp_quality = 95;    // 1..100; above 100 is lossless with OpenCV
+    int png_compression = 3;  // 0..9
+    bool overwrite = true;    // false: fail if the file appeared meanwhile (checked atomically at the rename)
 };
 
 // Lower-case extensions (with the dot) this build can read, e.g. ".png".

@@ -100,8 +100,9 @@ std::string dims(std::initializer_list<int> d) {
 
 void validate_model(const ModelFile& m, const std::string& where) {
     if (m.format_version < 1 || m.format_version > kModelFormatVersion)
-        throw Error(where + ": format_version " + std::to_string(m.format_version) + " is not supported (this build reads 1.." +
-                    std::to_string(kModelFormatVersion) + "; a newer imrestore may read it)");
+        throw Error(where + ": format_version " + std::to_string(m.format_version) +
+                    " is not supported (this build reads 1.." + std::to_string(kModelFormatVersion) +
+                    "; a newer imrestore may read it)");
     if (m.name.empty()) throw Error(where + ": attribute 'name' is empty");
     if (m.channels != 1 && m.channels != 3)
         throw Error(where + ": attribute 'channels' must be 1 (gray) or 3 (RGB), found " + std::to_string(m.channels));
@@ -130,8 +131,8 @@ void validate_model(const ModelFile& m, const std::string& where) {
         channels = stage_out_channels(s);
     }
     if (channels != m.channels)
-        throw Error(where + ": the last stage gives " + std::to_string(channels) + " channels but the model's 'channels' is " +
-                    std::to_string(m.channels));
+        throw Error(where + ": the last stage gives " + std::to_string(channels) +
+                    " channels but the model's 'channels' is " + std::to_string(m.channels));
 }
 
 // ------------------------------------------------------------------ HDF5 reading
@@ -156,9 +157,13 @@ private:
 };
 
 // HDF5 prints its own error stack to stderr by default; we report our own.
-void silence_hdf5() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
+void silence_hdf5() {
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+}
 
-bool has_attribute(hid_t obj, const char* name) { return H5Aexists(obj, name) > 0; }
+bool has_attribute(hid_t obj, const char* name) {
+    return H5Aexists(obj, name) > 0;
+}
 
 std::string read_string_attribute(hid_t obj, const char* name, const std::string& where) {
     H5Handle attr(H5Aopen(obj, name, H5P_DEFAULT), H5Aclose);
@@ -200,7 +205,8 @@ long long read_int_attribute(hid_t obj, const char* name, const std::string& whe
     if (H5Sget_simple_extent_npoints(space.get()) != 1)
         throw Error(where + ": attribute '" + name + "' must be a single integer");
     long long value = 0;
-    if (H5Aread(attr.get(), H5T_NATIVE_LLONG, &value) < 0) throw Error(where + ": cannot read attribute '" + name + "'");
+    if (H5Aread(attr.get(), H5T_NATIVE_LLONG, &value) < 0)
+        throw Error(where + ": cannot read attribute '" + name + "'");
     return value;
 }
 
@@ -237,18 +243,21 @@ Tensor read_tensor(hid_t group, const char* name, int rank, const std::string& w
                     std::to_string(found_rank) + " " + shape_str(t.shape));
     hsize_t count = 1;
     for (hsize_t d : t.shape) count *= d;
-    if (count > (hsize_t(1) << 30)) throw Error(where + ": dataset '" + name + "' is implausibly large " + shape_str(t.shape));
+    if (count > (hsize_t(1) << 30))
+        throw Error(where + ": dataset '" + name + "' is implausibly large " + shape_str(t.shape));
     t.data.resize(count);
     if (count && H5Dread(dset.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, t.data.data()) < 0)
         throw Error(where + ": cannot read dataset '" + name + "'");
     return t;
 }
 
-void expect_shape(const Tensor& t, const char* name, std::initializer_list<long long> expected, const std::string& where) {
+void expect_shape(const Tensor& t, const char* name, std::initializer_list<long long> expected,
+                  const std::string& where) {
     std::vector<hsize_t> e;
     for (long long v : expected) e.push_back(hsize_t(v));
     if (t.shape != e)
-        throw Error(where + ": dataset '" + name + "': expected shape " + shape_str(e) + ", found " + shape_str(t.shape));
+        throw Error(where + ": dataset '" + name + "': expected shape " + shape_str(e) + ", found " +
+                    shape_str(t.shape));
 }
 
 ResidualBlockStage read_residual_block(hid_t g, int channels, const std::string& at) {
@@ -312,8 +321,8 @@ std::vector<std::string> stage_names(hid_t stages, const std::string& where) {
         char name[64] = {0};
         H5Lget_name_by_idx(stages, ".", H5_INDEX_NAME, H5_ITER_INC, i, name, sizeof name, H5P_DEFAULT);
         std::string s = name;
-        bool numeric = !s.empty() && s.size() < 10 && std::all_of(s.begin(), s.end(), ::isdigit) &&
-                       (s == "0" || s[0] != '0');
+        bool numeric =
+            !s.empty() && s.size() < 10 && std::all_of(s.begin(), s.end(), ::isdigit) && (s == "0" || s[0] != '0');
         size_t index = numeric ? std::stoul(s) : info.nlinks;
         if (index >= info.nlinks || seen[index])
             throw Error(where + ": group 'stages' holds '" + s + "'; expected stages named 0.." +
@@ -332,7 +341,8 @@ ModelFile load_model_file(const std::string& path) {
     std::error_code ec;
     if (!fs::exists(path, ec)) throw Error(path + ": no such model file");
     if (fs::is_directory(path, ec)) throw Error(path + ": is a directory, not a model file");
-    if (H5Fis_hdf5(path.c_str()) <= 0) throw Error(path + ": not an HDF5 file (an imrestore model is HDF5; see weights/README.md)");
+    if (H5Fis_hdf5(path.c_str()) <= 0)
+        throw Error(path + ": not an HDF5 file (an imrestore model is HDF5; see weights/README.md)");
     H5Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
     if (!file.valid()) throw Error(path + ": cannot open the HDF5 file");
 
@@ -375,7 +385,8 @@ ModelFile load_model_file(const std::string& path) {
         else if (op == "conv2d")
             m.stages.emplace_back(read_conv2d(g.get(), current, at));
         else
-            throw Error(at + ": unknown op '" + op + "' (this build knows residual_block, conv2d; a newer imrestore may)");
+            throw Error(at + ": unknown op '" + op +
+                        "' (this build knows residual_block, conv2d; a newer imrestore may)");
         current = stage_out_channels(m.stages.back());
     }
     validate_model(m, path);

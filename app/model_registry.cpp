@@ -66,8 +66,8 @@ std::string resolve_model(const std::string& name_or_path) {
         if (m.name == name_or_path) return m.path;
         known += (known.empty() ? "" : ", ") + m.name;
     }
-    throw Error("model '" + name_or_path + "': no such bundled model (bundled: " + (known.empty() ? "none found" : known) +
-                "; or give a path to an .h5 file)");
+    throw Error("model '" + name_or_path + "': no such bundled model (bundled: " +
+                (known.empty() ? "none found" : known) + "; or give a path to an .h5 file)");
 }
 
 }  // namespace imr

@@ -48,7 +48,9 @@ ModelRunner::ModelRunner(ModelFile model, Backend& backend) : model_(std::move(m
 
 // Two activation buffers (ping, pong) of the widest tensor, and as much again
 // for what an op may allocate itself (the CPU conv2d pads a copy of its input).
-size_t ModelRunner::bytes_per_pixel() const { return 3 * sizeof(float) * size_t(model_.max_channels()); }
+size_t ModelRunner::bytes_per_pixel() const {
+    return 3 * sizeof(float) * size_t(model_.max_channels());
+}
 
 void ModelRunner::reserve(size_t count) {
     if (ping_.count() >= count) return;

@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <deque>
-#include <future>
-#include <mutex>
 #include <filesystem>
+#include <future>
 #include <map>
+#include <mutex>
 #include <new>
 #include <set>
 
@@ -84,7 +84,8 @@ std::vector<FileJob> plan_jobs(const std::vector<std::string>& inputs, const std
         if (fs::exists(out_root, ec))
             throw Error("-o " + output + ": is a file, but several inputs (or a folder) need an output folder");
         if (is_readable_extension(out_root.string()) && output.back() != '/')
-            throw Error("-o " + output + ": looks like an image file, but several inputs (or a folder) need an "
+            throw Error("-o " + output +
+                        ": looks like an image file, but several inputs (or a folder) need an "
                         "output folder (end it with '/' if a folder of that name is meant)");
     }
     int folder_inputs = 0;
@@ -100,13 +101,14 @@ std::vector<FileJob> plan_jobs(const std::vector<std::string>& inputs, const std
         } else if (fs::is_directory(in, ec)) {
             // Several folders into one -o: each keeps its own subfolder, so
             // equal names in different folders cannot collide.
-            fs::path dest = output.empty()       ? in.parent_path() / (in.filename().string() + ".restored")
+            fs::path dest = output.empty()      ? in.parent_path() / (in.filename().string() + ".restored")
                             : folder_inputs > 1 ? out_root / in.filename()
                                                 : out_root;
             std::vector<fs::path> files = folder_images(in, recursive, fs::weakly_canonical(dest, ec));
             if (files.empty())
-                jobs.push_back({raw, "", raw + ": no image files in this folder" +
-                                             std::string(recursive ? "" : " (-r descends into subfolders)")});
+                jobs.push_back({raw, "",
+                                raw + ": no image files in this folder" +
+                                    std::string(recursive ? "" : " (-r descends into subfolders)")});
             for (const fs::path& f : files) {
                 fs::path shown = fs::path(raw) / f.lexically_relative(in);  // as the user named it
                 jobs.push_back({shown.lexically_normal().string(),
@@ -171,7 +173,7 @@ WriteOptions with_overwrite(WriteOptions w, bool force) {
 
 struct Written {
     size_t job;
-    Image source;  // dimensions only (no samples), for the report
+    Image source;                    // dimensions only (no samples), for the report
     std::future<std::string> error;  // empty string: written
 };
 
@@ -187,7 +189,10 @@ class PipelineRun {
 public:
     PipelineRun(const std::vector<FileJob>& jobs, ModelRunner& runner, const PipelineOptions& options,
                 const ProgressFn& progress)
-        : jobs_(jobs), runner_(runner), options_(options), progress_(progress),
+        : jobs_(jobs),
+          runner_(runner),
+          options_(options),
+          progress_(progress),
           // Enough decodes in flight to fill the next batch while this one runs.
           lookahead_(std::clamp(2 * size_t(options.batch), kMinInFlight, kMaxInFlight)),
           write_options_(with_overwrite(options.write, options.force)) {}
@@ -247,7 +252,9 @@ private:
         r.output = jobs_[job].output;
         r.status = status;
         r.message = message;
-        if (image) r.width = image->width, r.height = image->height, r.channels = image->channels, r.bit_depth = image->bit_depth;
+        if (image)
+            r.width = image->width, r.height = image->height, r.channels = image->channels,
+            r.bit_depth = image->bit_depth;
         ++finished_;
         if (progress_) progress_(finished_, jobs_.size(), r);
     }
@@ -323,10 +330,10 @@ private:
             while (writing_.size() >= lookahead_) collect_write();
             report_.megapixels += double(dims.width) * dims.height / 1e6;
             const std::string& path = jobs_[job].output;
-            writing_.push_back({job, std::move(dims),
-                                std::async(std::launch::async, [this, path, img = std::move(restored)] {
-                                    return encode_and_write(path, img);
-                                })});
+            writing_.push_back(
+                {job, std::move(dims), std::async(std::launch::async, [this, path, img = std::move(restored)] {
+                     return encode_and_write(path, img);
+                 })});
         }
         pending_.clear();
     }

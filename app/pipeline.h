@@ -30,8 +30,8 @@ std::vector<FileJob> plan_jobs(const std::vector<std::string>& inputs, const std
                                Codec codec);
 
 struct PipelineOptions {
-    int batch = 4;          // images of one size per model call
-    bool force = false;     // overwrite existing outputs
+    int batch = 4;       // images of one size per model call
+    bool force = false;  // overwrite existing outputs
     Codec codec = Codec::Auto;
     WriteOptions write;
     int bench_repeats = 0;  // >0: after each batch, re-run the compute this many times into bench timer
@@ -50,7 +50,7 @@ struct PipelineReport {
     StageTimer timer;        // every stage of the real run
     StageTimer bench_timer;  // the --bench repeats (upload, stages, download)
     double wall_ms = 0;
-    double megapixels = 0;   // restored pixels
+    double megapixels = 0;  // restored pixels
     int count(FileResult::Status s) const;
 };
 

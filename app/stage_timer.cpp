@@ -7,7 +7,9 @@
 
 namespace imr {
 
-double StageTimer::Row::total_ms() const { return std::accumulate(samples_ms.begin(), samples_ms.end(), 0.0); }
+double StageTimer::Row::total_ms() const {
+    return std::accumulate(samples_ms.begin(), samples_ms.end(), 0.0);
+}
 
 double StageTimer::Row::min_ms() const {
     return samples_ms.empty() ? 0.0 : *std::min_element(samples_ms.begin(), samples_ms.end());
@@ -42,9 +44,11 @@ std::string StageTimer::table(const std::string& title, double megapixels, int i
     char line[256];
     s << title << "\n";
     if (per_sample)
-        std::snprintf(line, sizeof line, "  %-44s %10s %10s %6s %10s\n", "stage", "min ms", "median ms", "runs", "MP/s");
+        std::snprintf(line, sizeof line, "  %-44s %10s %10s %6s %10s\n", "stage", "min ms", "median ms", "runs",
+                      "MP/s");
     else
-        std::snprintf(line, sizeof line, "  %-32s %10s %7s %10s %10s\n", "stage", "total ms", "share", "ms/image", "MP/s");
+        std::snprintf(line, sizeof line, "  %-32s %10s %7s %10s %10s\n", "stage", "total ms", "share", "ms/image",
+                      "MP/s");
     s << line;
     double total = total_ms();
     for (const Row& r : rows_) {
@@ -97,11 +101,21 @@ std::string json_escape(const std::string& in) {
             continue;
         }
         switch (c) {
-            case '"': out += "\\\""; break;
-            case '\\': out += "\\\\"; break;
-            case '\n': out += "\\n"; break;
-            case '\t': out += "\\t"; break;
-            case '\r': out += "\\r"; break;
+            case '"':
+                out += "\\\"";
+                break;
+            case '\\':
+                out += "\\\\";
+                break;
+            case '\n':
+                out += "\\n";
+                break;
+            case '\t':
+                out += "\\t";
+                break;
+            case '\r':
+                out += "\\r";
+                break;
             default:
                 if (c < 0x20) {
                     char buf[8];

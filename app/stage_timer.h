@@ -45,7 +45,8 @@ public:
     ~ScopedStage() { stop(); }
     void stop() {
         if (!timer_) return;
-        timer_->add(stage_, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count());
+        timer_->add(stage_,
+                    std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count());
         timer_ = nullptr;
     }
 

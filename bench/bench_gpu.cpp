@@ -23,8 +23,8 @@
 
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <cctype>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -93,8 +93,8 @@ struct Gpu {
     cudaEvent_t e0 = nullptr, e1 = nullptr;
     DevBuf* flush = nullptr;
     int sm_count = 0;
-    double copy_tbps = 0;   // measured device-to-device, bytes read + written
-    double peak_tflops = 0; // fp32 FFMA peak at the max clock
+    double copy_tbps = 0;    // measured device-to-device, bytes read + written
+    double peak_tflops = 0;  // fp32 FFMA peak at the max clock
     std::string name, driver, runtime;
 #ifdef IMRESTORE_WITH_CUDNN
     cudnnHandle_t cudnn = nullptr;
@@ -157,8 +157,8 @@ struct CudnnConv {
         ck(cudaMalloc(&sws, search_ws), "cudnn search workspace");
         cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
         int found = 0;
-        ckd(cudnnFindConvolutionForwardAlgorithmEx(g.cudnn, x, dx, w, dw, conv, y, dy,
-                                                   CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf, sws, search_ws),
+        ckd(cudnnFindConvolutionForwardAlgorithmEx(g.cudnn, x, dx, w, dw, conv, y, dy, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+                                                   &found, perf, sws, search_ws),
             "cudnnFindConvolutionForwardAlgorithmEx");
         cudaFree(sws);
         int best = -1;
@@ -192,15 +192,24 @@ struct CudnnConv {
 
 const char* algo_name(cudnnConvolutionFwdAlgo_t a) {
     switch (a) {
-        case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM: return "implicit_gemm";
-        case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM: return "implicit_precomp_gemm";
-        case CUDNN_CONVOLUTION_FWD_ALGO_GEMM: return "gemm";
-        case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT: return "direct";
-        case CUDNN_CONVOLUTION_FWD_ALGO_FFT: return "fft";
-        case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING: return "fft_tiling";
-        case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD: return "winograd";
-        case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED: return "winograd_nonfused";
-        default: return "?";
+        case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM:
+            return "implicit_gemm";
+        case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM:
+            return "implicit_precomp_gemm";
+        case CUDNN_CONVOLUTION_FWD_ALGO_GEMM:
+            return "gemm";
+        case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT:
+            return "direct";
+        case CUDNN_CONVOLUTION_FWD_ALGO_FFT:
+            return "fft";
+        case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING:
+            return "fft_tiling";
+        case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD:
+            return "winograd";
+        case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED:
+            return "winograd_nonfused";
+        default:
+            return "?";
     }
 }
 #endif
@@ -238,10 +247,10 @@ struct ResidualCase {
     double atol;
 };
 const ResidualCase kResidualSuite[] = {
-    {8, 512, 512, 0.069}, {32, 256, 256, 0.066}, {2, 256, 256, 0.071}, {4, 512, 512, 0.07},
-    {1, 128, 128, 0.058}, {16, 64, 64, 0.064},   {8, 373, 373, 0.072}, {64, 128, 128, 0.074},
-    {16, 128, 128, 0.067}, {1, 64, 64, 0.058},   {1, 512, 512, 0.066}, {2, 512, 512, 0.062},
-    {2, 64, 64, 0.058},   {1, 131, 131, 0.062},  {2, 541, 541, 0.072}, {16, 256, 256, 0.078},
+    {8, 512, 512, 0.069},  {32, 256, 256, 0.066}, {2, 256, 256, 0.071}, {4, 512, 512, 0.07},
+    {1, 128, 128, 0.058},  {16, 64, 64, 0.064},   {8, 373, 373, 0.072}, {64, 128, 128, 0.074},
+    {16, 128, 128, 0.067}, {1, 64, 64, 0.058},    {1, 512, 512, 0.066}, {2, 512, 512, 0.062},
+    {2, 64, 64, 0.058},    {1, 131, 131, 0.062},  {2, 541, 541, 0.072}, {16, 256, 256, 0.078},
 };
 // GPU MODE conv2d_v2 benchmarks (B, C, S, K), the last one ranked.
 const std::array<int, 4> kConvSuite[] = {
@@ -274,8 +283,8 @@ Result bench_residual(Gpu& g, const Options& o, std::mt19937& rng, const std::st
     const auto ours = download(y);
     // float64 check on sampled elements (host copies of the same data).
     imr::ResidualBlockArgs ha = a;
-    ha.input = hx.data(), ha.conv_in_weight = hw1.data(), ha.conv_in_bias = hb1.data(),
-    ha.conv_out_weight = hw2.data(), ha.conv_out_bias = hb2.data(), ha.output = nullptr;
+    ha.input = hx.data(), ha.conv_in_weight = hw1.data(), ha.conv_in_bias = hb1.data(), ha.conv_out_weight = hw2.data(),
+    ha.conv_out_bias = hb2.data(), ha.output = nullptr;
     std::uniform_int_distribution<size_t> pick(0, n - 1);
     for (int s = 0; s < 2000; ++s) {
         size_t i = s < 4 ? (s == 0 ? 0 : s == 1 ? n - 1 : s == 2 ? size_t(W) - 1 : size_t(H - 1) * W) : pick(rng);
@@ -307,12 +316,11 @@ Result bench_residual(Gpu& g, const Options& o, std::mt19937& rng, const std::st
     return r;
 }
 
-Result bench_conv(Gpu& g, const Options& o, std::mt19937& rng, const std::string& suite, int B, int C, int S,
-                  int K) {
+Result bench_conv(Gpu& g, const Options& o, std::mt19937& rng, const std::string& suite, int B, int C, int S, int K) {
     Result r;
     r.suite = suite;
-    r.name = "conv B" + std::to_string(B) + " C" + std::to_string(C) + " S" + std::to_string(S) + " K" +
-             std::to_string(K);
+    r.name =
+        "conv B" + std::to_string(B) + " C" + std::to_string(C) + " S" + std::to_string(S) + " K" + std::to_string(K);
     // No atol flag: GPU MODE's rtol = atol = 1e-3 is against torch fp32, whose own
     // error against float64 reaches 3.7e-2 on the ranked shape (anchor note).
     r.atol = 0;
@@ -465,7 +473,7 @@ int main(int argc, char** argv) {
     ck(cudaEventCreate(&g.e1), "event");
     DevBuf flush(size_t(2) * prop.l2CacheSize / sizeof(float));
     g.flush = &flush;
-    {  // device-to-device copy bandwidth, bytes read + written
+    {                                                   // device-to-device copy bandwidth, bytes read + written
         DevBuf a(size_t(1) << 28), b(size_t(1) << 28);  // 1 GiB each
         ck(cudaMemsetAsync(a.p, 0, a.n * 4, g.stream), "memset");
         const double us = g.time_us(
@@ -522,11 +530,11 @@ int main(int argc, char** argv) {
 
     if (!o.json.empty()) {
         std::ofstream f(o.json);
-        f << "{\n  \"date\": \"" << date << "\",\n  \"gpu\": \"" << json_escape(g.name) << "\",\n  \"sm_count\": "
-          << g.sm_count << ",\n  \"driver\": \"" << g.driver << "\",\n  \"cuda_runtime\": \"" << g.runtime
-          << "\",\n  \"cudnn\": \"" << cudnn_version << "\",\n  \"commit\": \"" << json_escape(o.commit)
-          << "\",\n  \"method\": \"CUDA events, 2x-L2 buffer zeroed before every call, median of " << o.runs
-          << " (" << o.conv_runs
+        f << "{\n  \"date\": \"" << date << "\",\n  \"gpu\": \"" << json_escape(g.name)
+          << "\",\n  \"sm_count\": " << g.sm_count << ",\n  \"driver\": \"" << g.driver << "\",\n  \"cuda_runtime\": \""
+          << g.runtime << "\",\n  \"cudnn\": \"" << cudnn_version << "\",\n  \"commit\": \"" << json_escape(o.commit)
+          << "\",\n  \"method\": \"CUDA events, 2x-L2 buffer zeroed before every call, median of " << o.runs << " ("
+          << o.conv_runs
           << " for convs > 50 GFLOP) after warm-up; cuDNN: fastest CUDNN_FMA_MATH algorithm by FindEx\",\n"
           << "  \"copy_TBps_read_plus_write\": " << g.copy_tbps << ",\n  \"fp32_peak_TFLOPs\": " << g.peak_tflops
           << ",\n  \"cases\": [\n";
@@ -537,8 +545,9 @@ int main(int argc, char** argv) {
               << "\", \"gflop\": " << r.flop / 1e9 << ", \"mbytes\": " << r.bytes / 1e6
               << ", \"frac_memory_floor\": " << (r.bytes / (g.copy_tbps * 1e12)) / (r.ours_us * 1e-6)
               << ", \"frac_compute_floor\": " << (r.flop / (g.peak_tflops * 1e12)) / (r.ours_us * 1e-6)
-              << ", \"max_abs_err_vs_float64_sampled\": " << r.err_vs_f64 << ", \"max_abs_diff_vs_cudnn\": "
-              << r.diff_vs_cudnn << "}" << (i + 1 < results.size() ? "," : "") << "\n";
+              << ", \"max_abs_err_vs_float64_sampled\": " << r.err_vs_f64
+              << ", \"max_abs_diff_vs_cudnn\": " << r.diff_vs_cudnn << "}" << (i + 1 < results.size() ? "," : "")
+              << "\n";
         }
         f << "  ],\n  \"suite_means_us\": {";
         for (size_t i = 0; i < means.size(); ++i)

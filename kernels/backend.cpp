@@ -14,15 +14,20 @@ std::string Shape::str() const {
 
 const char* pad_mode_name(PadMode mode) {
     switch (mode) {
-        case PadMode::Zero: return "zero";
-        case PadMode::Reflect: return "reflect";
-        case PadMode::Replicate: return "replicate";
+        case PadMode::Zero:
+            return "zero";
+        case PadMode::Reflect:
+            return "reflect";
+        case PadMode::Replicate:
+            return "replicate";
     }
     return "?";
 }
 
 namespace {
-bool positive(const Shape& s) { return s.n > 0 && s.c > 0 && s.h > 0 && s.w > 0; }
+bool positive(const Shape& s) {
+    return s.n > 0 && s.c > 0 && s.h > 0 && s.w > 0;
+}
 }  // namespace
 
 void check_args(const ResidualBlockArgs& a) {
@@ -71,8 +76,7 @@ std::unique_ptr<Backend> make_backend(const std::string& spec, int cpu_threads, 
         int device = 0;
         if (spec != "cuda") {
             std::string digits = spec.substr(5);
-            if (digits.empty() || digits.size() > 4 ||
-                digits.find_first_not_of("0123456789") != std::string::npos)
+            if (digits.empty() || digits.size() > 4 || digits.find_first_not_of("0123456789") != std::string::npos)
                 throw Error("--device " + spec + ": expected cuda:N with N a device number (0, 1, ...)");
             device = std::stoi(digits);
         }

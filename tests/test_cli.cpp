@@ -45,8 +45,12 @@ RunResult imrestore(const std::string& args, const ScratchDir& dir, const std::s
     return r;
 }
 
-std::string sample(const std::string& name) { return std::string(IMRESTORE_SAMPLES) + "/" + name; }
-std::string q(const std::string& s) { return "'" + s + "'"; }
+std::string sample(const std::string& name) {
+    return std::string(IMRESTORE_SAMPLES) + "/" + name;
+}
+std::string q(const std::string& s) {
+    return "'" + s + "'";
+}
 
 // Largest per-sample difference between two images of the same layout.
 int max_difference(const Image& a, const Image& b) {
@@ -239,8 +243,8 @@ TEST(Cli, SeveralFoldersKeepTheirNamesAndDotIsAFolder) {
 TEST(Cli, UnwritableCombinationsFailBeforeAnyWork) {
     ScratchDir dir("cli");
     // Several inputs into one file name: a usage error, nothing written.
-    RunResult many = imrestore(q(sample("chelsea.png")) + " " + q(sample("coffee.png")) + " -o " + q(dir / "one.png"),
-                               dir);
+    RunResult many =
+        imrestore(q(sample("chelsea.png")) + " " + q(sample("coffee.png")) + " -o " + q(dir / "one.png"), dir);
     EXPECT_EQ(many.code, 2);
     EXPECT_NE(many.err.find("need an output folder"), std::string::npos) << many.err;
     EXPECT_FALSE(fs::exists(dir / "one.png"));
@@ -277,9 +281,8 @@ TEST(Cli, ExistingOutputIsSkippedUnlessForced) {
 TEST(Cli, UnwritableOutputFails) {
     ScratchDir dir("cli");
     std::ofstream(dir / "a-file") << "x";  // a folder cannot be made under a file, even as root
-    RunResult r = imrestore(q(sample("chelsea.png")) + " " + q(sample("coffee.png")) + " -o " +
-                                q(dir / "a-file/out") + " -d cpu",
-                            dir);
+    RunResult r = imrestore(
+        q(sample("chelsea.png")) + " " + q(sample("coffee.png")) + " -o " + q(dir / "a-file/out") + " -d cpu", dir);
     EXPECT_EQ(r.code, 1);
     EXPECT_NE(r.err.find("cannot create folder"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("0 restored"), std::string::npos) << r.err;
@@ -348,9 +351,11 @@ TEST(Gpu, RestoresLikeTheCpu) {
         for (const char* name : {"chelsea.png", "camera.png", "coffee.png", "rocket.jpg"}) {
             SCOPED_TRACE(std::string(model) + " " + name);
             std::string stem = std::string(model) + "-" + name + ".png";
-            RunResult cpu = imrestore(q(sample(name)) + " -m " + model + " -o " + q(dir / ("cpu-" + stem)) + " -d cpu", dir);
+            RunResult cpu =
+                imrestore(q(sample(name)) + " -m " + model + " -o " + q(dir / ("cpu-" + stem)) + " -d cpu", dir);
             ASSERT_EQ(cpu.code, 0) << cpu.err;
-            RunResult gpu = imrestore(q(sample(name)) + " -m " + model + " -o " + q(dir / ("gpu-" + stem)) + " -d cuda", dir);
+            RunResult gpu =
+                imrestore(q(sample(name)) + " -m " + model + " -o " + q(dir / ("gpu-" + stem)) + " -d cuda", dir);
             ASSERT_EQ(gpu.code, 0) << gpu.err;
             EXPECT_NE(gpu.err.find("cuda:0"), std::string::npos) << gpu.err;
             EXPECT_LE(max_difference(read_image(dir / ("cpu-" + stem)), read_image(dir / ("gpu-" + stem))), 1);

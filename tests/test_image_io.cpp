@@ -73,8 +73,8 @@ Image smooth_image(std::mt19937& rng, int w, int h, int channels) {
         if (a.samples[i] != b.samples[i]) {
             size_t px = i / size_t(a.channels);
             return ::testing::AssertionFailure()
-                   << "first difference at x=" << px % size_t(a.width) << " y=" << px / size_t(a.width)
-                   << " channel " << i % size_t(a.channels) << ": " << a.samples[i] << " vs " << b.samples[i];
+                   << "first difference at x=" << px % size_t(a.width) << " y=" << px / size_t(a.width) << " channel "
+                   << i % size_t(a.channels) << ": " << a.samples[i] << " vs " << b.samples[i];
         }
     return ::testing::AssertionSuccess();
 }
@@ -110,7 +110,8 @@ template <class F>
         f();
     } catch (const imr::Error& e) {
         std::string msg = e.what();
-        if (msg.rfind(path, 0) != 0) return ::testing::AssertionFailure() << "message does not start with path: " << msg;
+        if (msg.rfind(path, 0) != 0)
+            return ::testing::AssertionFailure() << "message does not start with path: " << msg;
         if (msg.find(needle) == std::string::npos)
             return ::testing::AssertionFailure() << "message lacks '" << needle << "': " << msg;
         return ::testing::AssertionSuccess() << msg;
@@ -210,7 +211,8 @@ Image transpose(const Image& a) {
     for (int y = 0; y < a.height; ++y)
         for (int x = 0; x < a.width; ++x)
             for (int c = 0; c < a.channels; ++c)
-                o.samples[(size_t(x) * o.width + y) * a.channels + c] = a.samples[(size_t(y) * a.width + x) * a.channels + c];
+                o.samples[(size_t(x) * o.width + y) * a.channels + c] =
+                    a.samples[(size_t(y) * a.width + x) * a.channels + c];
     return o;
 }
 Image flip_h(const Image& a) {
@@ -222,17 +224,27 @@ Image flip_h(const Image& a) {
                     a.samples[(size_t(y) * a.width + (a.width - 1 - x)) * a.channels + c];
     return o;
 }
-Image flip_v(const Image& a) { return transpose(flip_h(transpose(a))); }
+Image flip_v(const Image& a) {
+    return transpose(flip_h(transpose(a)));
+}
 Image oriented(const Image& a, int orientation) {
     switch (orientation) {
-        case 2: return flip_h(a);
-        case 3: return flip_v(flip_h(a));
-        case 4: return flip_v(a);
-        case 5: return transpose(a);
-        case 6: return flip_h(transpose(a));
-        case 7: return flip_v(flip_h(transpose(a)));
-        case 8: return flip_v(transpose(a));
-        default: return a;
+        case 2:
+            return flip_h(a);
+        case 3:
+            return flip_v(flip_h(a));
+        case 4:
+            return flip_v(a);
+        case 5:
+            return transpose(a);
+        case 6:
+            return flip_h(transpose(a));
+        case 7:
+            return flip_v(flip_h(transpose(a)));
+        case 8:
+            return flip_v(transpose(a));
+        default:
+            return a;
     }
 }
 
@@ -303,8 +315,7 @@ TEST(ImageIoApi, CheckWritableFormat) {
         EXPECT_TRUE(throws_error([] { imr::check_writable_format("out.tif", Codec::Stb); }, "out.tif", "stb"));
         EXPECT_TRUE(throws_error([] { imr::check_writable_format("out.tga", Codec::OpenCV); }, "out.tga", "opencv"));
     } else {
-        EXPECT_TRUE(throws_error([] { imr::check_writable_format("out.png", Codec::OpenCV); }, "out.png",
-                                 "no OpenCV"));
+        EXPECT_TRUE(throws_error([] { imr::check_writable_format("out.png", Codec::OpenCV); }, "out.png", "no OpenCV"));
         EXPECT_TRUE(throws_error([] { imr::check_writable_format("out.tif", Codec::Auto); }, "out.tif",
                                  "unknown output format"));
     }
@@ -318,8 +329,9 @@ TEST_F(ImageIoFiles, PngRoundTripAllChannelsDepthsCodecs) {
         for (int channels = 1; channels <= 4; ++channels)
             for (Codec writer : build_codecs())
                 for (Codec reader : build_codecs()) {
-                    SCOPED_TRACE(std::to_string(depth) + "-bit, " + std::to_string(channels) + " channels, written by " +
-                                 imr::codec_name(writer) + ", read by " + imr::codec_name(reader));
+                    SCOPED_TRACE(std::to_string(depth) + "-bit, " + std::to_string(channels) +
+                                 " channels, written by " + imr::codec_name(writer) + ", read by " +
+                                 imr::codec_name(reader));
                     Image img = random_image(rng_, 37, 23, channels, depth);
                     const std::string p = path("rt.png");
                     imr::write_image(p, img, {}, writer);
@@ -573,7 +585,7 @@ TEST_F(ImageIoFiles, BitDepthConversionOnWrite) {
     SCOPED_TRACE(seed_text());
     Image img16 = random_image(rng_, 37, 23, 3, 16);
     img16.samples[0] = 0, img16.samples[1] = 65535, img16.samples[2] = 128;  // (128*255+32767)/65535 = 0.998 -> 0
-    img16.samples[3] = 129;                                                 // 129*255+32767 = 65662 -> 1
+    img16.samples[3] = 129;                                                  // 129*255+32767 = 65662 -> 1
     imr::WriteOptions to8;
     to8.bit_depth = 8;
     imr::write_image(path("d8.png"), img16, to8);
@@ -681,8 +693,8 @@ TEST_F(ImageIoFiles, MissingEmptyDirectoryAndGarbage) {
     write_bytes(path("r.hdr"), {'#', '?', 'R', 'A', 'D', 'I', 'A', 'N', 'C', 'E', '\n'});
     EXPECT_TRUE(throws_error([&] { imr::read_image(path("r.hdr")); }, path("r.hdr"), "not supported"));
     if (!imr::opencv_available()) {
-        EXPECT_TRUE(throws_error([&] { imr::read_image(path("none.png"), Codec::OpenCV); }, path("none.png"),
-                                 "no OpenCV"));
+        EXPECT_TRUE(
+            throws_error([&] { imr::read_image(path("none.png"), Codec::OpenCV); }, path("none.png"), "no OpenCV"));
         write_bytes(path("t.tif"), {'I', 'I', '*', 0, 8, 0, 0, 0});
         EXPECT_TRUE(throws_error([&] { imr::read_image(path("t.tif")); }, path("t.tif"), "TIFF"));
     }
@@ -711,8 +723,8 @@ TEST_F(ImageIoFiles, HugeDimensionsAreRefused) {
     std::vector<uint8_t> ihdr;
     put_be32(ihdr, 1u << 20), put_be32(ihdr, 1u << 20);
     ihdr.insert(ihdr.end(), {8, 2, 0, 0, 0});
-    for (auto& chunk : {png_chunk("IHDR", ihdr), png_chunk("IDAT", {0x78, 0x9c, 0x03, 0, 0, 0, 0, 1}),
-                        png_chunk("IEND", {})})
+    for (auto& chunk :
+         {png_chunk("IHDR", ihdr), png_chunk("IDAT", {0x78, 0x9c, 0x03, 0, 0, 0, 0, 1}), png_chunk("IEND", {})})
         png.insert(png.end(), chunk.begin(), chunk.end());
     write_bytes(path("huge.png"), png);
     for (Codec codec : build_codecs())
@@ -763,8 +775,8 @@ TEST_F(ImageIoFiles, CorruptFilesNeverCrash) {
 TEST_F(ImageIoFiles, UnknownExtensionCreatesNothing) {
     SCOPED_TRACE(seed_text());
     Image img = random_image(rng_, 7, 5, 3, 8);
-    EXPECT_TRUE(throws_error([&] { imr::write_image(path("out.xyz"), img); }, path("out.xyz"),
-                             "unknown output format '.xyz'"));
+    EXPECT_TRUE(
+        throws_error([&] { imr::write_image(path("out.xyz"), img); }, path("out.xyz"), "unknown output format '.xyz'"));
     EXPECT_TRUE(throws_error([&] { imr::write_image(path("out"), img); }, path("out"), "extension"));
     EXPECT_TRUE(list_dir(dir_).empty());
 }
@@ -775,8 +787,8 @@ TEST_F(ImageIoFiles, FailedWritesLeaveNothing) {
     EXPECT_TRUE(throws_error([&] { imr::write_image(path("missing/out.png"), img); }, path("missing/out.png"),
                              "does not exist"));
     write_bytes(path("file"), {1});
-    EXPECT_TRUE(throws_error([&] { imr::write_image(path("file/out.png"), img); }, path("file/out.png"),
-                             "not a directory"));
+    EXPECT_TRUE(
+        throws_error([&] { imr::write_image(path("file/out.png"), img); }, path("file/out.png"), "not a directory"));
     // The target is a directory: the temporary file is written, the rename
     // fails, the temporary file must be gone.
     fs::create_directories(dir_ / "taken.png");
@@ -883,8 +895,8 @@ TEST(ImageBatch, RoundingClampingNaN) {
     src.width = 11, src.height = 1, src.channels = 1, src.bit_depth = 8;
     src.samples.assign(11, 7);
     const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
-    const float in[11] = {100.49f / 255, 100.51f / 255, -0.2f, 1.7f, nan, inf, -inf, 0.f, 1.f, 0.5f / 255 - 1e-6f,
-                          254.5f / 255 + 1e-6f};
+    const float in[11] = {100.49f / 255,      100.51f / 255,       -0.2f, 1.7f, nan, inf, -inf, 0.f, 1.f,
+                          0.5f / 255 - 1e-6f, 254.5f / 255 + 1e-6f};
     const uint16_t want8[11] = {100, 101, 0, 255, 0, 255, 0, 0, 255, 0, 255};
     Image out = imr::planes_to_image(in, 1, src);
     for (int i = 0; i < 11; ++i) EXPECT_EQ(out.samples[size_t(i)], want8[i]) << "input " << in[i];

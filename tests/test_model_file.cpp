@@ -105,7 +105,10 @@ std::vector<BadModelCase> bad_model_cases() {
          },
          "expected 'imrestore-model'"},
         {"newer version",
-         [](const std::string& p) { standard_file(p, [](RawH5& f, hid_t s) { f.residual_block(s, "0", 3, 4); }, 3, 2); },
+         [](const std::string& p) {
+             standard_file(
+                 p, [](RawH5& f, hid_t s) { f.residual_block(s, "0", 3, 4); }, 3, 2);
+         },
          "format_version 2 is not supported"},
         {"version is a string",
          [](const std::string& p) {
@@ -241,7 +244,8 @@ std::vector<BadModelCase> bad_model_cases() {
          "dataset 'weight': value 0 is not finite"},
         {"channels out of range",
          [](const std::string& p) {
-             standard_file(p, [](RawH5& f, hid_t s) { f.residual_block(s, "0", 3, 4); }, 7);
+             standard_file(
+                 p, [](RawH5& f, hid_t s) { f.residual_block(s, "0", 3, 4); }, 7);
          },
          "attribute 'channels' must be 1 (gray) or 3 (RGB), found 7"},
     };

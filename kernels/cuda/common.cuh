@@ -44,9 +44,7 @@ struct FastDiv {
         mul = unsigned(((1ull << (31 + l)) + unsigned(d) - 1) / unsigned(d));
         shift = l - 1;
     }
-    __device__ __forceinline__ int div(int n) const {
-        return d == 1 ? n : int(__umulhi(unsigned(n), mul) >> shift);
-    }
+    __device__ __forceinline__ int div(int n) const { return d == 1 ? n : int(__umulhi(unsigned(n), mul) >> shift); }
 };
 
 }  // namespace imr::cuda

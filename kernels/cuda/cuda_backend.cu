@@ -155,7 +155,9 @@ private:
 
 }  // namespace
 
-bool cuda_compiled() { return true; }
+bool cuda_compiled() {
+    return true;
+}
 
 int cuda_device_count(std::string* why) {
     int count = 0;
