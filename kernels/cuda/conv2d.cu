@@ -26,8 +26,6 @@
 // reduction too long for a grid of only ~1.5 waves is split over two blocks
 // (atomic add of exactly two partial sums onto zero: the result does not
 // depend on their order, so it stays deterministic).
-#include "conv2d.cuh"
-
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
@@ -35,15 +33,16 @@
 #include <string>
 
 #include "common.cuh"
+#include "conv2d.cuh"
 
 namespace imr::cuda {
 namespace {
 
 // ---- kernel configuration (chosen for H200 / sm_90)
-constexpr int CV_THREADS = 256;  // 16 x 16 thread grid; 8 warps
-constexpr int CV_BK = 8;         // reduction step: 8 rows of A and B per barrier (32 threads per B row)
-constexpr int CV_PAD = 4;        // smem row padding (floats): conflict-free transposed A stores, 16-byte rows
-constexpr int CV_MIN_BLOCKS = 2; // blocks per SM the launch bounds ask for (<= 128 registers per thread)
+constexpr int CV_THREADS = 256;       // 16 x 16 thread grid; 8 warps
+constexpr int CV_BK = 8;              // reduction step: 8 rows of A and B per barrier (32 threads per B row)
+constexpr int CV_PAD = 4;             // smem row padding (floats): conflict-free transposed A stores, 16-byte rows
+constexpr int CV_MIN_BLOCKS = 2;      // blocks per SM the launch bounds ask for (<= 128 registers per thread)
 constexpr int CV_SPLIT_MIN_K = 1024;  // split the reduction only when each half still has >= 64 steps
 
 struct ConvParams {
@@ -224,7 +223,6 @@ __global__ void __launch_bounds__(CV_THREADS, CV_MIN_BLOCKS) conv2d_igemm_kernel
     }
 }
 
-
 // ---- v2: multistage cp.async kernel with a conflict-free fragment layout
 //
 // Thread (tm, tn) of a TGM x TGN grid (TGM = BM/8, TGN = BN/8, 256 threads)
@@ -246,7 +244,9 @@ constexpr int V2_PAD = 4;         // smem row padding (floats): conflict-free tr
 __device__ __forceinline__ void cp_async4(unsigned dst, const float* src, int src_bytes) {
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
 }
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void cp_async_commit() {
+    asm volatile("cp.async.commit_group;\n" ::);
+}
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
@@ -264,13 +264,13 @@ __global__ void __launch_bounds__(V2_THREADS, V2_MIN_BLOCKS) conv2d_v2_kernel(co
     static_assert(TGM % 4 == 0 && TGN % 8 == 0, "warps of 4 x 8 threads");
     static_assert(BK % 8 == 0 && BM % 32 == 0 && BN % 32 == 0, "loader shapes");
     static_assert(!VALID || PAD == PadMode::Zero, "VALID means no padding");
-    constexpr int AS = BM + V2_PAD, BS = BN + V2_PAD;       // smem row strides (floats)
-    constexpr int A_STAGE = BK * AS, B_STAGE = BK * BS;     // floats per stage
-    constexpr int A_ROWS = BM / 32, KF = BK / 8;            // A loader: rows a_m + 32e, columns a_r + 8f
-    constexpr int B_COLS = BN / 32;                         // B loader: rows b_row + 8f, pixels lane + 32j
+    constexpr int AS = BM + V2_PAD, BS = BN + V2_PAD;    // smem row strides (floats)
+    constexpr int A_STAGE = BK * AS, B_STAGE = BK * BS;  // floats per stage
+    constexpr int A_ROWS = BM / 32, KF = BK / 8;         // A loader: rows a_m + 32e, columns a_r + 8f
+    constexpr int B_COLS = BN / 32;                      // B loader: rows b_row + 8f, pixels lane + 32j
 
     extern __shared__ __align__(16) float v2_smem[];
-    float* As = v2_smem;                   // [STAGES][BK][AS]: transposed weight tile
+    float* As = v2_smem;                     // [STAGES][BK][AS]: transposed weight tile
     float* Bs = v2_smem + STAGES * A_STAGE;  // [STAGES][BK][BS]: gathered input tile
     __shared__ int4 s_col[VALID ? 1 : BN];   // per pixel (image offset, top row, left column); -1: past the end
 
@@ -324,7 +324,7 @@ __global__ void __launch_bounds__(V2_THREADS, V2_MIN_BLOCKS) conv2d_v2_kernel(co
     }
 
     auto load_stage = [&](int stage, int k) {
-        // A: weight[m][k + a_r + 8f] -> As[stage][a_r + 8f][a_m + 32e]
+    // A: weight[m][k + a_r + 8f] -> As[stage][a_r + 8f][a_m + 32e]
 #pragma unroll
         for (int f = 0; f < KF; ++f) {
             const bool r_ok = k + a_r + 8 * f < ke;
@@ -383,7 +383,7 @@ __global__ void __launch_bounds__(V2_THREADS, V2_MIN_BLOCKS) conv2d_v2_kernel(co
         cp_async_wait<STAGES - 2>();  // this thread's copies of tile t have landed
         __syncthreads();              // everyone's have; and everyone is done reading tile t-1's stage
         if (t + STAGES - 1 < k_tiles) load_stage(write_stage, kb + (t + STAGES - 1) * BK);
-        cp_async_commit();            // (an empty group keeps the wait count uniform)
+        cp_async_commit();  // (an empty group keeps the wait count uniform)
         const float* a_s = As + read_stage * A_STAGE + tm * 4;
         const float* b_s = Bs + read_stage * B_STAGE + tn * 4;
 #pragma unroll

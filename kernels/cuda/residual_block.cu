@@ -22,41 +22,40 @@
 // 32 floats per clock per SM against 128 FFMA lanes).
 // Small grids (tiles <= SMs / 2, e.g. 1x64x64: 3 tiles) split each tile's
 // hidden channels over two blocks, see launch_fused.
-#include "residual_block.cuh"
-
 #include <algorithm>
 #include <cstdlib>
 #include <string>
 
 #include "common.cuh"
+#include "residual_block.cuh"
 
 namespace imr::cuda {
 namespace {
 
 // ---- fused kernel configuration (chosen for H200 / sm_90, C = 3, hidden = 32)
-constexpr int RB_C = 3;                                  // input/output channels of the fused kernel
-constexpr int RB_THREADS = 256;                          // 8 warps; 2 blocks/SM fit (<= 128 regs, ~100 KB smem each)
-constexpr int RB_TILE_W = 64;                            // output tile width: 512/256/128/64 split without remainder
-constexpr int RB_TILE_H = 28;                            // (28+2) rows x 17 strips = 510 conv_in units ~ 2 rounds of 256
-constexpr int RB_STRIP = 4;                              // pixels per thread along x: one float4 of shared memory
-constexpr int RB_HID_W = 68;                             // hidden columns computed: TILE_W + 2 rounded up to a strip
-constexpr int RB_HID_H = RB_TILE_H + 2;                  // hidden rows: tile + 1-pixel halo each side
-constexpr int RB_IN_W = 72;                              // input row stride: HID_W + 2 = 70 used, padded to 16 bytes
-constexpr int RB_IN_H = RB_TILE_H + 4;                   // input rows: tile + 2-pixel halo each side
-constexpr int RB_HC = 8;                                 // hidden channels per chunk: 8 x 30 x 68 floats = 65 KB
-constexpr int RB_MAX_HIDDEN = 128;                       // all weights stay in shared memory (<= 28 KB)
-constexpr int RB_WOUT_STRIDE = 28;                       // 27 conv_out weights of one hidden channel + 1 pad (float4s)
-constexpr int RB_IN_STRIPS = RB_HID_W / RB_STRIP;        // 17 conv_in strips per hidden row
-constexpr int RB_IN_UNITS = RB_HID_H * RB_IN_STRIPS;     // 510 conv_in work units (1 x 4 pixels x RB_HC channels)
-constexpr int RB_OUT_STRIPS = RB_TILE_W / RB_STRIP;      // 16
+constexpr int RB_C = 3;                               // input/output channels of the fused kernel
+constexpr int RB_THREADS = 256;                       // 8 warps; 2 blocks/SM fit (<= 128 regs, ~100 KB smem each)
+constexpr int RB_TILE_W = 64;                         // output tile width: 512/256/128/64 split without remainder
+constexpr int RB_TILE_H = 28;                         // (28+2) rows x 17 strips = 510 conv_in units ~ 2 rounds of 256
+constexpr int RB_STRIP = 4;                           // pixels per thread along x: one float4 of shared memory
+constexpr int RB_HID_W = 68;                          // hidden columns computed: TILE_W + 2 rounded up to a strip
+constexpr int RB_HID_H = RB_TILE_H + 2;               // hidden rows: tile + 1-pixel halo each side
+constexpr int RB_IN_W = 72;                           // input row stride: HID_W + 2 = 70 used, padded to 16 bytes
+constexpr int RB_IN_H = RB_TILE_H + 4;                // input rows: tile + 2-pixel halo each side
+constexpr int RB_HC = 8;                              // hidden channels per chunk: 8 x 30 x 68 floats = 65 KB
+constexpr int RB_MAX_HIDDEN = 128;                    // all weights stay in shared memory (<= 28 KB)
+constexpr int RB_WOUT_STRIDE = 28;                    // 27 conv_out weights of one hidden channel + 1 pad (float4s)
+constexpr int RB_IN_STRIPS = RB_HID_W / RB_STRIP;     // 17 conv_in strips per hidden row
+constexpr int RB_IN_UNITS = RB_HID_H * RB_IN_STRIPS;  // 510 conv_in work units (1 x 4 pixels x RB_HC channels)
+constexpr int RB_OUT_STRIPS = RB_TILE_W / RB_STRIP;   // 16
 constexpr int RB_OUT_UNITS = RB_TILE_H / 2 * RB_OUT_STRIPS;  // 224 conv_out units (2 x 4 pixels x 3 channels)
 static_assert(RB_OUT_UNITS <= RB_THREADS, "one conv_out unit per thread");
 static_assert(RB_HID_W >= RB_TILE_W + 2 && RB_HID_W % RB_STRIP == 0, "hidden tile covers the halo in strips");
 static_assert(RB_IN_W >= RB_HID_W + 4 && RB_IN_W % 4 == 0, "conv_in reads two float4 per row");
 static_assert(RB_TILE_H % 2 == 0, "conv_out units are 2 rows high");
 
-constexpr int RB_S_IN = RB_C * RB_IN_H * RB_IN_W;       // floats
-constexpr int RB_S_HID = RB_HC * RB_HID_H * RB_HID_W;   // floats
+constexpr int RB_S_IN = RB_C * RB_IN_H * RB_IN_W;      // floats
+constexpr int RB_S_HID = RB_HC * RB_HID_H * RB_HID_W;  // floats
 
 size_t fused_smem_bytes(int hidden_pad) {
     return sizeof(float) * (RB_S_IN + RB_S_HID + hidden_pad * RB_C * 9 + hidden_pad + hidden_pad * RB_WOUT_STRIDE + 4);
@@ -73,11 +72,11 @@ __global__ void __launch_bounds__(RB_THREADS, 2)
                              const float* __restrict__ b_in, const float* __restrict__ w_out,
                              const float* __restrict__ b_out, int H, int W, int hidden, int hidden_pad, int splits) {
     extern __shared__ __align__(16) float smem[];
-    float* s_in = smem;                                  // [C][IN_H][IN_W]
-    float* s_hid = s_in + RB_S_IN;                       // [HC][HID_H][HID_W]
-    float* s_win = s_hid + RB_S_HID;                     // [hidden_pad/HC][C][9 taps][HC]
-    float* s_bin = s_win + hidden_pad * RB_C * 9;        // [hidden_pad]
-    float* s_wout = s_bin + hidden_pad;                  // [hidden_pad][9 taps x C + 1]
+    float* s_in = smem;                                    // [C][IN_H][IN_W]
+    float* s_hid = s_in + RB_S_IN;                         // [HC][HID_H][HID_W]
+    float* s_win = s_hid + RB_S_HID;                       // [hidden_pad/HC][C][9 taps][HC]
+    float* s_bin = s_win + hidden_pad * RB_C * 9;          // [hidden_pad]
+    float* s_wout = s_bin + hidden_pad;                    // [hidden_pad][9 taps x C + 1]
     float* s_bout = s_wout + hidden_pad * RB_WOUT_STRIDE;  // [4]
 
     const int tid = threadIdx.x;
@@ -149,9 +148,8 @@ __global__ void __launch_bounds__(RB_THREADS, 2)
             }
 #pragma unroll
             for (int h = 0; h < RB_HC; ++h)
-                *reinterpret_cast<float4*>(s_hid + (h * RB_HID_H + hy) * RB_HID_W + hx) =
-                    make_float4(in[0] ? a[h][0] : 0.f, in[1] ? a[h][1] : 0.f, in[2] ? a[h][2] : 0.f,
-                                in[3] ? a[h][3] : 0.f);
+                *reinterpret_cast<float4*>(s_hid + (h * RB_HID_H + hy) * RB_HID_W + hx) = make_float4(
+                    in[0] ? a[h][0] : 0.f, in[1] ? a[h][1] : 0.f, in[2] ? a[h][2] : 0.f, in[3] ? a[h][3] : 0.f);
         }
         __syncthreads();
 
@@ -214,10 +212,9 @@ __global__ void __launch_bounds__(RB_THREADS, 2)
 constexpr int RB_GENERIC_THREADS = 128;
 
 __global__ void __launch_bounds__(RB_GENERIC_THREADS)
-    residual_block_generic_kernel(const float* __restrict__ x, float* __restrict__ out,
-                                  const float* __restrict__ w_in, const float* __restrict__ b_in,
-                                  const float* __restrict__ w_out, const float* __restrict__ b_out, int N, int C,
-                                  int H, int W, int hidden) {
+    residual_block_generic_kernel(const float* __restrict__ x, float* __restrict__ out, const float* __restrict__ w_in,
+                                  const float* __restrict__ b_in, const float* __restrict__ w_out,
+                                  const float* __restrict__ b_out, int N, int C, int H, int W, int hidden) {
     const size_t total = size_t(N) * C * H * W;
     for (size_t idx = size_t(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
          idx += size_t(gridDim.x) * blockDim.x) {
@@ -304,8 +301,8 @@ void launch_generic(const ResidualBlockArgs& a, cudaStream_t stream) {
     const size_t total = a.shape.count();
     const unsigned blocks = unsigned(std::min<size_t>((total + RB_GENERIC_THREADS - 1) / RB_GENERIC_THREADS, 1u << 20));
     residual_block_generic_kernel<<<blocks, RB_GENERIC_THREADS, 0, stream>>>(
-        a.input, a.output, a.conv_in_weight, a.conv_in_bias, a.conv_out_weight, a.conv_out_bias, a.shape.n,
-        a.shape.c, a.shape.h, a.shape.w, a.hidden);
+        a.input, a.output, a.conv_in_weight, a.conv_in_bias, a.conv_out_weight, a.conv_out_bias, a.shape.n, a.shape.c,
+        a.shape.h, a.shape.w, a.hidden);
     check_launch(context(a), "residual_block_generic_kernel launch");
 }
 
