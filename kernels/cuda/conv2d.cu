@@ -58,6 +58,15 @@ struct ConvParams {
     FastDiv div_kk, div_k;
 };
 
+// Output pixel pidx (flattened over batch and rows) -> (offset of its image
+// in the input, top input row, left input column), both before padding is
+// mapped; x = -1 marks a pixel past the end (a tile's tail).
+__device__ __forceinline__ int4 pixel_column(const ConvParams& p, int pidx) {
+    if (pidx >= p.npix) return make_int4(-1, 0, 0, 0);
+    const int img = pidx / p.howo, pix = pidx - img * p.howo, oy = pix / p.wo;
+    return make_int4(img * p.cin_hw, oy - p.pad_before, pix - oy * p.wo - p.pad_before, 0);
+}
+
 // Maps a padded-image coordinate into the image; false: the zero border.
 template <PadMode PAD>
 __device__ __forceinline__ bool map_coord(int& i, int n) {
@@ -118,15 +127,7 @@ __global__ void __launch_bounds__(CV_THREADS, CV_MIN_BLOCKS) conv2d_igemm_kernel
     // for its accumulators (one LDS.128 per pixel per step is cheap).
     __shared__ int4 s_col[BN];
     const int b_row = tid / B_TPR, b_col = tid % B_TPR;
-    for (int c = tid; c < BN; c += CV_THREADS) {
-        const int pidx = n0 + c;
-        if (pidx < p.npix) {
-            const int img = pidx / p.howo, pix = pidx - img * p.howo, oy = pix / p.wo;
-            s_col[c] = make_int4(img * p.cin_hw, oy - p.pad_before, pix - oy * p.wo - p.pad_before, 0);
-        } else {
-            s_col[c] = make_int4(-1, 0, 0, 0);
-        }
-    }
+    for (int c = tid; c < BN; c += CV_THREADS) s_col[c] = pixel_column(p, n0 + c);
     __syncthreads();
 
     float a_reg[A_PER], b_reg[B_PER];
@@ -311,15 +312,7 @@ __global__ void __launch_bounds__(V2_THREADS, V2_MIN_BLOCKS) conv2d_v2_kernel(co
             __syncthreads();
         }
     } else {
-        for (int c = tid; c < BN; c += V2_THREADS) {
-            const int pidx = n0 + c;
-            if (pidx < p.npix) {
-                const int img = pidx / p.howo, pix = pidx - img * p.howo, oy = pix / p.wo;
-                s_col[c] = make_int4(img * p.cin_hw, oy - p.pad_before, pix - oy * p.wo - p.pad_before, 0);
-            } else {
-                s_col[c] = make_int4(-1, 0, 0, 0);
-            }
-        }
+        for (int c = tid; c < BN; c += V2_THREADS) s_col[c] = pixel_column(p, n0 + c);
         __syncthreads();
     }
 
