@@ -22,6 +22,11 @@
 // 32 floats per clock per SM against 128 FFMA lanes).
 // Small grids (tiles <= SMs / 2, e.g. 1x64x64: 3 tiles) split each tile's
 // hidden channels over two blocks, see launch_fused.
+// Two kernels share this tiling: v2 (residual_block_c3_kernel, 2 x 4 pixel
+// conv_out block per thread) and the default v3 (residual_block_c3_v3_kernel,
+// 4 x 4 pixel block, each hidden chunk split over two threads; see its
+// comment). IMRESTORE_RB_KERNEL=v2 selects v2. H200, 8x512x512: v2 262 us,
+// v3 227 us (docs/performance.md, "v3 notes").
 #include <algorithm>
 #include <cstdlib>
 #include <string>
@@ -205,6 +210,200 @@ __global__ void __launch_bounds__(RB_THREADS, 2)
     }
 }
 
+// ---- v3 (default): the v2 tiling with a 4 x 4 conv_out register block.
+// v2's conv_out unit (2 x 4 pixels x 3 channels) loads 4 hidden rows (8 LDS.128,
+// 32 wavefronts) + 7 weight float4s for 216 FFMA: 0.18 shared wavefronts per
+// FFMA, about as much as conv_in (ncu v1: the kernel stalls on the shared
+// pipe and barriers, not on the FFMA pipe). v3's unit is 4 x 4 pixels x 3
+// channels (48 accumulators): 6 hidden rows (12 LDS.128) + 7 weight float4s
+// for 432 FFMA = 0.127 wavefronts per FFMA and 37% fewer shared loads. The
+// 28 rows give only 7 such row groups x 16 strips = 112 units, so each unit is
+// taken by two threads, one per half of the chunk's hidden channels (224
+// threads busy, as in v2); the halves are summed once through shared memory
+// after the last chunk, in a fixed order (deterministic). The input tile is
+// loaded with all 27 global loads per thread in flight before the first
+// shared store (v2 loads one or a few at a time).
+constexpr int RB3_OUT_ROWS = 4;                                        // conv_out rows per thread (48 accumulators)
+constexpr int RB3_OUT_GROUPS = RB_TILE_H / RB3_OUT_ROWS;               // 7 row groups per tile
+constexpr int RB3_OUT_UNITS = RB3_OUT_GROUPS * RB_OUT_STRIPS;          // 112 (4 x 4 pixel) units
+constexpr int RB3_HALVES = 2;                                          // hidden-channel halves per unit
+constexpr int RB3_HALF_HC = RB_HC / RB3_HALVES;                        // 4 hidden channels per half and chunk
+constexpr int RB3_OUT_THREADS = RB3_OUT_UNITS * RB3_HALVES;            // 224 threads with conv_out work
+constexpr int RB3_ACC = RB3_OUT_ROWS * RB_STRIP * RB_C;                // 48 accumulators per thread
+constexpr int RB3_IN_LOADS = (RB_S_IN + RB_THREADS - 1) / RB_THREADS;  // 27 input floats per thread
+static_assert(RB_TILE_H % RB3_OUT_ROWS == 0, "conv_out units tile the rows");
+static_assert(RB3_OUT_THREADS <= RB_THREADS, "one conv_out (unit, half) per thread");
+static_assert(RB_HC % RB3_HALVES == 0, "halves split a chunk evenly");
+static_assert(RB3_OUT_UNITS * RB3_ACC <= RB_S_HID, "the halves' reduction fits in the hidden buffer");
+
+__global__ void __launch_bounds__(RB_THREADS, 2)
+    residual_block_c3_v3_kernel(const float* __restrict__ x, float* __restrict__ out, const float* __restrict__ w_in,
+                                const float* __restrict__ b_in, const float* __restrict__ w_out,
+                                const float* __restrict__ b_out, int H, int W, int hidden, int hidden_pad, int splits) {
+    extern __shared__ __align__(16) float smem[];
+    float* s_in = smem;                                    // [C][IN_H][IN_W]
+    float* s_hid = s_in + RB_S_IN;                         // [HC][HID_H][HID_W]
+    float* s_win = s_hid + RB_S_HID;                       // [hidden_pad/HC][C][9 taps][HC]
+    float* s_bin = s_win + hidden_pad * RB_C * 9;          // [hidden_pad]
+    float* s_wout = s_bin + hidden_pad;                    // [hidden_pad][9 taps x C + 1]
+    float* s_bout = s_wout + hidden_pad * RB_WOUT_STRIDE;  // [4]
+
+    const int tid = threadIdx.x;
+    const int n = blockIdx.z / splits, part = blockIdx.z - n * splits;
+    const int n_chunks = hidden_pad / RB_HC, per_part = (n_chunks + splits - 1) / splits;
+    const int chunk_begin = part * per_part, chunk_end = min(n_chunks, chunk_begin + per_part);
+    const int tx0 = blockIdx.x * RB_TILE_W, ty0 = blockIdx.y * RB_TILE_H;
+    const size_t plane = size_t(H) * W;
+    const float* xn = x + size_t(n) * RB_C * plane;
+
+    // The input tile with a 2-pixel halo, zero outside the image: all loads first, then the stores.
+    {
+        float t[RB3_IN_LOADS];
+#pragma unroll
+        for (int k = 0; k < RB3_IN_LOADS; ++k) {
+            const int i = tid + k * RB_THREADS;
+            const int col = i % RB_IN_W, row = (i / RB_IN_W) % RB_IN_H, c = i / (RB_IN_W * RB_IN_H);
+            const int gy = ty0 - 2 + row, gx = tx0 - 2 + col;
+            t[k] = (i < RB_S_IN && gy >= 0 && gy < H && gx >= 0 && gx < W) ? __ldg(xn + c * plane + size_t(gy) * W + gx)
+                                                                           : 0.f;
+        }
+#pragma unroll
+        for (int k = 0; k < RB3_IN_LOADS; ++k)
+            if (tid + k * RB_THREADS < RB_S_IN) s_in[tid + k * RB_THREADS] = t[k];
+    }
+    // Weights, rearranged as in v2; zero past `hidden`.
+#pragma unroll 4
+    for (int i = tid; i < hidden_pad * RB_C * 9; i += RB_THREADS) {
+        const int h8 = i % RB_HC, t = i / RB_HC, tap = t % 9, c = (t / 9) % RB_C, chunk = t / (9 * RB_C);
+        const int h = chunk * RB_HC + h8;
+        s_win[i] = h < hidden ? __ldg(w_in + (h * RB_C + c) * 9 + tap) : 0.f;
+    }
+    for (int i = tid; i < hidden_pad; i += RB_THREADS) s_bin[i] = i < hidden ? b_in[i] : 0.f;
+#pragma unroll 4
+    for (int i = tid; i < hidden_pad * RB_WOUT_STRIDE; i += RB_THREADS) {
+        const int h = i / RB_WOUT_STRIDE, j = i % RB_WOUT_STRIDE, tap = j / RB_C, c = j % RB_C;
+        s_wout[i] = (h < hidden && j < 9 * RB_C) ? __ldg(w_out + (c * hidden + h) * 9 + tap) : 0.f;
+    }
+    if (tid < 4) s_bout[tid] = tid < RB_C ? b_out[tid] : 0.f;
+    __syncthreads();
+
+    // conv_out unit of this thread: rows oy..oy+3, columns ox..ox+3 (tile-local), hidden
+    // channels [half * HALF_HC, +HALF_HC) of every chunk. Threads 0..111 take half 0, so that
+    // a quarter warp reads 8 consecutive float4s of one hidden row (no bank conflicts).
+    const bool has_out = tid < RB3_OUT_THREADS;
+    const int half = tid / RB3_OUT_UNITS, ou = tid - half * RB3_OUT_UNITS;
+    const int oy = (ou / RB_OUT_STRIPS) * RB3_OUT_ROWS, ox = (ou % RB_OUT_STRIPS) * RB_STRIP;
+    float acc[RB3_OUT_ROWS][RB_STRIP][RB_C] = {};
+
+    for (int chunk = chunk_begin; chunk < chunk_end; ++chunk) {
+        // ---- conv_in: as in v2 (1 x 4 pixels x 8 hidden channels per unit, 2 units per thread).
+        for (int u = tid; u < RB_IN_UNITS; u += RB_THREADS) {
+            const int hy = u / RB_IN_STRIPS, hx = (u % RB_IN_STRIPS) * RB_STRIP;
+            float a[RB_HC][RB_STRIP];
+#pragma unroll
+            for (int h = 0; h < RB_HC; ++h)
+#pragma unroll
+                for (int i = 0; i < RB_STRIP; ++i) a[h][i] = s_bin[chunk * RB_HC + h];
+#pragma unroll
+            for (int c = 0; c < RB_C; ++c)
+#pragma unroll
+                for (int ky = 0; ky < 3; ++ky) {
+                    float v[8];
+                    unpack8(v, s_in + (c * RB_IN_H + hy + ky) * RB_IN_W + hx);
+#pragma unroll
+                    for (int kx = 0; kx < 3; ++kx) {
+                        float w[RB_HC];
+                        unpack8(w, s_win + ((chunk * RB_C + c) * 9 + ky * 3 + kx) * RB_HC);
+#pragma unroll
+                        for (int h = 0; h < RB_HC; ++h)
+#pragma unroll
+                            for (int i = 0; i < RB_STRIP; ++i) a[h][i] = fmaf(w[h], v[i + kx], a[h][i]);
+                    }
+                }
+            const int gy = ty0 - 1 + hy;
+            bool in[RB_STRIP];
+#pragma unroll
+            for (int i = 0; i < RB_STRIP; ++i) {
+                const int gx = tx0 - 1 + hx + i;
+                in[i] = gy >= 0 && gy < H && gx >= 0 && gx < W;
+            }
+#pragma unroll
+            for (int h = 0; h < RB_HC; ++h)
+                *reinterpret_cast<float4*>(s_hid + (h * RB_HID_H + hy) * RB_HID_W + hx) = make_float4(
+                    in[0] ? a[h][0] : 0.f, in[1] ? a[h][1] : 0.f, in[2] ? a[h][2] : 0.f, in[3] ? a[h][3] : 0.f);
+        }
+        __syncthreads();
+
+        // ---- conv_out: this half's hidden channels into the 4 x 4 x 3 block. Hidden row r feeds
+        // output rows r - ky; each row is loaded once (6 rows for 4 output rows).
+        if (has_out) {
+#pragma unroll 1
+            for (int hh = 0; hh < RB3_HALF_HC; ++hh) {
+                const int h = half * RB3_HALF_HC + hh;
+                float w[RB_WOUT_STRIDE];
+#pragma unroll
+                for (int q = 0; q < RB_WOUT_STRIDE / 4; ++q) {
+                    const float4 t =
+                        *reinterpret_cast<const float4*>(s_wout + (chunk * RB_HC + h) * RB_WOUT_STRIDE + 4 * q);
+                    w[4 * q] = t.x, w[4 * q + 1] = t.y, w[4 * q + 2] = t.z, w[4 * q + 3] = t.w;
+                }
+                const float* hrow = s_hid + (h * RB_HID_H + oy) * RB_HID_W + ox;
+#pragma unroll
+                for (int r = 0; r < RB3_OUT_ROWS + 2; ++r) {
+                    float v[8];
+                    unpack8(v, hrow + r * RB_HID_W);
+#pragma unroll
+                    for (int ky = 0; ky < 3; ++ky) {
+                        const int orow = r - ky;
+                        if (orow < 0 || orow >= RB3_OUT_ROWS) continue;
+#pragma unroll
+                        for (int kx = 0; kx < 3; ++kx)
+#pragma unroll
+                            for (int c = 0; c < RB_C; ++c)
+#pragma unroll
+                                for (int i = 0; i < RB_STRIP; ++i)
+                                    acc[orow][i][c] = fmaf(w[(ky * 3 + kx) * RB_C + c], v[i + kx], acc[orow][i][c]);
+                    }
+                }
+            }
+        }
+        __syncthreads();  // the next chunk (or the reduction below) overwrites s_hid
+    }
+
+    // Sum the two halves: half 1 parks its block in s_hid, half 0 adds it (fixed order).
+    float* s_red = s_hid;  // [ACC][OUT_UNITS]: consecutive threads, consecutive words
+    if (has_out && half == 1) {
+#pragma unroll
+        for (int r = 0; r < RB3_OUT_ROWS; ++r)
+#pragma unroll
+            for (int i = 0; i < RB_STRIP; ++i)
+#pragma unroll
+                for (int c = 0; c < RB_C; ++c)
+                    s_red[((r * RB_STRIP + i) * RB_C + c) * RB3_OUT_UNITS + ou] = acc[r][i][c];
+    }
+    __syncthreads();
+    if (!has_out || half != 0) return;
+#pragma unroll
+    for (int r = 0; r < RB3_OUT_ROWS; ++r) {
+        const int gy = ty0 + oy + r;
+#pragma unroll
+        for (int i = 0; i < RB_STRIP; ++i) {
+            const int gx = tx0 + ox + i;
+#pragma unroll
+            for (int c = 0; c < RB_C; ++c) {
+                const float sum = acc[r][i][c] + s_red[((r * RB_STRIP + i) * RB_C + c) * RB3_OUT_UNITS + ou];
+                if (gy >= H || gx >= W) continue;
+                const float xv = s_in[(c * RB_IN_H + oy + r + 2) * RB_IN_W + ox + i + 2];
+                float* o = out + (size_t(n) * RB_C + c) * plane + size_t(gy) * W + gx;
+                if (splits == 1)
+                    *o = xv + (sum + s_bout[c]);
+                else  // exactly two addends onto zero: the sum does not depend on their order
+                    atomicAdd(o, part == 0 ? xv + (sum + s_bout[c]) : sum);
+            }
+        }
+    }
+}
+
 // Any C and hidden: one thread per output element, the hidden values it needs
 // recomputed on the fly (still nothing in global memory). Slow (9x the conv_in
 // work per output channel) but simple; only for shapes the tiled kernel
@@ -276,11 +475,22 @@ bool split_enabled() {
     return on;
 }
 
+// IMRESTORE_RB_KERNEL=v2 selects the v2 fused kernel (for measurements in the
+// same session); anything else, or unset, the v3 kernel.
+bool use_v2_kernel() {
+    static const bool v2 = [] {
+        const char* e = std::getenv("IMRESTORE_RB_KERNEL");
+        return e && std::string(e) == "v2";
+    }();
+    return v2;
+}
+
 void launch_fused(const ResidualBlockArgs& a, cudaStream_t stream, int sm_count) {
     const int hidden_pad = (a.hidden + RB_HC - 1) / RB_HC * RB_HC;
     const size_t smem = fused_smem_bytes(hidden_pad);
-    check_cuda(cudaFuncSetAttribute(residual_block_c3_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
-               context(a), "cudaFuncSetAttribute(max dynamic shared memory)");
+    const auto kernel = use_v2_kernel() ? residual_block_c3_kernel : residual_block_c3_v3_kernel;
+    check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)), context(a),
+               "cudaFuncSetAttribute(max dynamic shared memory)");
     const unsigned gx = (a.shape.w + RB_TILE_W - 1) / RB_TILE_W, gy = (a.shape.h + RB_TILE_H - 1) / RB_TILE_H;
     const long long blocks = (long long)gx * gy * a.shape.n;
     const int splits = (split_enabled() && 2 * blocks <= sm_count && hidden_pad / RB_HC >= RB_SPLIT &&
@@ -291,10 +501,10 @@ void launch_fused(const ResidualBlockArgs& a, cudaStream_t stream, int sm_count)
         check_cuda(cudaMemsetAsync(a.output, 0, a.shape.count() * sizeof(float), stream), context(a),
                    "cudaMemsetAsync(output) for the split hidden channels");
     const dim3 grid(gx, gy, unsigned(a.shape.n * splits));
-    residual_block_c3_kernel<<<grid, RB_THREADS, smem, stream>>>(a.input, a.output, a.conv_in_weight, a.conv_in_bias,
-                                                                 a.conv_out_weight, a.conv_out_bias, a.shape.h,
-                                                                 a.shape.w, a.hidden, hidden_pad, splits);
-    check_launch(context(a), "residual_block_c3_kernel launch");
+    kernel<<<grid, RB_THREADS, smem, stream>>>(a.input, a.output, a.conv_in_weight, a.conv_in_bias, a.conv_out_weight,
+                                               a.conv_out_bias, a.shape.h, a.shape.w, a.hidden, hidden_pad, splits);
+    check_launch(context(a),
+                 use_v2_kernel() ? "residual_block_c3_kernel launch" : "residual_block_c3_v3_kernel launch");
 }
 
 void launch_generic(const ResidualBlockArgs& a, cudaStream_t stream) {
