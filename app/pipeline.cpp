@@ -40,13 +40,12 @@ fs::path writable_output(fs::path out, Codec codec) {
 }
 
 // Image files of a folder, sorted, skipping hidden files (our own temporaries
-// among them) and, with -r, the output folder when it lies inside the input.
+// among them), earlier outputs written beside their inputs (NAME.restored.EXT)
+// and, with -r, the output folder when it lies inside the input.
 std::vector<fs::path> folder_images(const fs::path& dir, bool recursive, const fs::path& skip_dir) {
     std::vector<fs::path> files;
     auto consider = [&](const fs::directory_entry& e) {
         std::string name = e.path().filename().string();
-        // Skips hidden files (our temporaries among them) and earlier outputs
-        // written beside their inputs (NAME.restored.EXT).
         if (!name.empty() && name[0] != '.' && e.is_regular_file() && is_readable_extension(name) &&
             e.path().stem().extension() != ".restored")
             files.push_back(e.path());
@@ -177,14 +176,14 @@ struct Written {
     std::future<std::string> error;  // empty string: written
 };
 
-// read -> batch -> model -> write. Reading runs ahead on worker threads and
-// writing runs behind on others (each bounded, so memory stays flat on a
-// folder of any size); the model runs on this thread, one batch at a time.
-
 // Images decoded ahead, and encoded behind, at most: enough to fill the next
 // batch while this one runs and to keep a 16-core host's codecs busy, few
 // enough that threads and memory stay small whatever --batch is.
 constexpr size_t kMinInFlight = 4, kMaxInFlight = 32;
+
+// read -> batch -> model -> write. Reading runs ahead on worker threads and
+// writing runs behind on others (each bounded, so memory stays flat on a
+// folder of any size); the model runs on this thread, one batch at a time.
 class PipelineRun {
 public:
     PipelineRun(const std::vector<FileJob>& jobs, ModelRunner& runner, const PipelineOptions& options,
@@ -193,7 +192,6 @@ public:
           runner_(runner),
           options_(options),
           progress_(progress),
-          // Enough decodes in flight to fill the next batch while this one runs.
           lookahead_(std::clamp(2 * size_t(options.batch), kMinInFlight, kMaxInFlight)),
           write_options_(with_overwrite(options.write, options.force)) {}
 
