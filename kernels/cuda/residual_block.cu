@@ -72,6 +72,50 @@ __device__ __forceinline__ void unpack8(float (&v)[8], const float* p) {
     v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
 }
 
+// conv_in of one chunk: hidden channels [chunk*RB_HC, +RB_HC) on the whole
+// RB_HID_H x RB_HID_W hidden tile (the output tile plus its 1-pixel halo), from
+// the input tile in s_in, into s_hid; zero where the hidden pixel lies outside
+// the image (conv_out's zero padding). Work unit: 1 x 4 pixels x RB_HC
+// channels, RB_IN_UNITS of them over the block's threads. Shared by v2 and v3.
+__device__ __forceinline__ void conv_in_chunk(const float* s_in, const float* s_win, const float* s_bin, float* s_hid,
+                                              int chunk, int tid, int ty0, int tx0, int H, int W) {
+    for (int u = tid; u < RB_IN_UNITS; u += RB_THREADS) {
+        const int hy = u / RB_IN_STRIPS, hx = (u % RB_IN_STRIPS) * RB_STRIP;
+        float a[RB_HC][RB_STRIP];
+#pragma unroll
+        for (int h = 0; h < RB_HC; ++h)
+#pragma unroll
+            for (int i = 0; i < RB_STRIP; ++i) a[h][i] = s_bin[chunk * RB_HC + h];
+#pragma unroll
+        for (int c = 0; c < RB_C; ++c)
+#pragma unroll
+            for (int ky = 0; ky < 3; ++ky) {
+                float v[8];
+                unpack8(v, s_in + (c * RB_IN_H + hy + ky) * RB_IN_W + hx);
+#pragma unroll
+                for (int kx = 0; kx < 3; ++kx) {
+                    float w[RB_HC];
+                    unpack8(w, s_win + ((chunk * RB_C + c) * 9 + ky * 3 + kx) * RB_HC);
+#pragma unroll
+                    for (int h = 0; h < RB_HC; ++h)
+#pragma unroll
+                        for (int i = 0; i < RB_STRIP; ++i) a[h][i] = fmaf(w[h], v[i + kx], a[h][i]);
+                }
+            }
+        const int gy = ty0 - 1 + hy;
+        bool in[RB_STRIP];
+#pragma unroll
+        for (int i = 0; i < RB_STRIP; ++i) {
+            const int gx = tx0 - 1 + hx + i;
+            in[i] = gy >= 0 && gy < H && gx >= 0 && gx < W;
+        }
+#pragma unroll
+        for (int h = 0; h < RB_HC; ++h)
+            *reinterpret_cast<float4*>(s_hid + (h * RB_HID_H + hy) * RB_HID_W + hx) =
+                make_float4(in[0] ? a[h][0] : 0.f, in[1] ? a[h][1] : 0.f, in[2] ? a[h][2] : 0.f, in[3] ? a[h][3] : 0.f);
+    }
+}
+
 __global__ void __launch_bounds__(RB_THREADS, 2)
     residual_block_c3_kernel(const float* __restrict__ x, float* __restrict__ out, const float* __restrict__ w_in,
                              const float* __restrict__ b_in, const float* __restrict__ w_out,
@@ -121,41 +165,7 @@ __global__ void __launch_bounds__(RB_THREADS, 2)
 
     for (int chunk = chunk_begin; chunk < chunk_end; ++chunk) {
         // ---- conv_in: hidden[chunk*HC .. +HC) on the 30 x 68 tile.
-        for (int u = tid; u < RB_IN_UNITS; u += RB_THREADS) {
-            const int hy = u / RB_IN_STRIPS, hx = (u % RB_IN_STRIPS) * RB_STRIP;
-            float a[RB_HC][RB_STRIP];
-#pragma unroll
-            for (int h = 0; h < RB_HC; ++h)
-#pragma unroll
-                for (int i = 0; i < RB_STRIP; ++i) a[h][i] = s_bin[chunk * RB_HC + h];
-#pragma unroll
-            for (int c = 0; c < RB_C; ++c)
-#pragma unroll
-                for (int ky = 0; ky < 3; ++ky) {
-                    float v[8];
-                    unpack8(v, s_in + (c * RB_IN_H + hy + ky) * RB_IN_W + hx);
-#pragma unroll
-                    for (int kx = 0; kx < 3; ++kx) {
-                        float w[RB_HC];
-                        unpack8(w, s_win + ((chunk * RB_C + c) * 9 + ky * 3 + kx) * RB_HC);
-#pragma unroll
-                        for (int h = 0; h < RB_HC; ++h)
-#pragma unroll
-                            for (int i = 0; i < RB_STRIP; ++i) a[h][i] = fmaf(w[h], v[i + kx], a[h][i]);
-                    }
-                }
-            const int gy = ty0 - 1 + hy;
-            bool in[RB_STRIP];
-#pragma unroll
-            for (int i = 0; i < RB_STRIP; ++i) {
-                const int gx = tx0 - 1 + hx + i;
-                in[i] = gy >= 0 && gy < H && gx >= 0 && gx < W;
-            }
-#pragma unroll
-            for (int h = 0; h < RB_HC; ++h)
-                *reinterpret_cast<float4*>(s_hid + (h * RB_HID_H + hy) * RB_HID_W + hx) = make_float4(
-                    in[0] ? a[h][0] : 0.f, in[1] ? a[h][1] : 0.f, in[2] ? a[h][2] : 0.f, in[3] ? a[h][3] : 0.f);
-        }
+        conv_in_chunk(s_in, s_win, s_bin, s_hid, chunk, tid, ty0, tx0, H, W);
         __syncthreads();
 
         // ---- conv_out: accumulate this chunk's hidden channels into the 2 x 4 x 3 block.
@@ -297,41 +307,7 @@ __global__ void __launch_bounds__(RB_THREADS, 2)
 
     for (int chunk = chunk_begin; chunk < chunk_end; ++chunk) {
         // ---- conv_in: as in v2 (1 x 4 pixels x 8 hidden channels per unit, 2 units per thread).
-        for (int u = tid; u < RB_IN_UNITS; u += RB_THREADS) {
-            const int hy = u / RB_IN_STRIPS, hx = (u % RB_IN_STRIPS) * RB_STRIP;
-            float a[RB_HC][RB_STRIP];
-#pragma unroll
-            for (int h = 0; h < RB_HC; ++h)
-#pragma unroll
-                for (int i = 0; i < RB_STRIP; ++i) a[h][i] = s_bin[chunk * RB_HC + h];
-#pragma unroll
-            for (int c = 0; c < RB_C; ++c)
-#pragma unroll
-                for (int ky = 0; ky < 3; ++ky) {
-                    float v[8];
-                    unpack8(v, s_in + (c * RB_IN_H + hy + ky) * RB_IN_W + hx);
-#pragma unroll
-                    for (int kx = 0; kx < 3; ++kx) {
-                        float w[RB_HC];
-                        unpack8(w, s_win + ((chunk * RB_C + c) * 9 + ky * 3 + kx) * RB_HC);
-#pragma unroll
-                        for (int h = 0; h < RB_HC; ++h)
-#pragma unroll
-                            for (int i = 0; i < RB_STRIP; ++i) a[h][i] = fmaf(w[h], v[i + kx], a[h][i]);
-                    }
-                }
-            const int gy = ty0 - 1 + hy;
-            bool in[RB_STRIP];
-#pragma unroll
-            for (int i = 0; i < RB_STRIP; ++i) {
-                const int gx = tx0 - 1 + hx + i;
-                in[i] = gy >= 0 && gy < H && gx >= 0 && gx < W;
-            }
-#pragma unroll
-            for (int h = 0; h < RB_HC; ++h)
-                *reinterpret_cast<float4*>(s_hid + (h * RB_HID_H + hy) * RB_HID_W + hx) = make_float4(
-                    in[0] ? a[h][0] : 0.f, in[1] ? a[h][1] : 0.f, in[2] ? a[h][2] : 0.f, in[3] ? a[h][3] : 0.f);
-        }
+        conv_in_chunk(s_in, s_win, s_bin, s_hid, chunk, tid, ty0, tx0, H, W);
         __syncthreads();
 
         // ---- conv_out: this half's hidden channels into the 4 x 4 x 3 block. Hidden row r feeds
