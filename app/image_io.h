@@ -32,7 +32,7 @@ struct WriteOptions {
     int bit_depth = 0;        // 0: keep the image's; 8 or 16 (16 only where the format has it: PNG, TIFF)
     int jpeg_quality = 95;    // 1..100
     int webp_quality = 95;    // 1..100; above 100 is lossless with OpenCV
-    int png_compression = 3;  // 0..9
+    int png_compression = 1;  // 0..9; 1 encodes ~30% faster than 3 for ~2% larger files (OpenCV/zlib, samples)
     bool overwrite = true;    // false: fail if the file appeared meanwhile (checked atomically at the rename)
 };
 
