@@ -240,7 +240,7 @@ void setup(CLI::App& app, Options& o) {
         ->capture_default_str();
     app.add_option("--quality", o.quality, "JPEG/WebP quality")->check(CLI::Range(1, 100))->capture_default_str();
     app.add_option("--png-compression", o.png_compression,
-                   "PNG compression level (1: fastest; 9: smallest files, ~3x slower)")
+                   "PNG compression level (1: fastest; 6: ~4% smaller files, ~3x slower to encode)")
         ->check(CLI::Range(0, 9))
         ->capture_default_str();
     app.add_option("-j,--threads", o.threads, "CPU threads (0 = all)")
