@@ -55,7 +55,15 @@ void from_planes(const float* src, int first, size_t pixels, float max, const ui
     }
 }
 
-// Gray image through a 3-channel model: the mean of R, G, B.
+// [0, 1]; NaN -> 0 (as quantize).
+inline float clamp01(float v) {
+    v = v > 0.f ? v : 0.f;
+    return v < 1.f ? v : 1.f;
+}
+
+// Gray image through a 3-channel model: the mean of R, G, B, each clamped
+// first (the model's RGB output as an image, then made gray), as
+// weights/imrestore_model.py restore_uint8 does.
 template <int CH, bool COPY_ALPHA>
 void from_rgb_mean(const float* src, size_t pixels, float max, const uint16_t* alpha_src, uint16_t* out) {
     const float* r = src;
@@ -63,7 +71,7 @@ void from_rgb_mean(const float* src, size_t pixels, float max, const uint16_t* a
     const float* b = src + 2 * pixels;
     const float third = 1.0f / 3.0f;
     for (size_t i = 0; i < pixels; ++i) {
-        out[i * CH] = quantize((r[i] + g[i] + b[i]) * third, max);
+        out[i * CH] = quantize((clamp01(r[i]) + clamp01(g[i]) + clamp01(b[i])) * third, max);
         if (COPY_ALPHA) out[i * CH + CH - 1] = alpha_src[i * CH + CH - 1];
     }
 }

@@ -12,7 +12,8 @@ namespace imr {
 // `model_channels` channels:
 //   model 3, image RGB(A): 1 item, RGB.
 //   model 3, image gray:   1 item, gray replicated to R=G=B; the result is
-//                          converted back to gray as the mean of R, G, B.
+//                          converted back to gray as the mean of R, G, B
+//                          (each clamped to [0, 1] first).
 //   model 1, image gray:   1 item.
 //   model 1, image RGB(A): 3 items, one per color channel.
 // Other model channel counts need an image with exactly that many color channels

@@ -888,6 +888,10 @@ TEST(ImageBatch, LayoutAndValues) {
     Image back = imr::planes_to_image(g3.data(), 3, gray);
     ASSERT_EQ(back.channels, 1);
     for (size_t i = 0; i < n; ++i) ASSERT_EQ(back.samples[i], 56);  // 0.22 * 255 = 56.1
+    // Each channel is clamped before the mean: (1 + 0 + 0.5) / 3, not (1.6 - 0.4 + 0.5) / 3.
+    for (size_t i = 0; i < n; ++i) g3[i] = 1.6f, g3[n + i] = -0.4f, g3[2 * n + i] = 0.5f;
+    back = imr::planes_to_image(g3.data(), 3, gray);
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(back.samples[i], 128);  // 0.5 * 255 = 127.5 -> 128
 }
 
 TEST(ImageBatch, RoundingClampingNaN) {
