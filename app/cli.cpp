@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -19,7 +21,15 @@ namespace imr {
 
 namespace {
 
-constexpr int kExitOk = 0, kExitFileFailed = 1, kExitUsage = 2, kExitInternal = 3;
+constexpr int kExitOk = 0, kExitFileFailed = 1, kExitUsage = 2, kExitInternal = 3, kExitInterrupted = 130;
+
+// Ctrl-C / SIGTERM: the first asks the pipeline to stop cleanly (no new
+// files, the ones being written finished); a second one ends the process.
+std::atomic<bool> g_cancel{false};
+extern "C" void on_interrupt(int signal) {
+    g_cancel.store(true);
+    std::signal(signal, SIG_DFL);
+}
 
 struct Options {
     std::vector<std::string> inputs;
@@ -83,6 +93,8 @@ const char* status_name(FileResult::Status s) {
             return "skipped";
         case FileResult::Status::Failed:
             return "failed";
+        case FileResult::Status::NotRun:
+            return "not run";
     }
     return "?";
 }
@@ -126,7 +138,9 @@ std::string report_json(const Options& o, const ModelFile& model, const Backend&
     double seconds = r.wall_ms / 1e3;
     s << "\n  ],\n  \"summary\": {\"restored\": " << r.count(FileResult::Status::Restored)
       << ", \"skipped\": " << r.count(FileResult::Status::Skipped)
-      << ", \"failed\": " << r.count(FileResult::Status::Failed) << ", \"wall_ms\": " << r.wall_ms
+      << ", \"failed\": " << r.count(FileResult::Status::Failed)
+      << ", \"not_run\": " << r.count(FileResult::Status::NotRun)
+      << ", \"interrupted\": " << (r.interrupted ? "true" : "false") << ", \"wall_ms\": " << r.wall_ms
       << ", \"megapixels\": " << r.megapixels
       << ", \"megapixels_per_s\": " << (seconds > 0 ? r.megapixels / seconds : 0)
       << "},\n  \"timing_ms\": " << r.timer.json();
@@ -159,6 +173,9 @@ int run_restore(const Options& o) {
     p.write.jpeg_quality = p.write.webp_quality = o.quality;
     p.write.png_compression = o.png_compression;
     p.bench_repeats = o.bench;
+    p.cancel = &g_cancel;
+    std::signal(SIGINT, on_interrupt);
+    std::signal(SIGTERM, on_interrupt);
 
     Progress progress(!o.quiet && isatty(STDERR_FILENO));
     PipelineReport report = run_pipeline(jobs, runner, p, [&](size_t done, size_t total, const FileResult& f) {
@@ -190,12 +207,16 @@ int run_restore(const Options& o) {
                                                       "x per batch after the real run (warm-up); per-call min/median",
                                                   0, restored, true);
     }
+    if (report.interrupted)
+        std::cerr << "interrupted: " << report.count(FileResult::Status::NotRun)
+                  << " file(s) not restored; nothing partial was left behind\n";
     if (!o.quiet) {
         double s = report.wall_ms / 1e3;
         std::fprintf(stderr, "%d restored, %d skipped, %d failed in %.2f s (%.2f MP/s) on %s\n", restored,
                      report.count(FileResult::Status::Skipped), failed, s, s > 0 ? report.megapixels / s : 0.0,
                      backend->name().c_str());
     }
+    if (report.interrupted) return kExitInterrupted;
     return failed ? kExitFileFailed : kExitOk;
 }
 
@@ -261,7 +282,7 @@ void setup(CLI::App& app, Options& o) {
     app.footer(
         "Inputs named 'models' or 'model' are read as those commands; write ./models for a folder.\n"
         "Exit codes: 0 all restored (or skipped), 1 some file failed, 2 bad usage, model or device, "
-        "3 internal error.");
+        "3 internal error, 130 interrupted (Ctrl-C: the files being written are finished first).");
     auto* models = app.add_subcommand("models", "List the bundled models");
     models->final_callback([] {});
     auto* model = app.add_subcommand("model", "Show a model's metadata, stages, parameters and receptive field");

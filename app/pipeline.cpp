@@ -208,6 +208,11 @@ public:
         size_t next_read = 0;
         std::deque<std::future<Decoded>> reading;
         for (size_t i = 0; i < jobs_.size(); ++i) {
+            if (options_.cancel && options_.cancel->load()) {
+                report_.interrupted = true;  // the pending batch is dropped; reads in flight just end
+                pending_.clear();
+                break;
+            }
             while (next_read < jobs_.size() && reading.size() < lookahead_) {
                 reading.push_back(std::async(std::launch::async, [this, j = next_read] { return decode(j); }));
                 ++next_read;
@@ -216,7 +221,7 @@ public:
             reading.pop_front();
             take(i, std::move(d));
         }
-        flush();
+        if (!report_.interrupted) flush();
         while (!writing_.empty()) collect_write();
         report_.wall_ms = ms_since(start);
         return std::move(report_);

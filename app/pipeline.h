@@ -4,6 +4,7 @@
 // turns results into messages and an exit code.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <string>
 #include <vector>
@@ -35,12 +36,15 @@ struct PipelineOptions {
     Codec codec = Codec::Auto;
     WriteOptions write;
     int bench_repeats = 0;  // >0: after each batch, re-run the compute this many times into bench timer
+    // When it becomes true (Ctrl-C), no new file is started; the images being
+    // written are finished, so no partial or temporary file stays behind.
+    const std::atomic<bool>* cancel = nullptr;
 };
 
 struct FileResult {
-    enum class Status { Restored, Skipped, Failed };
+    enum class Status { Restored, Skipped, Failed, NotRun };  // NotRun: the run was interrupted first
     std::string input, output;
-    Status status = Status::Failed;
+    Status status = Status::NotRun;
     std::string message;  // why it failed or was skipped
     int width = 0, height = 0, channels = 0, bit_depth = 0;
 };
@@ -50,7 +54,8 @@ struct PipelineReport {
     StageTimer timer;        // every stage of the real run
     StageTimer bench_timer;  // the --bench repeats (upload, stages, download)
     double wall_ms = 0;
-    double megapixels = 0;  // restored pixels
+    double megapixels = 0;     // restored pixels
+    bool interrupted = false;  // options.cancel became true
     int count(FileResult::Status s) const;
 };
 

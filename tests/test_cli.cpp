@@ -265,6 +265,38 @@ TEST(Cli, UnwritableCombinationsFailBeforeAnyWork) {
     EXPECT_EQ(eight.code, 0) << eight.err;
 }
 
+// SIGTERM (as Ctrl-C's SIGINT) mid-run: no new file is started, the ones
+// being written are finished: every output is a whole image, no temporary
+// file stays, exit code 130 (or 0 if the run was already over).
+TEST(Cli, InterruptLeavesOnlyWholeFiles) {
+    ScratchDir dir("cli");
+    fs::create_directories(dir / "in");
+    for (int i = 0; i < 150; ++i) fs::copy_file(sample("camera.png"), dir / ("in/" + std::to_string(i) + ".png"));
+    std::string code_file = dir / "code.txt";
+    std::string cmd = "('" + std::string(IMRESTORE_EXE) + "' " + q(dir / "in") + " -o " + q(dir / "out") +
+                      " -d cpu -b 1 -q --json >" + q(dir / "report.json") + " 2>" + q(dir / "err.txt") +
+                      " & pid=$!; sleep 0.4; kill -TERM $pid; wait $pid; echo $? >" + q(code_file) + ")";
+    ASSERT_EQ(std::system(cmd.c_str()), 0);
+    int code = std::stoi(slurp(code_file));
+    std::string report = slurp(dir / "report.json");
+    ASSERT_TRUE(code == 130 || code == 0) << "exit code " << code << "\n" << slurp(dir / "err.txt");
+    if (code == 130) {
+        EXPECT_NE(report.find("\"interrupted\": true"), std::string::npos) << report;
+        EXPECT_NE(slurp(dir / "err.txt").find("interrupted:"), std::string::npos);
+    } else {
+        std::cout << "[          ] the run ended before the signal; nothing to interrupt\n";
+    }
+    EXPECT_FALSE(has_temp_files(dir.path()));
+    size_t written = 0;
+    if (fs::exists(dir / "out"))
+        for (const auto& e : fs::directory_iterator(dir / "out")) {
+            SCOPED_TRACE(e.path().string());
+            EXPECT_EQ(read_image(e.path().string()).width, 512);  // throws on a partial file
+            ++written;
+        }
+    if (code == 130) EXPECT_LT(written, 150u);
+}
+
 TEST(Cli, ExistingOutputIsSkippedUnlessForced) {
     ScratchDir dir("cli");
     std::string out = dir / "out.png";
