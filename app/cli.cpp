@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -37,6 +38,7 @@ struct Options {
     std::string model = kDefaultModel;
     std::string device = "auto";
     std::string codec = "auto";
+    std::string format;  // output format for derived names ("png"), empty: the input's
     int batch = 4;
     int threads = 0;
     int tile = 0;
@@ -152,7 +154,13 @@ std::string report_json(const Options& o, const ModelFile& model, const Backend&
 int run_restore(const Options& o) {
     if (o.inputs.empty()) throw CLI::RequiredError("INPUT (an image file or folder; see --help)");
     Codec codec = parse_codec(o.codec);
-    std::vector<FileJob> jobs = plan_jobs(o.inputs, o.output, o.recursive, codec);  // usage errors first
+    std::string format = o.format;  // "PNG" or ".png" -> "png"
+    if (!format.empty() && format[0] == '.') format.erase(0, 1);
+    for (char& c : format) c = char(std::tolower(static_cast<unsigned char>(c)));
+    if (o.tile > 0 && o.tile < 16)
+        throw Error("--tile " + std::to_string(o.tile) +
+                    ": tiles under 16 pixels would be mostly halo; use 16 or more");
+    std::vector<FileJob> jobs = plan_jobs(o.inputs, o.output, o.recursive, codec, format);  // usage errors first
     ModelFile model = load_model_file(resolve_model(o.model));
     std::string note;
     std::unique_ptr<Backend> backend = make_backend(o.device, o.threads, &note);
@@ -202,7 +210,10 @@ int run_restore(const Options& o) {
                       << "  (read+decode and encode+write run on worker threads beside the compute, so the stage\n"
                          "   total can exceed the wall time: "
                       << std::to_string(int(report.wall_ms + 0.5)) << " ms)\n";
-        if (o.bench)
+        if (o.bench && report.bench_timer.empty())
+            std::cout << "bench: nothing was computed (every file was skipped or failed; existing outputs are "
+                         "skipped unless --force, or use another -o)\n";
+        else if (o.bench)
             std::cout << report.bench_timer.table("bench: compute repeated " + std::to_string(o.bench) +
                                                       "x per batch after the real run (warm-up); per-call min/median",
                                                   0, restored, true);
@@ -253,6 +264,10 @@ void setup(CLI::App& app, Options& o) {
         ->capture_default_str();
     app.add_flag("-r,--recursive", o.recursive, "Descend into subfolders of folder inputs");
     app.add_flag("-f,--force", o.force, "Overwrite outputs that already exist (inputs are never overwritten)");
+    app.add_option("--format", o.format,
+                   "Format of outputs named after their input (png, jpg, tif, webp, ...); default: the input's "
+                   "(an -o FILE.EXT keeps its own)")
+        ->type_name("EXT");
     app.add_option("--codec", o.codec, "Image codec: auto (best per format), opencv, stb")
         ->check(CLI::IsMember({"auto", "opencv", "stb"}))
         ->capture_default_str();
@@ -264,7 +279,8 @@ void setup(CLI::App& app, Options& o) {
                    "PNG compression level (1: fastest; 6: ~4% smaller files, ~3x slower to encode)")
         ->check(CLI::Range(0, 9))
         ->capture_default_str();
-    app.add_option("-j,--threads", o.threads, "CPU threads (0 = all)")
+    app.add_option("-j,--threads", o.threads,
+                   "Threads of the CPU backend's compute (0 = one per core); decoding/encoding use their own")
         ->check(CLI::Range(0, 1024))
         ->capture_default_str();
     app.add_option("--tile", o.tile,
@@ -297,11 +313,23 @@ int cli_main(int argc, char** argv) {
     setup(app, o);
     try {
         app.parse(argc, argv);
+        bool subcommand = app.got_subcommand("models") || app.got_subcommand("model");
+        if (subcommand && !o.inputs.empty())
+            throw Error("'" + o.inputs.front() + "' given before the command '" +
+                        (app.got_subcommand("models") ? "models" : "model") +
+                        "': to restore a folder of that name, write it as ./models or ./model");
         if (app.got_subcommand("models")) return run_models();
         if (app.got_subcommand("model")) return run_model_info(o.model_to_show);
         return run_restore(o);
     } catch (const CLI::ParseError& e) {
         int code = app.exit(e);
+        if (code != 0) {  // --json promises a report on stdout, also for a bad command line
+            for (int i = 1; i < argc; ++i)
+                if (std::string(argv[i]) == "--json") o.json = true;
+            if (o.json)
+                std::cout << "{\n  \"imrestore\": \"" << IMRESTORE_VERSION << "\",\n  \"error\": \""
+                          << json_escape(e.what()) << "\"\n}\n";
+        }
         return code == 0 ? kExitOk : kExitUsage;
     } catch (const Error& e) {
         report_error(o, e.what());

@@ -44,7 +44,9 @@
 // - Writing never converts silently: 16-bit to an 8-bit-only format, or alpha
 //   to a format without alpha, is an imr::Error naming the file, unless
 //   WriteOptions::bit_depth = 8 asks for 8-bit output.
-// - The temporary file is not fsync'ed: the rename keeps readers from seeing
+// - Writes go to an unnamed O_TMPFILE (a named hidden temporary where the
+//   file system lacks it) that is linked into place when complete. It is not
+//   fsync'ed: the link/rename keeps readers from seeing
 //   a partial file if the process dies, not if the machine loses power.
 #include "image_io.h"
 
@@ -880,51 +882,88 @@ std::vector<uint8_t> encode_opencv(const std::string& path, const Image& img, co
 }
 #endif
 
-// Writes `bytes` to a fresh temporary file beside `path`, then renames it over
-// `path` (with overwrite false: only if `path` still does not exist, checked
-// atomically by the rename itself). The temporary file is removed on every failure.
-void write_atomically(const std::string& path, const std::vector<uint8_t>& bytes, bool overwrite) {
-    static std::atomic<unsigned> counter{0};
-    const fs::path target(path);
-    const fs::path dir = target.parent_path();
-    std::string name = target.filename().string();
-    if (name.size() > 180) name.resize(180);  // stay below NAME_MAX with the suffix
-    const std::string tmp_name = "." + name + ".tmp-" + std::to_string(::getpid()) + "-" +
-                                 std::to_string(counter.fetch_add(1)) + target.extension().string();
-    const std::string tmp = (dir / tmp_name).string();
-    const std::string dir_text = dir.empty() ? "." : dir.string();
-
-    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0) {
-        int err = errno;
-        if (err == ENOENT) throw Error(path + ": cannot write: directory '" + dir_text + "' does not exist");
-        if (err == ENOTDIR) throw Error(path + ": cannot write: '" + dir_text + "' is not a directory");
-        throw Error(path + ": cannot create a file in '" + dir_text + "': " + errno_text(err));
-    }
-    auto fail = [&](const std::string& what, int err) {
-        ::unlink(tmp.c_str());
-        throw Error(path + ": " + what + (err ? ": " + errno_text(err) : std::string()));
-    };
+// Writes all of `bytes` to fd; errno-style code on failure, 0 on success.
+int write_all(int fd, const std::vector<uint8_t>& bytes) {
     size_t done = 0;
     while (done < bytes.size()) {
         ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
         if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) {
-            int err = w < 0 ? errno : EIO;
-            ::close(fd);
-            fail("cannot write", err);
-        }
+        if (w <= 0) return w < 0 ? errno : EIO;
         done += size_t(w);
     }
-    if (::close(fd) != 0) fail("cannot write", errno);
-    int renamed = overwrite ? std::rename(tmp.c_str(), path.c_str())
-                            : ::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, path.c_str(), RENAME_NOREPLACE);
-    if (renamed != 0) {
-        int err = errno;
-        if (err == EISDIR) fail("is a directory", 0);
+    return 0;
+}
+
+// Writes `bytes` to `path` so that no reader, and no crash, ever sees a
+// partial file. Preferred: an unnamed file in the target's folder
+// (O_TMPFILE) that gets a name only once complete: a process killed at any
+// point leaves nothing behind. Where the file system has no O_TMPFILE: a
+// hidden temporary file beside `path`, renamed over it, removed on every
+// failure. overwrite false: `path` must still not exist, checked atomically
+// by the link/rename itself.
+void write_atomically(const std::string& path, const std::vector<uint8_t>& bytes, bool overwrite) {
+    static std::atomic<unsigned> counter{0};
+    const fs::path target(path);
+    const fs::path dir = target.parent_path();
+    const std::string dir_text = dir.empty() ? "." : dir.string();
+    std::string name = target.filename().string();
+    if (name.size() > 180) name.resize(180);  // stay below NAME_MAX with the suffix
+    const std::string tmp = (dir / ("." + name + ".tmp-" + std::to_string(::getpid()) + "-" +
+                                    std::to_string(counter.fetch_add(1)) + target.extension().string()))
+                                .string();
+    auto open_error = [&](int err) {
+        if (err == ENOENT) return Error(path + ": cannot write: directory '" + dir_text + "' does not exist");
+        if (err == ENOTDIR) return Error(path + ": cannot write: '" + dir_text + "' is not a directory");
+        return Error(path + ": cannot create a file in '" + dir_text + "': " + errno_text(err));
+    };
+    auto place_error = [&](int err) {
+        if (err == EISDIR) return Error(path + ": is a directory");
         if (err == EEXIST && !overwrite)
-            fail("appeared while it was being restored; not overwritten (--force overwrites)", 0);
-        fail("cannot replace the file", err);
+            return Error(path + ": appeared while it was being restored; not overwritten (--force overwrites)");
+        return Error(path + ": cannot replace the file: " + errno_text(err));
+    };
+
+    int fd = ::open(dir_text.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+    if (fd >= 0) {
+        if (int err = write_all(fd, bytes)) {
+            ::close(fd);
+            throw Error(path + ": cannot write: " + errno_text(err));
+        }
+        const std::string self = "/proc/self/fd/" + std::to_string(fd);
+        // Without overwrite the link is the final name (fails if it exists);
+        // with it, a complete file gets a temporary name, then replaces path.
+        const std::string& link_to = overwrite ? tmp : path;
+        if (::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, link_to.c_str(), AT_SYMLINK_FOLLOW) == 0) {
+            ::close(fd);
+            if (overwrite && std::rename(tmp.c_str(), path.c_str()) != 0) {
+                int err = errno;
+                ::unlink(tmp.c_str());
+                throw place_error(err);
+            }
+            return;
+        }
+        int err = errno;
+        ::close(fd);
+        if (err == EEXIST || err == EISDIR) throw place_error(err);
+        // No /proc to link through: fall back to a named temporary file.
+    } else if (errno == ENOENT || errno == ENOTDIR || errno == EACCES || errno == EROFS) {
+        throw open_error(errno);
+    }
+
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0) throw open_error(errno);
+    int err = write_all(fd, bytes);
+    if (::close(fd) != 0 && !err) err = errno;
+    if (err) {
+        ::unlink(tmp.c_str());
+        throw Error(path + ": cannot write: " + errno_text(err));
+    }
+    int placed = overwrite ? std::rename(tmp.c_str(), path.c_str())
+                           : ::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, path.c_str(), RENAME_NOREPLACE);
+    if (placed != 0) {
+        err = errno;
+        ::unlink(tmp.c_str());
+        throw place_error(err);
     }
 }
 

@@ -114,13 +114,16 @@ void ModelRunner::run_tiled(const float* input, float* output, Shape shape, int 
                 run_pass(input, output, shape, timer);
                 return;
             }
+            ScopedStage copy_in(timer, "tile copies");
             tile_in.resize(ts.count());
             tile_out.resize(ts.count());
             for (int c = 0; c < C; ++c)
                 for (int y = hy0; y < hy1; ++y)
                     std::memcpy(&tile_in[(size_t(c) * ts.h + (y - hy0)) * ts.w],
                                 &input[(size_t(c) * shape.h + y) * shape.w + hx0], sizeof(float) * ts.w);
+            copy_in.stop();
             run_pass(tile_in.data(), tile_out.data(), ts, timer);
+            ScopedStage copy_out(timer, "tile copies");
             for (int c = 0; c < C; ++c)
                 for (int y = y0; y < y1; ++y)
                     std::memcpy(&output[(size_t(c) * shape.h + y) * shape.w + x0],

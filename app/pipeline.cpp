@@ -30,8 +30,10 @@ std::string strip_trailing_slashes(std::string p) {
     return p;
 }
 
-// "photo.gif" -> "photo.png" when this build cannot write GIF.
-fs::path writable_output(fs::path out, Codec codec) {
+// The output for a derived name: the requested format, else the input's
+// when this build can write it, else PNG ("photo.gif" -> "photo.png").
+fs::path output_with_format(fs::path out, const std::string& format, Codec codec) {
+    if (!format.empty()) return out.replace_extension("." + format);
     try {
         check_writable_format(out.string(), codec);
     } catch (const Error&) {
@@ -40,40 +42,49 @@ fs::path writable_output(fs::path out, Codec codec) {
     return out;
 }
 
+// Shown to the user: relative paths stay relative to where they ran it.
+fs::path as_given(const fs::path& p, bool relative) {
+    if (!relative) return p;
+    std::error_code ec;
+    fs::path rel = p.lexically_relative(fs::current_path(ec));
+    return rel.empty() ? p : rel;
+}
+
 // Image files of a folder, sorted, skipping hidden files (our own temporaries
 // among them), earlier outputs written beside their inputs (NAME.restored.EXT)
-// and, with -r, the output folder when it lies inside the input.
-std::vector<fs::path> folder_images(const fs::path& dir, bool recursive, const fs::path& skip_dir) {
-    std::vector<fs::path> files;
-    auto consider = [&](const fs::directory_entry& e) {
-        std::string name = e.path().filename().string();
-        if (!name.empty() && name[0] != '.' && e.is_regular_file() && is_readable_extension(name) &&
+// and, with -r, the output folder when it lies inside the input. Symbolic
+// links to folders are not followed (no cycles). A folder that cannot be
+// listed is reported in `unreadable`, not skipped silently.
+void scan_folder(const fs::path& dir, bool recursive, const fs::path& skip_dir, std::vector<fs::path>& files,
+                 std::vector<std::pair<fs::path, std::string>>& unreadable) {
+    std::error_code ec;
+    fs::directory_iterator it(dir, ec);
+    std::vector<fs::path> subfolders;
+    for (const fs::directory_iterator end; !ec && it != end; it.increment(ec)) {
+        const fs::directory_entry& e = *it;
+        std::error_code type_ec;
+        if (e.is_directory(type_ec)) {
+            if (recursive && !e.is_symlink(type_ec) && fs::weakly_canonical(e.path(), type_ec) != skip_dir)
+                subfolders.push_back(e.path());
+            continue;
+        }
+        const std::string name = e.path().filename().string();
+        if (!name.empty() && name[0] != '.' && e.is_regular_file(type_ec) && is_readable_extension(name) &&
             e.path().stem().extension() != ".restored")
             files.push_back(e.path());
-    };
-    std::error_code ec;
-    if (recursive) {
-        auto it = fs::recursive_directory_iterator(dir, fs::directory_options::skip_permission_denied, ec);
-        for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-            if (it->is_directory() && !skip_dir.empty() && fs::weakly_canonical(it->path()) == skip_dir) {
-                it.disable_recursion_pending();
-                continue;
-            }
-            consider(*it);
-        }
-    } else {
-        for (const auto& e : fs::directory_iterator(dir, ec)) consider(e);
     }
-    std::sort(files.begin(), files.end());
-    return files;
+    if (ec) unreadable.push_back({dir, ec.message()});
+    std::sort(subfolders.begin(), subfolders.end());
+    for (const fs::path& sub : subfolders) scan_folder(sub, recursive, skip_dir, files, unreadable);
 }
 
 }  // namespace
 
 std::vector<FileJob> plan_jobs(const std::vector<std::string>& inputs, const std::string& output, bool recursive,
-                               Codec codec) {
+                               Codec codec, const std::string& format) {
     std::vector<FileJob> jobs;
     std::error_code ec;
+    if (!format.empty()) check_writable_format("output." + format, codec);            // "--format xyz" fails here
     const bool one_file_in = inputs.size() == 1 && !fs::is_directory(inputs[0], ec);  // or a missing one
     const bool single_file_out =
         one_file_in && !output.empty() && output.back() != '/' && !fs::is_directory(output, ec);
@@ -88,8 +99,22 @@ std::vector<FileJob> plan_jobs(const std::vector<std::string>& inputs, const std
                         ": looks like an image file, but several inputs (or a folder) need an "
                         "output folder (end it with '/' if a folder of that name is meant)");
     }
+    if (single_file_out) check_writable_format(output, codec);  // "-o out.xyz" fails here, not per file
+    // Several folders into one -o each keep their own subfolder, named after
+    // the folder: two folders of one name would collide.
     int folder_inputs = 0;
-    for (const std::string& raw : inputs) folder_inputs += fs::is_directory(raw, ec);
+    std::map<std::string, std::pair<fs::path, std::string>> folder_names;  // name -> (canonical, as given)
+    for (const std::string& raw : inputs) {
+        if (!fs::is_directory(raw, ec)) continue;
+        ++folder_inputs;
+        fs::path canonical = fs::weakly_canonical(raw, ec);
+        std::string name = canonical.filename().string();
+        auto it = folder_names.find(name);
+        if (!output.empty() && it != folder_names.end() && it->second.first != canonical)
+            throw Error("folders " + it->second.second + " and " + raw + " have the same name '" + name +
+                        "', so their files would collide in " + output + "; restore them in separate runs");
+        folder_names[name] = {canonical, raw};
+    }
 
     for (const std::string& raw : inputs) {
         // "." or "photos/" -> an absolute, normalized path, so that its name
@@ -99,48 +124,63 @@ std::vector<FileJob> plan_jobs(const std::vector<std::string>& inputs, const std
         if (!fs::exists(in, ec)) {
             jobs.push_back({raw, "", raw + ": no such file or directory"});
         } else if (fs::is_directory(in, ec)) {
-            // Several folders into one -o: each keeps its own subfolder, so
-            // equal names in different folders cannot collide.
-            fs::path dest = output.empty()      ? in.parent_path() / (in.filename().string() + ".restored")
+            fs::path dest = output.empty()      ? as_given(in.parent_path() / (in.filename().string() + ".restored"),
+                                                           fs::path(raw).is_relative())
                             : folder_inputs > 1 ? out_root / in.filename()
                                                 : out_root;
-            std::vector<fs::path> files = folder_images(in, recursive, fs::weakly_canonical(dest, ec));
-            if (files.empty())
+            std::vector<fs::path> files;
+            std::vector<std::pair<fs::path, std::string>> unreadable;
+            scan_folder(in, recursive, fs::weakly_canonical(dest, ec), files, unreadable);
+            std::sort(files.begin(), files.end());
+            for (const auto& [folder, why] : unreadable) {
+                std::string shown = (fs::path(raw) / folder.lexically_relative(in)).lexically_normal().string();
+                jobs.push_back({shown, "", shown + ": cannot list the folder: " + why});
+            }
+            if (files.empty() && unreadable.empty())
                 jobs.push_back({raw, "",
                                 raw + ": no image files in this folder" +
                                     std::string(recursive ? "" : " (-r descends into subfolders)")});
             for (const fs::path& f : files) {
                 fs::path shown = fs::path(raw) / f.lexically_relative(in);  // as the user named it
                 jobs.push_back({shown.lexically_normal().string(),
-                                writable_output(dest / f.lexically_relative(in), codec).string(), ""});
+                                output_with_format(dest / f.lexically_relative(in), format, codec).string(), ""});
             }
         } else if (single_file_out) {
             jobs.push_back({raw, output, ""});
         } else if (output.empty()) {
-            fs::path out = fs::path(raw).parent_path() / (in.stem().string() + ".restored" + in.extension().string());
-            jobs.push_back({raw, writable_output(out, codec).string(), ""});
+            // NAME.restored.EXT; an input without extension gets NAME.restored.png.
+            std::string ext = in.extension().empty() ? ".png" : in.extension().string();
+            fs::path out = fs::path(raw).parent_path() / (in.stem().string() + ".restored" + ext);
+            jobs.push_back({raw, output_with_format(out, format, codec).string(), ""});
         } else {
-            jobs.push_back({raw, writable_output(out_root / in.filename(), codec).string(), ""});
+            fs::path out = out_root / in.filename();
+            if (in.extension().empty()) out += ".png";
+            jobs.push_back({raw, output_with_format(out, format, codec).string(), ""});
         }
     }
 
-    // Never overwrite an input, and never let two inputs write one output.
+    // Never overwrite an input, and never let two inputs write one output;
+    // the same input given twice (a.png ./a.png) is restored once.
     std::set<fs::path> input_paths;
     for (const FileJob& j : jobs)
         if (j.error.empty()) input_paths.insert(fs::weakly_canonical(j.input, ec));
-    std::map<fs::path, std::string> claimed;
+    std::map<fs::path, std::pair<fs::path, std::string>> claimed;  // output -> (canonical input, as given)
+    std::vector<FileJob> planned;
     for (FileJob& j : jobs) {
-        if (!j.error.empty()) continue;
-        fs::path out = fs::weakly_canonical(j.output, ec);
-        if (input_paths.count(out)) {
-            j.error = j.input + ": refusing to write " + j.output + " because it is an input";
-        } else if (claimed.count(out)) {
-            j.error = j.input + ": output " + j.output + " is also the output of " + claimed[out];
-        } else {
-            claimed[out] = j.input;
+        if (j.error.empty()) {
+            fs::path out = fs::weakly_canonical(j.output, ec), in = fs::weakly_canonical(j.input, ec);
+            auto it = claimed.find(out);
+            if (it != claimed.end() && it->second.first == in) continue;  // a duplicate
+            if (input_paths.count(out))
+                j.error = j.input + ": refusing to write " + j.output + " because it is an input";
+            else if (it != claimed.end())
+                j.error = j.input + ": output " + j.output + " is also the output of " + it->second.second;
+            else
+                claimed[out] = {in, j.input};
         }
+        planned.push_back(std::move(j));
     }
-    return jobs;
+    return planned;
 }
 
 // ------------------------------------------------------------------ running
@@ -237,6 +277,11 @@ private:
             return d;
         }
         std::error_code ec;
+        if (fs::is_directory(job.output, ec)) {
+            d.status = FileResult::Status::Failed,
+            d.message = job.output + ": is a folder; cannot write the image there";
+            return d;
+        }
         if (fs::exists(job.output, ec) && !options_.force) {
             d.status = FileResult::Status::Skipped, d.message = job.output + ": exists (--force overwrites it)";
             return d;
@@ -250,7 +295,9 @@ private:
         } catch (const std::exception& e) {  // imr::Error, or bad_alloc from a huge image
             d.status = FileResult::Status::Failed;
             d.message = e.what();
-            if (d.message.rfind(job.input, 0) != 0) d.message = job.input + ": " + d.message;
+            // Name the file the message is about once: the input, unless it is about the output.
+            if (d.message.rfind(job.input, 0) != 0 && d.message.rfind(job.output, 0) != 0)
+                d.message = job.input + ": " + d.message;
         }
         d.ms = ms_since(t);
         return d;
@@ -293,10 +340,11 @@ private:
         size_t item_size = size_t(channels) * first.height * first.width;
         std::vector<float> output;
         try {
-            std::vector<float> input(shape.count());
-            output.resize(shape.count());
+            std::vector<float> input;
             {
-                ScopedStage t(&report_.timer, "to-NCHW");
+                ScopedStage t(&report_.timer, "to-NCHW");  // the buffers' first touch included
+                input.resize(shape.count());
+                output.resize(shape.count());
                 size_t offset = 0;
                 for (const Pending& p : pending_) {
                     image_to_planes(p.image, channels, input.data() + offset);

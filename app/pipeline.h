@@ -26,9 +26,13 @@ struct FileJob {
 //   one input file and output not an existing folder nor ending in '/': output is the file.
 //   otherwise output is a folder: files go to output/<name>, a folder's files to
 //   output/<path relative to that folder> (the tree mirrors the input; -r descends).
-// Formats that cannot be written (GIF, PSD, ...) get a .png output.
+// Formats that cannot be written (GIF, PSD, ...) get a .png output;
+// `format` (an extension such as "png", or empty) sets every derived output's
+// format. Throws imr::Error for what can never work (several inputs into one
+// file, an output format this build cannot write, folders of the same name).
+// The same input given twice is restored once.
 std::vector<FileJob> plan_jobs(const std::vector<std::string>& inputs, const std::string& output, bool recursive,
-                               Codec codec);
+                               Codec codec, const std::string& format = "");
 
 struct PipelineOptions {
     int batch = 4;       // images of one size per model call

@@ -297,6 +297,49 @@ TEST(Cli, InterruptLeavesOnlyWholeFiles) {
     if (code == 130) EXPECT_LT(written, 150u);
 }
 
+TEST(Cli, OptionsAndPlanningEdgeCases) {
+    ScratchDir dir("cli");
+    const std::string in = q(sample("chelsea.png"));
+    // --format for outputs named after their input; the same input twice is restored once.
+    RunResult fmt = imrestore(in + " " + q(std::string(IMRESTORE_SAMPLES) + "/./chelsea.png") + " " +
+                                  q(sample("camera.png")) + " -o " + q(dir / "f/") + " --format JPG -d cpu",
+                              dir);
+    EXPECT_EQ(fmt.code, 0) << fmt.err;
+    EXPECT_TRUE(fs::exists(dir / "f/chelsea.jpg"));
+    EXPECT_TRUE(fs::exists(dir / "f/camera.jpg"));
+    EXPECT_NE(fmt.err.find("2 restored, 0 skipped, 0 failed"), std::string::npos) << fmt.err;
+    // Usage errors (exit 2) before any work.
+    for (const std::string& args :
+         {in + " -o " + q(dir / "x.xyz"), in + " --format xyz -o " + q(dir / "g/"), in + " --tile 5", in + " models"}) {
+        SCOPED_TRACE(args);
+        RunResult r = imrestore(args + " -d cpu", dir);
+        EXPECT_EQ(r.code, 2) << r.err;
+    }
+    // Two folders of one name into one -o would collide.
+    for (const char* f : {"p/photos", "q/photos"}) {
+        fs::create_directories(dir / f);
+        fs::copy_file(sample("camera.png"), dir / (std::string(f) + "/a.png"));
+    }
+    RunResult same =
+        imrestore(q(dir / "p/photos") + " " + q(dir / "q/photos") + " -o " + q(dir / "o") + " -d cpu", dir);
+    EXPECT_EQ(same.code, 2);
+    EXPECT_NE(same.err.find("have the same name"), std::string::npos) << same.err;
+    // --json reports a bad command line too.
+    RunResult bad = imrestore(in + " --no-such-option --json", dir);
+    EXPECT_EQ(bad.code, 2);
+    EXPECT_NE(bad.out.find("\"error\""), std::string::npos) << bad.out;
+    // An output that is a folder fails (not "skipped").
+    fs::create_directories(dir / "h/chelsea.png");
+    RunResult folder = imrestore(in + " -o " + q(dir / "h/") + " -d cpu", dir);
+    EXPECT_EQ(folder.code, 1);
+    EXPECT_NE(folder.err.find("is a folder"), std::string::npos) << folder.err;
+    // An input without extension: NAME.restored.png beside it.
+    fs::copy_file(sample("camera.png"), dir / "noext");
+    RunResult noext = imrestore(q(dir / "noext") + " -d cpu", dir);
+    EXPECT_EQ(noext.code, 0) << noext.err;
+    EXPECT_TRUE(fs::exists(dir / "noext.restored.png"));
+}
+
 TEST(Cli, ExistingOutputIsSkippedUnlessForced) {
     ScratchDir dir("cli");
     std::string out = dir / "out.png";

@@ -3,6 +3,7 @@
 #include <omp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -27,6 +28,37 @@ public:
 private:
     std::chrono::steady_clock::time_point start_, stop_;
 };
+
+size_t machine_available() {
+    std::ifstream meminfo("/proc/meminfo");
+    std::string line;
+    while (std::getline(meminfo, line)) {
+        if (line.rfind("MemAvailable:", 0) == 0) {
+            std::istringstream fields(line.substr(13));
+            size_t kib = 0;
+            if (fields >> kib) return kib * 1024;
+        }
+    }
+    const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? size_t(pages) * size_t(page) : 0;
+}
+
+// memory.max - memory.current of this process's cgroup (v2), or "no limit".
+size_t cgroup_available() {
+    constexpr size_t kNoLimit = ~size_t(0);
+    std::ifstream cgroup_file("/proc/self/cgroup");
+    std::string line, path;
+    while (std::getline(cgroup_file, line))
+        if (line.rfind("0::", 0) == 0) path = line.substr(3);  // the v2 hierarchy
+    if (path.empty()) return kNoLimit;
+    const std::string dir = "/sys/fs/cgroup" + (path == "/" ? std::string() : path);
+    std::ifstream max_file(dir + "/memory.max"), current_file(dir + "/memory.current");
+    std::string max_text;
+    size_t max = 0, current = 0;
+    if (!(max_file >> max_text) || max_text == "max" || !(current_file >> current)) return kNoLimit;
+    max = std::stoull(max_text);
+    return max > current ? max - current : 0;
+}
 
 class CpuBackend : public Backend {
 public:
@@ -58,19 +90,10 @@ public:
     }
     void synchronize() override {}
 
-    size_t free_memory() const override {
-        std::ifstream meminfo("/proc/meminfo");
-        std::string line;
-        while (std::getline(meminfo, line)) {
-            if (line.rfind("MemAvailable:", 0) == 0) {
-                std::istringstream fields(line.substr(13));
-                size_t kib = 0;
-                if (fields >> kib) return kib * 1024;
-            }
-        }
-        const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-        return pages > 0 && page > 0 ? size_t(pages) * size_t(page) : 0;
-    }
+    // What the machine has available, or less where a container (cgroup v2
+    // memory.max) limits this process: a container on a large host would
+    // otherwise be killed instead of tiling.
+    size_t free_memory() const override { return std::min(machine_available(), cgroup_available()); }
 
     void residual_block(const ResidualBlockArgs& a) override { cpu::residual_block(a, threads_); }
     void conv2d(const Conv2dArgs& a) override { cpu::conv2d(a, threads_); }

@@ -164,7 +164,12 @@ int cuda_device_count(std::string* why) {
     cudaError_t err = cudaGetDeviceCount(&count);
     if (err != cudaSuccess) {
         cudaGetLastError();
-        if (why) *why = std::string(cudaGetErrorString(err)) + " (" + cudaGetErrorName(err) + ")";
+        // Without an NVIDIA driver the runtime says "driver version is
+        // insufficient", which reads like "upgrade the driver": say what it means.
+        const bool no_gpu = err == cudaErrorInsufficientDriver || err == cudaErrorNoDevice;
+        if (why)
+            *why = std::string(no_gpu ? "no NVIDIA GPU or driver found; " : "") + "CUDA: " + cudaGetErrorString(err) +
+                   " (" + cudaGetErrorName(err) + ")";
         return 0;
     }
     if (count == 0 && why) *why = "no CUDA device found";
