@@ -221,8 +221,17 @@ struct Written {
 // batch while this one runs and to give every core a codec to run (encoding
 // dominates a GPU run: with 8 in flight a 16-core H200 host restored 127
 // images/s, with 32 275 images/s), few enough that threads and memory stay
-// small whatever --batch is.
+// small whatever --batch is. Large photos lower it further (in_flight_now).
 constexpr size_t kMinInFlight = 4, kMaxInFlight = 32;
+// Share of the host's available memory the images in flight may take (read
+// ahead + written behind): the rest is for the batch's float planes, the
+// model and everything else on the machine.
+constexpr double kInFlightMemoryShare = 0.25;
+// A batch holds --batch images, but no more pixels than this (one image
+// always fits): batching helps small images fill the GPU (the anchor suite's
+// 8x512x512 = 2 MP already does), while 4 photos of 48 MP would take 4.6 GB
+// of float planes for nothing.
+constexpr size_t kMaxBatchPixels = size_t(16) << 20;
 size_t in_flight(int batch) {
     size_t cores = std::max(1u, std::thread::hardware_concurrency());
     return std::clamp(std::max(2 * size_t(batch), 2 * cores), kMinInFlight, kMaxInFlight);
@@ -240,6 +249,7 @@ public:
           options_(options),
           progress_(progress),
           lookahead_(in_flight(options.batch)),
+          in_flight_budget_(size_t(kInFlightMemoryShare * double(host_memory_available()))),
           write_options_(with_overwrite(options.write, options.force)) {}
 
     PipelineReport run() {
@@ -253,7 +263,7 @@ public:
                 pending_.clear();
                 break;
             }
-            while (next_read < jobs_.size() && reading.size() < lookahead_) {
+            while (next_read < jobs_.size() && reading.size() < in_flight_now()) {
                 reading.push_back(std::async(std::launch::async, [this, j = next_read] { return decode(j); }));
                 ++next_read;
             }
@@ -268,6 +278,14 @@ public:
     }
 
 private:
+    // How many images may be decoding (and, separately, encoding) now: by
+    // count, and by bytes once the largest image so far is known; until then
+    // only 2, so a folder of huge photos cannot start 32 decodes at once.
+    size_t in_flight_now() const {
+        if (largest_image_bytes_ == 0) return std::min<size_t>(2, lookahead_);
+        return std::clamp(in_flight_budget_ / largest_image_bytes_, size_t(1), lookahead_);
+    }
+
     // On a worker thread: everything about job j that needs no shared state.
     Decoded decode(size_t j) const {
         const FileJob& job = jobs_[j];
@@ -318,13 +336,15 @@ private:
 
     void take(size_t i, Decoded d) {
         if (d.ms > 0) report_.timer.add("read+decode", d.ms);
+        largest_image_bytes_ = std::max(largest_image_bytes_, d.image.samples.size() * sizeof(uint16_t));
         if (d.status != FileResult::Status::Restored) return finish(i, d.status, d.message);
         if (!pending_.empty()) {
             int channels = runner_.model().channels;
             const Image& first = pending_.front().image;
             bool same = first.width == d.image.width && first.height == d.image.height &&
                         items_per_image(first, channels) == items_per_image(d.image, channels);
-            if (!same || int(pending_.size()) >= options_.batch) flush();
+            const size_t batch_pixels = size_t(first.width) * first.height * (pending_.size() + 1);
+            if (!same || int(pending_.size()) >= options_.batch || batch_pixels > kMaxBatchPixels) flush();
         }
         pending_.push_back({i, std::move(d.image)});
     }
@@ -385,7 +405,7 @@ private:
                 continue;
             }
             dims.samples = {};  // the report needs only the dimensions
-            while (writing_.size() >= lookahead_) collect_write();
+            while (writing_.size() >= in_flight_now()) collect_write();
             report_.megapixels += double(dims.width) * dims.height / 1e6;
             const std::string& path = jobs_[job].output;
             writing_.push_back(
@@ -432,7 +452,9 @@ private:
     ModelRunner& runner_;
     const PipelineOptions& options_;
     const ProgressFn& progress_;
-    const size_t lookahead_;
+    const size_t lookahead_;         // images in flight by count
+    const size_t in_flight_budget_;  // bytes the images in flight may take
+    size_t largest_image_bytes_ = 0;
     const WriteOptions write_options_;
     std::vector<Pending> pending_;
     std::mutex timer_mutex_;

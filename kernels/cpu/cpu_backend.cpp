@@ -93,7 +93,7 @@ public:
     // What the machine has available, or less where a container (cgroup v2
     // memory.max) limits this process: a container on a large host would
     // otherwise be killed instead of tiling.
-    size_t free_memory() const override { return std::min(machine_available(), cgroup_available()); }
+    size_t free_memory() const override { return host_memory_available(); }
 
     void residual_block(const ResidualBlockArgs& a) override { cpu::residual_block(a, threads_); }
     void conv2d(const Conv2dArgs& a) override { cpu::conv2d(a, threads_); }
@@ -105,6 +105,10 @@ private:
 };
 
 }  // namespace
+
+size_t host_memory_available() {
+    return std::min(machine_available(), cgroup_available());
+}
 
 std::unique_ptr<Backend> make_cpu_backend(int threads) {
     return std::make_unique<CpuBackend>(threads);
