@@ -15,10 +15,10 @@
 // conflict-free CUTLASS-style fragments, cp.async 3-stage pipeline, BK = 16.
 // H200: ranked shape 40.6 ms = 62% of fp32 peak (v1: 50.8 ms).
 //
-// v1 (the 32 x 64 tile, and every tile under IMRESTORE_CONV_KERNEL=v1):
-// each block computes a BM x BN output tile with 256 threads in a 16 x 16
-// grid, each thread a TM x TN register block (8 x 8 for the big tile: per
-// step of the reduction 16 shared-memory floats feed 64 FFMAs). The
+// v1 (the 32 x 64 tile; v1 also ran the big tiles until commit ed1dc63, see
+// docs/performance.md): each block computes a BM x BN output tile with 256
+// threads in a 16 x 16 grid, each thread a TM x TN register block (2 x 4 for
+// the 32 x 64 tile; the big tiles used 8 x 8). The
 // reduction runs in steps of BK = 8 through two shared-memory buffers: while
 // the FFMAs consume one buffer, the next tile is fetched into registers and
 // stored into the other, one barrier per step. Tiles too large for the
@@ -29,7 +29,6 @@
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 
 #include "common.cuh"
@@ -436,33 +435,18 @@ constexpr TileConfig CV_TILES[] = {
     {64, 256},   // 32 < Cout <= 64 (v2): 8 x 8 per thread as well, no half-empty M
     {32, 64},    // Cout <= 32 or too few big tiles to fill the GPU (v1 kernel): 2 x 4 per thread
 };
-// The v1 kernel's tiles (IMRESTORE_CONV_KERNEL=v1: the kernel of the first H200 run, kept for comparison).
-constexpr TileConfig CV_TILES_V1[] = {{128, 128}, {64, 128}, {32, 64}};
 
 // v2 reduction step and pipeline depth. BK = 16: one barrier per 16 rows
 // (v1: 8); 3 stages: two tiles of copies in flight behind the FFMAs;
 // 128 x 128: 3 x 16 x 264 floats = 51 KB, 64 x 256: 63 KB -> 2 blocks/SM.
 constexpr int V2_BK = 16, V2_STAGES = 3;
-// Alternative for the no-padding path, measured against it (IMRESTORE_CONV_KERNEL=v2bk8).
-constexpr int V2_ALT_BK = 8, V2_ALT_STAGES = 4;
-
-// Kernel choice for measurements and tests: IMRESTORE_CONV_KERNEL = v2 (default),
-// v2bk8, v1; IMRESTORE_CONV_TILE = BMxBN forces a tile (all shapes; for tests).
-int kernel_variant() {
-    static const int v = [] {
-        const char* e = std::getenv("IMRESTORE_CONV_KERNEL");
-        if (!e || !*e || !std::strcmp(e, "v2")) return 2;
-        if (!std::strcmp(e, "v1")) return 1;
-        if (!std::strcmp(e, "v2bk8")) return 3;
-        return 2;
-    }();
-    return v;
-}
-int forced_tile(const TileConfig* tiles) {
+// IMRESTORE_CONV_TILE = BMxBN forces a tile for every shape, so the tests can
+// run each kernel on every padding and odd-size case.
+int forced_tile() {
     static const char* e = std::getenv("IMRESTORE_CONV_TILE");
     if (!e || !*e) return -1;
     for (int c = 0; c < 3; ++c)
-        if (std::to_string(tiles[c].bm) + "x" + std::to_string(tiles[c].bn) == e) return c;
+        if (std::to_string(CV_TILES[c].bm) + "x" + std::to_string(CV_TILES[c].bn) == e) return c;
     return -1;
 }
 
@@ -515,9 +499,7 @@ void launch_v2(const ConvParams& p, const Conv2dArgs& a, int split, cudaStream_t
     const bool valid = a.pad_before == 0 && a.pad_after == 0;
     switch (a.pad_mode) {
         case PadMode::Zero:
-            if (valid && kernel_variant() == 3)
-                launch_v2_kernel<BM, BN, V2_ALT_BK, V2_ALT_STAGES, PadMode::Zero, true>(p, a, grid, stream);
-            else if (valid)
+            if (valid)
                 launch_v2_kernel<BM, BN, V2_BK, V2_STAGES, PadMode::Zero, true>(p, a, grid, stream);
             else
                 launch_v2_kernel<BM, BN, V2_BK, V2_STAGES, PadMode::Zero, false>(p, a, grid, stream);
@@ -539,10 +521,10 @@ Conv2dPlan plan_conv2d(const Conv2dArgs& a, int sm_count) {
     const Shape o = a.out_shape();
     const long long m = a.out_channels, n = (long long)o.n * o.h * o.w;
     const long long kdim = (long long)a.in.c * a.kernel * a.kernel;
-    const TileConfig* tiles = kernel_variant() == 1 ? CV_TILES_V1 : CV_TILES;
+    const TileConfig* tiles = CV_TILES;
     int c = m > 64 ? 0 : m > 32 ? 1 : 2;
     while (c < 2 && tile_count(tiles[c], m, n) < sm_count) ++c;  // fill the GPU before using big tiles
-    if (forced_tile(tiles) >= 0) c = forced_tile(tiles);
+    if (forced_tile() >= 0) c = forced_tile();
     Conv2dPlan plan{tiles[c].bm, tiles[c].bn, 1};
     // Wave quantization: with 1.5 waves the last one runs half empty; two
     // half-length blocks per tile can fill it.
@@ -559,9 +541,9 @@ void conv2d(const Conv2dArgs& a, cudaStream_t stream, int sm_count) {
     if (a.in.count() >= size_t(INT_MAX) || o.count() >= size_t(INT_MAX) || kdim * a.out_channels >= INT_MAX)
         throw Error(context(a) + ": tensors of 2^31 or more elements are not supported on CUDA");
     const Conv2dPlan plan = plan_conv2d(a, sm_count);
-    const bool v1 = kernel_variant() == 1 || plan.bm == 32;
+    const bool v1 = plan.bm == 32;
     // Split chunks are whole reduction steps of the kernel that runs.
-    const int step = v1 ? CV_BK : kernel_variant() == 3 ? V2_ALT_BK : V2_BK;
+    const int step = v1 ? CV_BK : V2_BK;
 
     ConvParams p{};
     p.in = a.input, p.weight = a.weight, p.bias = a.bias, p.out = a.output;
@@ -578,12 +560,7 @@ void conv2d(const Conv2dArgs& a, cudaStream_t stream, int sm_count) {
                    "cudaMemsetAsync(output) for the split reduction");
 
     if (v1) {
-        if (plan.bm == 128)
-            launch_tile<128, 128, 8, 8>(p, a, plan.split_k, stream);
-        else if (plan.bm == 64)
-            launch_tile<64, 128, 4, 8>(p, a, plan.split_k, stream);
-        else
-            launch_tile<32, 64, 2, 4>(p, a, plan.split_k, stream);
+        launch_tile<32, 64, 2, 4>(p, a, plan.split_k, stream);
     } else if (plan.bm == 128) {
         launch_v2<128, 128>(p, a, plan.split_k, stream);
     } else {

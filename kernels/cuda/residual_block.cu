@@ -13,20 +13,19 @@
 //      as 30 x 68 so that every thread owns a 4-pixel strip) is produced
 //      RB_HC channels at a time into shared memory (zero outside the image:
 //      conv_out pads the hidden tensor with zeros, not with its bias);
-//   3. each thread accumulates a 2 x 4 pixel x 3 channel block of the output
-//      from that chunk in registers; after the last chunk it adds bias and x
-//      and writes the result. The hidden tensor never touches global memory.
+//   3. each thread accumulates a 4 x 4 pixel x 3 channel block of the output
+//      over half of the chunk's hidden channels in registers; after the last
+//      chunk the two halves are summed, bias and x added and the result
+//      written. The hidden tensor never touches global memory.
 // The recomputed hidden halo costs (30*68)/(28*64) - 1 = 14% of conv_in.
 // Both phases read shared memory as float4 and the weights as float4
 // broadcasts, so each loaded float feeds >= 8 FFMAs (shared memory delivers
 // 32 floats per clock per SM against 128 FFMA lanes).
 // Small grids (tiles <= SMs / 2, e.g. 1x64x64: 3 tiles) split each tile's
 // hidden channels over two blocks, see launch_fused.
-// Two kernels share this tiling: v2 (residual_block_c3_kernel, 2 x 4 pixel
-// conv_out block per thread) and the default v3 (residual_block_c3_v3_kernel,
-// 4 x 4 pixel block, each hidden chunk split over two threads; see its
-// comment). IMRESTORE_RB_KERNEL=v2 selects v2. H200, 8x512x512: v2 262 us,
-// v3 227 us (docs/performance.md, "v3 notes").
+// This is the third version of the kernel (v3; v1/v2, with a 2 x 4 pixel
+// conv_out block, are in git history up to commit ed1dc63). H200,
+// 8x512x512: v2 262 us, v3 227 us (docs/performance.md, "v3 notes").
 #include <algorithm>
 #include <cstdlib>
 #include <string>
@@ -53,11 +52,8 @@ constexpr int RB_WOUT_STRIDE = 28;                    // 27 conv_out weights of 
 constexpr int RB_IN_STRIPS = RB_HID_W / RB_STRIP;     // 17 conv_in strips per hidden row
 constexpr int RB_IN_UNITS = RB_HID_H * RB_IN_STRIPS;  // 510 conv_in work units (1 x 4 pixels x RB_HC channels)
 constexpr int RB_OUT_STRIPS = RB_TILE_W / RB_STRIP;   // 16
-constexpr int RB_OUT_UNITS = RB_TILE_H / 2 * RB_OUT_STRIPS;  // 224 conv_out units (2 x 4 pixels x 3 channels)
-static_assert(RB_OUT_UNITS <= RB_THREADS, "one conv_out unit per thread");
 static_assert(RB_HID_W >= RB_TILE_W + 2 && RB_HID_W % RB_STRIP == 0, "hidden tile covers the halo in strips");
 static_assert(RB_IN_W >= RB_HID_W + 4 && RB_IN_W % 4 == 0, "conv_in reads two float4 per row");
-static_assert(RB_TILE_H % 2 == 0, "conv_out units are 2 rows high");
 
 constexpr int RB_S_IN = RB_C * RB_IN_H * RB_IN_W;      // floats
 constexpr int RB_S_HID = RB_HC * RB_HID_H * RB_HID_W;  // floats
@@ -76,7 +72,7 @@ __device__ __forceinline__ void unpack8(float (&v)[8], const float* p) {
 // RB_HID_H x RB_HID_W hidden tile (the output tile plus its 1-pixel halo), from
 // the input tile in s_in, into s_hid; zero where the hidden pixel lies outside
 // the image (conv_out's zero padding). Work unit: 1 x 4 pixels x RB_HC
-// channels, RB_IN_UNITS of them over the block's threads. Shared by v2 and v3.
+// channels, RB_IN_UNITS of them over the block's threads.
 __device__ __forceinline__ void conv_in_chunk(const float* s_in, const float* s_win, const float* s_bin, float* s_hid,
                                               int chunk, int tid, int ty0, int tx0, int H, int W) {
     for (int u = tid; u < RB_IN_UNITS; u += RB_THREADS) {
@@ -116,111 +112,7 @@ __device__ __forceinline__ void conv_in_chunk(const float* s_in, const float* s_
     }
 }
 
-__global__ void __launch_bounds__(RB_THREADS, 2)
-    residual_block_c3_kernel(const float* __restrict__ x, float* __restrict__ out, const float* __restrict__ w_in,
-                             const float* __restrict__ b_in, const float* __restrict__ w_out,
-                             const float* __restrict__ b_out, int H, int W, int hidden, int hidden_pad, int splits) {
-    extern __shared__ __align__(16) float smem[];
-    float* s_in = smem;                                    // [C][IN_H][IN_W]
-    float* s_hid = s_in + RB_S_IN;                         // [HC][HID_H][HID_W]
-    float* s_win = s_hid + RB_S_HID;                       // [hidden_pad/HC][C][9 taps][HC]
-    float* s_bin = s_win + hidden_pad * RB_C * 9;          // [hidden_pad]
-    float* s_wout = s_bin + hidden_pad;                    // [hidden_pad][9 taps x C + 1]
-    float* s_bout = s_wout + hidden_pad * RB_WOUT_STRIDE;  // [4]
-
-    const int tid = threadIdx.x;
-    // blockIdx.z = image * splits + part: with splits = 2 the two parts take half of the
-    // hidden chunks each and add their sums atomically onto the zeroed output.
-    const int n = blockIdx.z / splits, part = blockIdx.z - n * splits;
-    const int n_chunks = hidden_pad / RB_HC, per_part = (n_chunks + splits - 1) / splits;
-    const int chunk_begin = part * per_part, chunk_end = min(n_chunks, chunk_begin + per_part);
-    const int tx0 = blockIdx.x * RB_TILE_W, ty0 = blockIdx.y * RB_TILE_H;
-    const size_t plane = size_t(H) * W;
-    const float* xn = x + size_t(n) * RB_C * plane;
-
-    // Weights, rearranged so that the inner loops read float4 broadcasts; zero past `hidden`.
-    for (int i = tid; i < hidden_pad * RB_C * 9; i += RB_THREADS) {
-        const int h8 = i % RB_HC, t = i / RB_HC, tap = t % 9, c = (t / 9) % RB_C, chunk = t / (9 * RB_C);
-        const int h = chunk * RB_HC + h8;
-        s_win[i] = h < hidden ? w_in[(h * RB_C + c) * 9 + tap] : 0.f;
-    }
-    for (int i = tid; i < hidden_pad; i += RB_THREADS) s_bin[i] = i < hidden ? b_in[i] : 0.f;
-    for (int i = tid; i < hidden_pad * RB_WOUT_STRIDE; i += RB_THREADS) {
-        const int h = i / RB_WOUT_STRIDE, j = i % RB_WOUT_STRIDE, tap = j / RB_C, c = j % RB_C;
-        s_wout[i] = (h < hidden && j < 9 * RB_C) ? w_out[(c * hidden + h) * 9 + tap] : 0.f;
-    }
-    if (tid < 4) s_bout[tid] = tid < RB_C ? b_out[tid] : 0.f;
-    // The input tile with a 2-pixel halo, zero outside the image (read once).
-    for (int i = tid; i < RB_S_IN; i += RB_THREADS) {
-        const int col = i % RB_IN_W, row = (i / RB_IN_W) % RB_IN_H, c = i / (RB_IN_W * RB_IN_H);
-        const int gy = ty0 - 2 + row, gx = tx0 - 2 + col;
-        s_in[i] = (gy >= 0 && gy < H && gx >= 0 && gx < W) ? xn[c * plane + size_t(gy) * W + gx] : 0.f;
-    }
-    __syncthreads();
-
-    // conv_out unit of this thread: output rows oy, oy+1, columns ox..ox+3 (tile-local).
-    const bool has_out = tid < RB_OUT_UNITS;
-    const int oy = (tid / RB_OUT_STRIPS) * 2, ox = (tid % RB_OUT_STRIPS) * RB_STRIP;
-    float acc[2][RB_STRIP][RB_C] = {};
-
-    for (int chunk = chunk_begin; chunk < chunk_end; ++chunk) {
-        // ---- conv_in: hidden[chunk*HC .. +HC) on the 30 x 68 tile.
-        conv_in_chunk(s_in, s_win, s_bin, s_hid, chunk, tid, ty0, tx0, H, W);
-        __syncthreads();
-
-        // ---- conv_out: accumulate this chunk's hidden channels into the 2 x 4 x 3 block.
-        if (has_out) {
-#pragma unroll 2
-            for (int h = 0; h < RB_HC; ++h) {
-                float v[4][8];
-#pragma unroll
-                for (int r = 0; r < 4; ++r) unpack8(v[r], s_hid + (h * RB_HID_H + oy + r) * RB_HID_W + ox);
-                float w[RB_WOUT_STRIDE];
-#pragma unroll
-                for (int q = 0; q < RB_WOUT_STRIDE / 4; ++q) {
-                    const float4 t =
-                        *reinterpret_cast<const float4*>(s_wout + (chunk * RB_HC + h) * RB_WOUT_STRIDE + 4 * q);
-                    w[4 * q] = t.x, w[4 * q + 1] = t.y, w[4 * q + 2] = t.z, w[4 * q + 3] = t.w;
-                }
-#pragma unroll
-                for (int ky = 0; ky < 3; ++ky)
-#pragma unroll
-                    for (int kx = 0; kx < 3; ++kx)
-#pragma unroll
-                        for (int c = 0; c < RB_C; ++c)
-#pragma unroll
-                            for (int r = 0; r < 2; ++r)
-#pragma unroll
-                                for (int i = 0; i < RB_STRIP; ++i)
-                                    acc[r][i][c] = fmaf(w[(ky * 3 + kx) * RB_C + c], v[r + ky][i + kx], acc[r][i][c]);
-            }
-        }
-        __syncthreads();  // the next chunk overwrites s_hid
-    }
-
-    if (!has_out) return;
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-        const int gy = ty0 + oy + r;
-        if (gy >= H) continue;
-#pragma unroll
-        for (int i = 0; i < RB_STRIP; ++i) {
-            const int gx = tx0 + ox + i;
-            if (gx >= W) continue;
-#pragma unroll
-            for (int c = 0; c < RB_C; ++c) {
-                const float xv = s_in[(c * RB_IN_H + oy + r + 2) * RB_IN_W + ox + i + 2];
-                float* o = out + (size_t(n) * RB_C + c) * plane + size_t(gy) * W + gx;
-                if (splits == 1)
-                    *o = xv + (acc[r][i][c] + s_bout[c]);
-                else  // exactly two addends onto zero: the sum does not depend on their order
-                    atomicAdd(o, part == 0 ? xv + (acc[r][i][c] + s_bout[c]) : acc[r][i][c]);
-            }
-        }
-    }
-}
-
-// ---- v3 (default): the v2 tiling with a 4 x 4 conv_out register block.
+// ---- the conv_out register block: 4 x 4 pixels, each hidden chunk split over two threads.
 // v2's conv_out unit (2 x 4 pixels x 3 channels) loads 4 hidden rows (8 LDS.128,
 // 32 wavefronts) + 7 weight float4s for 216 FFMA: 0.18 shared wavefronts per
 // FFMA, about as much as conv_in (ncu v1: the kernel stalls on the shared
@@ -232,7 +124,7 @@ __global__ void __launch_bounds__(RB_THREADS, 2)
 // threads busy, as in v2); the halves are summed once through shared memory
 // after the last chunk, in a fixed order (deterministic). The input tile is
 // loaded with all 27 global loads per thread in flight before the first
-// shared store (v2 loads one or a few at a time).
+// shared store (v2 loaded one or a few at a time).
 constexpr int RB3_OUT_ROWS = 4;                                        // conv_out rows per thread (48 accumulators)
 constexpr int RB3_OUT_GROUPS = RB_TILE_H / RB3_OUT_ROWS;               // 7 row groups per tile
 constexpr int RB3_OUT_UNITS = RB3_OUT_GROUPS * RB_OUT_STRIPS;          // 112 (4 x 4 pixel) units
@@ -281,7 +173,7 @@ __global__ void __launch_bounds__(RB_THREADS, 2)
         for (int k = 0; k < RB3_IN_LOADS; ++k)
             if (tid + k * RB_THREADS < RB_S_IN) s_in[tid + k * RB_THREADS] = t[k];
     }
-    // Weights, rearranged as in v2; zero past `hidden`.
+    // Weights, rearranged so that the inner loops read float4 broadcasts; zero past `hidden`.
 #pragma unroll 4
     for (int i = tid; i < hidden_pad * RB_C * 9; i += RB_THREADS) {
         const int h8 = i % RB_HC, t = i / RB_HC, tap = t % 9, c = (t / 9) % RB_C, chunk = t / (9 * RB_C);
@@ -306,7 +198,7 @@ __global__ void __launch_bounds__(RB_THREADS, 2)
     float acc[RB3_OUT_ROWS][RB_STRIP][RB_C] = {};
 
     for (int chunk = chunk_begin; chunk < chunk_end; ++chunk) {
-        // ---- conv_in: as in v2 (1 x 4 pixels x 8 hidden channels per unit, 2 units per thread).
+        // ---- conv_in: 1 x 4 pixels x 8 hidden channels per unit, 2 units per thread.
         conv_in_chunk(s_in, s_win, s_bin, s_hid, chunk, tid, ty0, tx0, H, W);
         __syncthreads();
 
@@ -451,20 +343,10 @@ bool split_enabled() {
     return on;
 }
 
-// IMRESTORE_RB_KERNEL=v2 selects the v2 fused kernel (for measurements in the
-// same session); anything else, or unset, the v3 kernel.
-bool use_v2_kernel() {
-    static const bool v2 = [] {
-        const char* e = std::getenv("IMRESTORE_RB_KERNEL");
-        return e && std::string(e) == "v2";
-    }();
-    return v2;
-}
-
 void launch_fused(const ResidualBlockArgs& a, cudaStream_t stream, int sm_count) {
     const int hidden_pad = (a.hidden + RB_HC - 1) / RB_HC * RB_HC;
     const size_t smem = fused_smem_bytes(hidden_pad);
-    const auto kernel = use_v2_kernel() ? residual_block_c3_kernel : residual_block_c3_v3_kernel;
+    const auto kernel = residual_block_c3_v3_kernel;
     check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)), context(a),
                "cudaFuncSetAttribute(max dynamic shared memory)");
     const unsigned gx = (a.shape.w + RB_TILE_W - 1) / RB_TILE_W, gy = (a.shape.h + RB_TILE_H - 1) / RB_TILE_H;
@@ -479,8 +361,7 @@ void launch_fused(const ResidualBlockArgs& a, cudaStream_t stream, int sm_count)
     const dim3 grid(gx, gy, unsigned(a.shape.n * splits));
     kernel<<<grid, RB_THREADS, smem, stream>>>(a.input, a.output, a.conv_in_weight, a.conv_in_bias, a.conv_out_weight,
                                                a.conv_out_bias, a.shape.h, a.shape.w, a.hidden, hidden_pad, splits);
-    check_launch(context(a),
-                 use_v2_kernel() ? "residual_block_c3_kernel launch" : "residual_block_c3_v3_kernel launch");
+    check_launch(context(a), "residual_block_c3_v3_kernel launch");
 }
 
 void launch_generic(const ResidualBlockArgs& a, cudaStream_t stream) {
