@@ -312,6 +312,16 @@ std::vector<double> reference_model(const ModelFile& m, const std::vector<float>
     return y;
 }
 
+// Every element of `out` against the float64 chain. fp32 through the 4 stages
+// of test::small_model, reductions of at most 8*9=72 terms: 1e-5 of the
+// output scale is far above the rounding and far below any indexing error.
+void expect_matches_reference(const std::vector<float>& out, const std::vector<double>& ref, const char* what) {
+    double scale = 0;
+    for (double v : ref) scale = std::max(scale, std::abs(v));
+    ASSERT_EQ(out.size(), ref.size());
+    for (size_t i = 0; i < ref.size(); ++i) ASSERT_NEAR(out[i], ref[i], 1e-5 * scale) << what << ", element " << i;
+}
+
 TEST(ModelRunner, MatchesReferenceTiledOrNot) {
     unsigned seed;
     auto rng = fresh_rng(&seed);
@@ -329,15 +339,8 @@ TEST(ModelRunner, MatchesReferenceTiledOrNot) {
     runner.set_max_tile(16);  // 16 < radius-padded size: many tiles, edges and corners
     runner.run(input.data(), tiled.data(), shape, nullptr);
 
-    double scale = 0;
-    for (double v : ref) scale = std::max(scale, std::abs(v));
-    // fp32 through 4 stages with reductions of at most 8*9=72 terms: 1e-5 of the
-    // output scale is far above the rounding and far below any indexing error.
-    double tol = 1e-5 * scale;
-    for (size_t i = 0; i < ref.size(); ++i) {
-        ASSERT_NEAR(whole[i], ref[i], tol) << "untiled, element " << i;
-        ASSERT_NEAR(tiled[i], ref[i], tol) << "tiled, element " << i;
-    }
+    expect_matches_reference(whole, ref, "untiled");
+    expect_matches_reference(tiled, ref, "tiled");
     // 4 stages; no upload/download rows: the CPU works on the caller's buffers
     ASSERT_EQ(timer.rows().size(), 4u);
     EXPECT_EQ(timer.rows()[0].name, "stage 0 residual_block");
@@ -386,9 +389,7 @@ TEST(ModelRunner, TilesOnItsOwnWhenMemoryIsShort) {
                                [](const StageTimer::Row& r) { return r.name == "stage 0 residual_block"; });
     ASSERT_NE(stage0, timer.rows().end());
     EXPECT_GT(stage0->samples_ms.size(), 2u) << "expected several tiles";
-    double scale = 0;
-    for (double v : ref) scale = std::max(scale, std::abs(v));
-    for (size_t i = 0; i < ref.size(); ++i) ASSERT_NEAR(out[i], ref[i], 1e-5 * scale) << "element " << i;
+    expect_matches_reference(out, ref, "tiled for memory");
 
     LowMemoryBackend tiny(1024);  // not even a 16-pixel tile
     ModelRunner hopeless(m, tiny);
