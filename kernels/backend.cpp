@@ -24,6 +24,16 @@ const char* pad_mode_name(PadMode mode) {
     return "?";
 }
 
+const char* activation_name(Activation a) {
+    switch (a) {
+        case Activation::None:
+            return "none";
+        case Activation::ReLU:
+            return "relu";
+    }
+    return "?";
+}
+
 namespace {
 bool positive(const Shape& s) {
     return s.n > 0 && s.c > 0 && s.h > 0 && s.w > 0;
@@ -56,6 +66,25 @@ void check_args(const Conv2dArgs& a) {
         fail("reflect padding needs the image to be larger than the padding");
     if (!a.input || !a.output || !a.weight) fail("null tensor pointer");
     if (a.input == a.output) fail("output must not alias input");
+    if (a.residual == a.output) fail("output must not alias the residual");
+    if (a.activation != Activation::None && a.activation != Activation::ReLU) fail("unknown activation");
+}
+
+void check_args(const PixelShuffleArgs& a) {
+    const bool to_depth = a.direction == ShuffleDirection::ToDepth;
+    auto fail = [&](const std::string& what) {
+        throw Error(std::string("pixel_shuffle ") + (to_depth ? "to depth " : "to space ") + a.in.str() + ", factor " +
+                    std::to_string(a.factor) + ": " + what);
+    };
+    if (!positive(a.in) || a.factor <= 0) fail("sizes must be positive");
+    if (a.factor > 64) fail("factor must be at most 64");
+    if (to_depth && (a.in.h % a.factor || a.in.w % a.factor)) fail("height and width must be multiples of the factor");
+    if (!to_depth && a.in.c % (a.factor * a.factor)) fail("channels must be a multiple of factor * factor");
+    if (!to_depth && (size_t(a.in.h) * a.factor > size_t(1) << 30 || size_t(a.in.w) * a.factor > size_t(1) << 30))
+        fail("output is too large");
+    if (!a.input || !a.output) fail("null tensor pointer");
+    if (a.input == a.output) fail("output must not alias input");
+    if (a.residual == a.output) fail("output must not alias the residual");
 }
 
 std::unique_ptr<Backend> make_backend(const std::string& spec, int cpu_threads, std::string* note) {

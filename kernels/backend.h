@@ -1,5 +1,5 @@
 // The op interface of imrestore: every backend (CPU, CUDA) implements the
-// same two ops with the same arguments, so the pipeline, the tests and the
+// same ops with the same arguments, so the pipeline, the tests and the
 // benchmarks never care which one runs.
 //
 // Conventions: fp32, NCHW, stride 1. Pointers in *Args live in the backend's
@@ -51,6 +51,10 @@ struct ResidualBlockArgs {
     const float* conv_out_bias = nullptr;
 };
 
+// What a convolution applies to its output after the bias.
+enum class Activation { None, ReLU };
+const char* activation_name(Activation a);
+
 // How the border is extended before a convolution. Zero: zeros; Reflect: mirror
 // without repeating the edge (numpy/torch "reflect"); Replicate: repeat the edge.
 enum class PadMode { Zero, Reflect, Replicate };
@@ -59,9 +63,13 @@ const char* pad_mode_name(PadMode mode);
 // conv2d: the input [N, Cin, H, W] is padded by pad_before rows/columns at the
 // top/left and pad_after at the bottom/right (in pad_mode), then convolved
 // (cross-correlation, as torch) with weight [Cout, Cin, K, K], stride 1, plus
-// bias [Cout] when bias is not null. With no padding this is GPU MODE's
+// bias [Cout] when bias is not null, then the activation, then `residual`
+// (an output-shaped tensor) when it is not null:
+//   output = activation(conv(input) + bias) + residual
+// With no padding, bias, activation or residual this is GPU MODE's
 // conv2d_v2: output [N, Cout, H-K+1, W-K+1]. pad_before + pad_after = K-1
-// keeps the image size (what model files use).
+// keeps the image size (what model files use). Fusing the activation and the
+// residual add into the convolution saves a pass over the output per layer.
 struct Conv2dArgs {
     Shape in;  // [N, Cin, H, W]
     int out_channels = 0;
@@ -72,10 +80,37 @@ struct Conv2dArgs {
     float* output = nullptr;  // must not alias input
     const float* weight = nullptr;
     const float* bias = nullptr;  // optional
+    Activation activation = Activation::None;
+    const float* residual = nullptr;  // optional, out_shape(); must not alias output
 
     Shape out_shape() const {
         return {in.n, out_channels, in.h + pad_before + pad_after - kernel + 1,
                 in.w + pad_before + pad_after - kernel + 1};
+    }
+};
+
+// pixel_shuffle moves blocks of factor x factor pixels into channels and back
+// (f = factor):
+//   ToDepth (torch.nn.PixelUnshuffle): [N, C, H, W] -> [N, C*f*f, H/f, W/f],
+//     out[n][c*f*f + dy*f + dx][y][x] = in[n][c][y*f + dy][x*f + dx]
+//   ToSpace (torch.nn.PixelShuffle): the inverse.
+// H and W must be multiples of f for ToDepth, C a multiple of f*f for ToSpace.
+// `residual` (optional, output-shaped) is added to the output: a network that
+// ends in ToSpace adds its input back in the same pass.
+enum class ShuffleDirection { ToDepth, ToSpace };
+struct PixelShuffleArgs {
+    Shape in;
+    int factor = 0;
+    ShuffleDirection direction = ShuffleDirection::ToDepth;
+    const float* input = nullptr;
+    float* output = nullptr;          // must not alias input
+    const float* residual = nullptr;  // optional, out_shape(); must not alias output
+
+    Shape out_shape() const {
+        const int ff = factor * factor;
+        if (factor <= 0) return in;
+        return direction == ShuffleDirection::ToDepth ? Shape{in.n, in.c * ff, in.h / factor, in.w / factor}
+                                                      : Shape{in.n, in.c / ff, in.h * factor, in.w * factor};
     }
 };
 
@@ -84,6 +119,7 @@ struct Conv2dArgs {
 // wider than the image allows, null pointers). Every backend calls these first.
 void check_args(const ResidualBlockArgs& a);
 void check_args(const Conv2dArgs& a);
+void check_args(const PixelShuffleArgs& a);
 
 // Times work queued on a backend: host clock on the CPU, events on the CUDA
 // stream. elapsed_ms() waits for the stop point to complete.
@@ -114,6 +150,7 @@ public:
 
     virtual void residual_block(const ResidualBlockArgs& a) = 0;
     virtual void conv2d(const Conv2dArgs& a) = 0;
+    virtual void pixel_shuffle(const PixelShuffleArgs& a) = 0;
 
     virtual std::unique_ptr<BackendTimer> make_timer() = 0;
 };

@@ -69,6 +69,13 @@ std::vector<double> correlate_padded(const std::vector<double>& padded, int n, i
     return out;
 }
 
+// The conv2d epilogue after the bias: activation, then the residual.
+double epilogue(const Conv2dArgs& a, double v, size_t i) {
+    if (a.activation == Activation::ReLU) v = v > 0 ? v : 0.0;
+    if (a.residual) v += double(a.residual[i]);
+    return v;
+}
+
 }  // namespace
 
 int reference_pad_index(int p, int size, PadMode mode) {
@@ -88,8 +95,11 @@ std::vector<double> reference_conv2d(const Conv2dArgs& a) {
     check_reference_args(a);
     const Shape& s = a.in;
     std::vector<double> padded = pad_planes(a.input, s.n * s.c, s.h, s.w, a.pad_before, a.pad_after, a.pad_mode);
-    return correlate_padded(padded, s.n, s.c, s.h + a.pad_before + a.pad_after, s.w + a.pad_before + a.pad_after,
-                            a.weight, a.bias, a.out_channels, a.kernel);
+    std::vector<double> out =
+        correlate_padded(padded, s.n, s.c, s.h + a.pad_before + a.pad_after, s.w + a.pad_before + a.pad_after, a.weight,
+                         a.bias, a.out_channels, a.kernel);
+    for (size_t i = 0; i < out.size(); ++i) out[i] = epilogue(a, out[i], i);
+    return out;
 }
 
 double reference_conv2d_at(const Conv2dArgs& a, int n, int co, int y, int x) {
@@ -108,7 +118,31 @@ double reference_conv2d_at(const Conv2dArgs& a, int n, int co, int y, int x) {
             }
         }
     }
-    return sum;
+    const Shape o = a.out_shape();
+    return epilogue(a, sum, ((size_t(n) * o.c + co) * o.h + y) * o.w + x);
+}
+
+std::vector<double> reference_pixel_shuffle(const PixelShuffleArgs& a) {
+    check_reference_args(a);
+    const Shape o = a.out_shape();
+    const int f = a.factor;
+    // Written from the ToDepth definition: the "deep" tensor [n][c*f*f + dy*f + dx][y][x]
+    // and the "wide" one [n][c][y*f + dy][x*f + dx] hold the same values; the
+    // direction says which of the two is the input.
+    const bool to_depth = a.direction == ShuffleDirection::ToDepth;
+    const Shape wide = to_depth ? a.in : o;
+    std::vector<double> out(o.count());
+    for (int n = 0; n < wide.n; ++n)
+        for (int c = 0; c < wide.c; ++c)
+            for (int Y = 0; Y < wide.h; ++Y)
+                for (int X = 0; X < wide.w; ++X) {
+                    const int dc = c * f * f + (Y % f) * f + (X % f);
+                    const size_t wi = ((size_t(n) * wide.c + c) * wide.h + Y) * wide.w + X;
+                    const size_t di = ((size_t(n) * wide.c * f * f + dc) * (wide.h / f) + Y / f) * (wide.w / f) + X / f;
+                    const size_t src = to_depth ? wi : di, dst = to_depth ? di : wi;
+                    out[dst] = double(a.input[src]) + (a.residual ? double(a.residual[dst]) : 0.0);
+                }
+    return out;
 }
 
 std::vector<double> reference_residual_block(const ResidualBlockArgs& a) {

@@ -22,11 +22,15 @@ std::vector<double> reference_residual_block(const ResidualBlockArgs& a);
 // Output element (n, c, y, x) of residual_block.
 double reference_residual_block_at(const ResidualBlockArgs& a, int n, int c, int y, int x);
 
-// Output a.out_shape() of conv2d, in float64. Calls check_args first.
+// Output a.out_shape() of conv2d (bias, activation and residual included), in
+// float64. Calls check_args first.
 std::vector<double> reference_conv2d(const Conv2dArgs& a);
 
 // Output element (n, co, y, x) of conv2d.
 double reference_conv2d_at(const Conv2dArgs& a, int n, int co, int y, int x);
+
+// Output a.out_shape() of pixel_shuffle, in float64 (plus the residual).
+std::vector<double> reference_pixel_shuffle(const PixelShuffleArgs& a);
 
 // Where padded coordinate p (in [-pad_before, size + pad_after)) reads from in
 // an axis of `size` elements, or -1 for a zero. Zero: -1 outside [0, size);

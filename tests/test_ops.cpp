@@ -31,12 +31,15 @@
 
 namespace {
 
+using imr::Activation;
 using imr::Backend;
 using imr::Conv2dArgs;
 using imr::DeviceBuffer;
 using imr::PadMode;
+using imr::PixelShuffleArgs;
 using imr::ResidualBlockArgs;
 using imr::Shape;
+using imr::ShuffleDirection;
 
 // ---------------------------------------------------------------- tolerances
 //
@@ -250,6 +253,9 @@ struct ConvCase {
     // cuDNN result is 3.7e-2 off float64 on the ranked shape, per the anchor).
     bool gpu_mode = false;
     bool gpu_only = false;  // too large for the CPU backend within CI time
+    // The fused epilogue: activation after the bias, then an output-shaped residual.
+    Activation act = Activation::None;
+    bool residual = false;
 
     double macs() const {
         const double ho = h + pad_before + pad_after - k + 1, wo = w + pad_before + pad_after - k + 1;
@@ -261,6 +267,8 @@ std::ostream& operator<<(std::ostream& o, const ConvCase& k) {
     o << "conv2d N=" << k.n << " Cin=" << k.cin << " Cout=" << k.cout << " H=" << k.h << " W=" << k.w << " K=" << k.k
       << " pad " << k.pad_before << "/" << k.pad_after << " " << imr::pad_mode_name(k.mode)
       << (k.bias ? " bias" : " no bias");
+    if (k.act != Activation::None) o << " " << imr::activation_name(k.act);
+    if (k.residual) o << " + residual";
     if (k.gpu_mode) o << (k.gpu_only ? " (GPU MODE conv2d_v2 benchmark shape)" : " (GPU MODE conv2d_v2 test shape)");
     return o;
 }
@@ -275,9 +283,27 @@ ConvCase gpu_mode(int batch, int channels, int size, int k, bool gpu_only) {
     return {batch, channels, channels, size, size, k, 0, 0, PadMode::Zero, false, true, gpu_only};
 }
 
+// The same case with a fused activation and/or residual add.
+ConvCase fused(ConvCase c, Activation act, bool residual, bool gpu_only = false) {
+    c.act = act, c.residual = residual, c.gpu_only = gpu_only;
+    return c;
+}
 std::vector<ConvCase> conv_cases() {
     const PadMode Z = PadMode::Zero, R = PadMode::Reflect, P = PadMode::Replicate;
+    const Activation ReLU = Activation::ReLU, None = Activation::None;
     return {
+        // The fused epilogue on every kernel tile (Cout 5, 12, 64, 96 pick
+        // different tiles), odd sizes, batches; the unshuffle-CNN layer shapes
+        // (12 -> 64 -> 64 -> 12 channels, 3x3, zero padding) among them.
+        fused(same(2, 3, 5, 17, 23, 3, Z, true), ReLU, false),
+        fused(same(2, 4, 6, 19, 14, 5, R, false), ReLU, true),
+        fused(same(1, 3, 4, 4, 1, 1, Z, true), ReLU, true),
+        fused(same(1, 12, 64, 19, 27, 3, Z, true), ReLU, false),
+        fused(same(2, 64, 64, 13, 21, 3, Z, true), ReLU, false),
+        fused(same(1, 64, 12, 9, 35, 3, Z, true), None, true),
+        fused(same(1, 96, 96, 17, 11, 3, P, true), ReLU, true),
+        fused(same(2, 64, 64, 128, 96, 3, Z, true), ReLU, false, true),
+        fused(same(1, 64, 12, 256, 200, 3, Z, true), None, true, true),
         // Every pad mode with size-keeping padding, odd and even K, batches > 1.
         same(2, 3, 5, 17, 23, 3, Z, true),
         same(2, 3, 5, 17, 23, 3, R, true),
@@ -430,7 +456,11 @@ TEST_P(OpsTest, Conv2d) {
         a.in = in, a.out_channels = k.cout, a.kernel = k.k;
         a.pad_before = k.pad_before, a.pad_after = k.pad_after, a.pad_mode = k.mode;
         a.input = dx.data(), a.weight = dw.data(), a.bias = k.bias ? db.data() : nullptr;
+        a.activation = k.act;
         const Shape os = a.out_shape();
+        const std::vector<float> res = k.residual ? normal(rng, os.count()) : std::vector<float>();
+        DeviceBuffer dres = k.residual ? to_device(be, res) : DeviceBuffer();
+        a.residual = k.residual ? dres.data() : nullptr;
         GuardedOutput out(be, os.count());
         a.output = out.data();
         ASSERT_NO_THROW(be.conv2d(a));
@@ -440,6 +470,7 @@ TEST_P(OpsTest, Conv2d) {
 
         Conv2dArgs host = a;
         host.input = x.data(), host.weight = w.data(), host.bias = k.bias ? bias.data() : nullptr;
+        host.residual = k.residual ? res.data() : nullptr;
         host.output = nullptr;
         std::vector<double> ref;
         std::vector<size_t> index;
@@ -471,6 +502,57 @@ TEST_P(OpsTest, Conv2d) {
     }
     std::cout << "[          ] worst error: " << worst_fraction << " of the fp32 bound; " << skipped
               << " GPU-only cases not run on " << be.name() << "\n";
+}
+
+struct ShuffleCase {
+    int n, c, h, w, factor;
+    ShuffleDirection dir;
+    bool residual = false;
+};
+std::ostream& operator<<(std::ostream& o, const ShuffleCase& k) {
+    return o << "pixel_shuffle " << (k.dir == ShuffleDirection::ToDepth ? "to depth" : "to space") << " N=" << k.n
+             << " C=" << k.c << " H=" << k.h << " W=" << k.w << " factor " << k.factor
+             << (k.residual ? " + residual" : "");
+}
+std::vector<ShuffleCase> shuffle_cases() {
+    const ShuffleDirection D = ShuffleDirection::ToDepth, S = ShuffleDirection::ToSpace;
+    return {
+        {1, 3, 2, 2, 2, D},     {2, 3, 14, 38, 2, D},          {1, 1, 9, 27, 3, D}, {3, 2, 8, 4, 4, D, true},
+        {1, 12, 1, 1, 2, S},    {2, 12, 7, 19, 2, S, true},    {1, 27, 5, 3, 3, S}, {2, 32, 3, 6, 4, S, true},
+        {1, 3, 512, 386, 2, D}, {1, 12, 256, 193, 2, S, true},
+    };
+}
+
+TEST_P(OpsTest, PixelShuffle) {
+    Backend& be = *backend_;
+    for (const ShuffleCase& k : shuffle_cases()) {
+        const uint64_t seed = draw_seed();
+        std::ostringstream trace;
+        trace << k << " on " << be.name() << ", seed " << seed;
+        SCOPED_TRACE(trace.str());
+        std::mt19937_64 rng(seed);
+        PixelShuffleArgs a;
+        a.in = {k.n, k.c, k.h, k.w}, a.factor = k.factor, a.direction = k.dir;
+        const Shape os = a.out_shape();
+        const std::vector<float> x = normal(rng, a.in.count());
+        const std::vector<float> res = k.residual ? normal(rng, os.count()) : std::vector<float>();
+        DeviceBuffer dx = to_device(be, x);
+        DeviceBuffer dres = k.residual ? to_device(be, res) : DeviceBuffer();
+        GuardedOutput out(be, os.count());
+        a.input = dx.data(), a.output = out.data(), a.residual = k.residual ? dres.data() : nullptr;
+        ASSERT_NO_THROW(be.pixel_shuffle(a));
+        be.synchronize();
+        const std::vector<float> got = out.download();
+        expect_unchanged(be, dx, x, "input");
+        PixelShuffleArgs host = a;
+        host.input = x.data(), host.residual = k.residual ? res.data() : nullptr, host.output = nullptr;
+        const std::vector<double> ref = imr::reference_pixel_shuffle(host);
+        // A permutation is exact; with the residual, one fp32 add rounds by half an ulp.
+        const Comparison r = compare(got, ref, {}, 0, kFp32Unit);
+        expect_all_finite(r, os);
+        EXPECT_EQ(r.within, r.compared) << "worst " << where(os, r.worst) << ": got " << got[r.worst] << ", float64 "
+                                        << ref[r.worst];
+    }
 }
 
 TEST_P(OpsTest, RejectsInvalidArgs) {
@@ -516,6 +598,28 @@ TEST_P(OpsTest, RejectsInvalidArgs) {
     rbad = rb;
     rbad.shape.w = 0;
     EXPECT_THROW(be.residual_block(rbad), imr::Error) << "empty image";
+
+    bad = conv;
+    bad.residual = bad.output;
+    EXPECT_THROW(be.conv2d(bad), imr::Error) << "output aliasing the residual";
+
+    PixelShuffleArgs ps;
+    ps.in = {2, 3, 8, 8}, ps.factor = 2, ps.direction = ShuffleDirection::ToDepth;
+    ps.input = input.data(), ps.output = output.data();
+    ASSERT_NO_THROW(be.pixel_shuffle(ps)) << "the valid baseline must run";
+    be.synchronize();
+    PixelShuffleArgs psbad = ps;
+    psbad.factor = 3;  // 8 is not a multiple of 3
+    EXPECT_THROW(be.pixel_shuffle(psbad), imr::Error) << "size not a multiple of the factor";
+    psbad = ps;
+    psbad.direction = ShuffleDirection::ToSpace;  // 3 channels are not a multiple of 4
+    EXPECT_THROW(be.pixel_shuffle(psbad), imr::Error) << "channels not a multiple of factor^2";
+    psbad = ps;
+    psbad.factor = 0;
+    EXPECT_THROW(be.pixel_shuffle(psbad), imr::Error) << "zero factor";
+    psbad = ps;
+    psbad.output = const_cast<float*>(psbad.input);
+    EXPECT_THROW(be.pixel_shuffle(psbad), imr::Error) << "output aliasing input";
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, OpsTest, ::testing::Values("cpu", "cuda"),

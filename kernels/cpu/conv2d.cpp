@@ -84,6 +84,8 @@ void conv2d(const Conv2dArgs& a, int threads) {
     g.cin = in.c, g.k = k;
     g.weight = weight.data(), g.bias = bias.data();
     g.cout = a.out_channels, g.co_block = co_block;
+    g.relu = a.activation == Activation::ReLU;
+    g.res_plane = size_t(out.h) * out.w, g.res_row = size_t(out.w);
     g.out_plane = size_t(out.h) * out.w, g.out_row = size_t(out.w);
     g.cols = out.w;
 
@@ -103,6 +105,7 @@ void conv2d(const Conv2dArgs& a, int threads) {
         DirectConv gn = g;
         gn.in = padded.get() + size_t(n) * in.c * plane;
         gn.out = a.output + size_t(n) * out.c * g.out_plane;
+        if (a.residual) gn.residual = a.residual + size_t(n) * out.c * g.res_plane;
         direct_conv_rows(gn, block, bi * band, std::min(out.h, (bi + 1) * band));
     }
 }

@@ -34,6 +34,9 @@ inline f32x8 fma8(f32x8 a, f32x8 b, f32x8 c) {
 inline f32x8 add8(f32x8 a, f32x8 b) {
     return _mm256_add_ps(a, b);
 }
+inline f32x8 relu8(f32x8 a) {
+    return _mm256_max_ps(a, _mm256_setzero_ps());
+}
 #else
 typedef float f32x8 __attribute__((vector_size(32)));
 inline f32x8 load8(const float* p) {
@@ -52,6 +55,9 @@ inline f32x8 fma8(f32x8 a, f32x8 b, f32x8 c) {
 }
 inline f32x8 add8(f32x8 a, f32x8 b) {
     return a + b;
+}
+inline f32x8 relu8(f32x8 a) {
+    return a > 0 ? a : 0;
 }
 #endif
 
@@ -106,9 +112,20 @@ void conv_tile(const DirectConv& g, const float* in, const float* w, int ws, con
     for (int c = 0; c < COB; ++c)
         for (int b = 0; b < XB; ++b) acc[c][b] = total[c][b];
 
-    if (res) {
+    if (g.relu) {
         for (int c = 0; c < COB; ++c)
-            for (int b = 0; b < XB; ++b) acc[c][b] = add8(acc[c][b], load8(res + c * g.res_plane + 8 * b));
+            for (int b = 0; b < XB; ++b) acc[c][b] = relu8(acc[c][b]);
+    }
+    if (res) {
+        alignas(32) float part[8 * XB];
+        for (int c = 0; c < COB; ++c) {
+            const float* r = res + c * g.res_plane;
+            if (cols < 8 * XB) {  // the row's last tile: read only the columns that exist
+                std::memcpy(part, r, sizeof(float) * size_t(cols));
+                r = part;
+            }
+            for (int b = 0; b < XB; ++b) acc[c][b] = add8(acc[c][b], load8(r + 8 * b));
+        }
     }
     if (cols == 8 * XB) {
         for (int c = 0; c < COB; ++c)

@@ -4,9 +4,10 @@
 // A DirectConv is a "valid" cross-correlation over planes that the caller has
 // already padded, so the inner loop never tests a border:
 //
-//   out[co][y][x] = bias[co] + sum over ci, ky, kx of
-//                   weight[co][ci][ky][kx] * in[ci][y + ky][x + kx]
+//   out[co][y][x] = act(bias[co] + sum over ci, ky, kx of
+//                       weight[co][ci][ky][kx] * in[ci][y + ky][x + kx])
 //                   (+ residual[co][y][x] when residual is set)
+// with act = ReLU when relu is set, else the identity.
 //
 // The unit of work is a register tile: co_block output channels (1..4) x up
 // to 8 vectors of 8 output columns of one output row, accumulated in
@@ -19,9 +20,10 @@
 //
 // Reads past the last output column: a tile reads whole vectors, so every
 // input row must be readable (and hold finite values, e.g. zeros) for
-// kRowSlack floats beyond column cols + k - 2; the residual likewise for
-// kRowSlack floats beyond column cols - 1. Writes are exact: only columns
-// [0, cols) and channels [0, cout) are stored.
+// kRowSlack floats beyond column cols + k - 2. The residual is read exactly
+// (columns [0, cols)), so it can be any tensor, e.g. the previous layer's
+// output. Writes are exact: only columns [0, cols) and channels [0, cout) are
+// stored.
 #pragma once
 
 #include <cstddef>
@@ -43,9 +45,10 @@ struct DirectConv {
     const float* in = nullptr;  // [cin][rows + k - 1][in_row], see slack above
     size_t in_plane = 0, in_row = 0;
     int cin = 0, k = 0;
-    const float* weight = nullptr;    // from pack_weights
-    const float* bias = nullptr;      // from pack_bias
-    int cout = 0, co_block = 0;       // co_block from choose_co_block(cout)
+    const float* weight = nullptr;  // from pack_weights
+    const float* bias = nullptr;    // from pack_bias
+    int cout = 0, co_block = 0;     // co_block from choose_co_block(cout)
+    bool relu = false;
     const float* residual = nullptr;  // optional [cout][rows][res_row]
     size_t res_plane = 0, res_row = 0;
     float* out = nullptr;  // [cout][rows][out_row]

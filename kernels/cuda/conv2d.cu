@@ -48,7 +48,9 @@ struct ConvParams {
     const float* in;
     const float* weight;
     const float* bias;
+    const float* residual;  // optional, output-shaped: added after the activation
     float* out;
+    int relu;  // 1: max(0, .) after the bias
     int cin, h, w, cout, k, pad_before;
     int ho, wo, howo, npix;  // output plane and N of the GEMM
     int kdim, kk, hw, cin_hw, cout_howo;
@@ -64,6 +66,15 @@ __device__ __forceinline__ int4 pixel_column(const ConvParams& p, int pidx) {
     if (pidx >= p.npix) return make_int4(-1, 0, 0, 0);
     const int img = pidx / p.howo, pix = pidx - img * p.howo, oy = pix / p.wo;
     return make_int4(img * p.cin_hw, oy - p.pad_before, pix - oy * p.wo - p.pad_before, 0);
+}
+
+// The fused epilogue after the bias: activation, then the residual (never with
+// the split reduction, whose partial sums are added by atomics; the planner
+// does not split then). One read of the residual, no extra pass over memory.
+__device__ __forceinline__ float epilogue(const ConvParams& p, float v, int offset) {
+    if (p.relu) v = fmaxf(v, 0.f);
+    if (p.residual) v += __ldg(p.residual + offset);
+    return v;
 }
 
 // Maps a padded-image coordinate into the image; false: the zero border.
@@ -193,7 +204,7 @@ __global__ void __launch_bounds__(CV_THREADS, CV_MIN_BLOCKS) conv2d_igemm_kernel
         buf ^= 1;
     }
 
-    // Epilogue: output[img][m][pix] = acc (+ bias, added by the first split only).
+    // Epilogue: output[img][m][pix] = epilogue(acc + bias) (bias added by the first split only).
     int out_off[TN];
 #pragma unroll
     for (int j = 0; j < TN; ++j) {
@@ -214,7 +225,7 @@ __global__ void __launch_bounds__(CV_THREADS, CV_MIN_BLOCKS) conv2d_igemm_kernel
 #pragma unroll
         for (int j = 0; j < TN; ++j) {
             if (out_off[j] < 0) continue;
-            const float v = acc[i][j] + bv;
+            const float v = epilogue(p, acc[i][j] + bv, m * p.howo + out_off[j]);
             if (p.atomic)
                 atomicAdd(out_m + out_off[j], v);
             else
@@ -396,7 +407,7 @@ __global__ void __launch_bounds__(V2_THREADS, V2_MIN_BLOCKS) conv2d_v2_kernel(co
     }
     cp_async_wait<0>();
 
-    // Epilogue: output[img][m][pix] = acc (+ bias, added by the first split only).
+    // Epilogue: output[img][m][pix] = epilogue(acc + bias) (bias added by the first split only).
     int out_off[8];
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
@@ -417,7 +428,7 @@ __global__ void __launch_bounds__(V2_THREADS, V2_MIN_BLOCKS) conv2d_v2_kernel(co
 #pragma unroll
         for (int j = 0; j < 8; ++j) {
             if (out_off[j] < 0) continue;
-            const float v = acc[i][j] + bv;
+            const float v = epilogue(p, acc[i][j] + bv, m * p.howo + out_off[j]);
             if (p.atomic)
                 atomicAdd(out_m + out_off[j], v);
             else
@@ -457,7 +468,9 @@ long long tile_count(const TileConfig& t, long long m, long long n) {
 std::string context(const Conv2dArgs& a) {
     return "conv2d " + a.in.str() + " -> " + a.out_shape().str() + ", kernel " + std::to_string(a.kernel) +
            ", padding " + std::to_string(a.pad_before) + "/" + std::to_string(a.pad_after) + " " +
-           pad_mode_name(a.pad_mode) + (a.bias ? ", bias" : "");
+           pad_mode_name(a.pad_mode) + (a.bias ? ", bias" : "") +
+           (a.activation != Activation::None ? std::string(", ") + activation_name(a.activation) : "") +
+           (a.residual ? ", + residual" : "");
 }
 
 template <int BM, int BN, int TM, int TN>
@@ -530,7 +543,10 @@ Conv2dPlan plan_conv2d(const Conv2dArgs& a, int sm_count) {
     // half-length blocks per tile can fill it.
     const long long blocks = tile_count(tiles[c], m, n), slots = (long long)sm_count * CV_MIN_BLOCKS;
     auto efficiency = [&](long long b) { return double(b) / double((b + slots - 1) / slots * slots); };
-    if (kdim >= CV_SPLIT_MIN_K && efficiency(2 * blocks) > 1.05 * efficiency(blocks)) plan.split_k = 2;
+    // A fused activation or residual needs the whole sum in one block.
+    const bool plain_epilogue = a.activation == Activation::None && !a.residual;
+    if (plain_epilogue && kdim >= CV_SPLIT_MIN_K && efficiency(2 * blocks) > 1.05 * efficiency(blocks))
+        plan.split_k = 2;
     return plan;
 }
 
@@ -547,6 +563,7 @@ void conv2d(const Conv2dArgs& a, cudaStream_t stream, int sm_count) {
 
     ConvParams p{};
     p.in = a.input, p.weight = a.weight, p.bias = a.bias, p.out = a.output;
+    p.residual = a.residual, p.relu = a.activation == Activation::ReLU;
     p.cin = a.in.c, p.h = a.in.h, p.w = a.in.w, p.cout = a.out_channels, p.k = a.kernel, p.pad_before = a.pad_before;
     p.ho = o.h, p.wo = o.w, p.howo = o.h * o.w, p.npix = o.n * o.h * o.w;
     p.kdim = int(kdim), p.kk = a.kernel * a.kernel, p.hw = a.in.h * a.in.w, p.cin_hw = a.in.c * a.in.h * a.in.w;

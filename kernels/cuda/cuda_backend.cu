@@ -8,6 +8,7 @@
 #include "backend.h"
 #include "common.cuh"
 #include "conv2d.cuh"
+#include "pixel_shuffle.cuh"
 #include "residual_block.cuh"
 
 namespace imr {
@@ -137,6 +138,10 @@ public:
     void conv2d(const Conv2dArgs& a) override {
         use_device();
         cuda::conv2d(a, stream_, sm_count_);
+    }
+    void pixel_shuffle(const PixelShuffleArgs& a) override {
+        use_device();
+        cuda::pixel_shuffle(a, stream_);
     }
 
     std::unique_ptr<BackendTimer> make_timer() override {
