@@ -14,88 +14,79 @@
 namespace imr {
 
 namespace fs = std::filesystem;
+// ------------------------------------------------------------------ geometry
 
-// ------------------------------------------------------------------ stages
+namespace {
 
-const char* stage_op_name(const Stage& stage) {
-    return std::holds_alternative<ResidualBlockStage>(stage) ? "residual_block" : "conv2d";
+// Calls f(stage, scale) for every stage, scale = image pixels per pixel of
+// the stage's input (space_to_depth multiplies it, depth_to_space divides).
+template <class F>
+void walk_scales(const ModelFile& m, F f) {
+    int scale = 1;
+    for (const Stage& s : m.stages) {
+        const Geometry g = stage_geometry(s);
+        f(s, scale, g);
+        scale = scale * g.down / g.up;
+        if (scale < 1) scale = 1;  // only an invalid model; validate_model reports it
+    }
 }
 
-int stage_in_channels(const Stage& stage) {
-    if (auto* rb = std::get_if<ResidualBlockStage>(&stage)) return rb->channels;
-    return std::get<Conv2dStage>(stage).in_channels;
-}
-
-int stage_out_channels(const Stage& stage) {
-    if (auto* rb = std::get_if<ResidualBlockStage>(&stage)) return rb->channels;
-    return std::get<Conv2dStage>(stage).out_channels;
-}
-
-int stage_radius(const Stage& stage) {
-    if (std::holds_alternative<ResidualBlockStage>(stage)) return 2;  // two 3x3 convolutions
-    const auto& conv = std::get<Conv2dStage>(stage);
-    return std::max(conv.pad_before(), conv.pad_after());
-}
+}  // namespace
 
 size_t ModelFile::parameter_count() const {
     size_t count = 0;
-    for (const Stage& s : stages) {
-        if (auto* rb = std::get_if<ResidualBlockStage>(&s))
-            count += rb->conv_in_weight.size() + rb->conv_in_bias.size() + rb->conv_out_weight.size() +
-                     rb->conv_out_bias.size();
-        else
-            count += std::get<Conv2dStage>(s).weight.size() + std::get<Conv2dStage>(s).bias.size();
-    }
+    for (const Stage& s : stages) count += std::visit([](const auto& st) { return st.parameter_count(); }, s);
     return count;
+}
+
+int ModelFile::size_multiple() const {
+    int m = 1;
+    walk_scales(*this, [&](const Stage&, int scale, const Geometry& g) { m = std::max(m, scale * g.down); });
+    return m;
 }
 
 int ModelFile::radius() const {
     int r = 0;
-    for (const Stage& s : stages) r += stage_radius(s);
-    return r;
+    walk_scales(*this, [&](const Stage&, int scale, const Geometry& g) { r += g.radius * scale; });
+    const int m = size_multiple();
+    return (r + m - 1) / m * m;  // tiles start on multiples of m, so halos are whole blocks
 }
 
 int ModelFile::receptive_field() const {
     int field = 1;
-    for (const Stage& s : stages) {
-        if (std::holds_alternative<ResidualBlockStage>(s))
-            field += 4;
-        else
-            field += std::get<Conv2dStage>(s).kernel - 1;
-    }
+    walk_scales(*this, [&](const Stage&, int scale, const Geometry& g) { field += (g.window - 1) * scale; });
     return field;
 }
 
-int ModelFile::max_channels() const {
-    int c = channels;
-    for (const Stage& s : stages) c = std::max(c, stage_out_channels(s));
-    return c;
+size_t ModelFile::activation_floats(int n, int h, int w) const {
+    size_t most = size_t(n) * channels * h * w;
+    walk_scales(*this, [&](const Stage& s, int scale, const Geometry& g) {
+        const int out_scale = scale * g.down / g.up;
+        if (out_scale < 1) return;
+        most = std::max(most, size_t(n) * stage_out_channels(s) * size_t(h / out_scale) * size_t(w / out_scale));
+    });
+    return most;
+}
+
+bool ModelFile::adds_model_input() const {
+    for (const Stage& s : stages)
+        if (std::visit([](const auto& st) { return st.adds_model_input(); }, s)) return true;
+    return false;
+}
+
+int ModelFile::min_format_version() const {
+    int v = 1;
+    for (const Stage& s : stages)
+        v = std::max(v, std::visit([](const auto& st) { return st.min_format_version(); }, s));
+    return v;
 }
 
 // ------------------------------------------------------------------ validation
 
 namespace {
-
 std::string stage_where(const std::string& where, size_t i, const Stage& s) {
     return where + ": stage " + std::to_string(i) + " (" + stage_op_name(s) + ")";
 }
-
-void check_tensor(const std::string& where, const char* dataset, const std::vector<float>& data, size_t expected,
-                  const std::string& shape) {
-    if (data.size() != expected)
-        throw Error(where + ": dataset '" + dataset + "': expected " + shape + " (" + std::to_string(expected) +
-                    " values), found " + std::to_string(data.size()));
-    for (size_t i = 0; i < data.size(); ++i)
-        if (!std::isfinite(data[i]))
-            throw Error(where + ": dataset '" + dataset + "': value " + std::to_string(i) + " is not finite");
-}
-
-std::string dims(std::initializer_list<int> d) {
-    std::string s = "[";
-    for (int v : d) s += (s.size() > 1 ? "," : "") + std::to_string(v);
-    return s + "]";
-}
-
 }  // namespace
 
 void validate_model(const ModelFile& m, const std::string& where) {
@@ -107,32 +98,38 @@ void validate_model(const ModelFile& m, const std::string& where) {
     if (m.channels != 1 && m.channels != 3)
         throw Error(where + ": attribute 'channels' must be 1 (gray) or 3 (RGB), found " + std::to_string(m.channels));
     if (m.stages.empty()) throw Error(where + ": the model has no stages");
-    int channels = m.channels;
+    int channels = m.channels, scale = 1;
     for (size_t i = 0; i < m.stages.size(); ++i) {
         const Stage& s = m.stages[i];
-        std::string at = stage_where(where, i, s);
+        const std::string at = stage_where(where, i, s);
         if (stage_in_channels(s) != channels)
             throw Error(at + ": takes " + std::to_string(stage_in_channels(s)) + " channels but receives " +
                         std::to_string(channels) + (i == 0 ? " (the model's 'channels')" : " from the stage before"));
-        if (auto* rb = std::get_if<ResidualBlockStage>(&s)) {
-            int c = rb->channels, h = rb->hidden;
-            if (c < 1 || h < 1) throw Error(at + ": channels and hidden must be positive");
-            check_tensor(at, "conv_in_weight", rb->conv_in_weight, size_t(h) * c * 9, dims({h, c, 3, 3}));
-            check_tensor(at, "conv_in_bias", rb->conv_in_bias, size_t(h), dims({h}));
-            check_tensor(at, "conv_out_weight", rb->conv_out_weight, size_t(c) * h * 9, dims({c, h, 3, 3}));
-            check_tensor(at, "conv_out_bias", rb->conv_out_bias, size_t(c), dims({c}));
-        } else {
-            const auto& conv = std::get<Conv2dStage>(s);
-            int co = conv.out_channels, ci = conv.in_channels, k = conv.kernel;
-            if (co < 1 || ci < 1 || k < 1) throw Error(at + ": channels and kernel size must be positive");
-            check_tensor(at, "weight", conv.weight, size_t(co) * ci * k * k, dims({co, ci, k, k}));
-            if (!conv.bias.empty()) check_tensor(at, "bias", conv.bias, size_t(co), dims({co}));
-        }
+        std::visit([&](const auto& st) { st.validate(at); }, s);
+        const int needs = std::visit([](const auto& st) { return st.min_format_version(); }, s);
+        if (needs > m.format_version)
+            throw Error(at + ": needs format_version " + std::to_string(needs) + ", the model says " +
+                        std::to_string(m.format_version));
+        const Geometry g = stage_geometry(s);
+        if (g.up > 1 && scale % g.up != 0)
+            throw Error(at + ": enlarges by " + std::to_string(g.up) +
+                        " beyond the image's resolution (the stages before reduced it by " + std::to_string(scale) +
+                        ")");
+        scale = scale * g.down / g.up;
+        if (scale > 64) throw Error(at + ": reduces the resolution by more than 64 in all");
         channels = stage_out_channels(s);
+        if (std::visit([](const auto& st) { return st.adds_model_input(); }, s) &&
+            (channels != m.channels || scale != 1))
+            throw Error(at + ": adds the model's input, but its output is not image-shaped (" +
+                        std::to_string(channels) + " channels at 1/" + std::to_string(scale) +
+                        " resolution; the image has " + std::to_string(m.channels) + " at full resolution)");
     }
     if (channels != m.channels)
         throw Error(where + ": the last stage gives " + std::to_string(channels) +
                     " channels but the model's 'channels' is " + std::to_string(m.channels));
+    if (scale != 1)
+        throw Error(where + ": the last stage gives 1/" + std::to_string(scale) +
+                    " of the image's resolution; the model must end at full resolution");
 }
 
 // ------------------------------------------------------------------ HDF5 reading
@@ -251,66 +248,27 @@ Tensor read_tensor(hid_t group, const char* name, int rank, const std::string& w
     return t;
 }
 
-void expect_shape(const Tensor& t, const char* name, std::initializer_list<long long> expected,
-                  const std::string& where) {
-    std::vector<hsize_t> e;
-    for (long long v : expected) e.push_back(hsize_t(v));
-    if (t.shape != e)
-        throw Error(where + ": dataset '" + name + "': expected shape " + shape_str(e) + ", found " +
-                    shape_str(t.shape));
-}
-
-ResidualBlockStage read_residual_block(hid_t g, int channels, const std::string& at) {
-    ResidualBlockStage rb;
-    Tensor w_in = read_tensor(g, "conv_in_weight", 4, at);
-    if (w_in.shape[2] != 3 || w_in.shape[3] != 3)
-        throw Error(at + ": dataset 'conv_in_weight': expected a 3x3 kernel [hidden," + std::to_string(channels) +
-                    ",3,3], found " + shape_str(w_in.shape));
-    rb.hidden = int(w_in.shape[0]);
-    rb.channels = int(w_in.shape[1]);
-    if (rb.channels != channels)
-        throw Error(at + ": dataset 'conv_in_weight': expected " + std::to_string(channels) +
-                    " input channels (from the stage before), found " + shape_str(w_in.shape));
-    Tensor b_in = read_tensor(g, "conv_in_bias", 1, at);
-    expect_shape(b_in, "conv_in_bias", {rb.hidden}, at);
-    Tensor w_out = read_tensor(g, "conv_out_weight", 4, at);
-    expect_shape(w_out, "conv_out_weight", {rb.channels, rb.hidden, 3, 3}, at);
-    Tensor b_out = read_tensor(g, "conv_out_bias", 1, at);
-    expect_shape(b_out, "conv_out_bias", {rb.channels}, at);
-    rb.conv_in_weight = std::move(w_in.data);
-    rb.conv_in_bias = std::move(b_in.data);
-    rb.conv_out_weight = std::move(w_out.data);
-    rb.conv_out_bias = std::move(b_out.data);
-    return rb;
-}
-
-PadMode parse_padding(const std::string& s, const std::string& at) {
-    if (s == "reflect") return PadMode::Reflect;
-    if (s == "replicate") return PadMode::Replicate;
-    if (s == "zero") return PadMode::Zero;
-    throw Error(at + ": attribute 'padding': expected reflect, replicate or zero, found '" + s + "'");
-}
-
-Conv2dStage read_conv2d(hid_t g, int channels, const std::string& at) {
-    Conv2dStage conv;
-    Tensor w = read_tensor(g, "weight", 4, at);
-    if (w.shape[2] != w.shape[3] || w.shape[2] == 0)
-        throw Error(at + ": dataset 'weight': expected a square kernel [out,in,K,K], found " + shape_str(w.shape));
-    conv.out_channels = int(w.shape[0]);
-    conv.in_channels = int(w.shape[1]);
-    conv.kernel = int(w.shape[2]);
-    if (conv.in_channels != channels)
-        throw Error(at + ": dataset 'weight': expected " + std::to_string(channels) +
-                    " input channels (from the stage before), found " + shape_str(w.shape));
-    conv.weight = std::move(w.data);
-    if (H5Lexists(g, "bias", H5P_DEFAULT) > 0) {
-        Tensor b = read_tensor(g, "bias", 1, at);
-        expect_shape(b, "bias", {conv.out_channels}, at);
-        conv.bias = std::move(b.data);
+// LayerReader over one HDF5 stage group.
+class H5LayerReader : public LayerReader {
+public:
+    H5LayerReader(hid_t group, std::string where, int format_version)
+        : group_(group), where_(std::move(where)), version_(format_version) {}
+    const std::string& where() const override { return where_; }
+    Tensor tensor(const char* name, int rank) override {
+        ::imr::Tensor t = read_tensor(group_, name, rank, where_);
+        return {std::vector<unsigned long long>(t.shape.begin(), t.shape.end()), std::move(t.data)};
     }
-    if (has_attribute(g, "padding")) conv.padding = parse_padding(read_string_attribute(g, "padding", at), at);
-    return conv;
-}
+    bool has_tensor(const char* name) override { return H5Lexists(group_, name, H5P_DEFAULT) > 0; }
+    bool has_attribute(const char* name) override { return ::imr::has_attribute(group_, name); }
+    std::string string_attribute(const char* name) override { return read_string_attribute(group_, name, where_); }
+    long long int_attribute(const char* name) override { return read_int_attribute(group_, name, where_); }
+    int format_version() const override { return version_; }
+
+private:
+    hid_t group_;
+    std::string where_;
+    int version_;
+};
 
 // Stage groups are named "0".."n-1"; returns them in numeric order.
 std::vector<std::string> stage_names(hid_t stages, const std::string& where) {
@@ -380,19 +338,13 @@ ModelFile load_model_file(const std::string& path) {
         if (!g.valid()) throw Error(at + ": is not a group");
         std::string op = read_string_attribute(g.get(), "op", at);
         at += " (" + op + ")";
-        if (op == "residual_block")
-            m.stages.emplace_back(read_residual_block(g.get(), current, at));
-        else if (op == "conv2d")
-            m.stages.emplace_back(read_conv2d(g.get(), current, at));
-        else
-            throw Error(at + ": unknown op '" + op +
-                        "' (this build knows residual_block, conv2d; a newer imrestore may)");
+        H5LayerReader reader(g.get(), at, m.format_version);
+        m.stages.push_back(load_stage(op, reader, current));
         current = stage_out_channels(m.stages.back());
     }
     validate_model(m, path);
     return m;
 }
-
 // ------------------------------------------------------------------ writing
 
 namespace {
@@ -415,7 +367,7 @@ void write_int_attribute(hid_t obj, const char* name, long long value) {
         throw Error(std::string("cannot write attribute '") + name + "'");
 }
 
-void write_tensor(hid_t group, const char* name, const std::vector<float>& data, std::initializer_list<int> shape) {
+void write_tensor(hid_t group, const char* name, const std::vector<float>& data, const std::vector<int>& shape) {
     std::vector<hsize_t> dims(shape.begin(), shape.end());
     H5Handle space(H5Screate_simple(int(dims.size()), dims.data(), nullptr), H5Sclose);
     H5Handle dset(H5Dcreate2(group, name, H5T_IEEE_F32LE, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
@@ -424,24 +376,33 @@ void write_tensor(hid_t group, const char* name, const std::vector<float>& data,
         throw Error(std::string("cannot write dataset '") + name + "'");
 }
 
+// LayerWriter over one HDF5 stage group.
+class H5LayerWriter : public LayerWriter {
+public:
+    explicit H5LayerWriter(hid_t group) : group_(group) {}
+    void tensor(const char* name, const std::vector<float>& data, std::vector<int> shape) override {
+        write_tensor(group_, name, data, shape);
+    }
+    void string_attribute(const char* name, const std::string& value) override {
+        write_string_attribute(group_, name, value);
+    }
+    void int_attribute(const char* name, long long value) override { write_int_attribute(group_, name, value); }
+
+private:
+    hid_t group_;
+};
+
 void write_stage(hid_t group, const Stage& s) {
     write_string_attribute(group, "op", stage_op_name(s));
-    if (auto* rb = std::get_if<ResidualBlockStage>(&s)) {
-        write_tensor(group, "conv_in_weight", rb->conv_in_weight, {rb->hidden, rb->channels, 3, 3});
-        write_tensor(group, "conv_in_bias", rb->conv_in_bias, {rb->hidden});
-        write_tensor(group, "conv_out_weight", rb->conv_out_weight, {rb->channels, rb->hidden, 3, 3});
-        write_tensor(group, "conv_out_bias", rb->conv_out_bias, {rb->channels});
-    } else {
-        const auto& conv = std::get<Conv2dStage>(s);
-        write_tensor(group, "weight", conv.weight, {conv.out_channels, conv.in_channels, conv.kernel, conv.kernel});
-        if (!conv.bias.empty()) write_tensor(group, "bias", conv.bias, {conv.out_channels});
-        write_string_attribute(group, "padding", pad_mode_name(conv.padding));
-    }
+    H5LayerWriter writer(group);
+    std::visit([&](const auto& st) { st.write(writer); }, s);
 }
 
 }  // namespace
 
-void write_model_file(const std::string& path, const ModelFile& model) {
+void write_model_file(const std::string& path, const ModelFile& in_model) {
+    ModelFile model = in_model;
+    model.format_version = std::max(model.format_version, model.min_format_version());
     validate_model(model, path);
     silence_hdf5();
     std::string tmp = path + ".tmp-" + std::to_string(getpid());
@@ -475,7 +436,6 @@ void write_model_file(const std::string& path, const ModelFile& model) {
         throw Error(path + ": cannot write: " + ec.message());
     }
 }
-
 // ------------------------------------------------------------------ describe
 
 std::string describe_model(const ModelFile& m) {
@@ -491,18 +451,7 @@ std::string describe_model(const ModelFile& m) {
       << "provenance   " << m.provenance << "\n"
       << "stages\n";
     for (size_t i = 0; i < m.stages.size(); ++i) {
-        const Stage& st = m.stages[i];
-        s << "  " << i << "  ";
-        if (auto* rb = std::get_if<ResidualBlockStage>(&st)) {
-            s << "residual_block  " << rb->channels << " -> " << rb->hidden << " -> " << rb->channels
-              << " channels, 3x3 + 3x3, zero padding, out = x + conv_out(conv_in(x))";
-        } else {
-            const auto& c = std::get<Conv2dStage>(st);
-            s << "conv2d          " << c.in_channels << " -> " << c.out_channels << " channels, " << c.kernel << "x"
-              << c.kernel << ", " << pad_mode_name(c.padding) << " padding " << c.pad_before() << "/" << c.pad_after()
-              << (c.bias.empty() ? ", no bias" : ", bias");
-        }
-        s << "\n";
+        s << "  " << i << "  " << std::visit([](const auto& st) { return st.describe(); }, m.stages[i]) << "\n";
     }
     return s.str();
 }

@@ -4,54 +4,40 @@
 #pragma once
 
 #include <string>
-#include <variant>
 #include <vector>
 
 #include "backend.h"
+#include "layers/stage.h"
 
 namespace imr {
 
 constexpr const char* kModelFormatName = "imrestore-model";
-constexpr int kModelFormatVersion = 1;  // the newest version this build reads
-
-// out = x + conv_out(conv_in(x)); see ResidualBlockArgs.
-struct ResidualBlockStage {
-    int channels = 0, hidden = 0;
-    std::vector<float> conv_in_weight;   // [hidden, channels, 3, 3]
-    std::vector<float> conv_in_bias;     // [hidden]
-    std::vector<float> conv_out_weight;  // [channels, hidden, 3, 3]
-    std::vector<float> conv_out_bias;    // [channels]
-};
-
-// Size-keeping convolution: pad (K-1)/2 before and the rest after, then valid conv.
-struct Conv2dStage {
-    int in_channels = 0, out_channels = 0, kernel = 0;
-    PadMode padding = PadMode::Reflect;
-    std::vector<float> weight;  // [out_channels, in_channels, K, K]
-    std::vector<float> bias;    // [out_channels], or empty for none
-
-    int pad_before() const { return (kernel - 1) / 2; }
-    int pad_after() const { return kernel - 1 - pad_before(); }
-};
-
-using Stage = std::variant<ResidualBlockStage, Conv2dStage>;
-const char* stage_op_name(const Stage& stage);
-int stage_in_channels(const Stage& stage);
-int stage_out_channels(const Stage& stage);
-// How far (in pixels) an output pixel sees beyond itself on the larger side.
-int stage_radius(const Stage& stage);
+// The newest version this build reads. v2 added conv2d's activation and
+// add_model_input, space_to_depth and depth_to_space (weights/README.md).
+constexpr int kModelFormatVersion = 2;
 
 struct ModelFile {
-    std::string path;  // where it was loaded from (empty if built in memory)
-    int format_version = kModelFormatVersion;
+    std::string path;        // where it was loaded from (empty if built in memory)
+    int format_version = 1;  // as read; the writer raises it to min_format_version()
     std::string name, task, description, provenance, license;
     int channels = 3;  // image channels the model takes and gives: 1 (gray) or 3 (RGB)
     std::vector<Stage> stages;
 
     size_t parameter_count() const;
-    int receptive_field() const;  // 1 + 2 * sum of stage radii
-    int radius() const;           // sum of stage radii: the halo a tile needs
-    int max_channels() const;     // widest tensor between stages
+    // Image pixels one output pixel depends on, per axis: 1 + the sum over
+    // stages of (window - 1) in image pixels.
+    int receptive_field() const;
+    // The halo a tile needs, in image pixels: the sum over stages of their
+    // radius in image pixels (a multiple of size_multiple()).
+    int radius() const;
+    // Image sides must be multiples of this (the product of the
+    // space_to_depth factors); the runner pads other sizes.
+    int size_multiple() const;
+    // Floats of the largest tensor a pass over n images of h x w holds
+    // (h, w multiples of size_multiple()): what each activation buffer needs.
+    size_t activation_floats(int n, int h, int w) const;
+    bool adds_model_input() const;   // some stage adds the input image
+    int min_format_version() const;  // the oldest format that can hold this model
 };
 
 // Reads and validates a model file. Throws imr::Error naming the file, the
@@ -62,7 +48,9 @@ ModelFile load_model_file(const std::string& path);
 // `where` prefixes the messages (the file path).
 void validate_model(const ModelFile& model, const std::string& where);
 
-// Writes a model file (validated first) atomically: temp file + rename.
+// Writes a model file (validated first) atomically: temp file + rename. The
+// file's format_version is model.format_version raised to the oldest version
+// that can hold the model.
 void write_model_file(const std::string& path, const ModelFile& model);
 
 // Human-readable summary: metadata, stages with shapes, parameters, receptive field.

@@ -6,12 +6,6 @@
 namespace imr {
 
 namespace {
-DeviceBuffer upload_vector(Backend& backend, const std::vector<float>& v) {
-    if (v.empty()) return {};
-    DeviceBuffer buf(backend, v.size());
-    backend.upload(buf.data(), v.data(), v.size());
-    return buf;
-}
 
 // Fraction of the backend's free memory a pass may take: the rest stays for
 // the driver, other processes and fragmentation.
@@ -21,23 +15,28 @@ constexpr double kMemoryShare = 0.7;
 // halo of a deep model would be most of the work).
 constexpr int kLargestTile = 1 << 14;
 constexpr int kSmallestTile = 16;
+
+// Copies planes of [h, w] into [hp, wp] (hp >= h, wp >= w), repeating the last
+// column and row: the padding to a size multiple (weights/README.md).
+void pad_replicate(const float* in, float* out, int planes, int h, int w, int hp, int wp) {
+    for (int p = 0; p < planes; ++p) {
+        const float* src = in + size_t(p) * h * w;
+        float* dst = out + size_t(p) * hp * wp;
+        for (int y = 0; y < hp; ++y) {
+            const float* row = src + size_t(std::min(y, h - 1)) * w;
+            float* o = dst + size_t(y) * wp;
+            std::memcpy(o, row, sizeof(float) * size_t(w));
+            std::fill(o + w, o + wp, row[w - 1]);
+        }
+    }
+}
+
 }  // namespace
 
 ModelRunner::ModelRunner(ModelFile model, Backend& backend) : model_(std::move(model)), backend_(backend) {
     for (size_t i = 0; i < model_.stages.size(); ++i) {
         const Stage& s = model_.stages[i];
-        StageWeights w;
-        if (auto* rb = std::get_if<ResidualBlockStage>(&s)) {
-            w.a = upload_vector(backend, rb->conv_in_weight);
-            w.b = upload_vector(backend, rb->conv_in_bias);
-            w.c = upload_vector(backend, rb->conv_out_weight);
-            w.d = upload_vector(backend, rb->conv_out_bias);
-        } else {
-            const auto& conv = std::get<Conv2dStage>(s);
-            w.a = upload_vector(backend, conv.weight);
-            w.b = upload_vector(backend, conv.bias);
-        }
-        weights_.push_back(std::move(w));
+        prepared_.push_back(std::visit([&](const auto& st) { return st.prepare(backend); }, s));
         stage_timers_.push_back(backend.make_timer());
         stage_labels_.push_back("stage " + std::to_string(i) + " " + stage_op_name(s));
     }
@@ -46,25 +45,53 @@ ModelRunner::ModelRunner(ModelFile model, Backend& backend) : model_(std::move(m
     backend.synchronize();
 }
 
-// Two activation buffers (ping, pong) of the widest tensor, and as much again
-// for what an op may allocate itself (the CPU conv2d pads a copy of its input).
+// Two activation buffers (ping, pong) of the largest tensor, as much again for
+// what an op may allocate itself (the CPU conv2d pads a copy of its input),
+// and on a device the copy of the input.
 size_t ModelRunner::bytes_per_pixel() const {
-    return 3 * sizeof(float) * size_t(model_.max_channels());
+    const int m = model_.size_multiple(), side = 64 * m;  // whole blocks: exact per-pixel ratio
+    const double activations = double(model_.activation_floats(1, side, side)) / (double(side) * side);
+    const double input = backend_.is_host_memory() ? 0.0 : double(model_.channels);
+    return size_t(sizeof(float) * (3.0 * activations + input)) + 1;
 }
 
-void ModelRunner::reserve(size_t count) {
-    if (ping_.count() >= count) return;
-    ping_.reset();  // free before allocating the larger pair
-    pong_.reset();
-    ping_ = DeviceBuffer(backend_, count);
-    pong_ = DeviceBuffer(backend_, count);
+void ModelRunner::reserve(size_t activations, size_t input) {
+    if (ping_.count() < activations) {
+        ping_.reset();  // free before allocating the larger pair
+        pong_.reset();
+        ping_ = DeviceBuffer(backend_, activations);
+        pong_ = DeviceBuffer(backend_, activations);
+    }
+    if (input_.count() < input) {
+        input_.reset();
+        input_ = DeviceBuffer(backend_, input);
+    }
 }
 
 void ModelRunner::run(const float* input, float* output, Shape shape, StageTimer* timer) {
     if (shape.c != model_.channels)
         throw Error("model '" + model_.name + "' takes " + std::to_string(model_.channels) + " channels, given " +
                     shape.str());
-    size_t budget = size_t(kMemoryShare * double(backend_.free_memory() + 2 * ping_.count() * sizeof(float)));
+    const int m = model_.size_multiple();
+    if (shape.h % m == 0 && shape.w % m == 0) return run_aligned(input, output, shape, timer);
+    // Pad to the next multiple, run, crop.
+    ScopedStage pad(timer, "size padding");
+    Shape padded = shape;
+    padded.h = (shape.h + m - 1) / m * m, padded.w = (shape.w + m - 1) / m * m;
+    std::vector<float> in(padded.count()), out(padded.count());
+    pad_replicate(input, in.data(), shape.n * shape.c, shape.h, shape.w, padded.h, padded.w);
+    pad.stop();
+    run_aligned(in.data(), out.data(), padded, timer);
+    ScopedStage crop(timer, "size padding");
+    for (int p = 0; p < shape.n * shape.c; ++p)
+        for (int y = 0; y < shape.h; ++y)
+            std::memcpy(output + (size_t(p) * shape.h + y) * shape.w, &out[(size_t(p) * padded.h + y) * padded.w],
+                        sizeof(float) * size_t(shape.w));
+}
+
+void ModelRunner::run_aligned(const float* input, float* output, Shape shape, StageTimer* timer) {
+    const size_t held = (2 * ping_.count() + input_.count()) * sizeof(float);
+    size_t budget = size_t(kMemoryShare * double(backend_.free_memory() + held));
     size_t pixels_fit = budget / bytes_per_pixel();
     size_t image_pixels = size_t(shape.h) * shape.w;
     bool forced = max_tile_ > 0 && (shape.h > max_tile_ || shape.w > max_tile_);
@@ -75,16 +102,20 @@ void ModelRunner::run(const float* input, float* output, Shape shape, StageTimer
         } catch (const OutOfMemory&) {
             // free_memory() was optimistic (fragmentation, another process):
             // fall through to tiles sized for half of what it claimed.
-            ping_.reset(), pong_.reset();
+            ping_.reset(), pong_.reset(), input_.reset();
             pixels_fit /= 2;
         }
     }
     // Too large together: one image at a time, tiled if one image is too large.
-    const int r = model_.radius();
-    int tile = max_tile_ > 0 ? max_tile_ : kLargestTile;
+    // Tiles and halos are multiples of the size multiple, so every tile sees
+    // the same pixel blocks as the whole image.
+    const int r = model_.radius(), m = model_.size_multiple();
+    const int smallest = std::max(kSmallestTile, m);
+    int tile = max_tile_ > 0 ? std::max(max_tile_ / m * m, m) : kLargestTile;
     size_t plane = size_t(shape.c) * image_pixels;
     for (;;) {
-        while (tile > kSmallestTile && size_t(tile + 2 * r) * size_t(tile + 2 * r) > pixels_fit) tile /= 2;
+        while (tile > smallest && size_t(tile + 2 * r) * size_t(tile + 2 * r) > pixels_fit)
+            tile = std::max(tile / 2 / m * m, m);
         if (size_t(tile + 2 * r) * size_t(tile + 2 * r) > pixels_fit)
             throw OutOfMemory(backend_.name() + ": not enough free memory for even a " + std::to_string(tile) +
                               "-pixel tile of model '" + model_.name + "'");
@@ -93,7 +124,7 @@ void ModelRunner::run(const float* input, float* output, Shape shape, StageTimer
                 run_tiled(input + n * plane, output + n * plane, {1, shape.c, shape.h, shape.w}, tile, timer);
             return;
         } catch (const OutOfMemory&) {
-            ping_.reset(), pong_.reset();
+            ping_.reset(), pong_.reset(), input_.reset();
             pixels_fit = size_t(tile) * tile / 4;  // retry with half the tile side
         }
     }
@@ -134,50 +165,33 @@ void ModelRunner::run_tiled(const float* input, float* output, Shape shape, int 
 }
 
 void ModelRunner::run_pass(const float* input, float* output, Shape shape, StageTimer* timer) {
-    const size_t pixels = size_t(shape.n) * shape.h * shape.w;
     const size_t stages = model_.stages.size();
-    // On the host the first stage reads `input` and the last writes `output`;
-    // only the activations between stages need buffers. A device backend
-    // uploads into ping_ and downloads from wherever the last stage wrote.
+    // On the host the first stage reads `input` (which is also what stages
+    // that add the model input add) and the last writes `output`; only the
+    // activations between stages need buffers. A device backend uploads into
+    // input_ and downloads from wherever the last stage wrote.
     const bool host = backend_.is_host_memory();
-    if (!host || stages > 1) reserve(pixels * model_.max_channels());
+    const size_t activations = model_.activation_floats(shape.n, shape.h, shape.w);
+    if (!host || stages > 1) reserve(activations, host ? 0 : shape.count());
 
     const float* src = input;
     if (!host) {
         upload_timer_->start();
-        backend_.upload(ping_.data(), input, shape.count());
+        backend_.upload(input_.data(), input, shape.count());
         upload_timer_->stop();
-        src = ping_.data();
+        src = input_.data();
     }
-    int channels = model_.channels;
+    const float* model_input = src;
+    Shape in = shape;
     for (size_t i = 0; i < stages; ++i) {
         const Stage& s = model_.stages[i];
-        const StageWeights& w = weights_[i];
         // Alternate ping/pong, never writing the buffer being read.
         float* dst = (host && i + 1 == stages) ? output : (src == ping_.data() ? pong_.data() : ping_.data());
         stage_timers_[i]->start();
-        if (auto* rb = std::get_if<ResidualBlockStage>(&s)) {
-            ResidualBlockArgs a;
-            a.shape = {shape.n, channels, shape.h, shape.w};
-            a.hidden = rb->hidden;
-            a.input = src, a.output = dst;
-            a.conv_in_weight = w.a.data(), a.conv_in_bias = w.b.data();
-            a.conv_out_weight = w.c.data(), a.conv_out_bias = w.d.data();
-            backend_.residual_block(a);
-        } else {
-            const auto& conv = std::get<Conv2dStage>(s);
-            Conv2dArgs a;
-            a.in = {shape.n, channels, shape.h, shape.w};
-            a.out_channels = conv.out_channels;
-            a.kernel = conv.kernel;
-            a.pad_before = conv.pad_before(), a.pad_after = conv.pad_after();
-            a.pad_mode = conv.padding;
-            a.input = src, a.output = dst;
-            a.weight = w.a.data(), a.bias = w.b.data();
-            backend_.conv2d(a);
-        }
+        prepared_[i]->run(backend_, src, dst, in, model_input);
         stage_timers_[i]->stop();
-        channels = stage_out_channels(s);
+        const Geometry g = stage_geometry(s);
+        in = {in.n, stage_out_channels(s), in.h / g.down * g.up, in.w / g.down * g.up};
         src = dst;
     }
     if (!host) {

@@ -3,7 +3,9 @@
 // inputs too large for the backend's free memory split into overlapping tiles
 // whose halo equals the model's radius, so the result equals the untiled one.
 // On a host-memory backend (the CPU) the stages read the caller's input and
-// write the caller's output directly: no upload/download copies.
+// write the caller's output directly: no upload/download copies. Images whose
+// sides are not multiples of the model's size_multiple() are padded by
+// replicating the last row/column and cropped back (weights/README.md).
 #pragma once
 
 #include <memory>
@@ -31,20 +33,19 @@ public:
     Backend& backend() { return backend_; }
 
 private:
-    struct StageWeights {
-        DeviceBuffer a, b, c, d;  // residual: w_in, b_in, w_out, b_out; conv2d: weight, bias
-    };
-
+    // The same as run(), for sides that are multiples of the model's size_multiple().
+    void run_aligned(const float* input, float* output, Shape shape, StageTimer* timer);
     // One pass over a tensor that fits the backend: upload, stages, download.
     void run_pass(const float* input, float* output, Shape shape, StageTimer* timer);
     void run_tiled(const float* input, float* output, Shape shape, int tile, StageTimer* timer);
     size_t bytes_per_pixel() const;  // backend memory one image pixel needs in a pass
-    void reserve(size_t count);
+    void reserve(size_t activations, size_t input);
 
     const ModelFile model_;
     Backend& backend_;
-    std::vector<StageWeights> weights_;
-    DeviceBuffer ping_, pong_;  // activations, each n * max_channels * h * w
+    std::vector<std::unique_ptr<PreparedStage>> prepared_;  // weights in the backend, packed once
+    DeviceBuffer ping_, pong_;                              // activations, each activation_floats() of the pass
+    DeviceBuffer input_;  // a device backend's copy of the pass's input (stages may add it)
     std::vector<std::unique_ptr<BackendTimer>> stage_timers_;
     std::unique_ptr<BackendTimer> upload_timer_, download_timer_;
     std::vector<std::string> stage_labels_;

@@ -55,6 +55,37 @@ TEST(ModelFile, WriteThenLoadGivesTheSameModel) {
     std::string text = describe_model(back);
     EXPECT_NE(text.find("receptive    14x14"), std::string::npos) << text;
     EXPECT_NE(text.find(std::to_string(m.parameter_count())), std::string::npos) << text;
+    EXPECT_EQ(back.format_version, 1) << "a model of v1 layers is written as v1, which old readers read";
+}
+
+TEST(ModelFile, FormatV2LayersRoundTrip) {
+    unsigned seed;
+    auto rng = fresh_rng(&seed);
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    ScratchDir dir("model-v2");
+    ModelFile m = test::unshuffle_model(rng);
+    m.format_version = 1;  // the writer raises it to what the layers need
+    write_model_file(dir / "m.h5", m);
+    ModelFile back = load_model_file(dir / "m.h5");
+    EXPECT_EQ(back.format_version, 2);
+    ASSERT_EQ(back.stages.size(), 5u);
+    EXPECT_EQ(std::get<SpaceToDepthStage>(back.stages[0]).factor, 2);
+    auto c1 = std::get<Conv2dStage>(back.stages[1]);
+    EXPECT_EQ(c1.activation, Activation::ReLU);
+    EXPECT_EQ(c1.weight, std::get<Conv2dStage>(m.stages[1]).weight);
+    EXPECT_EQ(std::get<Conv2dStage>(back.stages[3]).activation, Activation::None);
+    EXPECT_TRUE(std::get<DepthToSpaceStage>(back.stages[4]).add_model_input);
+    EXPECT_EQ(back.size_multiple(), 2);
+    EXPECT_EQ(back.radius(), 6);  // three 3x3 convolutions at half resolution
+    // 1 + 1 (2x2 blocks) + 3 convolutions x 2 x 2 image pixels
+    EXPECT_EQ(back.receptive_field(), 14);
+    std::string text = describe_model(back);
+    EXPECT_NE(text.find("space_to_depth  3 -> 12 channels"), std::string::npos) << text;
+    EXPECT_NE(text.find("relu"), std::string::npos) << text;
+    EXPECT_NE(
+        text.find("depth_to_space  12 -> 3 channels, 2x2 pixel blocks back to pixels (x2 resolution), + model input"),
+        std::string::npos)
+        << text;
 }
 
 TEST(ModelFile, EveryBundledModelLoads) {
@@ -107,9 +138,9 @@ std::vector<BadModelCase> bad_model_cases() {
         {"newer version",
          [](const std::string& p) {
              standard_file(
-                 p, [](RawH5& f, hid_t s) { f.residual_block(s, "0", 3, 4); }, 3, 2);
+                 p, [](RawH5& f, hid_t s) { f.residual_block(s, "0", 3, 4); }, 3, 3);
          },
-         "format_version 2 is not supported"},
+         "format_version 3 is not supported"},
         {"version is a string",
          [](const std::string& p) {
              RawH5 f(p);
@@ -242,6 +273,117 @@ std::vector<BadModelCase> bad_model_cases() {
              });
          },
          "dataset 'weight': value 0 is not finite"},
+        // Format v2 layers and attributes.
+        {"activation in a v1 file",
+         [](const std::string& p) {
+             standard_file(p, [](RawH5& f, hid_t s) {
+                 hid_t g = f.conv2d(s, "0", 3, 3);
+                 RawH5::str_attr(g, "activation", "relu");
+             });
+         },
+         "attribute 'activation' needs format_version 2 (the file says 1)"},
+        {"unknown activation",
+         [](const std::string& p) {
+             standard_file(
+                 p,
+                 [](RawH5& f, hid_t s) {
+                     hid_t g = f.conv2d(s, "0", 3, 3);
+                     RawH5::str_attr(g, "activation", "gelu");
+                 },
+                 3, 2);
+         },
+         "attribute 'activation': expected none or relu, found 'gelu'"},
+        {"add_model_input not 0/1",
+         [](const std::string& p) {
+             standard_file(
+                 p,
+                 [](RawH5& f, hid_t s) {
+                     hid_t g = f.conv2d(s, "0", 3, 3);
+                     RawH5::int_attr(g, "add_model_input", 2);
+                 },
+                 3, 2);
+         },
+         "attribute 'add_model_input': expected 0 or 1, found 2"},
+        {"add_model_input in a v1 file",
+         [](const std::string& p) {
+             standard_file(p, [](RawH5& f, hid_t s) {
+                 hid_t g = f.conv2d(s, "0", 3, 3);
+                 RawH5::int_attr(g, "add_model_input", 1);
+             });
+         },
+         "attribute 'add_model_input' needs format_version 2"},
+        {"add_model_input where the output is not image-shaped",
+         [](const std::string& p) {
+             standard_file(
+                 p,
+                 [](RawH5& f, hid_t s) {
+                     RawH5::int_attr(f.conv2d(s, "0", 3, 5), "add_model_input", 1);
+                     f.conv2d(s, "1", 5, 3);
+                 },
+                 3, 2);
+         },
+         "stage 0 (conv2d): adds the model's input, but its output is not image-shaped (5 channels"},
+        {"space_to_depth in a v1 file",
+         [](const std::string& p) {
+             standard_file(p, [](RawH5& f, hid_t s) { f.shuffle(s, "0", "space_to_depth", 2); });
+         },
+         "op 'space_to_depth' needs format_version 2 (the file says 1)"},
+        {"space_to_depth factor 1",
+         [](const std::string& p) {
+             standard_file(
+                 p, [](RawH5& f, hid_t s) { f.shuffle(s, "0", "space_to_depth", 1); }, 3, 2);
+         },
+         "attribute 'factor': expected 2..8, found 1"},
+        {"space_to_depth factor 9",
+         [](const std::string& p) {
+             standard_file(
+                 p, [](RawH5& f, hid_t s) { f.shuffle(s, "0", "space_to_depth", 9); }, 3, 2);
+         },
+         "attribute 'factor': expected 2..8, found 9"},
+        {"space_to_depth without factor",
+         [](const std::string& p) {
+             standard_file(
+                 p, [](RawH5& f, hid_t s) { RawH5::str_attr(f.group(s, "0"), "op", "space_to_depth"); }, 3, 2);
+         },
+         "attribute 'factor' is missing"},
+        {"depth_to_space of channels not a multiple of factor^2",
+         [](const std::string& p) {
+             standard_file(
+                 p, [](RawH5& f, hid_t s) { f.shuffle(s, "0", "depth_to_space", 2); }, 3, 2);
+         },
+         "receives 3 channels, not a multiple of factor^2 = 4"},
+        {"depth_to_space beyond the image's resolution",
+         [](const std::string& p) {
+             standard_file(
+                 p,
+                 [](RawH5& f, hid_t s) {
+                     f.conv2d(s, "0", 3, 12);
+                     f.shuffle(s, "1", "depth_to_space", 2);
+                 },
+                 3, 2);
+         },
+         "stage 1 (depth_to_space): enlarges by 2 beyond the image's resolution"},
+        {"model ending at a reduced resolution",
+         [](const std::string& p) {
+             standard_file(
+                 p,
+                 [](RawH5& f, hid_t s) {
+                     f.shuffle(s, "0", "space_to_depth", 2);
+                     f.conv2d(s, "1", 12, 3);
+                 },
+                 3, 2);
+         },
+         "the last stage gives 1/2 of the image's resolution"},
+        {"add_model_input on space_to_depth",
+         [](const std::string& p) {
+             standard_file(
+                 p,
+                 [](RawH5& f, hid_t s) {
+                     RawH5::int_attr(f.shuffle(s, "0", "space_to_depth", 2), "add_model_input", 1);
+                 },
+                 3, 2);
+         },
+         "attribute 'add_model_input' is not allowed on space_to_depth"},
         {"channels out of range",
          [](const std::string& p) {
              standard_file(
@@ -280,36 +422,36 @@ TEST(ModelFile, WriterRefusesInvalidModels) {
 
 // ------------------------------------------------------------------ runner
 
-// The model as a chain of float64 reference ops.
+// The model as a chain of float64 reference ops (each layer's own reference,
+// kernels/reference.h), with the replicate padding to the size multiple done
+// here independently of the runner.
 std::vector<double> reference_model(const ModelFile& m, const std::vector<float>& input, Shape shape) {
-    std::vector<float> x = input;
-    int channels = m.channels;
+    const int mult = m.size_multiple();
+    Shape padded = shape;
+    padded.h = (shape.h + mult - 1) / mult * mult, padded.w = (shape.w + mult - 1) / mult * mult;
+    std::vector<float> image(padded.count());
+    for (int p = 0; p < shape.n * shape.c; ++p)
+        for (int y = 0; y < padded.h; ++y)
+            for (int x = 0; x < padded.w; ++x)
+                image[(size_t(p) * padded.h + y) * padded.w + x] =
+                    input[(size_t(p) * shape.h + std::min(y, shape.h - 1)) * shape.w + std::min(x, shape.w - 1)];
+    std::vector<float> x = image;
+    Shape in = padded;
     std::vector<double> y;
     for (const Stage& s : m.stages) {
-        if (auto* rb = std::get_if<ResidualBlockStage>(&s)) {
-            ResidualBlockArgs a;
-            a.shape = {shape.n, channels, shape.h, shape.w};
-            a.hidden = rb->hidden;
-            std::vector<float> out(a.shape.count());
-            a.input = x.data(), a.output = out.data();
-            a.conv_in_weight = rb->conv_in_weight.data(), a.conv_in_bias = rb->conv_in_bias.data();
-            a.conv_out_weight = rb->conv_out_weight.data(), a.conv_out_bias = rb->conv_out_bias.data();
-            y = reference_residual_block(a);
-        } else {
-            const auto& c = std::get<Conv2dStage>(s);
-            Conv2dArgs a;
-            a.in = {shape.n, channels, shape.h, shape.w};
-            a.out_channels = c.out_channels, a.kernel = c.kernel;
-            a.pad_before = c.pad_before(), a.pad_after = c.pad_after(), a.pad_mode = c.padding;
-            std::vector<float> out(a.out_shape().count());
-            a.input = x.data(), a.output = out.data(), a.weight = c.weight.data();
-            a.bias = c.bias.empty() ? nullptr : c.bias.data();
-            y = reference_conv2d(a);
-        }
-        channels = stage_out_channels(s);
+        ReferenceIO io;
+        io.input = x.data(), io.in = in, io.model_input = image.data();
+        y = std::visit([&](const auto& st) { return st.reference(io); }, s);
+        const Geometry g = stage_geometry(s);
+        in = {in.n, stage_out_channels(s), in.h / g.down * g.up, in.w / g.down * g.up};
         x.assign(y.begin(), y.end());  // the next stage sees fp32, as the backends do
     }
-    return y;
+    std::vector<double> out(shape.count());
+    for (int p = 0; p < shape.n * shape.c; ++p)
+        for (int yy = 0; yy < shape.h; ++yy)
+            for (int xx = 0; xx < shape.w; ++xx)
+                out[(size_t(p) * shape.h + yy) * shape.w + xx] = y[(size_t(p) * padded.h + yy) * padded.w + xx];
+    return out;
 }
 
 // Every element of `out` against the float64 chain. fp32 through the 4 stages
@@ -347,6 +489,27 @@ TEST(ModelRunner, MatchesReferenceTiledOrNot) {
     EXPECT_EQ(timer.rows()[1].name, "stage 1 conv2d");
 }
 
+TEST(ModelRunner, UnshuffleModelMatchesReferenceAtOddSizesTiledOrNot) {
+    unsigned seed;
+    auto rng = fresh_rng(&seed);
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    ModelFile m = test::unshuffle_model(rng);
+    auto cpu = make_cpu_backend();
+    ModelRunner runner(m, *cpu);
+    for (Shape shape : {Shape{2, 3, 45, 67}, Shape{1, 3, 1, 1}, Shape{1, 3, 8, 33}}) {
+        SCOPED_TRACE(shape.str());
+        std::vector<float> input = test::random_vector(rng, shape.count(), 0.3f);
+        std::vector<double> ref = reference_model(m, input, shape);
+        std::vector<float> whole(shape.count(), std::nanf("")), tiled(shape.count(), std::nanf(""));
+        runner.set_max_tile(0);
+        runner.run(input.data(), whole.data(), shape, nullptr);
+        runner.set_max_tile(16);
+        runner.run(input.data(), tiled.data(), shape, nullptr);
+        expect_matches_reference(whole, ref, "untiled");
+        expect_matches_reference(tiled, ref, "tiled");
+    }
+}
+
 // The CPU backend, claiming to have only `free_bytes` of memory left.
 class LowMemoryBackend : public Backend {
 public:
@@ -362,6 +525,7 @@ public:
     size_t free_memory() const override { return free_; }
     void residual_block(const ResidualBlockArgs& a) override { cpu_->residual_block(a); }
     void conv2d(const Conv2dArgs& a) override { cpu_->conv2d(a); }
+    void pixel_shuffle(const PixelShuffleArgs& a) override { cpu_->pixel_shuffle(a); }
     std::unique_ptr<BackendTimer> make_timer() override { return cpu_->make_timer(); }
 
 private:

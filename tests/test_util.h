@@ -61,6 +61,32 @@ inline Conv2dStage random_conv2d(std::mt19937& rng, int in, int out, int k, PadM
     return c;
 }
 
+// The unshuffle CNN of the trained models, small: space_to_depth(2) -> conv
+// 12->c relu -> conv c->c relu -> conv c->12 -> depth_to_space(2) + input.
+inline ModelFile unshuffle_model(std::mt19937& rng, int c = 8) {
+    ModelFile m;
+    m.name = "test-unshuffle";
+    m.task = "test";
+    m.description = "random weights for tests";
+    m.provenance = "tests/test_util.h";
+    m.channels = 3;
+    m.format_version = 2;
+    SpaceToDepthStage s2d;
+    s2d.in_channels = 3, s2d.factor = 2;
+    m.stages.push_back(s2d);
+    Conv2dStage first = random_conv2d(rng, 12, c, 3, PadMode::Zero, true);
+    first.activation = Activation::ReLU;
+    m.stages.push_back(first);
+    Conv2dStage mid = random_conv2d(rng, c, c, 3, PadMode::Zero, true);
+    mid.activation = Activation::ReLU;
+    m.stages.push_back(mid);
+    m.stages.push_back(random_conv2d(rng, c, 12, 3, PadMode::Zero, true));
+    DepthToSpaceStage d2s;
+    d2s.in_channels = 12, d2s.factor = 2, d2s.add_model_input = true;
+    m.stages.push_back(d2s);
+    return m;
+}
+
 inline ModelFile small_model(std::mt19937& rng) {
     ModelFile m;
     m.name = "test-model";
@@ -136,6 +162,23 @@ public:
         dataset(g, "conv_in_bias", {hsize_t(h)});
         dataset(g, "conv_out_weight", {hsize_t(c), hsize_t(h), 3, 3});
         dataset(g, "conv_out_bias", {hsize_t(c)});
+    }
+
+    // A valid 3x3 conv2d stage (zero padding, bias); returns its group.
+    hid_t conv2d(hid_t stages, const std::string& name, int in, int out) {
+        hid_t g = group(stages, name);
+        str_attr(g, "op", "conv2d");
+        str_attr(g, "padding", "zero");
+        dataset(g, "weight", {hsize_t(out), hsize_t(in), 3, 3});
+        dataset(g, "bias", {hsize_t(out)});
+        return g;
+    }
+    // A space_to_depth / depth_to_space stage; returns its group.
+    hid_t shuffle(hid_t stages, const std::string& name, const char* op, long long factor) {
+        hid_t g = group(stages, name);
+        str_attr(g, "op", op);
+        int_attr(g, "factor", factor);
+        return g;
     }
 
 private:

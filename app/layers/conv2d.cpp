@@ -1,0 +1,127 @@
+#include "conv2d.h"
+
+#include <algorithm>
+
+#include "reference.h"
+
+namespace imr {
+
+namespace {
+
+PadMode parse_padding(const std::string& s, const std::string& at) {
+    if (s == "reflect") return PadMode::Reflect;
+    if (s == "replicate") return PadMode::Replicate;
+    if (s == "zero") return PadMode::Zero;
+    throw Error(at + ": attribute 'padding': expected reflect, replicate or zero, found '" + s + "'");
+}
+
+Activation parse_activation(const std::string& s, const std::string& at) {
+    if (s == "none") return Activation::None;
+    if (s == "relu") return Activation::ReLU;
+    throw Error(at + ": attribute 'activation': expected none or relu, found '" + s + "'");
+}
+
+class PreparedConv2d : public PreparedStage {
+public:
+    PreparedConv2d(const Conv2dStage& s, Backend& backend)
+        : base_(s.args({})),
+          add_model_input_(s.add_model_input),
+          weight_(upload(backend, s.weight)),
+          bias_(upload(backend, s.bias)) {}
+    void run(Backend& backend, const float* input, float* output, Shape in, const float* model_input) override {
+        Conv2dArgs a = base_;
+        a.in = in, a.input = input, a.output = output;
+        a.weight = weight_.data(), a.bias = bias_.data();
+        a.residual = add_model_input_ ? model_input : nullptr;
+        backend.conv2d(a);
+    }
+
+private:
+    Conv2dArgs base_;
+    bool add_model_input_;
+    DeviceBuffer weight_, bias_;
+};
+
+}  // namespace
+
+Conv2dStage Conv2dStage::load(LayerReader& r, int channels) {
+    const std::string& at = r.where();
+    Conv2dStage conv;
+    LayerReader::Tensor w = r.tensor("weight", 4);
+    if (w.shape[2] != w.shape[3] || w.shape[2] == 0 || w.shape[2] > 64)
+        throw Error(at + ": dataset 'weight': expected a square kernel of at most 64x64 [out,in,K,K], found " +
+                    dims_string(w.shape));
+    if (w.shape[0] == 0 || w.shape[0] > 4096)
+        throw Error(at + ": dataset 'weight': expected 1..4096 output channels, found " + dims_string(w.shape));
+    conv.out_channels = int(w.shape[0]);
+    conv.kernel = int(w.shape[2]);
+    if (w.shape[1] != (unsigned long long)channels)
+        throw Error(at + ": dataset 'weight': expected " + std::to_string(channels) +
+                    " input channels (from the stage before), found " + dims_string(w.shape));
+    conv.in_channels = channels;
+    conv.weight = std::move(w.data);
+    if (r.has_tensor("bias")) {
+        LayerReader::Tensor b = r.tensor("bias", 1);
+        expect_shape(r, b, "bias", {conv.out_channels});
+        conv.bias = std::move(b.data);
+    }
+    if (r.has_attribute("padding")) conv.padding = parse_padding(r.string_attribute("padding"), at);
+    if (r.has_attribute("activation")) {
+        if (r.format_version() < 2)
+            throw Error(at + ": attribute 'activation' needs format_version 2 (the file says " +
+                        std::to_string(r.format_version()) + ")");
+        conv.activation = parse_activation(r.string_attribute("activation"), at);
+    }
+    conv.add_model_input = read_add_model_input(r);
+    return conv;
+}
+
+void Conv2dStage::write(LayerWriter& w) const {
+    w.tensor("weight", weight, {out_channels, in_channels, kernel, kernel});
+    if (!bias.empty()) w.tensor("bias", bias, {out_channels});
+    w.string_attribute("padding", pad_mode_name(padding));
+    if (activation != Activation::None) w.string_attribute("activation", activation_name(activation));
+    if (add_model_input) w.int_attribute("add_model_input", 1);
+}
+
+void Conv2dStage::validate(const std::string& at) const {
+    if (out_channels < 1 || in_channels < 1 || kernel < 1)
+        throw Error(at + ": channels and kernel size must be positive");
+    check_tensor(at, "weight", weight, size_t(out_channels) * in_channels * kernel * kernel,
+                 {out_channels, in_channels, kernel, kernel});
+    if (!bias.empty()) check_tensor(at, "bias", bias, size_t(out_channels), {out_channels});
+}
+
+std::string Conv2dStage::describe() const {
+    std::string s = "conv2d          " + std::to_string(in_channels) + " -> " + std::to_string(out_channels) +
+                    " channels, " + std::to_string(kernel) + "x" + std::to_string(kernel) + ", " +
+                    pad_mode_name(padding) + " padding " + std::to_string(pad_before()) + "/" +
+                    std::to_string(pad_after()) + (bias.empty() ? ", no bias" : ", bias");
+    if (activation != Activation::None) s += std::string(", ") + activation_name(activation);
+    if (add_model_input) s += ", + model input";
+    return s;
+}
+
+Conv2dArgs Conv2dStage::args(Shape in) const {
+    Conv2dArgs a;
+    a.in = in;
+    a.out_channels = out_channels;
+    a.kernel = kernel;
+    a.pad_before = pad_before(), a.pad_after = pad_after();
+    a.pad_mode = padding;
+    a.activation = activation;
+    return a;
+}
+
+std::vector<double> Conv2dStage::reference(const ReferenceIO& io) const {
+    Conv2dArgs a = args(io.in);
+    a.input = io.input, a.weight = weight.data(), a.bias = bias.empty() ? nullptr : bias.data();
+    a.residual = add_model_input ? io.model_input : nullptr;
+    return reference_conv2d(a);
+}
+
+std::unique_ptr<PreparedStage> Conv2dStage::prepare(Backend& backend) const {
+    return std::make_unique<PreparedConv2d>(*this, backend);
+}
+
+}  // namespace imr

@@ -1,0 +1,107 @@
+// What every layer (stage) type of a model provides, in the spirit of ncnn's
+// layer registry: one struct per layer kind, in its own file under
+// app/layers/, holding its parameters and implementing the same members:
+//
+//   static constexpr const char* kOp           the "op" attribute in model files
+//   static T load(LayerReader&, int channels)  read + check one stage group (channels: what it receives)
+//   void write(LayerWriter&) const             the inverse of load
+//   void validate(const std::string& at) const tensor sizes, finite values, attribute ranges
+//   int min_format_version() const             the oldest format that can express it
+//   int channels_in() const, channels_out() const
+//   Geometry geometry() const                  radius, window and resampling (below)
+//   size_t parameter_count() const
+//   bool adds_model_input() const              ends in "+ the model's input image"
+//   std::string describe() const               one line for `imrestore model`
+//   std::vector<double> reference(...) const   float64 forward (kernels/reference.h)
+//   std::unique_ptr<PreparedStage> prepare(Backend&) const  weights uploaded/packed once
+//
+// The list of kinds is the std::variant in stage.h. Every use goes through
+// std::visit, so a kind missing a member does not compile, and a new kind is
+// its file plus one entry in that list (and a row in the op tests for its
+// kernels).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend.h"
+
+namespace imr {
+
+// Reads one stage group of a model file. Every failure throws imr::Error
+// starting with where(): "FILE: stage N (op)".
+class LayerReader {
+public:
+    virtual ~LayerReader() = default;
+    virtual const std::string& where() const = 0;
+    struct Tensor {
+        std::vector<unsigned long long> shape;
+        std::vector<float> data;
+    };
+    // A float32 dataset of exactly `rank` dimensions (missing: error).
+    virtual Tensor tensor(const char* name, int rank) = 0;
+    virtual bool has_tensor(const char* name) = 0;
+    virtual bool has_attribute(const char* name) = 0;
+    virtual std::string string_attribute(const char* name) = 0;
+    virtual long long int_attribute(const char* name) = 0;
+    // The model file's format_version (a v2 feature in a v1 file is an error).
+    virtual int format_version() const = 0;
+};
+
+// Writes one stage group ("op" is written by the caller).
+class LayerWriter {
+public:
+    virtual ~LayerWriter() = default;
+    virtual void tensor(const char* name, const std::vector<float>& data, std::vector<int> shape) = 0;
+    virtual void string_attribute(const char* name, const std::string& value) = 0;
+    virtual void int_attribute(const char* name, long long value) = 0;
+};
+
+// How a layer moves pixels. Sizes are in the layer's own input pixels.
+struct Geometry {
+    int radius = 0;  // how far an output pixel sees beyond itself, on the larger side
+    int window = 1;  // the input window one output pixel depends on, per axis (K for a KxK conv)
+    int down = 1;    // output pixels are `down` input pixels wide (space_to_depth)...
+    int up = 1;      // ...or 1/`up` of one (depth_to_space)
+};
+
+// A layer with its weights in a backend's memory, in whatever layout that
+// backend's kernels want (packed once, not per call).
+class PreparedStage {
+public:
+    virtual ~PreparedStage() = default;
+    // input: [n, channels_in, h, w] at this stage's scale, in backend memory;
+    // output: the stage's output shape; model_input: the image the model was
+    // given (backend memory, same scale as the model's output), used by
+    // stages that add it.
+    virtual void run(Backend& backend, const float* input, float* output, Shape in, const float* model_input) = 0;
+};
+
+// A layer's float64 forward for the tests' model-level reference: input in
+// fp32 (what the backends see between stages), output in float64.
+struct ReferenceIO {
+    const float* input = nullptr;
+    Shape in;
+    const float* model_input = nullptr;  // host, the model's output shape
+};
+
+// Throws "AT: attribute 'add_model_input': expected 0 or 1, found N" etc.;
+// shared by the layers that can add the model input.
+bool read_add_model_input(LayerReader& r);
+
+// Copies weights into the backend's memory (empty: no buffer).
+DeviceBuffer upload(Backend& backend, const std::vector<float>& v);
+
+// "[a,b,c]"
+std::string dims_string(const std::vector<unsigned long long>& shape);
+
+// Throws unless `t` has exactly this shape.
+void expect_shape(const LayerReader& r, const LayerReader::Tensor& t, const char* name,
+                  std::initializer_list<long long> expected);
+
+// Throws unless data holds `expected` finite values.
+void check_tensor(const std::string& at, const char* name, const std::vector<float>& data, size_t expected,
+                  std::initializer_list<int> shape);
+
+}  // namespace imr

@@ -1,0 +1,97 @@
+#include "pixel_shuffle.h"
+
+#include "reference.h"
+
+namespace imr {
+
+namespace {
+
+PixelShuffleArgs shuffle_args(ShuffleDirection d, int factor, Shape in) {
+    PixelShuffleArgs a;
+    a.in = in, a.factor = factor, a.direction = d;
+    return a;
+}
+
+template <ShuffleDirection D>
+class PreparedShuffle : public PreparedStage {
+public:
+    PreparedShuffle(int factor, bool add_model_input) : factor_(factor), add_model_input_(add_model_input) {}
+    void run(Backend& backend, const float* input, float* output, Shape in, const float* model_input) override {
+        PixelShuffleArgs a = shuffle_args(D, factor_, in);
+        a.input = input, a.output = output;
+        a.residual = add_model_input_ ? model_input : nullptr;
+        backend.pixel_shuffle(a);
+    }
+
+private:
+    int factor_;
+    bool add_model_input_;
+};
+
+}  // namespace
+
+template <ShuffleDirection D>
+PixelShuffleStage<D> PixelShuffleStage<D>::load(LayerReader& r, int channels) {
+    const std::string& at = r.where();
+    if (r.format_version() < 2)
+        throw Error(at + ": op '" + kOp + "' needs format_version 2 (the file says " +
+                    std::to_string(r.format_version()) + ")");
+    PixelShuffleStage s;
+    s.in_channels = channels;
+    const long long f = r.int_attribute("factor");
+    if (f < 2 || f > kMaxFactor)
+        throw Error(at + ": attribute 'factor': expected 2.." + std::to_string(kMaxFactor) + ", found " +
+                    std::to_string(f));
+    s.factor = int(f);
+    if (!kToDepth && channels % (s.factor * s.factor) != 0)
+        throw Error(at + ": receives " + std::to_string(channels) +
+                    " channels, not a multiple of factor^2 = " + std::to_string(s.factor * s.factor));
+    if (kToDepth && r.has_attribute("add_model_input"))
+        throw Error(at + ": attribute 'add_model_input' is not allowed on space_to_depth");
+    s.add_model_input = read_add_model_input(r);
+    return s;
+}
+
+template <ShuffleDirection D>
+void PixelShuffleStage<D>::write(LayerWriter& w) const {
+    w.int_attribute("factor", factor);
+    if (add_model_input) w.int_attribute("add_model_input", 1);
+}
+
+template <ShuffleDirection D>
+void PixelShuffleStage<D>::validate(const std::string& at) const {
+    if (factor < 2 || factor > kMaxFactor)
+        throw Error(at + ": factor must be 2.." + std::to_string(kMaxFactor) + ", found " + std::to_string(factor));
+    if (in_channels < 1) throw Error(at + ": channels must be positive");
+    if (!kToDepth && in_channels % (factor * factor) != 0)
+        throw Error(at + ": " + std::to_string(in_channels) + " channels are not a multiple of factor^2");
+    if (kToDepth && add_model_input) throw Error(at + ": space_to_depth cannot add the model input");
+}
+
+template <ShuffleDirection D>
+std::string PixelShuffleStage<D>::describe() const {
+    const std::string f = std::to_string(factor);
+    std::string s = std::string(kOp) + (kToDepth ? "  " : "  ") + std::to_string(in_channels) + " -> " +
+                    std::to_string(channels_out()) + " channels, " + f + "x" + f + " pixel blocks " +
+                    (kToDepth ? "to channels (1/" + f + " resolution)" : "back to pixels (x" + f + " resolution)");
+    if (add_model_input) s += ", + model input";
+    return s;
+}
+
+template <ShuffleDirection D>
+std::vector<double> PixelShuffleStage<D>::reference(const ReferenceIO& io) const {
+    PixelShuffleArgs a = shuffle_args(D, factor, io.in);
+    a.input = io.input;
+    a.residual = add_model_input ? io.model_input : nullptr;
+    return reference_pixel_shuffle(a);
+}
+
+template <ShuffleDirection D>
+std::unique_ptr<PreparedStage> PixelShuffleStage<D>::prepare(Backend&) const {
+    return std::make_unique<PreparedShuffle<D>>(factor, add_model_input);
+}
+
+template struct PixelShuffleStage<ShuffleDirection::ToDepth>;
+template struct PixelShuffleStage<ShuffleDirection::ToSpace>;
+
+}  // namespace imr

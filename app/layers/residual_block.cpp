@@ -1,0 +1,95 @@
+#include "residual_block.h"
+
+#include "reference.h"
+
+namespace imr {
+
+namespace {
+
+class PreparedResidualBlock : public PreparedStage {
+public:
+    PreparedResidualBlock(const ResidualBlockStage& s, Backend& backend)
+        : hidden_(s.hidden),
+          w_in_(upload(backend, s.conv_in_weight)),
+          b_in_(upload(backend, s.conv_in_bias)),
+          w_out_(upload(backend, s.conv_out_weight)),
+          b_out_(upload(backend, s.conv_out_bias)) {}
+    void run(Backend& backend, const float* input, float* output, Shape in, const float*) override {
+        ResidualBlockArgs a;
+        a.shape = in, a.hidden = hidden_;
+        a.input = input, a.output = output;
+        a.conv_in_weight = w_in_.data(), a.conv_in_bias = b_in_.data();
+        a.conv_out_weight = w_out_.data(), a.conv_out_bias = b_out_.data();
+        backend.residual_block(a);
+    }
+
+private:
+    int hidden_;
+    DeviceBuffer w_in_, b_in_, w_out_, b_out_;
+};
+
+}  // namespace
+
+ResidualBlockStage ResidualBlockStage::load(LayerReader& r, int channels) {
+    const std::string& at = r.where();
+    ResidualBlockStage rb;
+    LayerReader::Tensor w_in = r.tensor("conv_in_weight", 4);
+    if (w_in.shape[2] != 3 || w_in.shape[3] != 3)
+        throw Error(at + ": dataset 'conv_in_weight': expected a 3x3 kernel [hidden," + std::to_string(channels) +
+                    ",3,3], found " + dims_string(w_in.shape));
+    if (w_in.shape[0] == 0 || w_in.shape[0] > 4096)
+        throw Error(at + ": dataset 'conv_in_weight': expected 1..4096 hidden channels, found " +
+                    dims_string(w_in.shape));
+    if (w_in.shape[1] != (unsigned long long)channels)
+        throw Error(at + ": dataset 'conv_in_weight': expected " + std::to_string(channels) +
+                    " input channels (from the stage before), found " + dims_string(w_in.shape));
+    rb.hidden = int(w_in.shape[0]);
+    rb.channels = channels;
+    LayerReader::Tensor b_in = r.tensor("conv_in_bias", 1);
+    expect_shape(r, b_in, "conv_in_bias", {rb.hidden});
+    LayerReader::Tensor w_out = r.tensor("conv_out_weight", 4);
+    expect_shape(r, w_out, "conv_out_weight", {rb.channels, rb.hidden, 3, 3});
+    LayerReader::Tensor b_out = r.tensor("conv_out_bias", 1);
+    expect_shape(r, b_out, "conv_out_bias", {rb.channels});
+    rb.conv_in_weight = std::move(w_in.data);
+    rb.conv_in_bias = std::move(b_in.data);
+    rb.conv_out_weight = std::move(w_out.data);
+    rb.conv_out_bias = std::move(b_out.data);
+    return rb;
+}
+
+void ResidualBlockStage::write(LayerWriter& w) const {
+    w.tensor("conv_in_weight", conv_in_weight, {hidden, channels, 3, 3});
+    w.tensor("conv_in_bias", conv_in_bias, {hidden});
+    w.tensor("conv_out_weight", conv_out_weight, {channels, hidden, 3, 3});
+    w.tensor("conv_out_bias", conv_out_bias, {channels});
+}
+
+void ResidualBlockStage::validate(const std::string& at) const {
+    const int c = channels, h = hidden;
+    if (c < 1 || h < 1) throw Error(at + ": channels and hidden must be positive");
+    check_tensor(at, "conv_in_weight", conv_in_weight, size_t(h) * c * 9, {h, c, 3, 3});
+    check_tensor(at, "conv_in_bias", conv_in_bias, size_t(h), {h});
+    check_tensor(at, "conv_out_weight", conv_out_weight, size_t(c) * h * 9, {c, h, 3, 3});
+    check_tensor(at, "conv_out_bias", conv_out_bias, size_t(c), {c});
+}
+
+std::string ResidualBlockStage::describe() const {
+    return "residual_block  " + std::to_string(channels) + " -> " + std::to_string(hidden) + " -> " +
+           std::to_string(channels) + " channels, 3x3 + 3x3, zero padding, out = x + conv_out(conv_in(x))";
+}
+
+std::vector<double> ResidualBlockStage::reference(const ReferenceIO& io) const {
+    ResidualBlockArgs a;
+    a.shape = io.in, a.hidden = hidden;
+    a.input = io.input;
+    a.conv_in_weight = conv_in_weight.data(), a.conv_in_bias = conv_in_bias.data();
+    a.conv_out_weight = conv_out_weight.data(), a.conv_out_bias = conv_out_bias.data();
+    return reference_residual_block(a);
+}
+
+std::unique_ptr<PreparedStage> ResidualBlockStage::prepare(Backend& backend) const {
+    return std::make_unique<PreparedResidualBlock>(*this, backend);
+}
+
+}  // namespace imr
