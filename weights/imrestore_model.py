@@ -1,4 +1,4 @@
-"""Read, write and run imrestore model files (format v1, see weights/README.md).
+"""Read, write and run imrestore model files (formats v1 and v2, see weights/README.md).
 
 Python 3 with numpy and h5py (Debian: python3-numpy, python3-h5py). This
 module is the Python reference of the format: `write_model` writes what the
@@ -17,9 +17,12 @@ import h5py
 import numpy as np
 
 FORMAT = "imrestore-model"
-FORMAT_VERSION = 1
-OPS = ("residual_block", "conv2d")
+FORMAT_VERSION = 2  # the newest version this module reads; write_model writes 1 unless a v2 feature is used
+OPS = ("residual_block", "conv2d", "space_to_depth", "depth_to_space")
+V2_OPS = ("space_to_depth", "depth_to_space")
 PADDINGS = ("reflect", "replicate", "zero")
+ACTIVATIONS = ("none", "relu")
+FACTOR_RANGE = (2, 8)
 # np.pad mode for each conv2d padding name.
 NP_PAD_MODE = {"reflect": "reflect", "replicate": "edge", "zero": "constant"}
 
@@ -35,6 +38,8 @@ OP_DATASETS = {
         "weight": (True, 4),
         "bias": (False, 1),
     },
+    "space_to_depth": {},
+    "depth_to_space": {},
 }
 
 
@@ -42,11 +47,51 @@ class ModelError(ValueError):
     """A model that does not follow the format (message names the file, stage and what)."""
 
 
-def _check_stage(where, stage, channels):
-    """Validates one stage dict; returns the channel count after it."""
+def _int_value(where, stage, key, default):
+    v = stage.get(key, default)
+    if isinstance(v, np.ndarray) and v.size == 1:
+        v = v.reshape(()).item()
+    if isinstance(v, np.integer):
+        v = int(v)
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise ModelError(f"{where}: {key} must be an integer, is {v!r}")
+    return v
+
+
+def _add_model_input(where, stage, cout, scale, model_channels):
+    """Validates the optional add_model_input (0 or 1) of a stage whose output
+    has cout channels at downscale `scale`; returns it."""
+    add = _int_value(where, stage, "add_model_input", 0)
+    if add not in (0, 1):
+        raise ModelError(f"{where}: add_model_input is {add}, must be 0 or 1")
+    if add and (cout != model_channels or scale != 1):
+        raise ModelError(f"{where}: add_model_input needs the model's {model_channels} channels at full "
+                         f"resolution, the stage gives {cout} channels at 1/{scale} resolution")
+    return add
+
+
+def _check_stage(where, stage, channels, scale=1, model_channels=None):
+    """Validates one stage dict; returns (channels, downscale) after it."""
     op = stage.get("op")
     if op not in OPS:
         raise ModelError(f"{where}: unknown op {op!r} (known: {', '.join(OPS)})")
+    if op in V2_OPS:
+        f = _int_value(where, stage, "factor", None) if "factor" in stage else None
+        if f is None:
+            raise ModelError(f"{where}: op {op} needs integer attribute 'factor'")
+        if not FACTOR_RANGE[0] <= f <= FACTOR_RANGE[1]:
+            raise ModelError(f"{where}: factor {f} is not in {FACTOR_RANGE[0]}..{FACTOR_RANGE[1]}")
+        if op == "space_to_depth":
+            if "add_model_input" in stage and _int_value(where, stage, "add_model_input", 0) != 0:
+                raise ModelError(f"{where}: space_to_depth has no add_model_input")
+            return channels * f * f, scale * f
+        if channels % (f * f) != 0:
+            raise ModelError(f"{where}: depth_to_space({f}) needs channels divisible by {f * f}, gets {channels}")
+        if scale % f != 0:
+            raise ModelError(f"{where}: depth_to_space({f}) at 1/{scale} resolution would go past full resolution")
+        cout, scale = channels // (f * f), scale // f
+        _add_model_input(where, stage, cout, scale, model_channels)
+        return cout, scale
     spec = OP_DATASETS[op]
     arrays = {}
     for key, (required, rank) in spec.items():
@@ -77,7 +122,7 @@ def _check_stage(where, stage, channels):
             raise ModelError(f"{where}: conv_out_weight is {list(wo.shape)}, must be [{channels},{hidden},3,3]")
         if bo.shape != (channels,):
             raise ModelError(f"{where}: conv_out_bias is {list(bo.shape)}, must be [{channels}]")
-        return channels
+        return channels, scale
     # conv2d
     w = arrays["weight"]
     cout, cin, k, k2 = w.shape
@@ -90,7 +135,11 @@ def _check_stage(where, stage, channels):
     padding = stage.get("padding", "reflect")
     if padding not in PADDINGS:
         raise ModelError(f"{where}: padding {padding!r} is not one of {', '.join(PADDINGS)}")
-    return cout
+    activation = stage.get("activation", "none")
+    if activation not in ACTIVATIONS:
+        raise ModelError(f"{where}: activation {activation!r} is not one of {', '.join(ACTIVATIONS)}")
+    _add_model_input(where, stage, cout, scale, model_channels)
+    return cout, scale
 
 
 def check_stages(stages, channels, where="model"):
@@ -99,29 +148,71 @@ def check_stages(stages, channels, where="model"):
         raise ModelError(f"{where}: channels is {channels}, must be 1 or 3")
     if len(stages) == 0:
         raise ModelError(f"{where}: no stages")
-    c = channels
+    c, scale = channels, 1
     for i, stage in enumerate(stages):
-        c = _check_stage(f"{where}: stage {i}", stage, c)
+        c, scale = _check_stage(f"{where}: stage {i}", stage, c, scale, channels)
+    if scale != 1:
+        raise ModelError(f"{where}: the last stage gives 1/{scale} resolution, the model must end at full resolution")
     if c != channels:
         raise ModelError(f"{where}: the last stage gives {c} channels, the model takes and gives {channels}")
 
 
-def receptive_field(stages):
-    """1 + 4 per residual_block + (K-1) per conv2d: the output pixel's input window width."""
-    rf = 1
+def uses_v2(stages):
+    """True when a stage uses a format-v2 feature (then the file is format_version 2)."""
     for s in stages:
-        rf += 4 if s["op"] == "residual_block" else np.asarray(s["weight"]).shape[2] - 1
+        if s["op"] in V2_OPS:
+            return True
+        if s["op"] == "conv2d" and (s.get("activation", "none") != "none" or int(s.get("add_model_input", 0)) != 0):
+            return True
+    return False
+
+
+def downscale(stages):
+    """The model's total downscale M: the product of its space_to_depth factors (1 without any).
+    Images whose height or width is not a multiple of M are replicate-padded at the
+    bottom/right up to the next multiple, run, and cropped back."""
+    m = 1
+    for s in stages:
+        if s["op"] == "space_to_depth":
+            m *= int(s["factor"])
+    return m
+
+
+def receptive_field(stages):
+    """The width of the input window one output pixel depends on (at most): 1, plus
+    4 per residual_block and K-1 per conv2d, each times the downscale it runs at,
+    plus (f-1) times the downscale before it per space_to_depth(f). v1 models:
+    1 + 4 * residual_blocks + sum(K-1)."""
+    rf, scale = 1, 1
+    for s in stages:
+        if s["op"] == "residual_block":
+            rf += 4 * scale
+        elif s["op"] == "conv2d":
+            rf += (np.asarray(s["weight"]).shape[2] - 1) * scale
+        elif s["op"] == "space_to_depth":
+            rf += (int(s["factor"]) - 1) * scale
+            scale *= int(s["factor"])
+        else:
+            scale //= int(s["factor"])
     return rf
 
 
-def write_model(path, name, task, description, provenance, channels, stages, license=None):
-    """Writes a format-v1 model file. stages: list of dicts, e.g.
+def write_model(path, name, task, description, provenance, channels, stages, license=None, extra_attrs=None):
+    """Writes a model file: format_version 1, or 2 when a stage uses a v2
+    feature. stages: list of dicts, e.g.
         {"op": "residual_block", "conv_in_weight": [H,C,3,3], "conv_in_bias": [H],
          "conv_out_weight": [C,H,3,3], "conv_out_bias": [C]}
         {"op": "conv2d", "weight": [Cout,Cin,K,K], "bias": [Cout] (optional),
-         "padding": "reflect" | "replicate" | "zero" (optional, default reflect)}
+         "padding": "reflect" | "replicate" | "zero" (optional, default reflect),
+         "activation": "none" | "relu" (v2, optional, default none),
+         "add_model_input": 0 | 1 (v2, optional, default 0)}
+        {"op": "space_to_depth", "factor": f}                        (v2)
+        {"op": "depth_to_space", "factor": f, "add_model_input": 0 | 1 (optional)}   (v2)
     Arrays must be float32 (use .astype(np.float32)). Raises ModelError for
-    anything the loaders would refuse, before writing."""
+    anything the loaders would refuse, before writing. extra_attrs: optional
+    dict of further root attributes (str or int values), which readers ignore.
+    The v2 attributes are written only where they differ from their defaults,
+    so a v1 model gives the same bytes as before v2 existed."""
     for key, value in (("name", name), ("task", task), ("description", description), ("provenance", provenance)):
         if not isinstance(value, str) or not value:
             raise ModelError(f"{path}: {key} must be a non-empty string")
@@ -129,6 +220,11 @@ def write_model(path, name, task, description, provenance, channels, stages, lic
         raise ModelError(f"{path}: license must be a string")
     channels = int(channels)
     check_stages(stages, channels, where=path)
+    version = 2 if uses_v2(stages) else 1
+    reserved = {"format", "format_version", "name", "task", "description", "provenance", "channels", "license"}
+    for key, value in (extra_attrs or {}).items():
+        if key in reserved or not isinstance(value, (str, int)) or isinstance(value, bool):
+            raise ModelError(f"{path}: extra attribute {key!r} must be a new name with a str or int value")
     # No modification times in object headers, so the same model gives the
     # same bytes (reproducible builds, no churn in git).
     fcpl = h5py.h5p.create(h5py.h5p.FILE_CREATE)
@@ -142,7 +238,7 @@ def write_model(path, name, task, description, provenance, channels, stages, lic
 
     with h5py.File(fid) as f:
         f.attrs["format"] = FORMAT
-        f.attrs["format_version"] = np.int64(FORMAT_VERSION)
+        f.attrs["format_version"] = np.int64(version)
         f.attrs["name"] = name
         f.attrs["task"] = task
         f.attrs["description"] = description
@@ -150,12 +246,20 @@ def write_model(path, name, task, description, provenance, channels, stages, lic
         f.attrs["channels"] = np.int64(channels)
         if license is not None:
             f.attrs["license"] = license
+        for key, value in (extra_attrs or {}).items():
+            f.attrs[key] = value if isinstance(value, str) else np.int64(value)
         g = group(f, "stages")
         for i, stage in enumerate(stages):
             sg = group(g, str(i))
             sg.attrs["op"] = stage["op"]
             if stage["op"] == "conv2d":
                 sg.attrs["padding"] = stage.get("padding", "reflect")
+                if stage.get("activation", "none") != "none":
+                    sg.attrs["activation"] = stage["activation"]
+            if stage["op"] in V2_OPS:
+                sg.attrs["factor"] = np.int64(int(stage["factor"]))
+            if stage["op"] in ("conv2d", "depth_to_space") and int(stage.get("add_model_input", 0)) != 0:
+                sg.attrs["add_model_input"] = np.int64(1)
             for key in OP_DATASETS[stage["op"]]:
                 if stage.get(key) is not None:
                     sg.create_dataset(key, data=np.ascontiguousarray(stage[key], dtype=np.float32),
@@ -179,8 +283,10 @@ def _str_attr(path, attrs, key, required=True):
     return v
 
 
-def _int_attr(path, attrs, key):
+def _int_attr(path, attrs, key, default=None):
     if key not in attrs:
+        if default is not None:
+            return default
         raise ModelError(f"{path}: missing attribute {key!r}")
     v = attrs[key]
     if isinstance(v, np.ndarray):
@@ -231,6 +337,15 @@ def read_model(path):
             if op == "conv2d":
                 pad = _str_attr(where, sg.attrs, "padding", required=False)
                 stage["padding"] = "reflect" if pad is None else pad
+                act = _str_attr(where, sg.attrs, "activation", required=False)
+                stage["activation"] = "none" if act is None else act
+            if op in V2_OPS:
+                stage["factor"] = _int_attr(where, sg.attrs, "factor")
+            if op in ("conv2d", "depth_to_space"):
+                stage["add_model_input"] = _int_attr(where, sg.attrs, "add_model_input", 0)
+            if version < 2 and uses_v2([stage]):
+                raise ModelError(f"{where}: uses a format-v2 feature ({op}, activation or add_model_input) "
+                                 f"but format_version is {version}")
             for key, (required, rank) in OP_DATASETS[op].items():
                 if key not in sg:
                     continue
@@ -244,6 +359,7 @@ def read_model(path):
         check_stages(stages, model["channels"], where=path)
         model["stages"] = stages
         model["receptive_field"] = receptive_field(stages)
+        model["downscale"] = downscale(stages)
         return model
 
 
@@ -261,8 +377,29 @@ def _correlate(x, w, bias=None):
     return out
 
 
-def apply_stage(stage, x):
-    """One stage on planes x [C, H, W] (float64), exactly as the backends define it."""
+def space_to_depth(x, f):
+    """[C, H, W] -> [C*f*f, H/f, W/f], out[c*f*f + dy*f + dx][y][x] = x[c][y*f+dy][x*f+dx] (torch PixelUnshuffle)."""
+    c, h, w = x.shape
+    if h % f or w % f:
+        raise ModelError(f"space_to_depth({f}): image {h}x{w} is not a multiple of {f}")
+    return x.reshape(c, h // f, f, w // f, f).transpose(0, 2, 4, 1, 3).reshape(c * f * f, h // f, w // f)
+
+
+def depth_to_space(x, f):
+    """The inverse of space_to_depth (torch PixelShuffle): [C*f*f, H, W] -> [C, H*f, W*f]."""
+    cff, h, w = x.shape
+    c = cff // (f * f)
+    return x.reshape(c, f, f, h, w).transpose(0, 3, 1, 4, 2).reshape(c, h * f, w * f)
+
+
+def apply_stage(stage, x, model_input=None):
+    """One stage on planes x [C, H, W] (float64), exactly as the backends define it.
+    model_input: the (padded) model input, for add_model_input."""
+    if stage["op"] == "space_to_depth":
+        return space_to_depth(x, int(stage["factor"]))
+    if stage["op"] == "depth_to_space":
+        out = depth_to_space(x, int(stage["factor"]))
+        return out + model_input if int(stage.get("add_model_input", 0)) else out
     if stage["op"] == "residual_block":
         pad = ((0, 0), (1, 1), (1, 1))
         hidden = _correlate(np.pad(x, pad), stage["conv_in_weight"], stage["conv_in_bias"])
@@ -275,18 +412,31 @@ def apply_stage(stage, x):
         raise ModelError(f"conv2d: reflect padding {max(before, after)} needs an image larger than "
                          f"{x.shape[1]}x{x.shape[2]}")
     xp = np.pad(x, ((0, 0), (before, after), (before, after)), mode=NP_PAD_MODE[padding])
-    return _correlate(xp, w, stage.get("bias"))
+    out = _correlate(xp, w, stage.get("bias"))
+    if stage.get("activation", "none") == "relu":
+        out = np.maximum(out, 0.0)
+    if int(stage.get("add_model_input", 0)):
+        out = out + model_input
+    return out
 
 
 def apply_model(model, image_chw):
     """Runs every stage on float planes [C, H, W] (values in [0, 1]); returns the
-    unclamped float64 output [C, H, W]."""
+    unclamped float64 output [C, H, W]. When H or W is not a multiple of the
+    model's downscale M, the image is replicate-padded at the bottom/right to
+    the next multiple first and the output is cropped back to H x W."""
     x = np.asarray(image_chw, dtype=np.float64)
     if x.ndim != 3 or x.shape[0] != model["channels"]:
         raise ModelError(f"apply_model: image is {list(x.shape)}, model takes [{model['channels']},H,W]")
+    h, w = x.shape[1], x.shape[2]
+    m = downscale(model["stages"])
+    ph, pw = -h % m, -w % m
+    if ph or pw:
+        x = np.pad(x, ((0, 0), (0, ph), (0, pw)), mode="edge")
+    model_input = x
     for stage in model["stages"]:
-        x = apply_stage(stage, x)
-    return x
+        x = apply_stage(stage, x, model_input)
+    return x[:, :h, :w]
 
 
 def restore_uint8(model, image):

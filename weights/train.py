@@ -1,0 +1,893 @@
+#!/usr/bin/env python3
+"""Train one imrestore model (the "unshuffle CNN" of weights/README.md) for one
+task, and write it as an imrestore model file (format v2).
+
+    python3 weights/train.py --task denoise --channels 64 --depth 14 --minutes 9 \\
+        --out OUT_DIR [--name denoise] [--resume OUT_DIR/denoise.ckpt] [--seed 1]
+
+Writes OUT_DIR/NAME.ckpt (model + optimizer + step + RNG state, every
+--ckpt-every-s seconds and at the end), and at the end OUT_DIR/NAME.h5 (the
+model, with description, provenance and the held-out PSNR in its attributes)
+and OUT_DIR/NAME.f32 (the model's fp32 output for weights/check_input.png, raw
+little-endian float32 NCHW [1, 3, 75, 97], unclamped, for the PyTorch <-> C++
+equality test). weights/README.md ("Training") describes the recipe, the
+degradations and the schedule.
+
+Needs torch and torchvision (PNG/JPEG codecs), numpy, and h5py for the .h5.
+Runs on a CUDA GPU (bf16 autocast, channels_last) or, slowly, on the CPU
+(--device cpu, for smoke tests).
+"""
+
+import time
+
+START = time.time()  # the --minutes budget counts from here
+
+import argparse  # noqa: E402
+import collections  # noqa: E402
+import concurrent.futures  # noqa: E402
+import glob  # noqa: E402
+import hashlib  # noqa: E402
+import json  # noqa: E402
+import math  # noqa: E402
+import mmap  # noqa: E402
+import multiprocessing  # noqa: E402
+import os  # noqa: E402
+import platform  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+import torchvision  # noqa: E402
+from torchvision.io import ImageReadMode, decode_jpeg, decode_png, encode_jpeg  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CHECK_INPUT = os.path.join(HERE, "check_input.png")
+CKPT_FORMAT = "imrestore-train-ckpt-1"
+
+# Training distributions (weights/README.md, "Degradations").
+NOISE_MAX = 55.0  # denoise: sigma uniform in [0, 55] (0-255 scale)
+JPEG_Q = (8, 60)  # deblock: quality uniform integer in [8, 60]
+BLUR_S = (0.4, 2.2)  # deblur: blur sigma uniform in [0.4, 2.2] px ...
+BLUR_NOISE_MAX = 4.0  # ... then noise sigma uniform in [0, 4]
+# Standard evaluation levels per task: (label, blur s, noise s, jpeg q).
+EVAL_LEVELS = {
+    "denoise": [("noise 15", 0, 15, None), ("noise 25", 0, 25, None), ("noise 50", 0, 50, None)],
+    "deblock": [(f"jpeg q{q}", 0, 0, q) for q in (10, 20, 30, 40)],
+    "deblur": [("blur 1.5 + noise 2", 1.5, 2, None)],
+}
+EVAL_SEED = 20250101  # degradation noise of the held-out evaluation
+VAL_SEED = 12345  # the fixed validation patches
+
+
+# ---------------------------------------------------------------------------
+# Degradations (the same definitions as `imrestore degrade`; device-agnostic,
+# batched, float32 images with 8-bit values / 255)
+
+
+def quantize8(x):
+    """round(clip(x, 0, 1) * 255) / 255."""
+    return torch.round(x.clamp(0.0, 1.0) * 255.0) / 255.0
+
+
+def add_noise(x, sigma, gen):
+    """x [N,3,H,W] in [0,1]; sigma [N] on the 0-255 scale; i.i.d. N(0,1) per sample
+    and channel; clipped and rounded to 8 bits."""
+    n = torch.randn(x.shape, generator=gen, device=x.device, dtype=torch.float32)
+    return quantize8(x + (sigma.to(x.device, torch.float32) / 255.0).view(-1, 1, 1, 1) * n)
+
+
+def gauss_taps(s, radius):
+    """Per-image Gaussian taps [N, 2*radius+1] (float32): radius ceil(3 s) for each
+    sigma s in the tensor s [N], zero beyond it, normalized to sum 1."""
+    s = s.to(torch.float64).view(-1, 1)
+    d = torch.arange(-radius, radius + 1, dtype=torch.float64, device=s.device).view(1, -1)
+    w = torch.exp(-d * d / (2.0 * s * s)) * (d.abs() <= torch.ceil(3.0 * s)).to(torch.float64)
+    return (w / w.sum(dim=1, keepdim=True)).to(torch.float32)
+
+
+def blur_valid(x, taps):
+    """Separable blur, rows then columns, valid part only: x [N,C,H,W], taps [N,K]
+    -> [N,C,H-K+1,W-K+1] (not rounded)."""
+    n, c, h, w = x.shape
+    k = taps.shape[1]
+    t = taps.to(x.device).repeat_interleave(c, dim=0)
+    y = F.conv2d(x.reshape(1, n * c, h, w), t.view(n * c, 1, 1, k), groups=n * c)
+    y = F.conv2d(y, t.view(n * c, 1, k, 1), groups=n * c)
+    return y.view(n, c, h - k + 1, w - k + 1)
+
+
+def blur_full(x, s):
+    """Gaussian blur of whole images x [N,C,H,W] with sigma s (px): radius ceil(3 s),
+    border reflect-101 (torch 'reflect'), rounded to 8 bits."""
+    r = int(math.ceil(3.0 * s))
+    taps = gauss_taps(torch.full((x.shape[0],), float(s)), r)
+    return quantize8(blur_valid(F.pad(x, (r, r, r, r), mode="reflect"), taps))
+
+
+def jpeg_u8(img, q):
+    """libjpeg baseline JPEG of uint8 [3,H,W] (CPU) at quality q, 4:2:0, decoded."""
+    return decode_jpeg(encode_jpeg(img.contiguous(), quality=int(q)), mode=ImageReadMode.RGB)
+
+
+def degrade_image_cpu(clean_u8, blur, noise, q, gen):
+    """One whole image (uint8 [3,H,W], CPU) degraded per the spec: blur, then noise,
+    then JPEG. Returns uint8 [3,H,W]."""
+    x = clean_u8.float().unsqueeze(0) / 255.0
+    if blur:
+        x = blur_full(x, blur)
+    if noise:
+        x = add_noise(x, torch.tensor([float(noise)]), gen)
+    y = torch.round(x[0] * 255.0).to(torch.uint8)
+    if q is not None:
+        y = jpeg_u8(y, q)
+    return y
+
+
+# ---------------------------------------------------------------------------
+# Model
+
+
+class UnshuffleCNN(nn.Module):
+    """space_to_depth(2) -> conv3x3 12->C + relu -> (D-2) x [conv3x3 C->C + relu]
+    -> conv3x3 C->12 -> depth_to_space(2), plus the model input."""
+
+    def __init__(self, channels=64, depth=14, factor=2, image_channels=3):
+        super().__init__()
+        self.factor = factor
+        inner = image_channels * factor * factor
+        layers = [nn.PixelUnshuffle(factor), nn.Conv2d(inner, channels, 3, padding=1), nn.ReLU(inplace=True)]
+        for _ in range(depth - 2):
+            layers += [nn.Conv2d(channels, channels, 3, padding=1), nn.ReLU(inplace=True)]
+        layers += [nn.Conv2d(channels, inner, 3, padding=1), nn.PixelShuffle(factor)]
+        self.body = nn.Sequential(*layers)
+        convs = self.convs()
+        for c in convs:
+            nn.init.kaiming_normal_(c.weight, nonlinearity="relu")
+            nn.init.zeros_(c.bias)
+        with torch.no_grad():
+            convs[-1].weight.mul_(0.1)  # start close to the identity
+
+    def convs(self):
+        return [m for m in self.body if isinstance(m, nn.Conv2d)]
+
+    def forward(self, x):
+        return x + self.body(x)
+
+    def forward_any_size(self, x):
+        """The format's rule for sizes that are not a multiple of the downscale:
+        replicate-pad bottom/right, run, crop."""
+        h, w = x.shape[-2:]
+        ph, pw = -h % self.factor, -w % self.factor
+        if ph or pw:
+            x = F.pad(x, (0, pw, 0, ph), mode="replicate")
+        return self(x)[..., :h, :w]
+
+    def stages(self):
+        """The model as imrestore format-v2 stages."""
+        stages = [{"op": "space_to_depth", "factor": self.factor}]
+        convs = self.convs()
+        for i, c in enumerate(convs):
+            stages.append({"op": "conv2d",
+                           "weight": c.weight.detach().float().cpu().numpy().astype(np.float32),
+                           "bias": c.bias.detach().float().cpu().numpy().astype(np.float32),
+                           "padding": "zero", "activation": "none" if i == len(convs) - 1 else "relu"})
+        stages.append({"op": "depth_to_space", "factor": self.factor, "add_model_input": 1})
+        return stages
+
+
+# ---------------------------------------------------------------------------
+# Data
+
+
+def sha256_file(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _load_png(path):
+    data = open(path, "rb").read()
+    img = decode_png(torch.frombuffer(bytearray(data), dtype=torch.uint8), mode=ImageReadMode.RGB)
+    if img.dtype != torch.uint8:  # 16-bit PNG
+        img = torch.round(img.to(torch.float32) * (255.0 / 65535.0)).to(torch.uint8)
+    return img.contiguous(), hashlib.sha256(data).hexdigest()
+
+
+def load_folder(folder, threads=4):
+    """All *.png in folder (sorted) as uint8 [3,H,W] CPU tensors; returns
+    (names, images, digest) where digest is the sha256 of 'name sha256\\n' lines."""
+    paths = sorted(glob.glob(os.path.join(folder, "*.png")))
+    if not paths:
+        raise SystemExit(f"train.py: no *.png in {folder}")
+    with concurrent.futures.ThreadPoolExecutor(threads) as ex:
+        loaded = list(ex.map(_load_png, paths))
+    names = [os.path.basename(p) for p in paths]
+    digest = hashlib.sha256("".join(f"{n} {d}\n" for n, (_, d) in zip(names, loaded)).encode()).hexdigest()
+    return names, [img for img, _ in loaded], digest
+
+
+class PhotoPatches:
+    """Random size x size crops of a set of photos, positions uniform over all
+    crop positions of all photos (photos smaller than a crop are skipped).
+    The photos live in one flat uint8 tensor on `device`; a batch is one gather."""
+
+    def __init__(self, photos, size, device):
+        keep = [p for p in photos if p.shape[1] >= size and p.shape[2] >= size]
+        if not keep:
+            raise SystemExit(f"train.py: no photo is at least {size}x{size}")
+        self.skipped = len(photos) - len(keep)
+        self.size = size
+        self.device = device
+        sizes = [p.numel() for p in keep]
+        self.flat_np = np.concatenate([p.reshape(-1).numpy() for p in keep])
+        self.off = torch.tensor(np.cumsum([0] + sizes[:-1]), dtype=torch.int64)
+        self.h = torch.tensor([p.shape[1] for p in keep], dtype=torch.int64)
+        self.w = torch.tensor([p.shape[2] for p in keep], dtype=torch.int64)
+        self.weight = ((self.h - size + 1) * (self.w - size + 1)).to(torch.float64)
+        self.flat = None  # on device, made by to_device()
+
+    def to_device(self):
+        self.flat = torch.from_numpy(self.flat_np).to(self.device)
+        for k in ("off", "h", "w", "weight"):
+            setattr(self, k, getattr(self, k).to(self.device))
+        self.ar = torch.arange(self.size, device=self.device)
+        self.c = torch.arange(3, device=self.device)
+
+    def params(self, n, gen):
+        """Random (photo, y0, x0) for n crops and 3 augmentation bits (hflip, vflip, transpose)."""
+        dev = self.weight.device
+        pid = torch.multinomial(self.weight, n, replacement=True, generator=gen)
+        h, w = self.h[pid], self.w[pid]
+        y0 = torch.minimum((torch.rand(n, generator=gen, device=dev, dtype=torch.float64) * (h - self.size + 1)).long(),
+                           h - self.size)
+        x0 = torch.minimum((torch.rand(n, generator=gen, device=dev, dtype=torch.float64) * (w - self.size + 1)).long(),
+                           w - self.size)
+        aug = torch.rand(n, 3, generator=gen, device=dev) < 0.5
+        return pid, y0, x0, aug
+
+    def crops(self, n, gen):
+        """uint8 [n,3,size,size] on the device, randomly flipped / transposed."""
+        pid, y0, x0, aug = self.params(n, gen)
+        h, w, off = self.h[pid], self.w[pid], self.off[pid]
+        v = lambda t: t.view(-1, 1, 1, 1)  # noqa: E731
+        idx = (v(off) + self.c.view(1, 3, 1, 1) * v(h * w) + (v(y0) + self.ar.view(1, 1, -1, 1)) * v(w)
+               + v(x0) + self.ar.view(1, 1, 1, -1))
+        return augment(self.flat[idx], aug)
+
+
+def augment(x, aug):
+    """The 8 flips/rotations of square patches x [N,C,S,S]; aug [N,3] bool."""
+    m = lambda i: aug[:, i].view(-1, 1, 1, 1)  # noqa: E731
+    x = torch.where(m(0), x.flip(3), x)
+    x = torch.where(m(1), x.flip(2), x)
+    return torch.where(m(2), x.transpose(2, 3), x)
+
+
+# JPEG workers (deblock): forked before CUDA starts; they crop the patches
+# themselves from the photos (shared copy-on-write by fork), JPEG them with
+# libjpeg (torchvision's CPU codec, as the spec defines) and write clean and
+# degraded patches into slots of an anonymous shared mapping.
+_W = {}
+
+
+def _jpeg_worker_init():
+    torch.set_num_threads(1)
+
+
+def _jpeg_job(slot, jobs):
+    flat, buf, size = _W["flat"], _W["buf"], _W["size"]
+    for k, (off, h, w, y0, x0, a0, a1, a2, q) in enumerate(jobs):
+        img = flat[off:off + 3 * h * w].reshape(3, h, w)
+        p = img[:, y0:y0 + size, x0:x0 + size]
+        if a0:
+            p = p[:, :, ::-1]
+        if a1:
+            p = p[:, ::-1, :]
+        if a2:
+            p = p.transpose(0, 2, 1)
+        p = np.ascontiguousarray(p)
+        buf[slot, 0, k] = p
+        buf[slot, 1, k] = jpeg_u8(torch.from_numpy(p), q).numpy()
+    return slot
+
+
+class JpegFeeder:
+    """Keeps `ahead` batches of (JPEG-degraded, clean) patches in flight in a pool
+    of CPU worker processes."""
+
+    def __init__(self, patches, batch, workers, ahead):
+        self.patches, self.batch, self.ahead = patches, batch, ahead
+        self.slots = ahead + 1
+        size = patches.size
+        self.shape = (self.slots, 2, batch, 3, size, size)
+        self.mem = mmap.mmap(-1, int(np.prod(self.shape)))  # MAP_SHARED | MAP_ANONYMOUS
+        self.buf = np.ndarray(self.shape, dtype=np.uint8, buffer=self.mem)
+        _W.update(flat=patches.flat_np, buf=self.buf, size=size)
+        self.pool = multiprocessing.get_context("fork").Pool(workers, initializer=_jpeg_worker_init)
+        self.free = list(range(self.slots))
+        self.pending = collections.deque()
+        self.pinned = []
+        self.events = []
+
+    def start(self, device, gen_cpu):
+        self.device, self.gen = device, gen_cpu
+        pin = device.type == "cuda"
+        self.pinned = [torch.empty(self.shape[1:], dtype=torch.uint8, pin_memory=pin) for _ in range(3)]
+        self.events = [None] * 3
+        self.turn = 0
+        while len(self.pending) < self.ahead:
+            self._submit()
+
+    def _submit(self):
+        p = self.patches
+        pid, y0, x0, aug = p.params(self.batch, self.gen)  # the CPU copies of off/h/w stay on the CPU
+        q = torch.randint(JPEG_Q[0], JPEG_Q[1] + 1, (self.batch,), generator=self.gen)
+        off, h, w = p.off_cpu[pid], p.h_cpu[pid], p.w_cpu[pid]
+        cols = [t.tolist() for t in (off, h, w, y0, x0)] + [aug[:, k].tolist() for k in range(3)] + [q.tolist()]
+        jobs = list(zip(*cols))
+        slot = self.free.pop()
+        self.pending.append(self.pool.apply_async(_jpeg_job, (slot, jobs)))
+
+    def next(self):
+        """(degraded, clean) uint8 [B,3,S,S] on the device."""
+        slot = self.pending.popleft().get()
+        i = self.turn
+        self.turn = (i + 1) % len(self.pinned)
+        if self.events[i] is not None:
+            self.events[i].synchronize()
+        self.pinned[i].copy_(torch.from_numpy(self.buf[slot]))
+        self.free.append(slot)
+        self._submit()
+        out = self.pinned[i].to(self.device, non_blocking=True)
+        if self.device.type == "cuda":
+            self.events[i] = torch.cuda.Event()
+            self.events[i].record()
+        return out[1], out[0]
+
+    def close(self):
+        self.pool.terminate()
+        self.pool.join()
+
+
+class CpuParams:
+    """The patch sampler's parameters on the CPU, for the JPEG feeder's random draws."""
+
+    def __init__(self, patches):
+        self.size = patches.size
+        self.flat_np = patches.flat_np
+        self.off_cpu, self.h_cpu, self.w_cpu = patches.off.cpu(), patches.h.cpu(), patches.w.cpu()
+        self.weight = patches.weight.cpu()
+        self.h, self.w = self.h_cpu, self.w_cpu
+
+    params = PhotoPatches.params
+
+
+def make_batch(task, patches, feeder, batch, size, margin, gen):
+    """(degraded, clean) float32 [B,3,P,P] on the device, drawn from the task's
+    training distribution."""
+    dev = patches.device
+    if task == "deblock":
+        d, c = feeder.next()
+        return d.float() / 255.0, c.float() / 255.0
+    clean = patches.crops(batch, gen).float() / 255.0
+    if task == "denoise":
+        sigma = torch.rand(batch, generator=gen, device=dev) * NOISE_MAX
+        return add_noise(clean, sigma, gen), clean
+    # deblur: crop with a margin, blur (valid), round, crop, noise
+    s = BLUR_S[0] + torch.rand(batch, generator=gen, device=dev) * (BLUR_S[1] - BLUR_S[0])
+    blurred = quantize8(blur_valid(clean, gauss_taps(s, margin)))
+    clean = clean[:, :, margin:margin + size, margin:margin + size]
+    sigma = torch.rand(batch, generator=gen, device=dev) * BLUR_NOISE_MAX
+    return add_noise(blurred, sigma, gen), clean
+
+
+def validation_set(task, photos, count, size, margin):
+    """Fixed validation patches (CPU generator, VAL_SEED) of held-out photos, degraded
+    per the task's training distribution. Returns (degraded, clean) float32 on the CPU."""
+    gen = torch.Generator().manual_seed(VAL_SEED)
+    s = size + 2 * margin if task == "deblur" else size
+    sampler = PhotoPatches(photos, s, torch.device("cpu"))
+    sampler.to_device()
+    clean = sampler.crops(count, gen).float() / 255.0
+    if task == "denoise":
+        return add_noise(clean, torch.rand(count, generator=gen) * NOISE_MAX, gen), clean
+    if task == "deblur":
+        sb = BLUR_S[0] + torch.rand(count, generator=gen) * (BLUR_S[1] - BLUR_S[0])
+        blurred = quantize8(blur_valid(clean, gauss_taps(sb, margin)))
+        clean = clean[:, :, margin:margin + size, margin:margin + size]
+        return add_noise(blurred, torch.rand(count, generator=gen) * BLUR_NOISE_MAX, gen), clean
+    q = torch.randint(JPEG_Q[0], JPEG_Q[1] + 1, (count,), generator=gen)
+    u8 = torch.round(clean * 255.0).to(torch.uint8)
+    return torch.stack([jpeg_u8(u8[i], int(q[i])) for i in range(count)]).float() / 255.0, clean
+
+
+def eval_set(task, photos):
+    """The held-out photos degraded at the task's standard levels (fixed seeds):
+    list of (label, [(clean u8, degraded u8)])."""
+    out = []
+    for li, (label, blur, noise, q) in enumerate(EVAL_LEVELS[task]):
+        gen = torch.Generator().manual_seed(EVAL_SEED + li)
+        out.append((label, [(p, degrade_image_cpu(p, blur, noise, q, gen)) for p in photos]))
+    return out
+
+
+def psnr_u8(a, b):
+    mse = (a.double() - b.double()).pow(2).mean().item()
+    return float("inf") if mse == 0 else 10.0 * math.log10(255.0 * 255.0 / mse)
+
+
+@torch.no_grad()
+def evaluate_full(model, sets, device):
+    """fp32, TF32 off: mean over the photos of the whole-image PSNR (8-bit output as
+    the CLI makes it) for each level, and of the degraded input."""
+    model.eval()
+    results = []
+    for label, pairs in sets:
+        pin, pout = [], []
+        for clean, deg in pairs:
+            x = deg.to(device).float().unsqueeze(0) / 255.0
+            y = model.forward_any_size(x)
+            y8 = torch.round(y.clamp(0, 1) * 255.0)[0]
+            cd = clean.to(device)
+            pin.append(psnr_u8(deg.to(device), cd))
+            pout.append(psnr_u8(y8, cd))
+        results.append({"level": label, "input_psnr": sum(pin) / len(pin), "output_psnr": sum(pout) / len(pout),
+                        "photos": len(pairs)})
+    model.train()
+    return results
+
+
+@torch.no_grad()
+def validate(model, val, device, amp):
+    model.eval()
+    deg, clean = val
+    se_in, se_out, n = 0.0, 0.0, 0
+    for i in range(0, deg.shape[0], 32):
+        d = deg[i:i + 32].to(device)
+        c = clean[i:i + 32].to(device)
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
+            y = model(d.contiguous(memory_format=torch.channels_last))
+        y8 = torch.round(y.float().clamp(0, 1) * 255.0)
+        c8 = torch.round(c * 255.0)
+        se_in += (torch.round(d * 255.0) - c8).double().pow(2).sum().item()
+        se_out += (y8 - c8).double().pow(2).sum().item()
+        n += c.numel()
+    model.train()
+    p = lambda se: 10.0 * math.log10(255.0 ** 2 / max(se / n, 1e-12))  # noqa: E731
+    return p(se_in), p(se_out)
+
+
+# ---------------------------------------------------------------------------
+# Check input (for the PyTorch <-> C++ equality test)
+
+
+def make_check_input(path=CHECK_INPUT):
+    """weights/check_input.png: the 97x75 crop of samples/coffee.png at x=300, y=215 (spoon, cup, saucer, wood),
+    with Gaussian noise of sigma 25 (torch CPU generator, seed 0), 8-bit RGB."""
+    from torchvision.io import encode_png
+
+    img, _ = _load_png(os.path.join(HERE, "..", "samples", "coffee.png"))
+    crop = img[:, 215:215 + 75, 300:300 + 97].contiguous()
+    gen = torch.Generator().manual_seed(0)
+    noisy = add_noise(crop.float().unsqueeze(0) / 255.0, torch.tensor([25.0]), gen)
+    out = torch.round(noisy[0] * 255.0).to(torch.uint8)
+    with open(path, "wb") as f:
+        f.write(encode_png(out, compression_level=9).numpy().tobytes())
+    print(f"wrote {path} ({out.shape[2]}x{out.shape[1]})")
+
+
+# ---------------------------------------------------------------------------
+# Checkpoints
+
+
+def rng_state(gen_dev, gen_cpu):
+    return {"dev": gen_dev.get_state(), "cpu": gen_cpu.get_state()}
+
+
+def save_ckpt(path, model, opt, state, gen_dev, gen_cpu, args):
+    ck = {"format": CKPT_FORMAT, "config": arch_config(args), "hyper": hyper_config(args),
+          "model": {k: v.detach().cpu() for k, v in model.state_dict().items()},
+          "optimizer": opt.state_dict(), "rng": rng_state(gen_dev, gen_cpu), "device_type": gen_dev.device.type,
+          "name": args.name,
+          **state}
+    tmp = path + ".tmp"
+    torch.save(ck, tmp)
+    os.replace(tmp, path)
+
+
+def arch_config(args):
+    return {"task": args.task, "channels": args.channels, "depth": args.depth, "factor": 2}
+
+
+def hyper_config(args):
+    return {k: getattr(args, k) for k in ("batch", "patch", "lr", "lr_min", "warmup_steps", "weight_decay",
+                                          "clip", "charbonnier_eps", "seed")}
+
+
+# ---------------------------------------------------------------------------
+# Description and provenance
+
+
+TASK_TEXT = {
+    "denoise": ("Blind denoiser for RGB photos with additive white Gaussian noise",
+                f"trained on noise sigma 0-{NOISE_MAX:g} (8-bit scale), one model for all levels, no noise-level input",
+                "Trained on synthetic white Gaussian noise only: real camera noise (signal-dependent, spatially "
+                "correlated after demosaicing, or already JPEG-compressed) is only partly removed; above sigma "
+                f"{NOISE_MAX:g} it is untested; at high noise fine texture is smoothed away."),
+    "deblock": ("JPEG artifact remover (deblocking, deringing) for RGB photos",
+                f"trained on libjpeg baseline JPEG, 4:2:0, quality {JPEG_Q[0]}-{JPEG_Q[1]}, one model for all qualities",
+                f"Trained on single-pass libjpeg 4:2:0 compression at quality {JPEG_Q[0]}-{JPEG_Q[1]}: other encoders, "
+                "4:4:4, recompressed or resized JPEGs and qualities outside that range are untested; detail the "
+                "encoder threw away is not recovered, only the blocking and ringing are smoothed."),
+    "deblur": ("Deblurring for RGB photos with mild Gaussian blur",
+               f"trained on Gaussian blur sigma {BLUR_S[0]:g}-{BLUR_S[1]:g} px followed by noise sigma 0-{BLUR_NOISE_MAX:g}",
+               f"Trained on Gaussian (defocus-like) blur of sigma {BLUR_S[0]:g}-{BLUR_S[1]:g} px only: motion blur, "
+               "larger blur and strongly noisy or JPEG-compressed blurred images are untested; it can over-sharpen "
+               "(halos) where the blur is weaker than it assumes."),
+}
+
+
+def describe(args, results, rf):
+    what, trained, limits = TASK_TEXT[args.task]
+    q = "; ".join(f"{r['level']}: {r['input_psnr']:.2f} -> {r['output_psnr']:.2f} dB" for r in results)
+    n = results[0]["photos"] if results else 0
+    return (f"{what}; {trained}. Unshuffle CNN (space_to_depth 2, {args.depth} 3x3 convolutions of width "
+            f"{args.channels} with ReLU, depth_to_space 2, plus the input; receptive field {rf} px). "
+            f"Held-out PSNR (degraded input -> output, mean over {n} held-out photos, whole image, 8-bit): {q}. "
+            f"Limits: {limits}")
+
+
+def git_commit():
+    try:
+        return subprocess.run(["git", "-C", HERE, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              timeout=10).stdout.strip() or "unknown"
+    except Exception:
+        return "unknown"
+
+
+def degradation_text(task):
+    if task == "denoise":
+        return f"noise sigma uniform [0, {NOISE_MAX:g}] per patch"
+    if task == "deblock":
+        return f"libjpeg (torchvision CPU codec) baseline 4:2:0 JPEG, quality uniform integer [{JPEG_Q[0]}, {JPEG_Q[1]}]"
+    return (f"Gaussian blur sigma uniform [{BLUR_S[0]:g}, {BLUR_S[1]:g}] px (radius ceil(3 sigma), rounded to 8 bits), "
+            f"then noise sigma uniform [0, {BLUR_NOISE_MAX:g}]")
+
+
+# ---------------------------------------------------------------------------
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--task", choices=sorted(EVAL_LEVELS), help="what the model restores")
+    ap.add_argument("--channels", type=int, default=64, help="C, the width (default 64)")
+    ap.add_argument("--depth", type=int, default=14, help="D, the number of convolutions (default 14)")
+    ap.add_argument("--minutes", type=float, default=9.0,
+                    help="wall-clock budget of this call from process start, final evaluation and writing included")
+    ap.add_argument("--reserve-s", type=float, default=60.0,
+                    help="seconds of --minutes kept for the final evaluation and writing (default 60)")
+    ap.add_argument("--total-train-minutes", type=float, default=None,
+                    help="training time the cosine schedule spans over all calls (default: the time trained "
+                         "before plus this call's)")
+    ap.add_argument("--max-steps", type=int, default=None, help="stop after this many steps in total (tests)")
+    ap.add_argument("--out", required=False, help="output folder for NAME.ckpt, NAME.h5, NAME.f32")
+    ap.add_argument("--name", default=None, help="model name (default: the task)")
+    ap.add_argument("--resume", default=None, help="checkpoint to continue from")
+    ap.add_argument("--export-only", action="store_true",
+                    help="with --resume: no training, write NAME.h5/.f32 from the checkpoint (its stored "
+                         "evaluation is reused when it is of the same step)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--train-dir", default=os.path.join(HERE, "data", "train"))
+    ap.add_argument("--heldout-dir", default=os.path.join(HERE, "data", "heldout"))
+    ap.add_argument("--manifest", default=None,
+                    help="dataset manifest whose sha256 goes into the provenance (default: the first of "
+                         "manifest.{json,tsv,csv,txt} next to the train folder)")
+    ap.add_argument("--device", default=None, help="cuda (default when available) or cpu")
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--patch", type=int, default=128, help="patch size (a multiple of 16)")
+    ap.add_argument("--lr", type=float, default=5e-4, help="peak learning rate (AdamW)")
+    ap.add_argument("--lr-min", type=float, default=1e-6)
+    ap.add_argument("--warmup-steps", type=int, default=300)
+    ap.add_argument("--weight-decay", type=float, default=0.0)
+    ap.add_argument("--clip", type=float, default=1.0, help="gradient norm clipping")
+    ap.add_argument("--charbonnier-eps", type=float, default=1e-3)
+    ap.add_argument("--no-amp", action="store_true", help="fp32 training (default on CUDA: bf16 autocast)")
+    ap.add_argument("--val-count", type=int, default=64, help="validation patches")
+    ap.add_argument("--ckpt-every-s", type=float, default=60.0)
+    ap.add_argument("--log-every-s", type=float, default=30.0)
+    ap.add_argument("--jpeg-workers", type=int, default=6)
+    ap.add_argument("--cpu-threads", type=int, default=2, help="torch CPU threads (on CUDA)")
+    ap.add_argument("--license", default=None, help="license attribute of the .h5")
+    ap.add_argument("--make-check-input", action="store_true", help="(re)write weights/check_input.png and exit")
+    args = ap.parse_args(argv)
+    if not args.make_check_input and ((args.task is None and not args.export_only) or args.out is None):
+        ap.error("--task (except with --export-only) and --out are required")
+    if args.patch % 16:
+        ap.error("--patch must be a multiple of 16")
+    if args.export_only and not args.resume:
+        ap.error("--export-only needs --resume")
+    return args
+
+
+def find_manifest(args):
+    if args.manifest:
+        return args.manifest
+    base = os.path.dirname(os.path.abspath(args.train_dir.rstrip("/")))
+    for ext in ("json", "tsv", "csv", "txt"):
+        p = os.path.join(base, f"manifest.{ext}")
+        if os.path.exists(p):
+            return p
+    return None
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.make_check_input:
+        make_check_input()
+        return 0
+    deadline = START + args.minutes * 60.0
+    train_deadline = deadline - args.reserve_s
+    log = lambda *a: print(f"{time.time() - START:7.1f}s", *a, flush=True)  # noqa: E731
+
+    ck = None
+    if args.resume:
+        ck = torch.load(args.resume, map_location="cpu", weights_only=False)
+        if ck.get("format") != CKPT_FORMAT:
+            raise SystemExit(f"train.py: {args.resume} is not a {CKPT_FORMAT} checkpoint")
+        cfg = ck["config"]
+        if args.export_only:
+            args.task, args.channels, args.depth = cfg["task"], cfg["channels"], cfg["depth"]
+            for k, v in ck.get("hyper", {}).items():
+                setattr(args, k, v)
+        elif cfg != arch_config(args):
+            raise SystemExit(f"train.py: {args.resume} is {cfg}, not {arch_config(args)}")
+    args.name = args.name or (ck.get("name") if ck is not None and args.export_only else None) or args.task
+
+    os.makedirs(args.out, exist_ok=True)
+    paths = {k: os.path.join(args.out, f"{args.name}.{k}") for k in ("ckpt", "h5", "f32")}
+    want_cuda = args.device in (None, "cuda") and not (args.device is None and not _cuda_present())
+    margin = int(math.ceil(3 * BLUR_S[1])) if args.task == "deblur" else 0
+    torch.set_num_threads(args.cpu_threads if want_cuda else max(1, os.cpu_count() or 1))
+
+    # Data (CPU), then the JPEG worker processes (forked before CUDA starts).
+    feeder = None
+    train_info = {}
+    if not args.export_only:
+        tnames, tphotos, tdigest = load_folder(args.train_dir)
+        train_info = {"photos": len(tnames), "digest": tdigest, "pixels": sum(p[0].numel() for p in tphotos)}
+        manifest = find_manifest(args)
+        if manifest:
+            train_info["manifest"] = f"{os.path.relpath(manifest, os.path.join(HERE, '..'))} sha256 {sha256_file(manifest)}"
+        log(f"train: {len(tnames)} photos, {train_info['pixels'] / 1e6:.1f} MP, set sha256 {tdigest[:16]}")
+    hnames, hphotos, hdigest = load_folder(args.heldout_dir)
+    log(f"held out: {len(hnames)} photos, {sum(p[0].numel() for p in hphotos) / 1e6:.1f} MP, set sha256 {hdigest[:16]}")
+    if not args.export_only:
+        patches = PhotoPatches(tphotos, args.patch + 2 * margin, None)
+        del tphotos
+        if patches.skipped:
+            log(f"skipped {patches.skipped} training photos smaller than {patches.size}x{patches.size}")
+        if args.task == "deblock":
+            feeder = JpegFeeder(patches, args.batch, args.jpeg_workers, ahead=2 * args.jpeg_workers)
+
+    device = torch.device("cuda" if want_cuda else "cpu")
+    amp = device.type == "cuda" and not args.no_amp
+    # TF32 off everywhere: training runs in bf16 anyway, and the degradations and
+    # the final fp32 evaluation must be plain fp32.
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.manual_seed(args.seed)
+    gen_dev = torch.Generator(device=device).manual_seed(args.seed)
+    gen_cpu = torch.Generator().manual_seed(args.seed + 1)
+
+    model = UnshuffleCNN(args.channels, args.depth).to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.99), weight_decay=args.weight_decay)
+    state = {"step": 0, "train_seconds": 0.0, "patches": 0, "calls": []}
+    if ck is not None:
+        model.load_state_dict(ck["model"])
+        opt.load_state_dict(ck["optimizer"])
+        if ck.get("device_type") == device.type:  # a CUDA generator state does not fit a CPU one
+            gen_dev.set_state(ck["rng"]["dev"])
+        gen_cpu.set_state(ck["rng"]["cpu"])
+        for k in state:
+            state[k] = ck.get(k, state[k])
+        for k in ("final_eval", "final_eval_step", "train_info", "val"):
+            if k in ck:
+                state[k] = ck[k]
+        log(f"resumed {args.resume}: step {state['step']}, {state['train_seconds']:.0f} s trained")
+    model = model.to(memory_format=torch.channels_last)
+    nparams = sum(p.numel() for p in model.parameters())
+    if not args.export_only:
+        state["train_info"] = train_info
+
+    eval_sets = None
+    if not (args.export_only and state.get("final_eval_step") == state["step"]):
+        eval_sets = eval_set(args.task, hphotos)
+    val = None
+    if not args.export_only:
+        val = validation_set(args.task, hphotos, args.val_count, args.patch, margin)
+
+    call = {"start_step": state["step"], "device": device_name(device), "minutes": args.minutes,
+            "precision": "bf16 autocast, channels_last" if amp else "fp32, channels_last"}
+    if not args.export_only:
+        patches.device = device
+        patches.to_device()
+        if feeder is not None:
+            feeder.patches = CpuParams(patches)
+            feeder.start(device, gen_cpu)
+        else:
+            patches.flat_np = None  # the device copy is the one in use
+        train(args, model, opt, state, patches, feeder, val, gen_dev, gen_cpu, device, amp, margin, train_deadline,
+              paths, log, call)
+        if feeder is not None:
+            feeder.close()
+
+    # Final: checkpoint, fp32 evaluation, model file, check output.
+    torch.backends.cudnn.benchmark = False
+    model = model.to(memory_format=torch.contiguous_format).float()
+    if eval_sets is not None:
+        t0 = time.time()
+        state["final_eval"] = evaluate_full(model, eval_sets, device)
+        state["final_eval_step"] = state["step"]
+        call["eval_seconds"] = round(time.time() - t0, 1)
+        for r in state["final_eval"]:
+            log(f"held-out {r['level']}: input {r['input_psnr']:.2f} dB -> output {r['output_psnr']:.2f} dB "
+                f"({r['photos']} photos, fp32, {call['eval_seconds']} s)")
+    state["heldout_info"] = {"photos": len(hnames), "digest": hdigest}
+    call["end_step"] = state["step"]
+    if not args.export_only:
+        state["calls"] = list(state["calls"]) + [call]
+        save_ckpt(paths["ckpt"], model, opt, state, gen_dev, gen_cpu, args)
+        log(f"wrote {paths['ckpt']}")
+    export(args, model, state, paths, device, nparams, log)
+    log(f"done in {time.time() - START:.0f} s (budget {args.minutes * 60:.0f} s)")
+    return 0
+
+
+def _cuda_present():
+    try:
+        return torch.cuda.is_available()
+    except Exception:
+        return False
+
+
+def device_name(device):
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return f"CPU ({platform.processor() or platform.machine()})"
+
+
+def train(args, model, opt, state, patches, feeder, val, gen_dev, gen_cpu, device, amp, margin, train_deadline,
+          paths, log, call):
+    torch.backends.cudnn.benchmark = device.type == "cuda"
+    model.train()
+    t_loop = time.time()
+    prev_seconds = state["train_seconds"]
+    if args.total_train_minutes is not None:  # one schedule over several calls
+        total = max(1.0, args.total_train_minutes * 60.0)
+    else:  # re-planned by each call: what was trained before plus what this call has
+        total = prev_seconds + max(1.0, train_deadline - t_loop)
+    call["schedule_seconds"] = round(total, 1)
+    log(f"training {args.task}: C={args.channels} D={args.depth}, {sum(p.numel() for p in model.parameters())} "
+        f"parameters, batch {args.batch} x {args.patch}^2, {'bf16 autocast' if amp else 'fp32'} on {device_name(device)}; "
+        f"{max(0.0, train_deadline - t_loop):.0f} s this call, cosine over {total:.0f} s of training")
+    if val is not None:
+        vin, vout = validate(model, val, device, amp)
+        log(f"step {state['step']}: val PSNR {vin:.2f} -> {vout:.2f} dB")
+    paused = 0.0
+    last_log = last_ckpt = time.time()
+    steps0, loss_acc, loss_n = state["step"], torch.zeros((), device=device), 0
+    while True:
+        now = time.time()
+        elapsed = now - t_loop - paused
+        if now >= train_deadline or (args.max_steps is not None and state["step"] >= args.max_steps):
+            break
+        frac = min(1.0, (prev_seconds + elapsed) / total)
+        lr = args.lr_min + 0.5 * (args.lr - args.lr_min) * (1.0 + math.cos(math.pi * frac))
+        if state["step"] < args.warmup_steps:
+            lr *= (state["step"] + 1) / args.warmup_steps
+        for g in opt.param_groups:
+            g["lr"] = lr
+        deg, clean = make_batch(args.task, patches, feeder, args.batch, args.patch, margin, gen_dev)
+        deg = deg.contiguous(memory_format=torch.channels_last)
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
+            out = model(deg)
+        diff = out.float() - clean
+        loss = torch.sqrt(diff * diff + args.charbonnier_eps ** 2).mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
+        opt.step()
+        loss_acc += loss.detach()
+        loss_n += 1
+        state["step"] += 1
+        state["patches"] += args.batch
+        now = time.time()
+        if now - last_log >= args.log_every_s or now - last_ckpt >= args.ckpt_every_s:
+            t0 = time.time()
+            state["train_seconds"] = prev_seconds + (t0 - t_loop - paused)
+            rate = (state["step"] - steps0) / max(1e-9, t0 - last_log)
+            msg = (f"step {state['step']}: loss {loss_acc.item() / max(1, loss_n):.5f}, lr {lr:.2e}, "
+                   f"{rate:.1f} steps/s, {state['train_seconds']:.0f} s trained")
+            loss_acc.zero_()
+            loss_n, steps0, last_log = 0, state["step"], now
+            if now - last_ckpt >= args.ckpt_every_s:
+                vin, vout = validate(model, val, device, amp)
+                state["val"] = {"step": state["step"], "input_psnr": vin, "output_psnr": vout}
+                msg += f"; val PSNR {vin:.2f} -> {vout:.2f} dB"
+                save_ckpt(paths["ckpt"], model, opt, state, gen_dev, gen_cpu, args)
+                last_ckpt = time.time()
+                msg += ", checkpoint"
+            log(msg)
+            paused += time.time() - t0
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    state["train_seconds"] = prev_seconds + (time.time() - t_loop - paused)
+    vin, vout = validate(model, val, device, amp)
+    state["val"] = {"step": state["step"], "input_psnr": vin, "output_psnr": vout}
+    call["train_seconds"] = round(state["train_seconds"] - prev_seconds, 1)
+    log(f"step {state['step']}: training ends after {state['train_seconds']:.0f} s in total "
+        f"({state['patches']} patches); val PSNR {vin:.2f} -> {vout:.2f} dB")
+
+
+@torch.no_grad()
+def export(args, model, state, paths, device, nparams, log):
+    """Writes NAME.f32 (torch fp32 output for check_input.png) and NAME.h5, and checks
+    the numpy float64 forward of the written file against torch."""
+    img, _ = _load_png(CHECK_INPUT)
+    x = img.float().unsqueeze(0).to(device) / 255.0
+    model.eval()
+    y = model.forward_any_size(x).float().cpu().contiguous()
+    with open(paths["f32"], "wb") as f:
+        f.write(y.numpy().astype("<f4").tobytes())
+    log(f"wrote {paths['f32']} ({list(y.shape)} float32, fp32 torch output for {os.path.basename(CHECK_INPUT)})")
+    try:
+        sys.path.insert(0, HERE)
+        import imrestore_model as im
+    except ImportError as e:
+        log(f"NOT writing {paths['h5']}: {e} (run train.py --resume {paths['ckpt']} --export-only where h5py is)")
+        return
+    stages = model.stages()
+    rf = im.receptive_field(stages)
+    res = state.get("final_eval") or []
+    ti = state.get("train_info") or {}
+    hi = state.get("heldout_info") or {}
+    calls = state.get("calls") or []
+    hyper = hyper_config(args)
+    data = f"{ti.get('photos', '?')} training photos from weights/data/train (set sha256 {ti.get('digest', '?')}"
+    if ti.get("manifest"):
+        data += f"; manifest {ti['manifest']}"
+    data += f"), {hi.get('photos', '?')} held-out photos from weights/data/heldout (set sha256 {hi.get('digest', '?')})"
+    wall = sum(c.get("train_seconds", 0) for c in calls)
+    provenance = (
+        f"weights/train.py (git {git_commit()}, sha256 {sha256_file(os.path.abspath(__file__))[:16]}); data: {data}; "
+        f"degradation: {degradation_text(args.task)}; architecture: unshuffle CNN, space_to_depth 2, "
+        f"{args.depth} conv3x3 (zero padding, bias) of width {args.channels} with ReLU, depth_to_space 2 + input, "
+        f"{nparams} parameters; training: {state['step']} steps of batch {hyper['batch']} x {hyper['patch']}x"
+        f"{hyper['patch']} random crops (uniform over positions, 8 flips/rotations), AdamW (betas 0.9/0.99, "
+        f"weight decay {hyper['weight_decay']:g}) lr {hyper['lr']:g} with {hyper['warmup_steps']} warm-up steps and "
+        f"cosine decay to {hyper['lr_min']:g} over the training time, Charbonnier loss (eps {hyper['charbonnier_eps']:g}), "
+        f"gradient norm clip {hyper['clip']:g}; seed {args.seed}; "
+        f"{len(calls)} call(s), {wall:.0f} s of training in total ("
+        + ", ".join(f"steps {c['start_step']}-{c['end_step']} on {c['device']} in {c.get('precision', '?')}"
+                    for c in calls)
+        + f"); torch {torch.__version__}, torchvision {torchvision.__version__}; evaluation: fp32 with TF32 off, "
+        f"degradation seeds {EVAL_SEED}+level; written {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}")
+    quality = {"step": state.get("final_eval_step"), "heldout": res, "val_patches": state.get("val")}
+    im.write_model(paths["h5"], args.name, args.task, describe(args, res, rf), provenance, 3, stages,
+                   license=args.license, extra_attrs={"quality_json": json.dumps(quality)})
+    m = im.read_model(paths["h5"])
+    ref = im.apply_model(m, img.numpy().astype(np.float64) / 255.0)
+    diff = float(np.abs(ref - y[0].numpy().astype(np.float64)).max())
+    log(f"wrote {paths['h5']} (format_version {m['format_version']}, receptive field {m['receptive_field']}); "
+        f"numpy float64 forward vs torch fp32 on {os.path.basename(CHECK_INPUT)}: max |diff| {diff:.2e}")
+    if diff > 1e-4:
+        log("WARNING: the numpy forward of the written file differs from torch by more than 1e-4")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
