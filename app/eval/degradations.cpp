@@ -1,0 +1,253 @@
+#include "eval/degradations.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+#include "backend.h"
+
+#ifdef IMRESTORE_WITH_OPENCV
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+#else
+// The implementations live in image_io.cpp; only the declarations here.
+#include "stb_image.h"
+#include "stb_image_write.h"
+#endif
+
+namespace imr {
+
+namespace {
+
+// OpenCV's BORDER_REFLECT_101 (numpy/torch 'reflect'): ... 2 1 | 0 1 2 ... n-1 | n-2 ...
+// Folds as often as needed, so radii wider than the image are defined too.
+int reflect101(int i, int n) {
+    if (n == 1) return 0;
+    const int period = 2 * n - 2;
+    i %= period;
+    if (i < 0) i += period;
+    return i < n ? i : period - i;
+}
+
+uint64_t rotl(uint64_t x, int k) {
+    return (x << k) | (x >> (64 - k));
+}
+
+// Samples are rounded half to even (std::nearbyint in the default rounding
+// mode), as torch.round does in training.
+uint16_t round_to_8bit(double v) {
+    return uint16_t(std::nearbyint(std::clamp(v, 0.0, 255.0)));
+}
+
+void require_8bit(const Image& image, const char* what) {
+    if (image.bit_depth != 8)
+        throw Error(std::string(what) + ": needs an 8-bit image (got " + std::to_string(image.bit_depth) +
+                    "-bit; convert with to_8bit first)");
+}
+
+}  // namespace
+
+std::string Degradation::describe() const {
+    std::ostringstream s;
+    const char* sep = "";
+    if (blur > 0) s << sep << "blur " << blur, sep = ", ";
+    if (noise > 0) s << sep << "noise " << noise, sep = ", ";
+    if (jpeg > 0) s << sep << "jpeg " << jpeg, sep = ", ";
+    return any() ? s.str() : "none";
+}
+
+void Degradation::validate() const {
+    // Finite and in range; the upper blur limit keeps the kernel (6 sigma
+    // wide) from being larger than any sensible photo.
+    if (!(blur >= 0 && blur <= 50)) throw Error("--blur " + std::to_string(blur) + ": must be within 0..50 pixels");
+    if (!(noise >= 0 && noise <= 255))
+        throw Error("--noise " + std::to_string(noise) + ": must be within 0..255 (sigma on the 8-bit scale)");
+    if (jpeg < 0 || jpeg > 100) throw Error("--jpeg " + std::to_string(jpeg) + ": quality must be within 1..100");
+}
+
+uint64_t splitmix64(uint64_t& state) {
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+NormalRng::NormalRng(uint64_t seed) {
+    // splitmix64 is the seeding xoshiro's authors recommend: it never gives
+    // the all-zero state xoshiro cannot leave.
+    for (uint64_t& s : s_) s = splitmix64(seed);
+}
+
+uint64_t NormalRng::next_u64() {  // xoshiro256** 1.0
+    const uint64_t result = rotl(s_[1] * 5, 7) * 9;
+    const uint64_t t = s_[1] << 17;
+    s_[2] ^= s_[0];
+    s_[3] ^= s_[1];
+    s_[1] ^= s_[2];
+    s_[0] ^= s_[3];
+    s_[2] ^= t;
+    s_[3] = rotl(s_[3], 45);
+    return result;
+}
+
+double NormalRng::next_uniform() {
+    return double((next_u64() >> 11) + 1) * 0x1.0p-53;  // 53 random bits, in (0, 1]
+}
+
+double NormalRng::next_normal() {
+    if (has_spare_) {
+        has_spare_ = false;
+        return spare_;
+    }
+    // Box-Muller: exact in distribution, two normals per two uniforms, and
+    // only log/sqrt/cos/sin (glibc's agree across machines far below the 8-bit
+    // rounding that follows).
+    const double r = std::sqrt(-2.0 * std::log(next_uniform()));
+    const double angle = 2.0 * M_PI * next_uniform();
+    spare_ = r * std::sin(angle);
+    has_spare_ = true;
+    return r * std::cos(angle);
+}
+
+uint64_t image_noise_seed(uint64_t seed, const std::string& file_name) {
+    std::string name = file_name;
+    size_t slash = name.find_last_of('/');
+    if (slash != std::string::npos) name.erase(0, slash + 1);
+    uint64_t hash = 0xCBF29CE484222325ull;  // FNV-1a 64
+    for (unsigned char c : name) hash = (hash ^ c) * 0x100000001B3ull;
+    uint64_t state = seed ^ hash;
+    return splitmix64(state);
+}
+
+Image to_8bit(const Image& image) {
+    if (image.bit_depth == 8) return image;
+    Image out = image;
+    out.bit_depth = 8;
+    for (uint16_t& v : out.samples) v = uint16_t((uint32_t(v) * 2 + 257) / 514);  // round(v / 257), halves up
+    return out;
+}
+
+std::vector<double> gaussian_kernel(double sigma) {
+    if (!(sigma > 0)) throw Error("gaussian_kernel: sigma must be > 0 (got " + std::to_string(sigma) + ")");
+    const int r = int(std::ceil(3.0 * sigma));
+    std::vector<double> k(2 * r + 1);
+    double sum = 0;
+    for (int d = -r; d <= r; ++d) sum += k[d + r] = std::exp(-double(d) * d / (2.0 * sigma * sigma));
+    for (double& w : k) w /= sum;
+    return k;
+}
+
+void gaussian_blur(Image& image, double sigma) {
+    require_8bit(image, "blur");
+    if (sigma <= 0) return;
+    const std::vector<double> k = gaussian_kernel(sigma);
+    const int r = int(k.size() / 2), w = image.width, h = image.height, ch = image.channels;
+    const int colors = image.color_channels();
+    // Rows first into a float64 buffer (no rounding in between), then
+    // columns, then one rounding to 8 bits: the spec's order.
+    std::vector<double> rows(size_t(w) * h * colors);
+#pragma omp parallel for schedule(static)
+    for (int y = 0; y < h; ++y)
+        for (int x = 0; x < w; ++x)
+            for (int c = 0; c < colors; ++c) {
+                double s = 0;
+                for (int d = -r; d <= r; ++d)
+                    s += k[d + r] * image.samples[(size_t(y) * w + reflect101(x + d, w)) * ch + c];
+                rows[(size_t(y) * w + x) * colors + c] = s;
+            }
+#pragma omp parallel for schedule(static)
+    for (int y = 0; y < h; ++y)
+        for (int x = 0; x < w; ++x)
+            for (int c = 0; c < colors; ++c) {
+                double s = 0;
+                for (int d = -r; d <= r; ++d) s += k[d + r] * rows[(size_t(reflect101(y + d, h)) * w + x) * colors + c];
+                image.samples[(size_t(y) * w + x) * ch + c] = round_to_8bit(s);
+            }
+}
+
+void add_gaussian_noise(Image& image, double sigma, uint64_t seed) {
+    require_8bit(image, "noise");
+    if (sigma <= 0) return;
+    // One sequential stream in memory order (row-major, then channel), so the
+    // noise does not depend on the thread count.
+    NormalRng rng(seed);
+    const int ch = image.channels, colors = image.color_channels();
+    const double scale = sigma / 255.0;
+    for (size_t p = 0; p < image.samples.size(); p += ch)
+        for (int c = 0; c < colors; ++c) {
+            // y = round(clip(x + s/255 * n, 0, 1) * 255), literally as the spec writes it.
+            const double x = image.samples[p + c] / 255.0;
+            const double y = std::clamp(x + scale * rng.next_normal(), 0.0, 1.0);
+            image.samples[p + c] = uint16_t(std::nearbyint(y * 255.0));
+        }
+}
+
+bool jpeg_is_libjpeg() {
+#ifdef IMRESTORE_WITH_OPENCV
+    return true;
+#else
+    return false;
+#endif
+}
+
+void jpeg_round_trip(Image& image, int quality) {
+    require_8bit(image, "jpeg");
+    if (quality <= 0) return;
+    if (quality > 100) throw Error("jpeg: quality " + std::to_string(quality) + " is above 100");
+    const int w = image.width, h = image.height, ch = image.channels, colors = image.color_channels();
+    // The color channels, interleaved 8-bit (alpha is kept aside, untouched).
+    std::vector<uint8_t> px(size_t(w) * h * colors);
+    for (size_t i = 0, n = size_t(w) * h; i < n; ++i)
+        for (int c = 0; c < colors; ++c) px[i * colors + c] = uint8_t(image.samples[i * ch + c]);
+    std::vector<uint8_t> decoded;
+#ifdef IMRESTORE_WITH_OPENCV
+    // libjpeg through OpenCV: baseline, 4:2:0 for color (OpenCV 4.6 keeps
+    // libjpeg's default sampling), as training's torchvision encode_jpeg.
+    cv::Mat mat(h, w, colors == 1 ? CV_8UC1 : CV_8UC3, px.data());
+    if (colors == 3) {
+        cv::Mat bgr;
+        cv::cvtColor(mat, bgr, cv::COLOR_RGB2BGR);
+        mat = bgr;
+    }
+    std::vector<uchar> buf;
+    if (!cv::imencode(".jpg", mat, buf, {cv::IMWRITE_JPEG_QUALITY, quality}))
+        throw Error("jpeg: OpenCV could not encode a " + std::to_string(w) + "x" + std::to_string(h) + " image");
+    cv::Mat back = cv::imdecode(buf, colors == 1 ? cv::IMREAD_GRAYSCALE : cv::IMREAD_COLOR);
+    if (back.empty() || back.cols != w || back.rows != h) throw Error("jpeg: OpenCV could not decode its own JPEG");
+    if (colors == 3) cv::cvtColor(back, back, cv::COLOR_BGR2RGB);
+    decoded.assign(back.data, back.data + size_t(w) * h * colors);
+#else
+    std::vector<uint8_t> buf;
+    auto append = [](void* ctx, void* data, int size) {
+        auto* out = static_cast<std::vector<uint8_t>*>(ctx);
+        out->insert(out->end(), static_cast<uint8_t*>(data), static_cast<uint8_t*>(data) + size);
+    };
+    if (!stbi_write_jpg_to_func(append, &buf, w, h, colors, px.data(), quality))
+        throw Error("jpeg: stb could not encode a " + std::to_string(w) + "x" + std::to_string(h) + " image");
+    int bw = 0, bh = 0, bn = 0;
+    stbi_uc* back = stbi_load_from_memory(buf.data(), int(buf.size()), &bw, &bh, &bn, colors);
+    if (!back || bw != w || bh != h) {
+        stbi_image_free(back);
+        throw Error("jpeg: stb could not decode its own JPEG");
+    }
+    decoded.assign(back, back + size_t(w) * h * colors);
+    stbi_image_free(back);
+#endif
+    for (size_t i = 0, n = size_t(w) * h; i < n; ++i)
+        for (int c = 0; c < colors; ++c) image.samples[i * ch + c] = decoded[i * colors + c];
+}
+
+Image degrade(const Image& clean, const Degradation& d, uint64_t seed) {
+    d.validate();
+    if (clean.color_channels() != 1 && clean.color_channels() != 3)
+        throw Error("degrade: " + std::to_string(clean.channels) + " channels; expected gray or RGB (with alpha)");
+    Image out = to_8bit(clean);
+    if (d.blur > 0) gaussian_blur(out, d.blur);
+    if (d.noise > 0) add_gaussian_noise(out, d.noise, seed);
+    if (d.jpeg > 0) jpeg_round_trip(out, d.jpeg);
+    return out;
+}
+
+}  // namespace imr

@@ -1,0 +1,81 @@
+// The degradations of `imrestore degrade` and `imrestore eval`, with the same
+// definitions as training (weights/train.py): Gaussian blur, additive
+// Gaussian noise and a JPEG round trip, applied in that order when combined.
+// They work on 8-bit samples; alpha is never touched, a gray image stays gray
+// (noise per sample of its one channel, a grayscale JPEG).
+//
+// The noise comes from our own generator (xoshiro256** seeded through
+// splitmix64, Box-Muller), not std:: distributions, whose output the C++
+// standard leaves to each library: the same --seed gives the same noisy file
+// on every machine and build.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "image_io.h"
+
+namespace imr {
+
+// --seed's default. The noise of a file depends on the seed and on the file's
+// name only (image_noise_seed), never on the folder it sits in or the other
+// files of the run, so `degrade` then `eval --degraded` equals `eval --noise`.
+constexpr uint64_t kDefaultDegradeSeed = 0;
+
+struct Degradation {
+    double blur = 0;   // Gaussian sigma in pixels; 0: none
+    double noise = 0;  // Gaussian sigma on the 0-255 scale; 0: none
+    int jpeg = 0;      // JPEG quality 1..100; 0: none
+
+    bool any() const { return blur > 0 || noise > 0 || jpeg > 0; }
+    // "blur 1.5, noise 25, jpeg 20" (in the order they are applied).
+    std::string describe() const;
+    // Throws imr::Error for values out of range (blur 0..50, noise 0..255, jpeg 0..100).
+    void validate() const;
+};
+
+// splitmix64 step: expands one 64-bit seed into well-mixed state words.
+uint64_t splitmix64(uint64_t& state);
+
+// Standard normal numbers from xoshiro256** + Box-Muller (both values of each
+// pair used). Doubles in, doubles out: the same sequence everywhere.
+class NormalRng {
+public:
+    explicit NormalRng(uint64_t seed);
+    uint64_t next_u64();
+    double next_uniform();  // (0, 1]: never 0, so log() is finite
+    double next_normal();
+
+private:
+    uint64_t s_[4];
+    double spare_ = 0;
+    bool has_spare_ = false;
+};
+
+// The per-file noise seed: seed mixed with the FNV-1a hash of the file name
+// (the last path component, e.g. "chelsea.png").
+uint64_t image_noise_seed(uint64_t seed, const std::string& file_name);
+
+// 8-bit copy of an image (16-bit samples: round(v / 257)); 8-bit images unchanged.
+Image to_8bit(const Image& image);
+
+// Normalized Gaussian weights for offsets -r..r, r = ceil(3 * sigma).
+std::vector<double> gaussian_kernel(double sigma);
+
+// Each degradation in place, on an 8-bit image's color channels.
+void gaussian_blur(Image& image, double sigma);
+void add_gaussian_noise(Image& image, double sigma, uint64_t seed);
+void jpeg_round_trip(Image& image, int quality);
+
+// True when jpeg_round_trip uses libjpeg (through OpenCV), as training does;
+// false in a build without OpenCV, where stb's encoder and decoder stand in
+// (same quantization tables and 4:2:0 up to quality 90, 4:4:4 above, but other
+// rounding: results differ slightly from libjpeg's).
+bool jpeg_is_libjpeg();
+
+// blur, then noise (seeded with `seed`, see image_noise_seed), then JPEG, on
+// an 8-bit copy of `clean`.
+Image degrade(const Image& clean, const Degradation& d, uint64_t seed);
+
+}  // namespace imr
