@@ -15,6 +15,8 @@
 #include <iostream>
 #include <sstream>
 
+#include "eval/degrade_command.h"
+#include "eval/eval_command.h"
 #include "model_registry.h"
 #include "pipeline.h"
 
@@ -48,6 +50,8 @@ struct Options {
     int quality = 95;
     int png_compression = 1;    // see WriteOptions
     std::string model_to_show;  // `imrestore model X`
+    DegradeOptions degrade;     // `imrestore degrade ...`
+    EvalOptions eval;           // `imrestore eval ...`
 };
 
 std::string first_sentence(const std::string& s) {
@@ -296,13 +300,16 @@ void setup(CLI::App& app, Options& o) {
     app.add_flag("-q,--quiet", o.quiet, "Print only errors");
 
     app.footer(
-        "Inputs named 'models' or 'model' are read as those commands; write ./models for a folder.\n"
+        "Inputs named 'models', 'model', 'degrade' or 'eval' are read as those commands; write ./models for a "
+        "folder.\n"
         "Exit codes: 0 all restored (or skipped), 1 some file failed, 2 bad usage, model or device, "
         "3 internal error, 130 interrupted (Ctrl-C: the files being written are finished first).");
     auto* models = app.add_subcommand("models", "List the bundled models");
     models->final_callback([] {});
     auto* model = app.add_subcommand("model", "Show a model's metadata, stages, parameters and receptive field");
     model->add_option("model", o.model_to_show, "Bundled model name or .h5 path")->required();
+    add_degrade_command(app, o.degrade);
+    add_eval_command(app, o.eval);
 }
 
 }  // namespace
@@ -313,13 +320,15 @@ int cli_main(int argc, char** argv) {
     setup(app, o);
     try {
         app.parse(argc, argv);
-        bool subcommand = app.got_subcommand("models") || app.got_subcommand("model");
+        bool subcommand = !app.get_subcommands().empty();
         if (subcommand && !o.inputs.empty())
             throw Error("'" + o.inputs.front() + "' given before the command '" +
-                        (app.got_subcommand("models") ? "models" : "model") +
+                        app.get_subcommands().front()->get_name() +
                         "': to restore a folder of that name, write it as ./models or ./model");
         if (app.got_subcommand("models")) return run_models();
         if (app.got_subcommand("model")) return run_model_info(o.model_to_show);
+        if (app.got_subcommand("degrade")) return run_degrade(o.degrade);
+        if (app.got_subcommand("eval")) return o.json = o.eval.json, run_eval(o.eval);
         return run_restore(o);
     } catch (const CLI::ParseError& e) {
         int code = app.exit(e);

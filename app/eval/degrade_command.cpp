@@ -1,0 +1,107 @@
+#include "eval/degrade_command.h"
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include "backend.h"
+#include "pipeline.h"
+
+namespace imr {
+
+namespace fs = std::filesystem;
+
+CLI::App* add_degrade_command(CLI::App& app, DegradeOptions& o) {
+    CLI::App* cmd = app.add_subcommand(
+        "degrade", "Write degraded copies (blur, then noise, then JPEG; the training definitions) of images, seeded");
+    cmd->add_option("inputs", o.inputs, "Image files and/or folders")->required()->type_name("INPUT...");
+    cmd->add_option("-o,--output", o.output, "Output file (one input) or folder")->required()->type_name("PATH");
+    cmd->add_option("--blur", o.degradation.blur, "Gaussian blur sigma in pixels (radius ceil(3 sigma))")
+        ->check(CLI::Range(0.0, 50.0))
+        ->type_name("SIGMA");
+    cmd->add_option("--noise", o.degradation.noise, "Gaussian noise sigma on the 0-255 scale")
+        ->check(CLI::Range(0.0, 255.0))
+        ->type_name("SIGMA");
+    cmd->add_option("--jpeg", o.degradation.jpeg, "JPEG quality of a round trip (4:2:0)")
+        ->check(CLI::Range(1, 100))
+        ->type_name("Q");
+    cmd->add_option("--seed", o.seed, "Noise seed; a file's noise depends only on it and the file's name (default 0)")
+        ->type_name("N");
+    cmd->add_option("--format", o.format, "Format of outputs named after their input")->capture_default_str();
+    cmd->add_flag("-r,--recursive", o.recursive, "Descend into subfolders of folder inputs");
+    cmd->add_flag("-f,--force", o.force, "Overwrite outputs that already exist");
+    cmd->add_flag("-q,--quiet", o.quiet, "Print only errors");
+    cmd->footer(
+        "Examples:\n"
+        "  imrestore degrade photos/ -o noisy/ --noise 25          noisy/*.png\n"
+        "  imrestore degrade a.jpg -o a_q20.png --jpeg 20          a JPEG round trip at quality 20, kept as PNG\n"
+        "  imrestore degrade photos/ -o soft/ --blur 1.5 --noise 2 --seed 7");
+    return cmd;
+}
+
+int run_degrade(const DegradeOptions& o) {
+    const Degradation& d = o.degradation;
+    d.validate();
+    if (!d.any()) throw Error("degrade: nothing to do: give --blur, --noise and/or --jpeg");
+    std::string format = o.format;
+    if (!format.empty() && format[0] == '.') format.erase(0, 1);
+    const std::vector<FileJob> jobs = plan_jobs(o.inputs, o.output, o.recursive, Codec::Auto, format);
+    if (!o.quiet) {
+        std::cerr << "degrade: " << d.describe() << (d.noise > 0 ? " (seed " + std::to_string(o.seed) + ")" : "")
+                  << "\n";
+        if (d.jpeg > 0 && !jpeg_is_libjpeg())
+            std::cerr << "note: this build has no OpenCV, so the JPEG round trip uses stb's encoder and decoder, "
+                         "not libjpeg: the same quality tables, but other rounding (and 4:4:4 above quality 90), "
+                         "so the results differ slightly from training's and an OpenCV build's\n";
+    }
+    enum class Status { Written, Skipped, Failed };
+    std::vector<Status> status(jobs.size(), Status::Failed);
+    std::vector<std::string> message(jobs.size());
+    // Files in parallel: decode, degrade and encode are independent per file,
+    // and the noise of a file depends only on the seed and its name.
+#pragma omp parallel for schedule(dynamic)
+    for (size_t i = 0; i < jobs.size(); ++i) {
+        const FileJob& job = jobs[i];
+        try {
+            if (!job.error.empty()) throw Error(job.error);
+            std::error_code ec;
+            if (!o.force && fs::exists(job.output, ec)) {
+                status[i] = Status::Skipped;
+                message[i] = job.output + ": exists (--force replaces it)";
+                continue;
+            }
+            Image image = read_image(job.input);
+            if (image.color_channels() != 1 && image.color_channels() != 3)
+                throw Error(job.input + ": " + std::to_string(image.channels) + " channels; expected gray or RGB");
+            Image out = degrade(image, d, image_noise_seed(o.seed, job.input));
+            fs::path parent = fs::path(job.output).parent_path();
+            if (!parent.empty()) fs::create_directories(parent, ec);
+            if (ec) throw Error(job.output + ": cannot create folder " + parent.string() + ": " + ec.message());
+            write_image(job.output, out);
+            status[i] = Status::Written;
+        } catch (const std::exception& e) {
+            std::string m = e.what();
+            message[i] = m.rfind(job.input, 0) == 0 || m.rfind(job.output, 0) == 0 ? m : job.input + ": " + m;
+        }
+#pragma omp critical(degrade_print)
+        if (status[i] == Status::Written && !o.quiet)
+            std::cout << job.input << " -> " << job.output << "\n" << std::flush;
+    }
+    int written = 0, skipped = 0, failed = 0;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+        if (status[i] == Status::Written) ++written;
+        if (status[i] == Status::Skipped) {
+            ++skipped;
+            if (!o.quiet) std::cerr << "skipped: " << message[i] << "\n";
+        }
+        if (status[i] == Status::Failed) {
+            ++failed;
+            std::cerr << "error: " << message[i] << "\n";
+        }
+    }
+    if (!o.quiet) std::fprintf(stderr, "%d degraded, %d skipped, %d failed\n", written, skipped, failed);
+    return failed ? 1 : 0;
+}
+
+}  // namespace imr

@@ -1,0 +1,38 @@
+// `imrestore degrade`: writes degraded copies of images (blur -> noise ->
+// JPEG, the training definitions in eval/degradations.h), to make test sets
+// or to look at what a model is trained on. Output paths follow the main
+// command's rules (app/pipeline.h plan_jobs) with -o required and PNG as the
+// default format: a file to a file (its extension says the format), files or
+// a folder into a folder (mirrored). Outputs are 8-bit; alpha is copied.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "eval/degradations.h"
+
+namespace CLI {
+class App;
+}
+
+namespace imr {
+
+struct DegradeOptions {
+    std::vector<std::string> inputs;
+    std::string output;
+    Degradation degradation;
+    uint64_t seed = kDefaultDegradeSeed;
+    std::string format = "png";  // of outputs named after their input
+    bool recursive = false, force = false, quiet = false;
+};
+
+// Adds the `degrade` subcommand to app, its options bound to o.
+CLI::App* add_degrade_command(CLI::App& app, DegradeOptions& o);
+
+// Runs it: prints "IN -> OUT" per file on stdout, errors/notes on stderr.
+// Returns 0 (all written or skipped) or 1 (some file failed); throws
+// imr::Error for what stops the whole run (nothing to do, bad -o).
+int run_degrade(const DegradeOptions& o);
+
+}  // namespace imr

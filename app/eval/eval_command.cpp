@@ -1,0 +1,438 @@
+#include "eval/eval_command.h"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "backend.h"
+#include "eval/baselines.h"
+#include "eval/metrics.h"
+#include "image_batch.h"
+#include "model_runner.h"
+#include "pipeline.h"
+
+namespace imr {
+
+namespace fs = std::filesystem;
+
+CLI::App* add_eval_command(CLI::App& app, EvalOptions& o) {
+    CLI::App* cmd = app.add_subcommand(
+        "eval", "Degrade clean images (or take given degraded ones), restore them, print PSNR/SSIM vs baselines");
+    cmd->add_option("clean", o.inputs, "Clean images: folders and/or files")->required()->type_name("CLEAN...");
+    cmd->add_option("-m,--model", o.model, "Bundled model name or path to a model .h5 file")->capture_default_str();
+    cmd->add_option("-d,--device", o.device, "auto (GPU if usable, else CPU), cpu, cuda or cuda:N")
+        ->capture_default_str();
+    cmd->add_option("-j,--threads", o.threads, "Threads of the CPU backend's compute (0 = one per core)")
+        ->check(CLI::Range(0, 1024));
+    cmd->add_option("--blur", o.degradation.blur, "Degrade with a Gaussian blur of this sigma (pixels)")
+        ->check(CLI::Range(0.0, 50.0))
+        ->type_name("SIGMA");
+    cmd->add_option("--noise", o.degradation.noise, "Degrade with Gaussian noise of this sigma (0-255 scale)")
+        ->check(CLI::Range(0.0, 255.0))
+        ->type_name("SIGMA");
+    cmd->add_option("--jpeg", o.degradation.jpeg, "Degrade with a JPEG round trip at this quality")
+        ->check(CLI::Range(1, 100))
+        ->type_name("Q");
+    cmd->add_option("--seed", o.seed, "Noise seed (default 0); a file's noise depends only on it and the file's name")
+        ->type_name("N");
+    cmd->add_option("--degraded", o.degraded_dir,
+                    "Folder of degraded images to use instead, matched to the clean ones by file name "
+                    "(relative path; any image extension)")
+        ->type_name("DIR");
+    cmd->add_option("--baselines", o.baselines,
+                    "auto (those that fit the degradation), none, all, or a list of gaussian,bilateral,nlmeans,unsharp")
+        ->capture_default_str();
+    cmd->add_flag("-r,--recursive", o.recursive, "Descend into subfolders of folder inputs");
+    cmd->add_flag("--json", o.json, "Print a machine-readable report on stdout (nothing else goes there)");
+    cmd->add_flag("-q,--quiet", o.quiet, "Print only errors and the results");
+    cmd->footer(
+        "Examples:\n"
+        "  imrestore eval photos/ --noise 25                    the default model vs baselines on noise sigma 25\n"
+        "  imrestore eval photos/ -m sharpen --blur 1.5 --json\n"
+        "  imrestore degrade photos/ -o q20/ --jpeg 20 && imrestore eval photos/ --degraded q20/\n"
+        "PSNR and SSIM on 8-bit RGB (SSIM: 11x11 Gaussian window, sigma 1.5, as BasicSR/MATLAB).\n"
+        "Each baseline's parameter is the one with the best mean PSNR on these same images (said in the report).");
+    return cmd;
+}
+
+namespace {
+
+constexpr int kExitOk = 0, kExitSomeFailed = 1;
+
+// One clean image and everything measured on it.
+struct Entry {
+    std::string path;  // as the user named it
+    std::string name;  // relative to its folder input (what pairs are matched by)
+    std::string error;
+    Image clean, degraded;  // 8-bit, color channels only, the same channels
+    std::map<std::string, double> psnr, ssim;
+};
+
+std::vector<std::string> parse_baselines(const std::string& spec, const Degradation& known) {
+    if (spec == "auto") return default_baselines(known);
+    if (spec == "none") return {};
+    if (spec == "all") return all_baseline_names();
+    std::vector<std::string> out;
+    std::stringstream s(spec);
+    for (std::string name; std::getline(s, name, ',');) {
+        const auto& names = all_baseline_names();
+        if (std::find(names.begin(), names.end(), name) == names.end()) {
+            std::string list;
+            for (const auto& n : names) list += " " + n;
+            throw Error("--baselines " + spec + ": unknown '" + name + "' (use auto, none, all or of:" + list + ")");
+        }
+        if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+    }
+    return out;
+}
+
+// The clean images: folder contents (sorted; hidden files and NAME.restored.*
+// skipped, as the main command reads folders) and files. A missing input is
+// an error for the whole run: there is nothing to measure it against.
+std::vector<Entry> list_clean(const EvalOptions& o) {
+    std::vector<Entry> entries;
+    for (const std::string& raw : o.inputs) {
+        std::error_code ec;
+        if (!fs::exists(raw, ec)) throw Error(raw + ": no such file or folder (the clean images)");
+        const bool folder = fs::is_directory(raw, ec);
+        for (const FileJob& job : plan_jobs({raw}, "", o.recursive, Codec::Auto)) {
+            Entry e;
+            e.path = job.input;
+            e.error = job.error;
+            e.name = folder ? fs::path(job.input).lexically_relative(fs::path(raw).lexically_normal()).string()
+                            : fs::path(raw).filename().string();
+            if (e.name.empty() || e.name == ".") e.name = job.input;
+            entries.push_back(std::move(e));
+        }
+    }
+    return entries;
+}
+
+// The degraded partner of clean file `name` in dir: the same relative path,
+// or the same path with another image extension (degrade writes .png).
+std::string find_pair(const std::string& dir, const std::string& name) {
+    std::error_code ec;
+    const fs::path same = fs::path(dir) / name;
+    if (fs::is_regular_file(same, ec)) return same.string();
+    const fs::path folder = same.parent_path();
+    const std::string stem = same.stem().string();
+    std::vector<std::string> found;
+    for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+        const fs::path p = it->path();
+        if (p.stem().string() == stem && is_readable_extension(p.string()) && it->is_regular_file(ec))
+            found.push_back(p.string());
+    }
+    std::sort(found.begin(), found.end());
+    if (found.empty())
+        throw Error("no degraded partner in " + dir + " (looked for " + same.string() + " and " +
+                    (folder / stem).string() + ".*)");
+    if (found.size() > 1) throw Error("ambiguous degraded partner: " + found[0] + " and " + found[1]);
+    return found[0];
+}
+
+// Clean and degraded as the metrics compare them: 8-bit, alpha dropped, a
+// gray one replicated to RGB when the other is RGB.
+void prepare(Entry& e, const EvalOptions& o) {
+    Image clean = to_8bit(read_image(e.path));
+    if (clean.color_channels() != 1 && clean.color_channels() != 3)
+        throw Error(std::to_string(clean.channels) + " channels; expected gray or RGB");
+    Image degraded;
+    if (o.degraded_dir.empty()) {
+        degraded = degrade(clean, o.degradation, image_noise_seed(o.seed, e.path));
+    } else {
+        const std::string pair = find_pair(o.degraded_dir, e.name);
+        degraded = to_8bit(read_image(pair));
+        if (degraded.color_channels() != 1 && degraded.color_channels() != 3)
+            throw Error(pair + ": " + std::to_string(degraded.channels) + " channels; expected gray or RGB");
+        if (degraded.width != clean.width || degraded.height != clean.height)
+            throw Error("the degraded " + pair + " is " + std::to_string(degraded.width) + "x" +
+                        std::to_string(degraded.height) + ", the clean image " + std::to_string(clean.width) + "x" +
+                        std::to_string(clean.height));
+    }
+    const int colors = std::max(clean.color_channels(), degraded.color_channels());
+    e.clean = color_channels_as(clean, colors);
+    e.degraded = color_channels_as(degraded, colors);
+    if (e.clean.width < kSsimWindow || e.clean.height < kSsimWindow)
+        throw Error(std::to_string(e.clean.width) + "x" + std::to_string(e.clean.height) +
+                    " is smaller than SSIM's 11x11 window");
+}
+
+std::string fmt(const char* f, double v) {
+    if (std::isinf(v)) return "inf";
+    if (std::isnan(v)) return "-";
+    char buf[64];
+    std::snprintf(buf, sizeof buf, f, v);
+    return buf;
+}
+
+std::string json_number(double v) {
+    if (!std::isfinite(v)) return "null";  // JSON has no infinity (PSNR of identical images)
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.6g", v);
+    return buf;
+}
+
+struct ModelTime {
+    double total_ms = 0, first_ms = 0, megapixels = 0;
+    int images = 0;
+};
+
+struct Report {
+    std::string title;                 // what was degraded, how
+    std::vector<std::string> methods;  // column keys: "input", "model", baselines
+    std::string model_label;           // the model's column header (its name)
+    std::vector<Entry> entries;
+    std::vector<BaselineResult> baselines;
+    std::vector<std::string> notes;
+    ModelTime time;
+    std::map<std::string, double> mean_psnr, mean_ssim;
+    int measured = 0, failed = 0;
+};
+
+void compute_means(Report& r) {
+    for (const std::string& m : r.methods) {
+        double sp = 0, ss = 0;
+        int n = 0;
+        for (const Entry& e : r.entries) {
+            if (!e.error.empty() || !e.psnr.count(m)) continue;
+            sp += e.psnr.at(m), ss += e.ssim.at(m), ++n;
+        }
+        r.mean_psnr[m] = n ? sp / n : NAN;
+        r.mean_ssim[m] = n ? ss / n : NAN;
+    }
+}
+
+std::string table(const Report& r) {
+    std::ostringstream s;
+    size_t name_w = 12;
+    for (const Entry& e : r.entries) name_w = std::max(name_w, e.name.size());
+    auto header = [&](const std::string& m) { return m == "model" ? r.model_label : m; };
+    char line[256];
+    s << r.title << "\n\n";
+    s << std::string(name_w, ' ') << "  " << std::string(9, ' ');
+    for (const std::string& m : r.methods) {
+        std::snprintf(line, sizeof line, "  %-14s", header(m).substr(0, 14).c_str());
+        s << line;
+    }
+    s << "\n" << std::string(name_w, ' ') << "  " << std::string(9, ' ');
+    for (size_t i = 0; i < r.methods.size(); ++i) s << "  PSNR   SSIM  ";
+    s << "\n";
+    auto row = [&](const std::string& name, const std::string& size, const std::map<std::string, double>& p,
+                   const std::map<std::string, double>& q) {
+        std::snprintf(line, sizeof line, "%-*s  %-9s", int(name_w), name.c_str(), size.c_str());
+        s << line;
+        for (const std::string& m : r.methods) {
+            std::snprintf(line, sizeof line, "  %-6s %-6s", fmt("%.2f", p.count(m) ? p.at(m) : NAN).c_str(),
+                          fmt("%.4f", q.count(m) ? q.at(m) : NAN).c_str());
+            s << line;
+        }
+        s << "\n";
+    };
+    for (const Entry& e : r.entries) {
+        if (!e.error.empty()) {
+            s << e.name << "  failed: " << e.error << "\n";
+            continue;
+        }
+        row(e.name, std::to_string(e.clean.width) + "x" + std::to_string(e.clean.height), e.psnr, e.ssim);
+    }
+    row("mean", "(" + std::to_string(r.measured) + ")", r.mean_psnr, r.mean_ssim);
+    s << "\n";
+    for (const BaselineResult& b : r.baselines) {
+        s << b.name << ": " << b.chosen << " (best mean PSNR on " << b.swept_on << " of";
+        for (const auto& p : b.sweep)
+            s << (&p == &b.sweep.front() ? " " : ", ") << p.setting << " " << fmt("%.2f", p.mean_psnr);
+        s << "); " << b.method << "; " << fmt("%.1f", b.seconds) << " s\n";
+    }
+    if (r.time.images)
+        s << r.model_label << ": " << fmt("%.1f", r.time.total_ms) << " ms for " << r.time.images << " images, "
+          << fmt("%.2f", r.time.megapixels) << " MP ("
+          << fmt("%.2f", r.time.total_ms > 0 ? r.time.megapixels / (r.time.total_ms / 1e3) : 0)
+          << " MP/s; the first call, " << fmt("%.1f", r.time.first_ms) << " ms, includes warm-up)\n";
+    for (const std::string& n : r.notes) s << "note: " << n << "\n";
+    return s.str();
+}
+
+std::string json(const Report& r, const EvalOptions& o, const ModelFile& model, const Backend& backend) {
+    std::ostringstream s;
+    auto scores = [&](const std::map<std::string, double>& m) {
+        std::string out = "{";
+        for (const std::string& k : r.methods)
+            if (m.count(k)) out += std::string(out.size() > 1 ? ", " : "") + "\"" + k + "\": " + json_number(m.at(k));
+        return out + "}";
+    };
+    s << "{\n  \"imrestore\": \"" << IMRESTORE_VERSION << "\",\n  \"clean\": [";
+    for (size_t i = 0; i < o.inputs.size(); ++i) s << (i ? ", " : "") << "\"" << json_escape(o.inputs[i]) << "\"";
+    s << "],\n  \"degradation\": ";
+    if (o.degraded_dir.empty())
+        s << "{\"blur\": " << json_number(o.degradation.blur) << ", \"noise\": " << json_number(o.degradation.noise)
+          << ", \"jpeg\": " << o.degradation.jpeg << ", \"seed\": " << o.seed << ", \"jpeg_codec\": \""
+          << (jpeg_is_libjpeg() ? "libjpeg" : "stb") << "\"}";
+    else
+        s << "{\"degraded_dir\": \"" << json_escape(o.degraded_dir) << "\"}";
+    const double seconds = r.time.total_ms / 1e3;
+    s << ",\n  \"model\": {\"name\": \"" << json_escape(model.name) << "\", \"path\": \"" << json_escape(model.path)
+      << "\", \"device\": \"" << json_escape(backend.name()) << "\", \"device_description\": \""
+      << json_escape(backend.description()) << "\", \"time_ms\": " << json_number(r.time.total_ms)
+      << ", \"first_call_ms\": " << json_number(r.time.first_ms) << ", \"images\": " << r.time.images
+      << ", \"megapixels\": " << json_number(r.time.megapixels)
+      << ", \"megapixels_per_s\": " << json_number(seconds > 0 ? r.time.megapixels / seconds : 0) << "},\n";
+    s << "  \"methods\": [";
+    for (size_t i = 0; i < r.methods.size(); ++i) s << (i ? ", " : "") << "\"" << r.methods[i] << "\"";
+    s << "],\n  \"baselines\": [";
+    for (size_t i = 0; i < r.baselines.size(); ++i) {
+        const BaselineResult& b = r.baselines[i];
+        s << (i ? "," : "") << "\n    {\"name\": \"" << b.name << "\", \"method\": \"" << json_escape(b.method)
+          << "\", \"chosen\": \"" << b.chosen << "\", \"swept_on\": \"" << b.swept_on
+          << "\", \"seconds\": " << json_number(b.seconds) << ", \"sweep\": [";
+        for (size_t j = 0; j < b.sweep.size(); ++j)
+            s << (j ? ", " : "") << "{\"setting\": \"" << b.sweep[j].setting
+              << "\", \"mean_psnr\": " << json_number(b.sweep[j].mean_psnr) << "}";
+        s << "]}";
+    }
+    s << (r.baselines.empty() ? "" : "\n  ") << "],\n  \"notes\": [";
+    for (size_t i = 0; i < r.notes.size(); ++i) s << (i ? ", " : "") << "\"" << json_escape(r.notes[i]) << "\"";
+    s << "],\n  \"images\": [";
+    for (size_t i = 0; i < r.entries.size(); ++i) {
+        const Entry& e = r.entries[i];
+        s << (i ? "," : "") << "\n    {\"file\": \"" << json_escape(e.path) << "\", \"name\": \"" << json_escape(e.name)
+          << "\"";
+        if (!e.error.empty())
+            s << ", \"error\": \"" << json_escape(e.error) << "\"}";
+        else
+            s << ", \"width\": " << e.clean.width << ", \"height\": " << e.clean.height
+              << ", \"channels\": " << e.clean.channels << ", \"psnr\": " << scores(e.psnr)
+              << ", \"ssim\": " << scores(e.ssim) << "}";
+    }
+    s << "\n  ],\n  \"mean\": {\"images\": " << r.measured << ", \"psnr\": " << scores(r.mean_psnr)
+      << ", \"ssim\": " << scores(r.mean_ssim) << "},\n  \"failed\": " << r.failed << "\n}\n";
+    return s.str();
+}
+
+}  // namespace
+
+int run_eval(const EvalOptions& o) {
+    // Everything that can be refused is refused before any compute.
+    o.degradation.validate();
+    const bool given = !o.degraded_dir.empty();
+    if (given && o.degradation.any())
+        throw Error("eval: --degraded " + o.degraded_dir +
+                    " gives the degraded images; --blur/--noise/--jpeg would degrade the clean ones instead: use one "
+                    "or the other");
+    if (!given && !o.degradation.any())
+        throw Error("eval: nothing to measure: give --noise, --jpeg and/or --blur, or --degraded DIR");
+    std::error_code ec;
+    if (given && !fs::is_directory(o.degraded_dir, ec))
+        throw Error("--degraded " + o.degraded_dir + ": no such folder");
+    std::vector<std::string> baseline_names = parse_baselines(o.baselines, o.degradation);
+    Report r;
+    r.entries = list_clean(o);
+    ModelFile model = load_model_file(resolve_model(o.model));
+    std::string device_note;
+    std::unique_ptr<Backend> backend = make_backend(o.device, o.threads, &device_note);
+    if (!o.quiet) {
+        if (!device_note.empty()) std::cerr << "note: " << device_note << "\n";
+        std::cerr << "model " << model.name << " (" << model.path << "), device " << backend->name() << ": "
+                  << backend->description() << "\n";
+    }
+    ModelRunner runner(model, *backend);
+
+    // Read and degrade every image, in parallel (independent per file; the
+    // noise depends only on the seed and the file name).
+    const int n = int(r.entries.size());
+#pragma omp parallel for schedule(dynamic)
+    for (int i = 0; i < n; ++i) {
+        Entry& e = r.entries[i];
+        if (!e.error.empty()) continue;
+        try {
+            prepare(e, o);
+        } catch (const std::exception& ex) {
+            std::string m = ex.what();
+            e.error = m.rfind(e.path, 0) == 0 ? m : e.path + ": " + m;
+        }
+    }
+
+    // The model, one image per call (so every image's time is its own), on
+    // the backend the main command would use.
+    for (Entry& e : r.entries) {
+        if (!e.error.empty()) continue;
+        try {
+            const int channels = model.channels;
+            const int items = items_per_image(e.degraded, channels);
+            const Shape shape{items, channels, e.degraded.height, e.degraded.width};
+            std::vector<float> in(shape.count()), out(shape.count());
+            image_to_planes(e.degraded, channels, in.data());
+            auto start = std::chrono::steady_clock::now();
+            runner.run(in.data(), out.data(), shape, nullptr);
+            const double ms =
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+            if (r.time.images == 0) r.time.first_ms = ms;
+            r.time.total_ms += ms, ++r.time.images;
+            r.time.megapixels += double(e.degraded.width) * e.degraded.height / 1e6;
+            const Image restored = planes_to_image(out.data(), channels, e.degraded, 8);
+            e.psnr["input"] = psnr_8bit(e.clean, e.degraded);
+            e.ssim["input"] = ssim_8bit(e.clean, e.degraded);
+            e.psnr["model"] = psnr_8bit(e.clean, restored);
+            e.ssim["model"] = ssim_8bit(e.clean, restored);
+        } catch (const std::exception& ex) {
+            e.error = e.path + ": " + ex.what();
+        }
+    }
+
+    // Baselines on the images every column can be measured on.
+    std::vector<Image> clean, degraded;
+    std::vector<Entry*> measured;
+    for (Entry& e : r.entries)
+        if (e.error.empty()) {
+            clean.push_back(e.clean), degraded.push_back(e.degraded), measured.push_back(&e);
+        } else {
+            ++r.failed;
+            std::cerr << "error: " << e.error << "\n";
+        }
+    r.measured = int(measured.size());
+    r.methods = {"input", "model"};
+    r.model_label = model.name;
+    if (!baseline_names.empty() && !baselines_available()) {
+        r.notes.push_back("no classical baselines: " + baselines_unavailable_reason());
+        baseline_names.clear();
+    }
+    for (const std::string& name : baseline_names) {
+        if (measured.empty()) break;
+        if (!o.quiet && !o.json) std::cerr << "baseline " << name << " ...\n";
+        try {
+            BaselineResult b = run_baseline(name, clean, degraded, given ? Degradation{} : o.degradation);
+            for (size_t i = 0; i < measured.size(); ++i) {
+                measured[i]->psnr[name] = b.psnr[i];
+                measured[i]->ssim[name] = b.ssim[i];
+            }
+            r.methods.push_back(name);
+            r.baselines.push_back(std::move(b));
+        } catch (const Error& ex) {
+            r.notes.push_back(std::string("baseline failed: ") + ex.what());
+        }
+    }
+    if (!r.baselines.empty())
+        r.notes.push_back(
+            "each baseline's setting is the best for these images (chosen on the test set itself, which favours "
+            "the baselines)");
+    if (!given && o.degradation.jpeg > 0 && !jpeg_is_libjpeg())
+        r.notes.push_back(
+            "JPEG by stb (this build has no OpenCV), not libjpeg: numbers differ slightly from training's");
+
+    compute_means(r);
+    std::ostringstream title;
+    title << "eval: " << (given ? "degraded images from " + o.degraded_dir : o.degradation.describe())
+          << (!given && o.degradation.noise > 0 ? " (seed " + std::to_string(o.seed) + ")" : "") << ", " << r.measured
+          << " image" << (r.measured == 1 ? "" : "s") << ", model " << model.name << " on " << backend->name()
+          << "; PSNR in dB and SSIM on 8-bit RGB";
+    r.title = title.str();
+    std::cout << (o.json ? json(r, o, model, *backend) : table(r)) << std::flush;
+    return r.failed ? kExitSomeFailed : kExitOk;
+}
+
+}  // namespace imr
