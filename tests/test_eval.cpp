@@ -1,0 +1,353 @@
+// app/eval/: the metrics against independent float64 references, the
+// degradations against their definitions (and pinned values, so the noise of
+// a seed stays the same across builds), and `imrestore degrade` / `imrestore
+// eval` end to end on samples/. Fast on purpose (a few seconds on 2 cores).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "eval/degradations.h"
+#include "eval/metrics.h"
+#include "test_util.h"
+
+namespace imr {
+namespace {
+
+namespace fs = std::filesystem;
+using test::ScratchDir;
+
+Image make_image(int w, int h, int channels, uint16_t value = 0) {
+    Image im;
+    im.width = w, im.height = h, im.channels = channels, im.bit_depth = 8;
+    im.samples.assign(size_t(w) * h * channels, value);
+    return im;
+}
+
+Image random_image(std::mt19937& rng, int w, int h, int channels) {
+    Image im = make_image(w, h, channels);
+    std::uniform_int_distribution<int> d(0, 255);
+    for (uint16_t& v : im.samples) v = uint16_t(d(rng));
+    return im;
+}
+
+// A photo-like test card: smooth gradients plus a few edges and texture.
+Image test_card(int w, int h, int channels) {
+    Image im = make_image(w, h, channels);
+    for (int y = 0; y < h; ++y)
+        for (int x = 0; x < w; ++x)
+            for (int c = 0; c < channels; ++c) {
+                double v = 40 + 150.0 * x / w + 30 * std::sin(y * 0.3 + c) + ((x / 8 + y / 8) % 2 ? 20 : 0);
+                im.samples[(size_t(y) * w + x) * channels + c] = uint16_t(std::clamp(v, 0.0, 255.0));
+            }
+    return im;
+}
+
+// ---------------------------------------------------------------- metrics
+
+TEST(Metrics, PsnrOfAKnownMse) {
+    Image a = make_image(16, 9, 3, 100), b = a;
+    for (uint16_t& v : b.samples) v += 5;  // MSE 25
+    EXPECT_DOUBLE_EQ(mse_8bit(a, b), 25.0);
+    EXPECT_NEAR(psnr_8bit(a, b), 10 * std::log10(255.0 * 255 / 25), 1e-12);
+    Image c = a;
+    for (size_t i = 0; i < c.samples.size(); i += 2) c.samples[i] = 97;  // half the samples off by 3: MSE 4.5
+    EXPECT_NEAR(psnr_8bit(a, c), 10 * std::log10(255.0 * 255 / 4.5), 1e-12);
+    EXPECT_TRUE(std::isinf(psnr_8bit(a, a)));
+    Image alpha = make_image(16, 9, 4, 100), alpha2 = alpha;  // alpha is not a color sample
+    for (size_t i = 3; i < alpha2.samples.size(); i += 4) alpha2.samples[i] = 0;
+    EXPECT_TRUE(std::isinf(psnr_8bit(alpha, alpha2)));
+    EXPECT_THROW(psnr_8bit(a, make_image(16, 8, 3)), Error);
+}
+
+// SSIM the straightforward way: the 2-D window as the outer product of an
+// independently computed 1-D Gaussian, every valid position, every channel.
+double direct_ssim(const Image& a, const Image& b) {
+    double g[11], gs = 0;
+    for (int i = 0; i < 11; ++i) gs += g[i] = std::exp(-(i - 5.0) * (i - 5.0) / 4.5);
+    const double c1 = std::pow(0.01 * 255, 2), c2 = std::pow(0.03 * 255, 2);
+    double total = 0;
+    for (int c = 0; c < a.channels; ++c) {
+        double sum = 0;
+        for (int y = 0; y + 11 <= a.height; ++y)
+            for (int x = 0; x + 11 <= a.width; ++x) {
+                double m1 = 0, m2 = 0, e11 = 0, e22 = 0, e12 = 0;
+                for (int i = 0; i < 11; ++i)
+                    for (int j = 0; j < 11; ++j) {
+                        double w = g[i] * g[j] / (gs * gs);
+                        double p = a.samples[(size_t(y + i) * a.width + x + j) * a.channels + c];
+                        double q = b.samples[(size_t(y + i) * b.width + x + j) * b.channels + c];
+                        m1 += w * p, m2 += w * q, e11 += w * p * p, e22 += w * q * q, e12 += w * p * q;
+                    }
+                double v1 = e11 - m1 * m1, v2 = e22 - m2 * m2, v12 = e12 - m1 * m2;
+                sum += (2 * m1 * m2 + c1) * (2 * v12 + c2) / ((m1 * m1 + m2 * m2 + c1) * (v1 + v2 + c2));
+            }
+        total += sum / (double(a.width - 10) * (a.height - 10));
+    }
+    return total / a.channels;
+}
+
+TEST(Metrics, SsimMatchesADirectImplementation) {
+    std::mt19937 rng(42);
+    for (auto [w, h, ch] : {std::tuple{37, 23, 3}, {19, 31, 1}, {11, 11, 3}, {45, 70, 3}}) {
+        Image a = random_image(rng, w, h, ch), b = a;
+        std::normal_distribution<double> noise(0, 30);
+        for (uint16_t& v : b.samples) v = uint16_t(std::clamp(std::lround(v + noise(rng)), 0L, 255L));
+        const double expected = direct_ssim(a, b);
+        EXPECT_NEAR(ssim_8bit(a, b), expected, 1e-10) << w << "x" << h << "x" << ch;
+        EXPECT_GT(expected, 0.05);
+        EXPECT_LT(expected, 0.95);
+    }
+}
+
+TEST(Metrics, SsimOfIdenticalAndConstantImages) {
+    std::mt19937 rng(7);
+    Image a = random_image(rng, 33, 29, 3);
+    EXPECT_NEAR(ssim_8bit(a, a), 1.0, 1e-12);
+    // Two flat images: only the luminance term is left, (2ab + C1) / (a^2 + b^2 + C1).
+    Image p = make_image(20, 15, 3, 100), q = make_image(20, 15, 3, 110);
+    EXPECT_NEAR(ssim_8bit(p, q), (2.0 * 100 * 110 + kSsimC1) / (100.0 * 100 + 110.0 * 110 + kSsimC1), 1e-12);
+    EXPECT_THROW(ssim_8bit(make_image(10, 40, 3), make_image(10, 40, 3)), Error);
+    // Gray counts as R=G=B.
+    Image g = random_image(rng, 25, 25, 1), g2 = random_image(rng, 25, 25, 1);
+    EXPECT_NEAR(ssim_8bit(color_channels_as(g, 3), color_channels_as(g2, 3)), ssim_8bit(g, g2), 1e-12);
+    EXPECT_NEAR(psnr_8bit(color_channels_as(g, 3), color_channels_as(g2, 3)), psnr_8bit(g, g2), 1e-12);
+}
+
+// ---------------------------------------------------------------- degradations
+
+TEST(Degradations, GeneratorIsPinned) {
+    // Values from an independent Python implementation of splitmix64 +
+    // xoshiro256** + Box-Muller: a change here changes every noisy image.
+    NormalRng zero(0);
+    EXPECT_EQ(zero.next_u64(), 0x99ec5f36cb75f2b4ull);
+    EXPECT_EQ(zero.next_u64(), 0xbf6e1f784956452aull);
+    EXPECT_EQ(zero.next_u64(), 0x1a5f849d4933e6e0ull);
+    NormalRng normal(12345);
+    EXPECT_NEAR(normal.next_normal(), 0.5265157735324959, 1e-15);
+    EXPECT_NEAR(normal.next_normal(), 0.5610039085910467, 1e-15);
+    EXPECT_EQ(image_noise_seed(7, "some/folder/chelsea.png"), 0x701420005c80fdcull);
+    EXPECT_EQ(image_noise_seed(7, "chelsea.png"), image_noise_seed(7, "other/chelsea.png"));
+    EXPECT_NE(image_noise_seed(7, "chelsea.png"), image_noise_seed(8, "chelsea.png"));
+    EXPECT_NE(image_noise_seed(7, "chelsea.png"), image_noise_seed(7, "coffee.png"));
+}
+
+TEST(Degradations, NoiseStatisticsOnAFlatImage) {
+    Image im = make_image(512, 512, 3, 128);
+    add_gaussian_noise(im, 25, 1);
+    double sum = 0, sq = 0;
+    for (uint16_t v : im.samples) sum += v - 128.0, sq += (v - 128.0) * (v - 128.0);
+    const double n = double(im.samples.size()), mean = sum / n, sd = std::sqrt(sq / n - mean * mean);
+    EXPECT_NEAR(mean, 0.0, 0.15);  // standard error 0.03
+    EXPECT_NEAR(sd, 25.0, 0.15);   // rounding adds 1/12 to the variance: 25.002
+    Image zero = make_image(8, 8, 3, 128);
+    add_gaussian_noise(zero, 0, 1);
+    EXPECT_EQ(zero.samples, make_image(8, 8, 3, 128).samples) << "sigma 0 is the identity";
+}
+
+TEST(Degradations, NoiseIsReproducibleAndLeavesAlpha) {
+    Image a = test_card(40, 30, 4), b = a, c = a;
+    add_gaussian_noise(a, 15, 99);
+    add_gaussian_noise(b, 15, 99);
+    add_gaussian_noise(c, 15, 100);
+    EXPECT_EQ(a.samples, b.samples);
+    EXPECT_NE(a.samples, c.samples);
+    Image clean = test_card(40, 30, 4);
+    for (size_t i = 3; i < a.samples.size(); i += 4) ASSERT_EQ(a.samples[i], clean.samples[i]);
+    // The spec literally: round(clip(x + s/255 n, 0, 1) * 255), same draws in memory order.
+    Image d = test_card(5, 4, 3), expect = d;
+    add_gaussian_noise(d, 40, 5);
+    NormalRng rng(5);
+    for (uint16_t& v : expect.samples)
+        v = uint16_t(std::nearbyint(std::clamp(v / 255.0 + 40 / 255.0 * rng.next_normal(), 0.0, 1.0) * 255));
+    EXPECT_EQ(d.samples, expect.samples);
+}
+
+TEST(Degradations, BlurOfAnImpulseIsTheNormalizedGaussian) {
+    for (double sigma : {0.4, 1.0, 1.5, 2.2}) {
+        const int r = int(std::ceil(3 * sigma)), n = 2 * r + 9;
+        std::vector<double> g(2 * r + 1);
+        double sum = 0;
+        for (int d = -r; d <= r; ++d) sum += g[d + r] = std::exp(-d * d / (2 * sigma * sigma));
+        Image im = make_image(n, n, 1);
+        im.samples[size_t(n / 2) * n + n / 2] = 255;
+        gaussian_blur(im, sigma);
+        for (int y = 0; y < n; ++y)
+            for (int x = 0; x < n; ++x) {
+                int dy = y - n / 2, dx = x - n / 2;
+                double e = std::abs(dx) <= r && std::abs(dy) <= r ? 255 * g[dx + r] * g[dy + r] / (sum * sum) : 0;
+                ASSERT_LE(std::abs(im.samples[size_t(y) * n + x] - e), 0.5 + 1e-9)
+                    << "sigma " << sigma << " at " << x << "," << y;
+            }
+    }
+    // Reflect-101 at the border: an impulse at x=1 of a 1-row image reaches
+    // x=0 from both sides (offsets -1 and +1 both land on x=1), and x=1 from
+    // itself and from x=-1 (offset -2), which mirrors onto x=1.
+    Image row = make_image(7, 1, 1);
+    row.samples[1] = 200;
+    gaussian_blur(row, 1.0);
+    const std::vector<double> k = gaussian_kernel(1.0);
+    EXPECT_EQ(row.samples[0], uint16_t(std::nearbyint(200 * 2 * k[3 + 1])));
+    EXPECT_EQ(row.samples[1], uint16_t(std::nearbyint(200 * (k[3] + k[3 - 2]))));
+}
+
+TEST(Degradations, JpegChangesTheImageDeterministically) {
+    for (int channels : {1, 3, 4}) {
+        Image clean = test_card(64, 48, channels), a = clean, b = clean;
+        jpeg_round_trip(a, 20);
+        jpeg_round_trip(b, 20);
+        EXPECT_EQ(a.samples, b.samples);
+        EXPECT_NE(a.samples, clean.samples);
+        EXPECT_EQ(a.channels, channels);
+        double diff = 0;
+        for (size_t i = 0; i < a.samples.size(); ++i) diff += std::abs(int(a.samples[i]) - int(clean.samples[i]));
+        EXPECT_LT(diff / a.samples.size(), 20) << "JPEG q20 should look like its input";
+        if (channels == 4)
+            for (size_t i = 3; i < a.samples.size(); i += 4) ASSERT_EQ(a.samples[i], clean.samples[i]);
+        Image high = clean;
+        jpeg_round_trip(high, 95);
+        EXPECT_GT(psnr_8bit(clean, high), psnr_8bit(clean, a));
+    }
+}
+
+TEST(Degradations, CombinedInOrderBlurNoiseJpeg) {
+    Image clean = test_card(50, 40, 3);
+    Degradation d;
+    d.blur = 1.2, d.noise = 10, d.jpeg = 50;
+    Image manual = clean;
+    gaussian_blur(manual, 1.2);
+    add_gaussian_noise(manual, 10, 3);
+    jpeg_round_trip(manual, 50);
+    EXPECT_EQ(degrade(clean, d, 3).samples, manual.samples);
+    EXPECT_EQ(d.describe(), "blur 1.2, noise 10, jpeg 50");
+    Image sixteen = clean;
+    sixteen.bit_depth = 16;
+    for (uint16_t& v : sixteen.samples) v = uint16_t(v * 257);
+    EXPECT_EQ(to_8bit(sixteen).samples, clean.samples);
+    Degradation bad;
+    bad.noise = -1;
+    EXPECT_THROW(bad.validate(), Error);
+}
+
+// ---------------------------------------------------------------- the commands, end to end
+
+struct RunResult {
+    int code = -1;
+    std::string out, err;
+};
+
+std::string slurp(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    std::stringstream s;
+    s << f.rdbuf();
+    return s.str();
+}
+
+RunResult imrestore(const std::string& args, const ScratchDir& dir) {
+    std::string out = dir / "stdout.txt", err = dir / "stderr.txt";
+    std::string cmd = "'" + std::string(IMRESTORE_EXE) + "' " + args + " >'" + out + "' 2>'" + err + "'";
+    int status = std::system(cmd.c_str());
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+}
+
+std::string q(const std::string& s) {
+    return "'" + s + "'";
+}
+
+// The number after "key": in a JSON text, from position `from`.
+double json_value(const std::string& json, const std::string& key, size_t from = 0) {
+    size_t at = json.find("\"" + key + "\": ", from);
+    if (at == std::string::npos) return NAN;
+    return std::atof(json.c_str() + at + key.size() + 4);
+}
+
+TEST(EvalCli, DegradeThenEvalAgreeWithEvalDegrading) {
+    ScratchDir dir("eval");
+    const std::string samples = IMRESTORE_SAMPLES;
+    RunResult deg = imrestore("degrade " + q(samples) + " -o " + q(dir / "noisy") + " --noise 25 --seed 3", dir);
+    ASSERT_EQ(deg.code, 0) << deg.err;
+    for (const char* name : {"camera.png", "chelsea.png", "coffee.png", "rocket.png"})
+        EXPECT_TRUE(fs::exists(dir / ("noisy/" + std::string(name)))) << name << "\n" << deg.out;
+    Image noisy = read_image(dir / "noisy/chelsea.png"), clean = read_image(samples + "/chelsea.png");
+    EXPECT_NEAR(psnr_8bit(clean, noisy), 20.3, 0.5);
+    RunResult again = imrestore("degrade " + q(samples) + " -o " + q(dir / "noisy") + " --noise 25 --seed 3", dir);
+    EXPECT_EQ(again.code, 0);
+    EXPECT_NE(again.err.find("skipped"), std::string::npos) << "existing outputs are skipped without --force";
+    RunResult nothing = imrestore("degrade " + q(samples) + " -o " + q(dir / "x"), dir);
+    EXPECT_EQ(nothing.code, 2);
+    EXPECT_NE(nothing.err.find("nothing to do"), std::string::npos) << nothing.err;
+
+    // eval degrading itself (the same seed) and eval on the files degrade wrote
+    // measure the same pixels.
+    RunResult own = imrestore("eval " + q(samples) + " -m sharpen --noise 25 --seed 3 -d cpu --json", dir);
+    ASSERT_EQ(own.code, 0) << own.err;
+    RunResult given = imrestore(
+        "eval " + q(samples) + " -m sharpen --degraded " + q(dir / "noisy") + " -d cpu --json --baselines none", dir);
+    ASSERT_EQ(given.code, 0) << given.err;
+    for (const RunResult* r : {&own, &given}) {
+        for (const char* field : {"\"methods\"", "\"images\"", "\"mean\"", "\"psnr\"", "\"ssim\"", "\"time_ms\"",
+                                  "\"input\"", "\"model\"", "\"degradation\""})
+            EXPECT_NE(r->out.find(field), std::string::npos) << field << " missing in\n" << r->out;
+        EXPECT_EQ(json_value(r->out, "images", r->out.find("\"mean\"")), 4);
+        EXPECT_EQ(json_value(r->out, "failed"), 0);
+    }
+    const size_t own_mean = own.out.find("\"mean\""), given_mean = given.out.find("\"mean\"");
+    EXPECT_NEAR(json_value(own.out, "input", own_mean), 20.5, 0.5);
+    EXPECT_DOUBLE_EQ(json_value(own.out, "input", own_mean), json_value(given.out, "input", given_mean));
+    EXPECT_DOUBLE_EQ(json_value(own.out, "model", own_mean), json_value(given.out, "model", given_mean));
+    if (opencv_available()) {  // noise: gaussian, bilateral and nlmeans, each with its chosen setting
+        for (const char* b : {"\"gaussian\"", "\"bilateral\"", "\"nlmeans\"", "\"chosen\"", "\"sweep\""})
+            EXPECT_NE(own.out.find(b), std::string::npos) << b << " missing in\n" << own.out;
+        EXPECT_GT(json_value(own.out, "nlmeans", own_mean), json_value(own.out, "input", own_mean) + 3);
+    } else {
+        EXPECT_NE(own.out.find("no classical baselines"), std::string::npos) << own.out;
+    }
+
+    // A missing pair fails that image only.
+    fs::remove(dir / "noisy/coffee.png");
+    RunResult missing = imrestore(
+        "eval " + q(samples) + " -m sharpen --degraded " + q(dir / "noisy") + " -d cpu --baselines none --json", dir);
+    EXPECT_EQ(missing.code, 1);
+    EXPECT_NE(missing.err.find("coffee.png"), std::string::npos) << missing.err;
+    EXPECT_NE(missing.err.find("no degraded partner"), std::string::npos) << missing.err;
+    EXPECT_EQ(json_value(missing.out, "images", missing.out.find("\"mean\"")), 3);
+    EXPECT_EQ(json_value(missing.out, "failed"), 1);
+}
+
+TEST(EvalCli, TableAndRefusals) {
+    ScratchDir dir("eval");
+    const std::string samples = IMRESTORE_SAMPLES;
+    RunResult table = imrestore("eval " + q(samples) + " -m denoise --jpeg 30 -d cpu --baselines gaussian", dir);
+    ASSERT_EQ(table.code, 0) << table.err;
+    for (const char* text : {"jpeg 30", "chelsea.png", "mean", "PSNR", "SSIM", "denoise", "MP/s"})
+        EXPECT_NE(table.out.find(text), std::string::npos) << text << " missing in\n" << table.out;
+    if (opencv_available()) EXPECT_NE(table.out.find("gaussian: sigma"), std::string::npos) << table.out;
+
+    RunResult no_folder = imrestore("eval " + q(dir / "nope") + " --noise 25", dir);
+    EXPECT_EQ(no_folder.code, 2);
+    EXPECT_NE(no_folder.err.find(dir / "nope"), std::string::npos) << no_folder.err;
+    EXPECT_NE(no_folder.err.find("no such"), std::string::npos) << no_folder.err;
+    RunResult no_degraded = imrestore("eval " + q(samples) + " --degraded " + q(dir / "nope") + " --json", dir);
+    EXPECT_EQ(no_degraded.code, 2);
+    EXPECT_NE(no_degraded.out.find("\"error\""), std::string::npos) << "--json reports errors too";
+    EXPECT_EQ(imrestore("eval " + q(samples) + " --degraded " + q(samples) + " --noise 5", dir).code, 2);
+    EXPECT_EQ(imrestore("eval " + q(samples), dir).code, 2) << "nothing to measure";
+    EXPECT_EQ(imrestore("eval " + q(samples) + " --noise 5 --baselines median", dir).code, 2);
+    EXPECT_EQ(imrestore("eval " + q(samples) + " --jpeg 0", dir).code, 2);
+
+    // One unreadable image among good ones: reported, the rest measured.
+    fs::create_directories(dir / "clean");
+    fs::copy_file(samples + "/chelsea.png", dir / "clean/chelsea.png");
+    std::ofstream(dir / "clean/broken.png") << "not a png";
+    RunResult broken = imrestore("eval " + q(dir / "clean") + " -m sharpen --blur 1 -d cpu --json", dir);
+    EXPECT_EQ(broken.code, 1);
+    EXPECT_NE(broken.err.find("broken.png"), std::string::npos) << broken.err;
+    EXPECT_EQ(json_value(broken.out, "images", broken.out.find("\"mean\"")), 1);
+}
+
+}  // namespace
+}  // namespace imr
