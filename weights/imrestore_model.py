@@ -13,6 +13,8 @@ can evaluate a model file honestly without building the tool.
     out8 = im.restore_uint8(model, image_hwc_u8)  # as the CLI does for 8-bit images
 """
 
+import math
+
 import h5py
 import numpy as np
 
@@ -23,6 +25,7 @@ V2_OPS = ("space_to_depth", "depth_to_space")
 PADDINGS = ("reflect", "replicate", "zero")
 ACTIVATIONS = ("none", "relu")
 FACTOR_RANGE = (2, 8)
+MAX_DOWNSCALE = 64  # the product of the nested space_to_depth factors, at most
 # np.pad mode for each conv2d padding name.
 NP_PAD_MODE = {"reflect": "reflect", "replicate": "edge", "zero": "constant"}
 
@@ -84,6 +87,8 @@ def _check_stage(where, stage, channels, scale=1, model_channels=None):
         if op == "space_to_depth":
             if "add_model_input" in stage and _int_value(where, stage, "add_model_input", 0) != 0:
                 raise ModelError(f"{where}: space_to_depth has no add_model_input")
+            if scale * f > MAX_DOWNSCALE:
+                raise ModelError(f"{where}: reduces the resolution by more than {MAX_DOWNSCALE} in all")
             return channels * f * f, scale * f
         if channels % (f * f) != 0:
             raise ModelError(f"{where}: depth_to_space({f}) needs channels divisible by {f * f}, gets {channels}")
@@ -168,13 +173,19 @@ def uses_v2(stages):
 
 
 def downscale(stages):
-    """The model's total downscale M: the product of its space_to_depth factors (1 without any).
-    Images whose height or width is not a multiple of M are replicate-padded at the
-    bottom/right up to the next multiple, run, and cropped back."""
-    m = 1
+    """The model's total downscale M: the smallest size multiple every stage can
+    take, i.e. the least common multiple of the resolution reductions the stages
+    reach; for nested space_to_depth stages (the unshuffle CNN: one of them) that is
+    the product of their factors; 1 without any. Images whose height or width is
+    not a multiple of M are replicate-padded at the bottom/right up to the next
+    multiple, run, and cropped back."""
+    m, scale = 1, 1
     for s in stages:
         if s["op"] == "space_to_depth":
-            m *= int(s["factor"])
+            scale *= int(s["factor"])
+        elif s["op"] == "depth_to_space":
+            scale //= int(s["factor"])
+        m = math.lcm(m, scale)
     return m
 
 
