@@ -489,10 +489,21 @@ def rng_state(gen_dev, gen_cpu):
     return {"dev": gen_dev.get_state(), "cpu": gen_cpu.get_state()}
 
 
+def optimizer_state_bf16(opt):
+    """The optimizer state with Adam's moment estimates stored as bf16 (a third of the
+    size; they are running averages, and load_state_dict casts them back to fp32),
+    so the four checkpoints and the data fit in what one GPU call can carry."""
+    sd = opt.state_dict()
+    sd["state"] = {i: {k: (v.detach().to("cpu", torch.bfloat16) if k in ("exp_avg", "exp_avg_sq") else v)
+                       for k, v in st.items()} for i, st in sd["state"].items()}
+    return sd
+
+
 def save_ckpt(path, model, opt, state, gen_dev, gen_cpu, args):
     ck = {"format": CKPT_FORMAT, "config": arch_config(args), "hyper": hyper_config(args),
           "model": {k: v.detach().cpu() for k, v in model.state_dict().items()},
-          "optimizer": opt.state_dict(), "rng": rng_state(gen_dev, gen_cpu), "device_type": gen_dev.device.type,
+          "optimizer": optimizer_state_bf16(opt), "rng": rng_state(gen_dev, gen_cpu),
+          "device_type": gen_dev.device.type,
           "name": args.name,
           **state}
     tmp = path + ".tmp"
@@ -586,7 +597,7 @@ def parse_args(argv=None):
     ap.add_argument("--heldout-dir", default=os.path.join(HERE, "data", "heldout"))
     ap.add_argument("--manifest", default=None,
                     help="dataset manifest whose sha256 goes into the provenance (default: the first of "
-                         "manifest.{json,tsv,csv,txt} next to the train folder)")
+                         "MANIFEST.{tsv,json,csv,txt} (or lower case) next to the train folder)")
     ap.add_argument("--device", default=None, help="cuda (default when available) or cpu")
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--patch", type=int, default=128, help="patch size (a multiple of 16)")
@@ -618,10 +629,11 @@ def find_manifest(args):
     if args.manifest:
         return args.manifest
     base = os.path.dirname(os.path.abspath(args.train_dir.rstrip("/")))
-    for ext in ("json", "tsv", "csv", "txt"):
-        p = os.path.join(base, f"manifest.{ext}")
-        if os.path.exists(p):
-            return p
+    for stem in ("MANIFEST", "manifest"):
+        for ext in ("tsv", "json", "csv", "txt"):
+            p = os.path.join(base, f"{stem}.{ext}")
+            if os.path.exists(p):
+                return p
     return None
 
 
