@@ -103,7 +103,7 @@ std::vector<Setting> settings_for(const std::string& name, const Degradation& kn
         // The color sigma decides what counts as an edge; the neighbourhood
         // (9 pixels, spatial sigma 3) is OpenCV's suggestion for heavy noise.
         method = "cv::bilateralFilter, d 9, sigmaSpace 3";
-        for (double sc : {20.0, 40.0, 60.0, 80.0, 110.0, 150.0})
+        for (double sc : {20.0, 40.0, 60.0, 80.0, 110.0, 150.0, 200.0})
             s.push_back({"sigmaColor " + num(sc), [sc](const cv::Mat& in) {
                              cv::Mat out;
                              cv::bilateralFilter(in, out, 9, sc, 3.0);
@@ -227,6 +227,7 @@ BaselineResult run_baseline(const std::string& name, const std::vector<Image>& c
         if (sum / n > best_mean) best_mean = sum / n, best = s;
     }
     r.chosen = settings[best].label;
+    r.at_grid_edge = m > 1 && (best == 0 || best == m - 1);
 
     // The chosen setting once more on the whole images, now with SSIM
     // (cheaper than keeping every setting's output of every image).

@@ -30,9 +30,10 @@ const std::vector<std::string>& all_baseline_names();
 std::vector<std::string> default_baselines(const Degradation& known);
 
 struct BaselineResult {
-    std::string name;    // "gaussian"
-    std::string method;  // how it is computed, for the report
-    std::string chosen;  // the winning setting, "sigma 1.5"
+    std::string name;           // "gaussian"
+    std::string method;         // how it is computed, for the report
+    std::string chosen;         // the winning setting, "sigma 1.5"
+    bool at_grid_edge = false;  // the winner is the first or last setting: a wider grid might do better
     struct Point {
         std::string setting;
         double mean_psnr = 0;

@@ -247,7 +247,8 @@ std::string table(const Report& r) {
         s << b.name << ": " << b.chosen << " (best mean PSNR on " << b.swept_on << " of";
         for (const auto& p : b.sweep)
             s << (&p == &b.sweep.front() ? " " : ", ") << p.setting << " " << fmt("%.2f", p.mean_psnr);
-        s << "); " << b.method << "; " << fmt("%.1f", b.seconds) << " s\n";
+        s << ")" << (b.at_grid_edge ? " [at the edge of the grid]" : "") << "; " << b.method << "; "
+          << fmt("%.1f", b.seconds) << " s\n";
     }
     if (r.time.images)
         s << r.model_label << ": " << fmt("%.1f", r.time.total_ms) << " ms for " << r.time.images << " images, "
@@ -288,8 +289,8 @@ std::string json(const Report& r, const EvalOptions& o, const ModelFile& model, 
     for (size_t i = 0; i < r.baselines.size(); ++i) {
         const BaselineResult& b = r.baselines[i];
         s << (i ? "," : "") << "\n    {\"name\": \"" << b.name << "\", \"method\": \"" << json_escape(b.method)
-          << "\", \"chosen\": \"" << b.chosen << "\", \"swept_on\": \"" << b.swept_on
-          << "\", \"seconds\": " << json_number(b.seconds) << ", \"sweep\": [";
+          << "\", \"chosen\": \"" << b.chosen << "\", \"at_grid_edge\": " << (b.at_grid_edge ? "true" : "false")
+          << ", \"swept_on\": \"" << b.swept_on << "\", \"seconds\": " << json_number(b.seconds) << ", \"sweep\": [";
         for (size_t j = 0; j < b.sweep.size(); ++j)
             s << (j ? ", " : "") << "{\"setting\": \"" << b.sweep[j].setting
               << "\", \"mean_psnr\": " << json_number(b.sweep[j].mean_psnr) << "}";
