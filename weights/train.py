@@ -317,7 +317,11 @@ class JpegFeeder:
     def start(self, device, gen_cpu):
         self.device, self.gen = device, gen_cpu
         pin = device.type == "cuda"
-        self.pinned = [torch.empty(self.shape[1:], dtype=torch.uint8, pin_memory=pin) for _ in range(3)]
+        try:
+            self.pinned = [torch.empty(self.shape[1:], dtype=torch.uint8, pin_memory=pin) for _ in range(3)]
+        except RuntimeError as e:  # no page-locked memory: plain copies (slower, still correct)
+            print(f"JPEG feeder: pinned memory unavailable ({e}); using pageable buffers", flush=True)
+            self.pinned = [torch.empty(self.shape[1:], dtype=torch.uint8) for _ in range(3)]
         self.events = [None] * 3
         self.turn = 0
         while len(self.pending) < self.ahead:
