@@ -134,7 +134,7 @@ std::vector<Setting> settings_for(const std::string& name, const Degradation& kn
     } else if (name == "unsharp") {
         method = "x + amount * (x - GaussianBlur(x, sigma)), float, rounded once";
         for (double sigma : {1.0, 2.0})
-            for (double amount : {0.5, 1.0, 2.0, 3.0})
+            for (double amount : {0.5, 1.0, 2.0, 3.0, 5.0})
                 s.push_back({"sigma " + num(sigma) + " amount " + num(amount), [sigma, amount](const cv::Mat& in) {
                                  cv::Mat f, blurred, out;
                                  in.convertTo(f, CV_32F);
