@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <numeric>
 #include <sstream>
 
 namespace imr {
@@ -40,8 +41,11 @@ size_t ModelFile::parameter_count() const {
 }
 
 int ModelFile::size_multiple() const {
+    // Every resolution the stages reach must divide the image exactly: the
+    // least common multiple of those reductions (for nested space_to_depth
+    // stages, the product of their factors).
     int m = 1;
-    walk_scales(*this, [&](const Stage&, int scale, const Geometry& g) { m = std::max(m, scale * g.down); });
+    walk_scales(*this, [&](const Stage&, int scale, const Geometry& g) { m = std::lcm(m, scale * g.down); });
     return m;
 }
 
@@ -451,7 +455,8 @@ std::string describe_model(const ModelFile& m) {
       << "provenance   " << m.provenance << "\n"
       << "stages\n";
     for (size_t i = 0; i < m.stages.size(); ++i) {
-        s << "  " << i << "  " << std::visit([](const auto& st) { return st.describe(); }, m.stages[i]) << "\n";
+        s << (i < 10 ? "   " : "  ") << i << "  "
+          << std::visit([](const auto& st) { return st.describe(); }, m.stages[i]) << "\n";
     }
     return s.str();
 }

@@ -1,8 +1,11 @@
 // Kernel benchmark of the CUDA backend against cuDNN, on the two public
 // suites (SOL-ExecBench L1/040 residual block: 16 cases; GPU MODE conv2d_v2:
-// the 5 benchmark shapes) and on any shape given on the command line.
+// the 5 benchmark shapes), on the layers of the bundled unshuffle-CNN models
+// for a 12-megapixel photo (suite "model": conv2d with the fused bias + ReLU
+// epilogue against cuDNN's convolution + bias add + ReLU, as PyTorch runs
+// them, and the pixel shuffles), and on any shape given on the command line.
 //
-//   bench_gpu [--suite all|residual|conv|none] [--residual B,H,W]... [--conv B,C,S,K]...
+//   bench_gpu [--suite all|residual|conv|model|none] [--residual B,H,W]... [--conv B,C,S,K]...
 //             [--runs N] [--conv-runs N] [--no-cudnn] [--device N] [--json FILE] [--commit SHA]
 //
 // Method (the anchors' protocol): per timed call, a buffer of 2x the L2 size
@@ -39,6 +42,7 @@
 
 #include "backend.h"
 #include "cuda/conv2d.cuh"
+#include "cuda/pixel_shuffle.cuh"
 #include "cuda/residual_block.cuh"
 #include "reference.h"
 
@@ -316,6 +320,96 @@ Result bench_residual(Gpu& g, const Options& o, std::mt19937& rng, const std::st
     return r;
 }
 
+// One layer of the unshuffle CNN: 3x3 conv, zero padding 1, bias, optional
+// ReLU, on [1, cin, H, W] (the half-resolution planes of a 12 MP photo).
+// cuDNN side: the convolution, cudnnAddTensor for the bias, then
+// cudnnActivationForward for the ReLU (three passes over the output, as an
+// eager framework runs Conv2d + ReLU).
+Result bench_model_conv(Gpu& g, const Options& o, std::mt19937& rng, int cin, int cout, int H, int W, bool relu) {
+    Result r;
+    r.suite = "unshuffle_cnn_12mp";
+    r.name = "conv3x3 " + std::to_string(cin) + "->" + std::to_string(cout) + (relu ? " relu " : " ") +
+             std::to_string(W) + "x" + std::to_string(H);
+    const double npix = double(H) * W;
+    r.flop = 2.0 * npix * cin * cout * 9;
+    const size_t nin = size_t(cin) * H * W, nw = size_t(cout) * cin * 9, nout = size_t(cout) * H * W;
+    r.bytes = 4.0 * double(nin + nw + nout + cout);
+    auto hx = randn(rng, nin, 1.f), hw = randn(rng, nw, 1.f / std::sqrt(9.f * cin)), hb = randn(rng, cout, 0.1f);
+    DevBuf x(nin), w(nw), b(cout), y(nout);
+    upload(x, hx), upload(w, hw), upload(b, hb);
+    ck(cudaMemset(y.p, 0xff, nout * sizeof(float)), "poison");
+    imr::Conv2dArgs a;
+    a.in = {1, cin, H, W};
+    a.out_channels = cout, a.kernel = 3, a.pad_before = 1, a.pad_after = 1;
+    a.input = x.p, a.weight = w.p, a.bias = b.p, a.output = y.p;
+    a.activation = relu ? imr::Activation::ReLU : imr::Activation::None;
+    imr::cuda::conv2d(a, g.stream, g.sm_count);
+    ck(cudaStreamSynchronize(g.stream), "conv2d");
+    const auto ours = download(y);
+    imr::Conv2dArgs ha = a;
+    ha.input = hx.data(), ha.weight = hw.data(), ha.bias = hb.data(), ha.output = nullptr;
+    std::uniform_int_distribution<size_t> pick(0, nout - 1);
+    for (int s = 0; s < 1000; ++s) {
+        const size_t i = s == 0 ? 0 : s == 1 ? nout - 1 : pick(rng);
+        const int xx = int(i % W), yy = int(i / W % H), cc = int(i / (size_t(W) * H));
+        const double d = std::fabs(imr::reference_conv2d_at(ha, 0, cc, yy, xx) - double(ours[i]));
+        if (!(d <= r.err_vs_f64)) r.err_vs_f64 = d;
+    }
+    r.ours_us = g.time_us([&] { imr::cuda::conv2d(a, g.stream, g.sm_count); }, 5, o.runs);
+#ifdef IMRESTORE_WITH_CUDNN
+    if (o.cudnn) {
+        DevBuf yc(nout);
+        CudnnConv c(g, 1, cin, H, W, cout, 3, 1, x.p, w.p, yc.p);
+        cudnnActivationDescriptor_t act = nullptr;
+        ckd(cudnnCreateActivationDescriptor(&act), "activation desc");
+        ckd(cudnnSetActivationDescriptor(act, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0), "relu desc");
+        auto op = [&] {
+            const float one = 1.f, zero = 0.f;
+            c.run(x.p, w.p, yc.p, b.p);
+            if (relu) ckd(cudnnActivationForward(g.cudnn, act, &one, c.y, yc.p, &zero, c.y, yc.p), "relu");
+        };
+        op();
+        ck(cudaStreamSynchronize(g.stream), "cudnn conv");
+        r.diff_vs_cudnn = max_abs_diff(ours, download(yc));
+        r.cudnn_us = g.time_us(op, 5, o.runs);
+        r.cudnn_algo = std::string(algo_name(c.algo)) + "+bias" + (relu ? "+relu" : "");
+        cudnnDestroyActivationDescriptor(act);
+    }
+#endif
+    return r;
+}
+
+// The pixel shuffles of the unshuffle CNN on a 12 MP photo: to depth
+// [1,3,H,W] -> [1,12,H/2,W/2], and to space with the model input added.
+// Memory-bound: floor = bytes / copy bandwidth. (No cuDNN equivalent.)
+Result bench_model_shuffle(Gpu& g, const Options& o, std::mt19937& rng, int H, int W, bool to_depth) {
+    Result r;
+    r.suite = "unshuffle_cnn_12mp";
+    r.name = std::string(to_depth ? "space_to_depth 2 " : "depth_to_space 2 +input ") + std::to_string(W) + "x" +
+             std::to_string(H);
+    const size_t n = size_t(3) * H * W;
+    r.bytes = 4.0 * n * (to_depth ? 2 : 3);
+    auto hx = randn(rng, n, 1.f), hr = randn(rng, n, 1.f);
+    DevBuf x(n), res(n), y(n);
+    upload(x, hx), upload(res, hr);
+    imr::PixelShuffleArgs a;
+    a.factor = 2;
+    a.direction = to_depth ? imr::ShuffleDirection::ToDepth : imr::ShuffleDirection::ToSpace;
+    a.in = to_depth ? imr::Shape{1, 3, H, W} : imr::Shape{1, 12, H / 2, W / 2};
+    a.input = x.p, a.output = y.p, a.residual = to_depth ? nullptr : res.p;
+    imr::cuda::pixel_shuffle(a, g.stream);
+    ck(cudaStreamSynchronize(g.stream), "pixel_shuffle");
+    const auto ours = download(y);
+    imr::PixelShuffleArgs ha = a;
+    ha.input = hx.data(), ha.residual = to_depth ? nullptr : hr.data(), ha.output = nullptr;
+    r.err_vs_f64 = max_abs_diff(ours, [&] {
+        const std::vector<double> ref = imr::reference_pixel_shuffle(ha);
+        return std::vector<float>(ref.begin(), ref.end());
+    }());
+    r.ours_us = g.time_us([&] { imr::cuda::pixel_shuffle(a, g.stream); }, 10, o.runs);
+    return r;
+}
+
 Result bench_conv(Gpu& g, const Options& o, std::mt19937& rng, const std::string& suite, int B, int C, int S, int K) {
     Result r;
     r.suite = suite;
@@ -394,8 +488,9 @@ Options parse(int argc, char** argv) {
         };
         if (k == "--suite") {
             o.suite = val();
-            if (o.suite != "all" && o.suite != "residual" && o.suite != "conv" && o.suite != "none")
-                die("--suite: expected all, residual, conv or none");
+            if (o.suite != "all" && o.suite != "residual" && o.suite != "conv" && o.suite != "model" &&
+                o.suite != "none")
+                die("--suite: expected all, residual, conv, model or none");
         } else if (k == "--residual") {
             std::array<int, 3> v;
             if (!parse_ints(val(), v.data(), 3)) die("--residual expects B,H,W");
@@ -419,7 +514,7 @@ Options parse(int argc, char** argv) {
             o.commit = val();
         } else if (k == "-h" || k == "--help") {
             std::printf(
-                "bench_gpu [--suite all|residual|conv|none] [--residual B,H,W]... [--conv B,C,S,K]...\n"
+                "bench_gpu [--suite all|residual|conv|model|none] [--residual B,H,W]... [--conv B,C,S,K]...\n"
                 "          [--runs N (50)] [--conv-runs N (10, convs > 50 GFLOP)] [--no-cudnn] [--device N (0)]\n"
                 "          [--json FILE] [--commit SHA (default $IMRESTORE_COMMIT)]\n");
             std::exit(0);
@@ -511,6 +606,29 @@ int main(int argc, char** argv) {
         for (const auto& c : kResidualSuite) report(bench_residual(g, o, rng, "solexec_040", c.b, c.h, c.w, c.atol));
     if (o.suite == "all" || o.suite == "conv")
         for (const auto& c : kConvSuite) report(bench_conv(g, o, rng, "gpumode_conv2d_v2", c[0], c[1], c[2], c[3]));
+    if (o.suite == "all" || o.suite == "model") {
+        // 4000 x 3000 photo; the convolutions run on the 2000 x 1500 half-resolution planes.
+        const int H = 3000, W = 4000, h = H / 2, w = W / 2;
+        report(bench_model_shuffle(g, o, rng, H, W, true));
+        report(bench_model_conv(g, o, rng, 12, 64, h, w, true));
+        report(bench_model_conv(g, o, rng, 64, 64, h, w, true));
+        report(bench_model_conv(g, o, rng, 64, 12, h, w, false));
+        report(bench_model_shuffle(g, o, rng, H, W, false));
+        // The denoise model's 14 convolutions (1 + 12 + 1) from the layers
+        // above; the two shuffles add their own rows (cuDNN has none).
+        const size_t k = results.size();
+        Result total;
+        total.suite = "unshuffle_cnn_12mp_total";
+        total.name = "denoise 14 convs 4000x3000";
+        for (size_t i = k - 4; i < k - 1; ++i) {
+            const int times = i == k - 3 ? 12 : 1;
+            total.ours_us += times * results[i].ours_us, total.cudnn_us += times * results[i].cudnn_us;
+            total.flop += times * results[i].flop, total.bytes += times * results[i].bytes;
+            total.err_vs_f64 = std::max(total.err_vs_f64, results[i].err_vs_f64);
+        }
+        total.cudnn_algo = "sum";
+        report(total);
+    }
     for (const auto& c : o.residual) report(bench_residual(g, o, rng, "custom", c[0], c[1], c[2], 0));
     for (const auto& c : o.conv) report(bench_conv(g, o, rng, "custom", c[0], c[1], c[2], c[3]));
 

@@ -131,17 +131,21 @@ def degrade_image_cpu(clean_u8, blur, noise, q, gen):
 
 
 class UnshuffleCNN(nn.Module):
-    """space_to_depth(2) -> conv3x3 12->C + relu -> (D-2) x [conv3x3 C->C + relu]
-    -> conv3x3 C->12 -> depth_to_space(2), plus the model input."""
+    """space_to_depth(f) -> conv3x3 3f^2->C + relu -> (D-2) x [conv3x3 C->C + relu]
+    -> conv3x3 C->3f^2 -> depth_to_space(f), plus the model input. factor 1:
+    no shuffles, the convolutions run at full resolution (DnCNN's shape) and
+    the last one adds the input in its epilogue."""
 
     def __init__(self, channels=64, depth=14, factor=2, image_channels=3):
         super().__init__()
         self.factor = factor
         inner = image_channels * factor * factor
-        layers = [nn.PixelUnshuffle(factor), nn.Conv2d(inner, channels, 3, padding=1), nn.ReLU(inplace=True)]
+        layers = [nn.PixelUnshuffle(factor)] if factor > 1 else []
+        layers += [nn.Conv2d(inner, channels, 3, padding=1), nn.ReLU(inplace=True)]
         for _ in range(depth - 2):
             layers += [nn.Conv2d(channels, channels, 3, padding=1), nn.ReLU(inplace=True)]
-        layers += [nn.Conv2d(channels, inner, 3, padding=1), nn.PixelShuffle(factor)]
+        layers += [nn.Conv2d(channels, inner, 3, padding=1)]
+        layers += [nn.PixelShuffle(factor)] if factor > 1 else []
         self.body = nn.Sequential(*layers)
         convs = self.convs()
         for c in convs:
@@ -167,14 +171,17 @@ class UnshuffleCNN(nn.Module):
 
     def stages(self):
         """The model as imrestore format-v2 stages."""
-        stages = [{"op": "space_to_depth", "factor": self.factor}]
+        stages = [{"op": "space_to_depth", "factor": self.factor}] if self.factor > 1 else []
         convs = self.convs()
         for i, c in enumerate(convs):
             stages.append({"op": "conv2d",
                            "weight": c.weight.detach().float().cpu().numpy().astype(np.float32),
                            "bias": c.bias.detach().float().cpu().numpy().astype(np.float32),
                            "padding": "zero", "activation": "none" if i == len(convs) - 1 else "relu"})
-        stages.append({"op": "depth_to_space", "factor": self.factor, "add_model_input": 1})
+        if self.factor > 1:
+            stages.append({"op": "depth_to_space", "factor": self.factor, "add_model_input": 1})
+        else:
+            stages[-1]["add_model_input"] = 1
         return stages
 
 
@@ -516,7 +523,7 @@ def save_ckpt(path, model, opt, state, gen_dev, gen_cpu, args):
 
 
 def arch_config(args):
-    return {"task": args.task, "channels": args.channels, "depth": args.depth, "factor": 2}
+    return {"task": args.task, "channels": args.channels, "depth": args.depth, "factor": args.factor}
 
 
 def hyper_config(args):
@@ -551,8 +558,11 @@ def describe(args, results, rf):
     what, trained, limits = TASK_TEXT[args.task]
     q = "; ".join(f"{r['level']}: {r['input_psnr']:.2f} -> {r['output_psnr']:.2f} dB" for r in results)
     n = results[0]["photos"] if results else 0
-    return (f"{what}; {trained}. Unshuffle CNN (space_to_depth 2, {args.depth} 3x3 convolutions of width "
-            f"{args.channels} with ReLU, depth_to_space 2, plus the input; receptive field {rf} px). "
+    shape = (f"Unshuffle CNN (space_to_depth {args.factor}, {args.depth} 3x3 convolutions of width {args.channels} "
+             f"with ReLU, depth_to_space {args.factor}, plus the input" if args.factor > 1 else
+             f"Full-resolution CNN (DnCNN-like: {args.depth} 3x3 convolutions of width {args.channels} with ReLU, "
+             f"the last one plus the input")
+    return (f"{what}; {trained}. {shape}; receptive field {rf} px). "
             f"Held-out PSNR (degraded input -> output, mean over {n} held-out photos, whole image, 8-bit): {q}. "
             f"Limits: {limits}")
 
@@ -582,6 +592,8 @@ def parse_args(argv=None):
     ap.add_argument("--task", choices=sorted(EVAL_LEVELS), help="what the model restores")
     ap.add_argument("--channels", type=int, default=64, help="C, the width (default 64)")
     ap.add_argument("--depth", type=int, default=14, help="D, the number of convolutions (default 14)")
+    ap.add_argument("--factor", type=int, default=2, choices=(1, 2, 3, 4),
+                    help="space_to_depth factor (default 2); 1: full resolution, no shuffles")
     ap.add_argument("--minutes", type=float, default=9.0,
                     help="wall-clock budget of this call from process start, final evaluation and writing included")
     ap.add_argument("--reserve-s", type=float, default=60.0,
@@ -700,7 +712,7 @@ def main(argv=None):
     gen_dev = torch.Generator(device=device).manual_seed(args.seed)
     gen_cpu = torch.Generator().manual_seed(args.seed + 1)
 
-    model = UnshuffleCNN(args.channels, args.depth).to(device)
+    model = UnshuffleCNN(args.channels, args.depth, args.factor).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.99), weight_decay=args.weight_decay)
     state = {"step": 0, "train_seconds": 0.0, "patches": 0, "calls": []}
     if ck is not None:
@@ -881,9 +893,12 @@ def export(args, model, state, paths, device, nparams, log):
     wall = sum(c.get("train_seconds", 0) for c in calls)
     provenance = (
         f"weights/train.py (git {git_commit()}, sha256 {sha256_file(os.path.abspath(__file__))[:16]}); data: {data}; "
-        f"degradation: {degradation_text(args.task)}; architecture: unshuffle CNN, space_to_depth 2, "
-        f"{args.depth} conv3x3 (zero padding, bias) of width {args.channels} with ReLU, depth_to_space 2 + input, "
-        f"{nparams} parameters; training: {state['step']} steps of batch {hyper['batch']} x {hyper['patch']}x"
+        f"degradation: {degradation_text(args.task)}; architecture: "
+        + (f"unshuffle CNN, space_to_depth {args.factor}, {args.depth} conv3x3 (zero padding, bias) of width "
+           f"{args.channels} with ReLU, depth_to_space {args.factor} + input, " if args.factor > 1 else
+           f"full-resolution CNN, {args.depth} conv3x3 (zero padding, bias) of width {args.channels} with ReLU, "
+           f"the last + input, ")
+        + f"{nparams} parameters; training: {state['step']} steps of batch {hyper['batch']} x {hyper['patch']}x"
         f"{hyper['patch']} random crops (uniform over positions, 8 flips/rotations), AdamW (betas 0.9/0.99, "
         f"weight decay {hyper['weight_decay']:g}) lr {hyper['lr']:g} with {hyper['warmup_steps']} warm-up steps and "
         f"cosine decay to {hyper['lr_min']:g} over the training time, Charbonnier loss (eps {hyper['charbonnier_eps']:g}), "

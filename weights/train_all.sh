@@ -18,7 +18,7 @@
 #   NAME.ckpt (x4)       model + optimizer + step + RNG state, rewritten every 60 s
 #   models.tar           NAME.h5 and NAME.f32 of the four models
 #                        (tar -xf OUT_DIR/models.tar -C weights/)
-# Environment: PYTHON (default python3), TRAIN_ARGS (extra train.py arguments
+# Environment: MODELS (a subset of the NAME:TASK:C:D:SEED list above), PYTHON (default python3), TRAIN_ARGS (extra train.py arguments
 # for all four), SLACK_S, JPEG_WORKERS (deblock's JPEG processes, default 6),
 # TRAIN_DIR / HELDOUT_DIR (default weights/data/train and weights/data/heldout).
 set -u
@@ -52,7 +52,7 @@ BUDGET=$("$PY" -c "import sys; m = (float(sys.argv[1]) * 60 - float(sys.argv[2])
 } >>"$LOG"
 
 # name task channels depth seed
-MODELS="denoise:denoise:64:14:1 deblock:deblock:64:14:2 deblur:deblur:64:14:3 denoise-large:denoise:96:16:4"
+MODELS=${MODELS:-"denoise:denoise:64:14:1 deblock:deblock:64:14:2 deblur:deblur:64:14:3 denoise-large:denoise:96:16:4"}
 for spec in $MODELS; do
   IFS=: read -r name task channels depth seed <<<"$spec"
   args=(--task "$task" --channels "$channels" --depth "$depth" --seed "$seed" --name "$name"
