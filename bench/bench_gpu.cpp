@@ -325,29 +325,36 @@ Result bench_residual(Gpu& g, const Options& o, std::mt19937& rng, const std::st
 // cuDNN side: the convolution, cudnnAddTensor for the bias, then
 // cudnnActivationForward for the ReLU (three passes over the output, as an
 // eager framework runs Conv2d + ReLU).
-Result bench_model_conv(Gpu& g, const Options& o, std::mt19937& rng, int cin, int cout, int H, int W, bool relu) {
+// residual: the layer also adds an output-shaped tensor (the model input),
+// fused here, a cudnnAddTensor more for cuDNN.
+Result bench_model_conv(Gpu& g, const Options& o, std::mt19937& rng, const std::string& suite, int cin, int cout, int H,
+                        int W, bool relu, bool residual = false) {
     Result r;
-    r.suite = "unshuffle_cnn_12mp";
+    r.suite = suite;
     r.name = "conv3x3 " + std::to_string(cin) + "->" + std::to_string(cout) + (relu ? " relu " : " ") +
-             std::to_string(W) + "x" + std::to_string(H);
+             (residual ? "+in " : "") + std::to_string(W) + "x" + std::to_string(H);
     const double npix = double(H) * W;
     r.flop = 2.0 * npix * cin * cout * 9;
     const size_t nin = size_t(cin) * H * W, nw = size_t(cout) * cin * 9, nout = size_t(cout) * H * W;
-    r.bytes = 4.0 * double(nin + nw + nout + cout);
+    r.bytes = 4.0 * double(nin + nw + nout * (residual ? 2 : 1) + cout);
     auto hx = randn(rng, nin, 1.f), hw = randn(rng, nw, 1.f / std::sqrt(9.f * cin)), hb = randn(rng, cout, 0.1f);
-    DevBuf x(nin), w(nw), b(cout), y(nout);
+    auto hr = residual ? randn(rng, nout, 1.f) : std::vector<float>();
+    DevBuf x(nin), w(nw), b(cout), y(nout), res(residual ? nout : 1);
     upload(x, hx), upload(w, hw), upload(b, hb);
+    if (residual) upload(res, hr);
     ck(cudaMemset(y.p, 0xff, nout * sizeof(float)), "poison");
     imr::Conv2dArgs a;
     a.in = {1, cin, H, W};
     a.out_channels = cout, a.kernel = 3, a.pad_before = 1, a.pad_after = 1;
     a.input = x.p, a.weight = w.p, a.bias = b.p, a.output = y.p;
     a.activation = relu ? imr::Activation::ReLU : imr::Activation::None;
+    a.residual = residual ? res.p : nullptr;
     imr::cuda::conv2d(a, g.stream, g.sm_count);
     ck(cudaStreamSynchronize(g.stream), "conv2d");
     const auto ours = download(y);
     imr::Conv2dArgs ha = a;
     ha.input = hx.data(), ha.weight = hw.data(), ha.bias = hb.data(), ha.output = nullptr;
+    ha.residual = residual ? hr.data() : nullptr;
     std::uniform_int_distribution<size_t> pick(0, nout - 1);
     for (int s = 0; s < 1000; ++s) {
         const size_t i = s == 0 ? 0 : s == 1 ? nout - 1 : pick(rng);
@@ -367,12 +374,13 @@ Result bench_model_conv(Gpu& g, const Options& o, std::mt19937& rng, int cin, in
             const float one = 1.f, zero = 0.f;
             c.run(x.p, w.p, yc.p, b.p);
             if (relu) ckd(cudnnActivationForward(g.cudnn, act, &one, c.y, yc.p, &zero, c.y, yc.p), "relu");
+            if (residual) ckd(cudnnAddTensor(g.cudnn, &one, c.y, res.p, &one, c.y, yc.p), "residual");
         };
         op();
         ck(cudaStreamSynchronize(g.stream), "cudnn conv");
         r.diff_vs_cudnn = max_abs_diff(ours, download(yc));
         r.cudnn_us = g.time_us(op, 5, o.runs);
-        r.cudnn_algo = std::string(algo_name(c.algo)) + "+bias" + (relu ? "+relu" : "");
+        r.cudnn_algo = std::string(algo_name(c.algo)) + "+bias" + (relu ? "+relu" : "") + (residual ? "+add" : "");
         cudnnDestroyActivationDescriptor(act);
     }
 #endif
@@ -610,9 +618,10 @@ int main(int argc, char** argv) {
         // 4000 x 3000 photo; the convolutions run on the 2000 x 1500 half-resolution planes.
         const int H = 3000, W = 4000, h = H / 2, w = W / 2;
         report(bench_model_shuffle(g, o, rng, H, W, true));
-        report(bench_model_conv(g, o, rng, 12, 64, h, w, true));
-        report(bench_model_conv(g, o, rng, 64, 64, h, w, true));
-        report(bench_model_conv(g, o, rng, 64, 12, h, w, false));
+        const std::string s2 = "unshuffle_cnn_12mp";
+        report(bench_model_conv(g, o, rng, s2, 12, 64, h, w, true));
+        report(bench_model_conv(g, o, rng, s2, 64, 64, h, w, true));
+        report(bench_model_conv(g, o, rng, s2, 64, 12, h, w, false));
         report(bench_model_shuffle(g, o, rng, H, W, false));
         // The denoise model's 14 convolutions (1 + 12 + 1) from the layers
         // above; the two shuffles add their own rows (cuDNN has none).
@@ -628,6 +637,23 @@ int main(int argc, char** argv) {
         }
         total.cudnn_algo = "sum";
         report(total);
+        // The full-resolution CNN (10 convolutions of width 48, the last adding the input).
+        const std::string s1 = "fullres_cnn_12mp";
+        report(bench_model_conv(g, o, rng, s1, 3, 48, H, W, true));
+        report(bench_model_conv(g, o, rng, s1, 48, 48, H, W, true));
+        report(bench_model_conv(g, o, rng, s1, 48, 3, H, W, false, true));
+        const size_t k1 = results.size();
+        Result total1;
+        total1.suite = "fullres_cnn_12mp_total";
+        total1.name = "full-res 10 convs 4000x3000";
+        for (size_t i = k1 - 3; i < k1; ++i) {
+            const int times = i == k1 - 2 ? 8 : 1;
+            total1.ours_us += times * results[i].ours_us, total1.cudnn_us += times * results[i].cudnn_us;
+            total1.flop += times * results[i].flop, total1.bytes += times * results[i].bytes;
+            total1.err_vs_f64 = std::max(total1.err_vs_f64, results[i].err_vs_f64);
+        }
+        total1.cudnn_algo = "sum";
+        report(total1);
     }
     for (const auto& c : o.residual) report(bench_residual(g, o, rng, "custom", c[0], c[1], c[2], 0));
     for (const auto& c : o.conv) report(bench_conv(g, o, rng, "custom", c[0], c[1], c[2], c[3]));
