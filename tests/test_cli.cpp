@@ -85,7 +85,9 @@ TEST(Cli, HelpVersionAndModels) {
     RunResult model = imrestore("model denoise", dir);
     EXPECT_EQ(model.code, 0) << model.err;
     EXPECT_NE(model.out.find("receptive"), std::string::npos);
-    EXPECT_NE(model.out.find("residual_block"), std::string::npos);
+    EXPECT_NE(model.out.find("conv2d          3 -> 48 channels, 3x3, zero padding 1/1, bias, relu"), std::string::npos)
+        << model.out;
+    EXPECT_NE(model.out.find("+ model input"), std::string::npos) << model.out;
     RunResult none = imrestore("", dir);
     EXPECT_EQ(none.code, 2);
     RunResult bad_option = imrestore("--batch 0 x.png", dir);
@@ -98,7 +100,8 @@ TEST(Cli, RestoresOneFileWithTiming) {
     RunResult r = imrestore(q(sample("chelsea.png")) + " -o " + q(out) + " --device cpu --timing", dir);
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("-> " + out), std::string::npos) << r.out;
-    for (const char* stage : {"read+decode", "to-NCHW", "stage 0 residual_block", "from-NCHW", "encode+write", "total"})
+    for (const char* stage :
+         {"read+decode", "to-NCHW", "stage 0 conv2d", "stage 9 conv2d", "from-NCHW", "encode+write", "total"})
         EXPECT_NE(r.out.find(stage), std::string::npos) << "no timing for " << stage << " in:\n" << r.out;
     Image in = read_image(sample("chelsea.png")), restored = read_image(out);
     int d = max_difference(in, restored);
@@ -422,7 +425,7 @@ TEST(Gpu, RestoresLikeTheCpu) {
     std::string why;
     if (cuda_device_count(&why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
     ScratchDir dir("cli-gpu");
-    for (const char* model : {"denoise", "sharpen", "denoise-conv7"}) {
+    for (const char* model : {"denoise", "denoise-fast", "deblock", "deblur", "sharpen"}) {
         for (const char* name : {"chelsea.png", "camera.png", "coffee.png", "rocket.jpg"}) {
             SCOPED_TRACE(std::string(model) + " " + name);
             std::string stem = std::string(model) + "-" + name + ".png";

@@ -1,6 +1,9 @@
 #!/usr/bin/python3
-"""Builds the bundled models weights/denoise.h5, weights/sharpen.h5 and
-weights/denoise-conv7.h5 from the sample photographs in samples/.
+"""Builds the bundled linear model weights/sharpen.h5 and, with
+--linear-denoisers, the two linear denoisers that were the bundled denoisers
+before the trained CNNs (weights/train.py) replaced them: denoise-linear.h5
+and denoise-conv7.h5, written to --out for comparison only (they are not
+bundled: a Gaussian blur beats them).
 
 Run from anywhere:  /usr/bin/python3 weights/make_models.py  [--out DIR]
 
@@ -12,9 +15,9 @@ come out the same with the same numpy/BLAS) and stamps the build date into `prov
 from SOURCE_DATE_EPOCH when that is set, else today, UTC).
 
 What it builds (weights/README.md has the numbers and the reasoning):
-  denoise.h5        least-squares 3->3 5x5 linear denoiser for Gaussian noise
+  denoise-linear.h5 least-squares 3->3 5x5 linear denoiser for Gaussian noise
                     sigma 15/255, written exactly as one residual_block
-                    (hidden 32). The default model.
+                    (hidden 32). The default model until the trained CNNs.
   sharpen.h5        unsharp mask, amount 1.0, Gaussian sigma 1.0 on a 5x5
                     support, written exactly as one residual_block.
   denoise-conv7.h5  least-squares 3->3 7x7 linear denoiser (same data and
@@ -231,6 +234,8 @@ def border_interior_psnr(a, b, width):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=HERE, help="output directory (default: weights/)")
+    ap.add_argument("--linear-denoisers", action="store_true",
+                    help="also write denoise-linear.h5 and denoise-conv7.h5 (not bundled; for comparison)")
     args = ap.parse_args()
     t0 = time.time()
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
@@ -311,8 +316,12 @@ def main():
              f"fitted filter away from the border (max abs difference {diff_interior:.1e}) and uses the "
              f"conv_out zero padding to fold outside taps onto the edge pixel at the border "
              f"(make_models.py EDGE_SPLIT).")
-    im.write_model(os.path.join(args.out, "denoise.h5"), "denoise", "denoise", desc5, prov5, 3, [block])
-    results.append(("denoise.h5", "residual_block h32", 5, ev5, bi))
+    written = ["sharpen.h5"]
+    if args.linear_denoisers:
+        im.write_model(os.path.join(args.out, "denoise-linear.h5"), "denoise-linear", "denoise", desc5, prov5, 3,
+                       [block])
+        written.append("denoise-linear.h5")
+    results.append(("denoise-linear.h5", "residual_block h32", 5, ev5, bi))
     results.append(("(zero-pad layout)", "not written", 5, ev5z, biz))
 
     # ================================================================ sharpen.h5
@@ -364,17 +373,20 @@ def main():
     prov7 = (prov_common + f"Fit: numpy least squares (normal equations, float64) of a 3->3 7x7 filter plus "
              f"a per-channel offset from the noisy to the clean image over all {rows7} positions where the "
              f"window fits; stored directly as the conv2d weight and bias.")
-    im.write_model(os.path.join(args.out, "denoise-conv7.h5"), "denoise-conv7", "denoise", desc7, prov7, 3,
-                   [cstage])
+    if args.linear_denoisers:
+        im.write_model(os.path.join(args.out, "denoise-conv7.h5"), "denoise-conv7", "denoise", desc7, prov7, 3,
+                       [cstage])
+        written.append("denoise-conv7.h5")
     results.append(("denoise-conv7.h5", "conv2d 7x7 reflect", 7, ev7, bi7))
 
     # ---- read everything back through the reader and re-check
-    for f in ("denoise.h5", "sharpen.h5", "denoise-conv7.h5"):
+    for f in written:
         m = im.read_model(os.path.join(args.out, f))
         assert m["format_version"] == 1
-    m = im.read_model(os.path.join(args.out, "denoise.h5"))
-    re5 = evaluate(m, "reread")
-    assert all(np.array_equal(re5[n][2], ev5[n][2]) for n in evals)
+    if args.linear_denoisers:
+        m = im.read_model(os.path.join(args.out, "denoise-linear.h5"))
+        re5 = evaluate(m, "reread")
+        assert all(np.array_equal(re5[n][2], ev5[n][2]) for n in evals)
 
     # ---- summary
     print(f"imrestore bundled models ({date}); noise sigma {SIGMA_255:g}/255; "
@@ -392,7 +404,7 @@ def main():
     print(f"border = outer 2 px (3 px for conv7), inside = the rest. denoise.h5 block vs fitted 5x5 filter "
           f"(2+ px in): max abs diff {diff_interior:.1e}; vs block_reference (whole image): {diff_all:.1e}; "
           f"sharpen {diff_s:.1e}")
-    for f in ("denoise.h5", "sharpen.h5", "denoise-conv7.h5"):
+    for f in written:
         p = os.path.join(args.out, f)
         print(f"wrote {p} ({os.path.getsize(p)} bytes)")
     print(f"done in {time.time() - t0:.1f} s")
