@@ -1,5 +1,6 @@
 // conv2d on the CPU: pad the whole input once into a row-padded copy (any
-// PadMode, plus kRowSlack readable floats per row), then run the direct
+// PadMode, plus kRowSlack readable floats per row; in the backend's scratch,
+// reused across calls), then run the direct
 // convolution of direct_conv.h over it, in parallel over
 // (batch, band of output rows, block of output channels).
 //
@@ -44,7 +45,7 @@ int source_index(int p, int size, PadMode mode) {
 
 }  // namespace
 
-void conv2d(const Conv2dArgs& a, int threads) {
+void conv2d(const Conv2dArgs& a, int threads, Scratch& scratch) {
     check_args(a);
     const Shape in = a.in, out = a.out_shape();
     const int k = a.kernel, pb = a.pad_before;
@@ -53,7 +54,7 @@ void conv2d(const Conv2dArgs& a, int threads) {
     const size_t row = (size_t(wp) + kRowSlack + 7) / 8 * 8;
     const size_t plane = size_t(hp) * row;
     const int planes = in.n * in.c;
-    std::unique_ptr<float[]> padded(new float[size_t(planes) * plane]);
+    float* const padded = scratch.get(size_t(planes) * plane);
 
     // Column map of the padded row: source column or -1 (zero), shared by all rows.
     std::vector<int> col_src(static_cast<size_t>(wp));
@@ -62,7 +63,7 @@ void conv2d(const Conv2dArgs& a, int threads) {
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (long r = 0; r < long(planes) * hp; ++r) {
         const int p = int(r / hp), y = int(r % hp);
-        float* dst = padded.get() + size_t(p) * plane + size_t(y) * row;
+        float* dst = padded + size_t(p) * plane + size_t(y) * row;
         const int sy = source_index(y - pb, in.h, a.pad_mode);
         if (sy < 0) {
             std::fill(dst, dst + row, 0.0f);
@@ -103,7 +104,7 @@ void conv2d(const Conv2dArgs& a, int threads) {
         const int bi = int(t / blocks % bands);
         const int n = int(t / blocks / bands);
         DirectConv gn = g;
-        gn.in = padded.get() + size_t(n) * in.c * plane;
+        gn.in = padded + size_t(n) * in.c * plane;
         gn.out = a.output + size_t(n) * out.c * g.out_plane;
         if (a.residual) gn.residual = a.residual + size_t(n) * out.c * g.res_plane;
         direct_conv_rows(gn, block, bi * band, std::min(out.h, (bi + 1) * band));

@@ -96,13 +96,14 @@ public:
     size_t free_memory() const override { return host_memory_available(); }
 
     void residual_block(const ResidualBlockArgs& a) override { cpu::residual_block(a, threads_); }
-    void conv2d(const Conv2dArgs& a) override { cpu::conv2d(a, threads_); }
+    void conv2d(const Conv2dArgs& a) override { cpu::conv2d(a, threads_, conv_scratch_); }
     void pixel_shuffle(const PixelShuffleArgs& a) override { cpu::pixel_shuffle(a, threads_); }
 
     std::unique_ptr<BackendTimer> make_timer() override { return std::make_unique<CpuTimer>(); }
 
 private:
     int threads_;
+    cpu::Scratch conv_scratch_;
 };
 
 }  // namespace
