@@ -45,14 +45,14 @@ ModelRunner::ModelRunner(ModelFile model, Backend& backend) : model_(std::move(m
     backend.synchronize();
 }
 
-// Two activation buffers (ping, pong) of the largest tensor, as much again for
-// what an op may allocate itself (the CPU conv2d pads a copy of its input),
-// and on a device the copy of the input.
+// Two activation buffers (ping, pong) of the largest tensor and, on a device,
+// the copy of the input. (Ops keep only small scratch of their own: the CPU
+// conv2d pads bands of a few rows, not whole tensors.)
 size_t ModelRunner::bytes_per_pixel() const {
     const int m = model_.size_multiple(), side = 64 * m;  // whole blocks: exact per-pixel ratio
     const double activations = double(model_.activation_floats(1, side, side)) / (double(side) * side);
     const double input = backend_.is_host_memory() ? 0.0 : double(model_.channels);
-    return size_t(sizeof(float) * (3.0 * activations + input)) + 1;
+    return size_t(sizeof(float) * (2.0 * activations + input)) + 1;
 }
 
 void ModelRunner::reserve(size_t activations, size_t input) {
