@@ -418,6 +418,21 @@ Result bench_model_shuffle(Gpu& g, const Options& o, std::mt19937& rng, int H, i
     return r;
 }
 
+// A whole model from the rows [first, end) of its three conv layers (first,
+// middle, last), the middle one counted `middle` times.
+Result model_total(const std::string& suite, const std::string& name, const std::vector<Result>& rows, size_t first,
+                   size_t end, int middle) {
+    Result total;
+    total.suite = suite, total.name = name, total.cudnn_algo = "sum";
+    for (size_t i = first; i < end; ++i) {
+        const int times = i == first + 1 ? middle : 1;
+        total.ours_us += times * rows[i].ours_us, total.cudnn_us += times * rows[i].cudnn_us;
+        total.flop += times * rows[i].flop, total.bytes += times * rows[i].bytes;
+        total.err_vs_f64 = std::max(total.err_vs_f64, rows[i].err_vs_f64);
+    }
+    return total;
+}
+
 Result bench_conv(Gpu& g, const Options& o, std::mt19937& rng, const std::string& suite, int B, int C, int S, int K) {
     Result r;
     r.suite = suite;
@@ -626,34 +641,14 @@ int main(int argc, char** argv) {
         // The denoise model's 14 convolutions (1 + 12 + 1) from the layers
         // above; the two shuffles add their own rows (cuDNN has none).
         const size_t k = results.size();
-        Result total;
-        total.suite = "unshuffle_cnn_12mp_total";
-        total.name = "denoise 14 convs 4000x3000";
-        for (size_t i = k - 4; i < k - 1; ++i) {
-            const int times = i == k - 3 ? 12 : 1;
-            total.ours_us += times * results[i].ours_us, total.cudnn_us += times * results[i].cudnn_us;
-            total.flop += times * results[i].flop, total.bytes += times * results[i].bytes;
-            total.err_vs_f64 = std::max(total.err_vs_f64, results[i].err_vs_f64);
-        }
-        total.cudnn_algo = "sum";
-        report(total);
+        report(model_total("unshuffle_cnn_12mp_total", "denoise 14 convs 4000x3000", results, k - 4, k - 1, 12));
         // The full-resolution CNN (10 convolutions of width 48, the last adding the input).
         const std::string s1 = "fullres_cnn_12mp";
         report(bench_model_conv(g, o, rng, s1, 3, 48, H, W, true));
         report(bench_model_conv(g, o, rng, s1, 48, 48, H, W, true));
         report(bench_model_conv(g, o, rng, s1, 48, 3, H, W, false, true));
         const size_t k1 = results.size();
-        Result total1;
-        total1.suite = "fullres_cnn_12mp_total";
-        total1.name = "full-res 10 convs 4000x3000";
-        for (size_t i = k1 - 3; i < k1; ++i) {
-            const int times = i == k1 - 2 ? 8 : 1;
-            total1.ours_us += times * results[i].ours_us, total1.cudnn_us += times * results[i].cudnn_us;
-            total1.flop += times * results[i].flop, total1.bytes += times * results[i].bytes;
-            total1.err_vs_f64 = std::max(total1.err_vs_f64, results[i].err_vs_f64);
-        }
-        total1.cudnn_algo = "sum";
-        report(total1);
+        report(model_total("fullres_cnn_12mp_total", "full-res 10 convs 4000x3000", results, k1 - 3, k1, 8));
     }
     for (const auto& c : o.residual) report(bench_residual(g, o, rng, "custom", c[0], c[1], c[2], 0));
     for (const auto& c : o.conv) report(bench_conv(g, o, rng, "custom", c[0], c[1], c[2], c[3]));
