@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "backend.h"
+#include "cli_run.h"
 #include "image_io.h"
 #include "test_util.h"
 
@@ -17,41 +18,15 @@ namespace imr {
 namespace {
 
 namespace fs = std::filesystem;
+using test::imrestore;
+using test::q;
+using test::RunResult;
 using test::ScratchDir;
-
-struct RunResult {
-    int code = -1;
-    std::string out, err;
-};
-
-std::string slurp(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    std::stringstream s;
-    s << f.rdbuf();
-    return s.str();
-}
-
-// Runs imrestore with `args` (already shell-quoted where needed), in folder
-// `cwd` if given.
-RunResult imrestore(const std::string& args, const ScratchDir& dir, const std::string& cwd = "") {
-    std::string out = dir / "stdout.txt", err = dir / "stderr.txt";
-    std::string cmd = (cwd.empty() ? "" : "cd '" + cwd + "' && ") + "'" + IMRESTORE_EXE + "' " + args + " >'" + out +
-                      "' 2>'" + err + "'";
-    int status = std::system(cmd.c_str());
-    RunResult r;
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = slurp(out);
-    r.err = slurp(err);
-    return r;
-}
+using test::slurp;
 
 std::string sample(const std::string& name) {
     return std::string(IMRESTORE_SAMPLES) + "/" + name;
 }
-std::string q(const std::string& s) {
-    return "'" + s + "'";
-}
-
 // Largest per-sample difference between two images of the same layout.
 int max_difference(const Image& a, const Image& b) {
     EXPECT_EQ(a.width, b.width);

@@ -11,6 +11,7 @@
 #include <random>
 #include <sstream>
 
+#include "cli_run.h"
 #include "eval/degradations.h"
 #include "eval/metrics.h"
 #include "test_util.h"
@@ -19,7 +20,11 @@ namespace imr {
 namespace {
 
 namespace fs = std::filesystem;
+using test::imrestore;
+using test::q;
+using test::RunResult;
 using test::ScratchDir;
+using test::slurp;
 
 Image make_image(int w, int h, int channels, uint16_t value = 0) {
     Image im;
@@ -234,29 +239,6 @@ TEST(Degradations, CombinedInOrderBlurNoiseJpeg) {
 }
 
 // ---------------------------------------------------------------- the commands, end to end
-
-struct RunResult {
-    int code = -1;
-    std::string out, err;
-};
-
-std::string slurp(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    std::stringstream s;
-    s << f.rdbuf();
-    return s.str();
-}
-
-RunResult imrestore(const std::string& args, const ScratchDir& dir) {
-    std::string out = dir / "stdout.txt", err = dir / "stderr.txt";
-    std::string cmd = "'" + std::string(IMRESTORE_EXE) + "' " + args + " >'" + out + "' 2>'" + err + "'";
-    int status = std::system(cmd.c_str());
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
-}
-
-std::string q(const std::string& s) {
-    return "'" + s + "'";
-}
 
 // The number after "key": in a JSON text, from position `from`.
 double json_value(const std::string& json, const std::string& key, size_t from = 0) {
