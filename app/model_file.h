@@ -36,9 +36,19 @@ struct ModelFile {
     // Floats of the largest tensor a pass over n images of h x w holds
     // (h, w multiples of size_multiple()): what each activation buffer needs.
     size_t activation_floats(int n, int h, int w) const;
-    bool adds_model_input() const;   // some stage adds the input image
+    bool adds_model_input() const;  // some stage adds the input image
+    // Multiply-adds x 2 per image pixel, from the weights (bias and
+    // activations not counted): the model's cost.
+    double flops_per_pixel() const;
     int min_format_version() const;  // the oldest format that can hold this model
 };
+
+// What validate_model accepts at most, so that a small hostile file cannot
+// declare a model that takes hours or all memory: IMRESTORE_MAX_PARAMETERS
+// and IMRESTORE_MAX_FLOPS_PER_PIXEL override them (the bundled models have at
+// most 0.5 M parameters and 0.34 MFLOP per pixel).
+constexpr double kDefaultMaxParameters = 64e6;
+constexpr double kDefaultMaxFlopsPerPixel = 50e6;
 
 // Reads and validates a model file. Throws imr::Error naming the file, the
 // stage, the dataset or attribute, what was expected and what was found.

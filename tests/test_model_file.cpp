@@ -2,11 +2,15 @@
 // the message a user must see), and the model runner (tiled == untiled ==
 // float64 reference of the stage chain).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
+#include <chrono>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <functional>
 
+#include "model_isolation.h"
 #include "model_registry.h"
 #include "model_runner.h"
 #include "reference.h"
@@ -409,6 +413,214 @@ TEST(ModelFile, BadFilesAreRefusedWithAClearMessage) {
             EXPECT_NE(msg.find(c.expected), std::string::npos) << "expected '" << c.expected << "' in: " << msg;
         }
     }
+}
+
+// ------------------------------------------------------------------ hostile files
+
+// A valid model file whose first conv2d stage gets `tweak` applied to its group.
+std::string conv_model(const std::string& path, const std::function<void(RawH5&, hid_t stage)>& tweak) {
+    RawH5 f(path);
+    f.header();
+    hid_t stages = f.group(f.root(), "stages");
+    hid_t g = f.group(stages, "0");
+    RawH5::str_attr(g, "op", "conv2d");
+    RawH5::str_attr(g, "padding", "zero");
+    tweak(f, g);
+    return path;
+}
+
+void expect_refused(const std::string& path, const std::string& expected) {
+    try {
+        load_model_file(path);
+        ADD_FAILURE() << path << " loaded without error";
+    } catch (const Error& e) {
+        std::string msg = e.what();
+        EXPECT_EQ(msg.rfind(path, 0), 0u) << "message does not start with the file: " << msg;
+        EXPECT_NE(msg.find(expected), std::string::npos) << "expected '" << expected << "' in: " << msg;
+    }
+}
+
+// A float32 dataset `name` in `group` with a dataset creation property list.
+void dataset_with(hid_t group, const char* name, std::vector<hsize_t> dims, hid_t dcpl) {
+    hid_t space = H5Screate_simple(int(dims.size()), dims.data(), nullptr);
+    hid_t d = H5Dcreate2(group, name, H5T_IEEE_F32LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    size_t n = 1;
+    for (hsize_t x : dims) n *= x;
+    std::vector<float> v(n, 0.01f);
+    if (n < (1u << 20)) H5Dwrite(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data());
+    H5Dclose(d), H5Sclose(space);
+}
+
+TEST(HostileModel, LinksThatLeaveTheFileAreRefused) {
+    ScratchDir dir("hostile-links");
+    // A weight that is a soft link to another dataset of the file.
+    expect_refused(conv_model(dir / "soft.h5",
+                              [](RawH5&, hid_t g) {
+                                  RawH5::dataset(g, "real", {3, 3, 3, 3});
+                                  H5Lcreate_soft("real", g, "weight", H5P_DEFAULT, H5P_DEFAULT);
+                              }),
+                   "stage 0 (conv2d): 'weight' is a soft link (refused");
+    // A stage that is an external link into another file (a valid model).
+    const std::string other = conv_model(dir / "other.h5", [](RawH5&, hid_t g) {
+        RawH5::dataset(g, "weight", {3, 3, 3, 3});
+    });
+    {
+        RawH5 f(dir / "external.h5");
+        f.header();
+        hid_t stages = f.group(f.root(), "stages");
+        H5Lcreate_external(other.c_str(), "/stages/0", stages, "0", H5P_DEFAULT, H5P_DEFAULT);
+    }
+    expect_refused(dir / "external.h5", "stage 0: is an external link to another file (refused");
+}
+
+TEST(HostileModel, StorageThatReadsOtherFilesOrUnknownFiltersIsRefused) {
+    ScratchDir dir("hostile-storage");
+    // External raw storage: the weights would come from another file (here a
+    // FIFO, which blocked the old loader forever).
+    const std::string fifo = dir / "fifo";
+    ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+    expect_refused(conv_model(dir / "external-storage.h5",
+                              [&](RawH5&, hid_t g) {
+                                  hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+                                  H5Pset_external(dcpl, fifo.c_str(), 0, 3 * 3 * 3 * 3 * 4);
+                                  hsize_t dims[4] = {3, 3, 3, 3};
+                                  hid_t space = H5Screate_simple(4, dims, nullptr);
+                                  hid_t d =
+                                      H5Dcreate2(g, "weight", H5T_IEEE_F32LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+                                  H5Dclose(d), H5Sclose(space), H5Pclose(dcpl);
+                              }),
+                   "dataset 'weight' uses external raw data storage (refused");
+    // A filter other than deflate/shuffle/fletcher32 (scale-offset is built in).
+    expect_refused(conv_model(dir / "filter.h5",
+                              [](RawH5&, hid_t g) {
+                                  hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+                                  hsize_t chunk[4] = {3, 3, 3, 3};
+                                  H5Pset_chunk(dcpl, 4, chunk);
+                                  H5Pset_scaleoffset(dcpl, H5Z_SO_FLOAT_DSCALE, 3);
+                                  dataset_with(g, "weight", {3, 3, 3, 3}, dcpl);
+                                  H5Pclose(dcpl);
+                              }),
+                   "dataset 'weight' uses filter");
+    // Deflate is standard: it loads.
+    const std::string deflated = conv_model(dir / "deflate.h5", [](RawH5&, hid_t g) {
+        hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+        hsize_t chunk[4] = {3, 3, 3, 3};
+        H5Pset_chunk(dcpl, 4, chunk);
+        H5Pset_deflate(dcpl, 6);
+        dataset_with(g, "weight", {3, 3, 3, 3}, dcpl);
+        H5Pclose(dcpl);
+    });
+    EXPECT_NO_THROW(load_model_file(deflated));
+}
+
+TEST(HostileModel, DeclaredSizesAreCheckedBeforeReading) {
+    ScratchDir dir("hostile-sizes");
+    // [2^62 + 3, 3, 4, 4]: the element count wraps in 64 bits.
+    expect_refused(conv_model(dir / "wrap.h5",
+                              [](RawH5&, hid_t g) {
+                                  hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+                                  hsize_t chunk[4] = {1, 3, 4, 4};
+                                  H5Pset_chunk(dcpl, 4, chunk);
+                                  H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER);
+                                  dataset_with(g, "weight", {(hsize_t(1) << 62) + 3, 3, 4, 4}, dcpl);
+                                  H5Pclose(dcpl);
+                              }),
+                   "dataset 'weight' is implausibly large");
+    // A small file declaring a huge hidden width (2^20 channels of 3x3 over 3).
+    expect_refused(conv_model(dir / "wide.h5",
+                              [](RawH5&, hid_t g) {
+                                  hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+                                  hsize_t chunk[4] = {1024, 3, 3, 3};
+                                  H5Pset_chunk(dcpl, 4, chunk);
+                                  H5Pset_deflate(dcpl, 9);
+                                  dataset_with(g, "weight", {1 << 20, 3, 3, 3}, dcpl);
+                                  H5Pclose(dcpl);
+                              }),
+                   "expected 1..4096 output channels");
+}
+
+TEST(HostileModel, ModelLimitsAreEnforcedAndOverridable) {
+    ScratchDir dir("hostile-limits");
+    std::mt19937 rng(3);
+    ModelFile m = test::unshuffle_model(rng, 8);
+    write_model_file(dir / "m.h5", m);
+    setenv("IMRESTORE_MAX_PARAMETERS", "100", 1);
+    expect_refused(dir / "m.h5", "parameters, more than the limit of 100 (IMRESTORE_MAX_PARAMETERS raises it)");
+    unsetenv("IMRESTORE_MAX_PARAMETERS");
+    setenv("IMRESTORE_MAX_FLOPS_PER_PIXEL", "1000", 1);
+    expect_refused(dir / "m.h5", "FLOP per pixel, more than the limit of 1000");
+    unsetenv("IMRESTORE_MAX_FLOPS_PER_PIXEL");
+    EXPECT_NO_THROW(load_model_file(dir / "m.h5"));
+}
+
+TEST(HostileModel, FixedLengthStringsThatFillTheirWidthKeepTheirLastCharacter) {
+    ScratchDir dir("fixed-strings");
+    {
+        RawH5 f(dir / "fixed.h5");
+        f.header();
+        // h5py's np.bytes_ style: fixed length, exactly as long as the text, no terminator.
+        H5Adelete(f.root(), "format");
+        hid_t type = H5Tcopy(H5T_C_S1);
+        H5Tset_size(type, 15);
+        H5Tset_strpad(type, H5T_STR_NULLPAD);
+        hid_t space = H5Screate(H5S_SCALAR);
+        hid_t attr = H5Acreate2(f.root(), "format", type, space, H5P_DEFAULT, H5P_DEFAULT);
+        H5Awrite(attr, type, "imrestore-model");
+        H5Aclose(attr), H5Sclose(space), H5Tclose(type);
+        f.residual_block(f.group(f.root(), "stages"), "0", 3, 4);
+    }
+    EXPECT_NO_THROW(load_model_file(dir / "fixed.h5"));
+}
+
+TEST(HostileModel, AReaderThatHangsIsStopped) {
+    ScratchDir dir("hostile-hang");
+    // A FIFO with no writer: opening it blocks, as a looping libhdf5 would.
+    const std::string fifo = dir / "model.h5";
+    ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+    setenv("IMRESTORE_MODEL_READ_TIMEOUT", "1", 1);
+    const auto t0 = std::chrono::steady_clock::now();
+    expect_refused(fifo, "took longer than 1 s and was stopped");
+    unsetenv("IMRESTORE_MODEL_READ_TIMEOUT");
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 10.0);
+}
+
+TEST(HostileModel, TheReadersAnswerIsCheckedWhileDecoded) {
+    RawModel raw;
+    raw.root.attributes["format"] = {RawEntry::Kind::String, "imrestore-model", 0, {}, {}};
+    RawEntry t;
+    t.kind = RawEntry::Kind::Tensor;
+    t.shape = {2, 3};
+    t.data = {1, 2, 3, 4, 5, 6};
+    RawGroup stage;
+    stage.datasets["weight"] = t;
+    raw.stages.push_back(stage);
+    raw.has_stages = true;
+    const std::string bytes = encode_raw_model(raw);
+    RawModel back = decode_raw_model(bytes, "x.h5");
+    EXPECT_EQ(back.root.attributes.at("format").text, "imrestore-model");
+    EXPECT_EQ(back.stages.at(0).datasets.at("weight").data, t.data);
+    // Every truncation is an error, never a crash or an over-read.
+    for (size_t n = 0; n < bytes.size(); ++n)
+        EXPECT_THROW(decode_raw_model(bytes.substr(0, n), "x.h5"), Error) << "truncated to " << n << " bytes";
+    EXPECT_THROW(decode_raw_model(bytes + "x", "x.h5"), Error) << "trailing bytes";
+    // A huge declared length.
+    std::string huge = bytes;
+    const unsigned long long big = ~0ull;
+    std::memcpy(huge.data() + 8, &big, 8);  // the first attribute name's length
+    EXPECT_THROW(decode_raw_model(huge, "x.h5"), Error);
+}
+
+TEST(HostileModel, LoadingStaysFast) {
+    // Each load forks the reader: it must stay a few milliseconds.
+    const auto t0 = std::chrono::steady_clock::now();
+    int loads = 0;
+    for (const BundledModel& b : list_bundled_models()) {
+        load_model_file(b.path);
+        ++loads;
+    }
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    std::cout << "[          ] " << loads << " bundled models loaded in " << ms << " ms\n";
+    EXPECT_LT(ms / loads, 500.0);
 }
 
 TEST(ModelFile, WriterRefusesInvalidModels) {

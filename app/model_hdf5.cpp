@@ -1,0 +1,345 @@
+// The HDF5 side of model files (model_hdf5.h): a reader that takes only
+// plain attributes and float32 datasets through hard links, checking every
+// declared size before it reads, and the writer. Runs in the child process
+// of model_isolation.cpp when reading.
+#include "model_hdf5.h"
+
+#include <hdf5.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "layers/layer.h"
+
+namespace imr {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Owns one HDF5 identifier and closes it with the matching H5?close.
+class H5Handle {
+public:
+    H5Handle(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
+    H5Handle(const H5Handle&) = delete;
+    H5Handle& operator=(const H5Handle&) = delete;
+    ~H5Handle() {
+        if (id_ >= 0) close_(id_);
+    }
+    hid_t get() const { return id_; }
+    bool valid() const { return id_ >= 0; }
+
+private:
+    hid_t id_;
+    herr_t (*close_)(hid_t);
+};
+
+// HDF5 prints its own error stack to stderr by default; we report our own.
+void silence_hdf5() {
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+}
+
+// ------------------------------------------------------------------ reading
+
+// Strings longer than this are not metadata (a description is a paragraph).
+constexpr size_t kMaxStringBytes = 1 << 20;
+
+RawEntry invalid(std::string why) {
+    RawEntry e;
+    e.kind = RawEntry::Kind::Invalid;
+    e.text = std::move(why);
+    return e;
+}
+
+// Why a link may not be followed, or "" for a hard link.
+std::string link_problem(hid_t group, const char* name) {
+    H5L_info_t info;
+    if (H5Lget_info(group, name, &info, H5P_DEFAULT) < 0) return "cannot be read";
+    switch (info.type) {
+        case H5L_TYPE_HARD:
+            return "";
+        case H5L_TYPE_SOFT:
+            return "is a soft link (refused: a model file must be self-contained)";
+        case H5L_TYPE_EXTERNAL:
+            return "is an external link to another file (refused: a model file must be self-contained)";
+        default:
+            return "is a link of an unknown kind (refused)";
+    }
+}
+
+RawEntry read_attribute(hid_t obj, const char* name) {
+    const std::string what = std::string("attribute '") + name + "'";
+    H5Handle attr(H5Aopen(obj, name, H5P_DEFAULT), H5Aclose);
+    if (!attr.valid()) return invalid(what + " cannot be read");
+    H5Handle type(H5Aget_type(attr.get()), H5Tclose);
+    H5Handle space(H5Aget_space(attr.get()), H5Sclose);
+    const H5T_class_t cls = H5Tget_class(type.get());
+    const hssize_t points = H5Sget_simple_extent_npoints(space.get());
+    RawEntry e;
+    if (cls == H5T_STRING) {
+        if (points != 1) return invalid(what + " must be a single string");
+        e.kind = RawEntry::Kind::String;
+        if (H5Tis_variable_str(type.get()) > 0) {
+            H5Handle mem(H5Tcopy(H5T_C_S1), H5Tclose);
+            H5Tset_size(mem.get(), H5T_VARIABLE);
+            H5Tset_cset(mem.get(), H5Tget_cset(type.get()));
+            char* value = nullptr;
+            if (H5Aread(attr.get(), mem.get(), &value) < 0) return invalid("cannot read " + what);
+            e.text = value ? std::string(value, strnlen(value, kMaxStringBytes + 1)) : "";
+            H5free_memory(value);
+        } else {
+            const size_t size = H5Tget_size(type.get());
+            if (size > kMaxStringBytes) return invalid(what + " is longer than 1 MiB");
+            // One byte more than stored: a string that fills its width (h5py's
+            // np.bytes_) keeps its last character next to the terminator.
+            std::string value(size + 1, '\0');
+            H5Handle mem(H5Tcopy(H5T_C_S1), H5Tclose);
+            H5Tset_size(mem.get(), size + 1);
+            H5Tset_strpad(mem.get(), H5T_STR_NULLTERM);
+            if (H5Aread(attr.get(), mem.get(), value.data()) < 0) return invalid("cannot read " + what);
+            value.resize(std::min(value.size(), value.find('\0')));
+            e.text = value;
+        }
+        if (e.text.size() > kMaxStringBytes) return invalid(what + " is longer than 1 MiB");
+    } else if (cls == H5T_INTEGER) {
+        if (points != 1) return invalid(what + " must be a single integer");
+        e.kind = RawEntry::Kind::Int;
+        if (H5Aread(attr.get(), H5T_NATIVE_LLONG, &e.integer) < 0) return invalid("cannot read " + what);
+    } else {
+        e.kind = RawEntry::Kind::Other;
+    }
+    return e;
+}
+
+herr_t collect_attribute(hid_t obj, const char* name, const H5A_info_t*, void* out) {
+    static_cast<RawGroup*>(out)->attributes[name] = read_attribute(obj, name);
+    return 0;
+}
+
+void read_attributes(hid_t obj, RawGroup& group, const std::string& where) {
+    hsize_t index = 0;
+    if (H5Aiterate2(obj, H5_INDEX_NAME, H5_ITER_INC, &index, collect_attribute, &group) < 0)
+        throw Error(where + ": cannot list the attributes");
+}
+
+// Checks done before a byte of a dataset is read; "" when it may be read.
+std::string storage_problem(hid_t dset) {
+    H5Handle dcpl(H5Dget_create_plist(dset), H5Pclose);
+    if (!dcpl.valid()) return "its storage cannot be read";
+    if (H5Pget_layout(dcpl.get()) == H5D_VIRTUAL) return "is a virtual dataset (refused: it reads other files)";
+    if (H5Pget_external_count(dcpl.get()) != 0) return "uses external raw data storage (refused: it reads other files)";
+    const int filters = H5Pget_nfilters(dcpl.get());
+    if (filters < 0) return "its filters cannot be read";
+    for (int i = 0; i < filters; ++i) {
+        unsigned flags = 0, config = 0;
+        size_t values = 0;
+        const H5Z_filter_t id = H5Pget_filter2(dcpl.get(), unsigned(i), &flags, &values, nullptr, 0, nullptr, &config);
+        if (id != H5Z_FILTER_DEFLATE && id != H5Z_FILTER_SHUFFLE && id != H5Z_FILTER_FLETCHER32)
+            return "uses filter " + std::to_string(id) + " (refused: only deflate, shuffle and fletcher32)";
+    }
+    return "";
+}
+
+RawEntry read_dataset(hid_t group, const char* name, unsigned long long& file_floats, const std::string& where) {
+    const std::string what = std::string("dataset '") + name + "'";
+    H5Handle dset(H5Dopen2(group, name, H5P_DEFAULT), H5Dclose);
+    if (!dset.valid()) return invalid(std::string("'") + name + "' is not a dataset");
+    H5Handle type(H5Dget_type(dset.get()), H5Tclose);
+    if (H5Tget_class(type.get()) != H5T_FLOAT || H5Tget_size(type.get()) != 4)
+        return invalid(what + ": expected float32, found " +
+                       (H5Tget_class(type.get()) == H5T_FLOAT ? "float" + std::to_string(8 * H5Tget_size(type.get()))
+                                                              : std::string("a non-float type")));
+    H5Handle space(H5Dget_space(dset.get()), H5Sclose);
+    const int rank = H5Sget_simple_extent_ndims(space.get());
+    if (rank < 0 || rank > 8) return invalid(what + ": unsupported dataspace (rank " + std::to_string(rank) + ")");
+    RawEntry e;
+    e.kind = RawEntry::Kind::Tensor;
+    std::vector<hsize_t> dims(size_t(rank), 0);
+    if (rank > 0) H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
+    e.shape.assign(dims.begin(), dims.end());
+    // Overflow-safe: stop multiplying as soon as the product passes the limit.
+    unsigned long long count = 1;
+    for (hsize_t d : dims) {
+        if (d != 0 && count > kMaxDatasetFloats / d) {
+            count = kMaxDatasetFloats + 1;
+            break;
+        }
+        count *= d;
+    }
+    if (count > kMaxDatasetFloats)
+        return invalid(what + " is implausibly large " + dims_string(e.shape) + " (more than 2^27 values)");
+    const std::string problem = storage_problem(dset.get());
+    if (!problem.empty()) return invalid(what + " " + problem);
+    file_floats += count;
+    if (file_floats > kMaxFileFloats)
+        throw Error(where + ": the file's datasets hold more than 2^28 values: implausibly large for a model");
+    e.data.resize(size_t(count));
+    if (count && H5Dread(dset.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, e.data.data()) < 0)
+        return invalid("cannot read " + what);
+    return e;
+}
+
+struct DatasetWalk {
+    RawGroup* group;
+    unsigned long long* file_floats;
+    const std::string* where;
+};
+
+herr_t collect_dataset(hid_t group, const char* name, const H5L_info_t* info, void* out) {
+    auto* walk = static_cast<DatasetWalk*>(out);
+    if (info->type != H5L_TYPE_HARD) {
+        walk->group->datasets[name] = invalid(std::string("'") + name + "' " + link_problem(group, name));
+        return 0;
+    }
+    walk->group->datasets[name] = read_dataset(group, name, *walk->file_floats, *walk->where);
+    return 0;
+}
+
+// Stage groups are named "0".."n-1"; returns how many there are.
+size_t count_stages(hid_t stages, const std::string& where) {
+    H5G_info_t info;
+    if (H5Gget_info(stages, &info) < 0) throw Error(where + ": cannot list group 'stages'");
+    if (info.nlinks > 4096) throw Error(where + ": group 'stages' holds " + std::to_string(info.nlinks) + " entries");
+    std::vector<bool> seen(info.nlinks, false);
+    for (hsize_t i = 0; i < info.nlinks; ++i) {
+        char name[64] = {0};
+        H5Lget_name_by_idx(stages, ".", H5_INDEX_NAME, H5_ITER_INC, i, name, sizeof name, H5P_DEFAULT);
+        std::string s = name;
+        bool numeric =
+            !s.empty() && s.size() < 10 && std::all_of(s.begin(), s.end(), ::isdigit) && (s == "0" || s[0] != '0');
+        size_t index = numeric ? std::stoul(s) : info.nlinks;
+        if (index >= info.nlinks || seen[index])
+            throw Error(where + ": group 'stages' holds '" + s + "'; expected stages named 0.." +
+                        std::to_string(info.nlinks - 1));
+        seen[index] = true;
+    }
+    return info.nlinks;
+}
+
+}  // namespace
+
+RawModel read_model_hdf5(const std::string& path) {
+    silence_hdf5();
+    if (H5Fis_hdf5(path.c_str()) <= 0)
+        throw Error(path + ": not an HDF5 file (an imrestore model is HDF5; see weights/README.md)");
+    H5Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+    if (!file.valid()) throw Error(path + ": cannot open the HDF5 file");
+    RawModel raw;
+    read_attributes(file.get(), raw.root, path);
+    if (H5Lexists(file.get(), "stages", H5P_DEFAULT) <= 0) return raw;  // the caller says what is missing
+    if (std::string problem = link_problem(file.get(), "stages"); !problem.empty())
+        throw Error(path + ": 'stages' " + problem);
+    H5Handle stages(H5Gopen2(file.get(), "stages", H5P_DEFAULT), H5Gclose);
+    if (!stages.valid()) throw Error(path + ": 'stages' is not a group");
+    raw.has_stages = true;
+    const size_t n = count_stages(stages.get(), path);
+    unsigned long long file_floats = 0;
+    for (size_t i = 0; i < n; ++i) {
+        const std::string name = std::to_string(i), at = path + ": stage " + name;
+        if (std::string problem = link_problem(stages.get(), name.c_str()); !problem.empty())
+            throw Error(at + ": " + problem);
+        H5Handle g(H5Gopen2(stages.get(), name.c_str(), H5P_DEFAULT), H5Gclose);
+        if (!g.valid()) throw Error(at + ": is not a group");
+        RawGroup group;
+        read_attributes(g.get(), group, at);
+        DatasetWalk walk{&group, &file_floats, &at};
+        hsize_t index = 0;
+        if (H5Literate(g.get(), H5_INDEX_NAME, H5_ITER_INC, &index, collect_dataset, &walk) < 0)
+            throw Error(at + ": cannot list its datasets");
+        raw.stages.push_back(std::move(group));
+    }
+    return raw;
+}
+
+// ------------------------------------------------------------------ writing
+
+namespace {
+
+void write_string_attribute(hid_t obj, const char* name, const std::string& value) {
+    H5Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
+    H5Tset_size(type.get(), H5T_VARIABLE);
+    H5Tset_cset(type.get(), H5T_CSET_UTF8);
+    H5Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+    H5Handle attr(H5Acreate2(obj, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
+    const char* data = value.c_str();
+    if (!attr.valid() || H5Awrite(attr.get(), type.get(), &data) < 0)
+        throw Error(std::string("cannot write attribute '") + name + "'");
+}
+
+void write_int_attribute(hid_t obj, const char* name, long long value) {
+    H5Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+    H5Handle attr(H5Acreate2(obj, name, H5T_STD_I64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
+    if (!attr.valid() || H5Awrite(attr.get(), H5T_NATIVE_LLONG, &value) < 0)
+        throw Error(std::string("cannot write attribute '") + name + "'");
+}
+
+void write_tensor(hid_t group, const char* name, const std::vector<float>& data, const std::vector<int>& shape) {
+    std::vector<hsize_t> dims(shape.begin(), shape.end());
+    H5Handle space(H5Screate_simple(int(dims.size()), dims.data(), nullptr), H5Sclose);
+    H5Handle dset(H5Dcreate2(group, name, H5T_IEEE_F32LE, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                  H5Dclose);
+    if (!dset.valid() || H5Dwrite(dset.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()) < 0)
+        throw Error(std::string("cannot write dataset '") + name + "'");
+}
+
+// LayerWriter over one HDF5 stage group.
+class H5LayerWriter : public LayerWriter {
+public:
+    explicit H5LayerWriter(hid_t group) : group_(group) {}
+    void tensor(const char* name, const std::vector<float>& data, std::vector<int> shape) override {
+        write_tensor(group_, name, data, shape);
+    }
+    void string_attribute(const char* name, const std::string& value) override {
+        write_string_attribute(group_, name, value);
+    }
+    void int_attribute(const char* name, long long value) override { write_int_attribute(group_, name, value); }
+
+private:
+    hid_t group_;
+};
+
+void write_stage(hid_t group, const Stage& s) {
+    write_string_attribute(group, "op", stage_op_name(s));
+    H5LayerWriter writer(group);
+    std::visit([&](const auto& st) { st.write(writer); }, s);
+}
+
+}  // namespace
+
+void write_model_hdf5(const std::string& path, const ModelFile& model) {
+    silence_hdf5();
+    std::string tmp = path + ".tmp-" + std::to_string(getpid());
+    try {
+        H5Handle file(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
+        if (!file.valid()) throw Error("cannot create the file");
+        hid_t root = file.get();
+        write_string_attribute(root, "format", kModelFormatName);
+        write_int_attribute(root, "format_version", model.format_version);
+        write_string_attribute(root, "name", model.name);
+        write_string_attribute(root, "task", model.task);
+        write_string_attribute(root, "description", model.description);
+        write_string_attribute(root, "provenance", model.provenance);
+        if (!model.license.empty()) write_string_attribute(root, "license", model.license);
+        write_int_attribute(root, "channels", model.channels);
+        H5Handle stages(H5Gcreate2(root, "stages", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
+        for (size_t i = 0; i < model.stages.size(); ++i) {
+            H5Handle g(H5Gcreate2(stages.get(), std::to_string(i).c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                       H5Gclose);
+            if (!g.valid()) throw Error("cannot create group 'stages/" + std::to_string(i) + "'");
+            write_stage(g.get(), model.stages[i]);
+        }
+    } catch (const Error& e) {
+        std::remove(tmp.c_str());
+        throw Error(path + ": " + e.what());
+    }
+    std::error_code ec;
+    fs::rename(tmp, path, ec);
+    if (ec) {
+        std::remove(tmp.c_str());
+        throw Error(path + ": cannot write: " + ec.message());
+    }
+}
+}  // namespace imr
