@@ -47,16 +47,32 @@ int ModelFile::size_multiple() const {
     // Every resolution the stages reach must divide the image exactly: the
     // least common multiple of those reductions (for nested space_to_depth
     // stages, the product of their factors).
-    int m = 1;
-    walk_scales(*this, [&](const Stage&, int scale, const Geometry& g) { m = std::lcm(m, scale * g.down); });
-    return m;
+    // Saturates (validate_model refuses anything above kMaxSizeMultiple).
+    long long m = 1;
+    walk_scales(*this, [&](const Stage&, int scale, const Geometry& g) {
+        m = std::min<long long>(std::lcm(m, (long long)scale * g.down), 1 << 20);
+    });
+    return int(m);
 }
 
 int ModelFile::radius() const {
-    int r = 0;
-    walk_scales(*this, [&](const Stage&, int scale, const Geometry& g) { r += g.radius * scale; });
-    const int m = size_multiple();
-    return (r + m - 1) / m * m;  // tiles start on multiples of m, so halos are whole blocks
+    // Walk back from the output: a halo of h image pixels at a stage's output
+    // is ceil(h / S_out) of its output pixels (whole blocks at coarse
+    // resolutions), which need `radius` more of its input pixels of S_in
+    // image pixels each. Summing radius x scale forwards would miss the
+    // rounding to blocks when convolutions run at several resolutions.
+    std::vector<std::pair<int, int>> scales;  // (S_in, S_out) per stage
+    walk_scales(*this, [&](const Stage&, int scale, const Geometry& g) {
+        scales.emplace_back(scale, std::max(1, scale * g.down / g.up));
+    });
+    long long h = 0;
+    for (size_t i = stages.size(); i-- > 0;) {
+        const Geometry g = stage_geometry(stages[i]);
+        const long long s_in = scales[i].first, s_out = scales[i].second;
+        h = (h + s_out - 1) / s_out * s_out + (long long)g.radius * s_in;
+    }
+    const long long m = size_multiple();
+    return int((h + m - 1) / m * m);  // tiles start on multiples of m, so halos are whole blocks
 }
 
 int ModelFile::receptive_field() const {
@@ -159,6 +175,10 @@ void validate_model(const ModelFile& m, const std::string& where) {
     if (scale != 1)
         throw Error(where + ": the last stage gives 1/" + std::to_string(scale) +
                     " of the image's resolution; the model must end at full resolution");
+    if (m.size_multiple() > kMaxSizeMultiple)
+        throw Error(where + ": image sides would have to be multiples of " + std::to_string(m.size_multiple()) +
+                    " (the least common multiple of its reductions); at most " + std::to_string(kMaxSizeMultiple) +
+                    " is supported");
     const double params = double(m.parameter_count()), flops = m.flops_per_pixel();
     const double max_params = limit_from_env("IMRESTORE_MAX_PARAMETERS", kDefaultMaxParameters);
     const double max_flops = limit_from_env("IMRESTORE_MAX_FLOPS_PER_PIXEL", kDefaultMaxFlopsPerPixel);

@@ -48,6 +48,9 @@ struct ModelFile {
 // and IMRESTORE_MAX_FLOPS_PER_PIXEL override them (the bundled models have at
 // most 0.5 M parameters and 0.34 MFLOP per pixel).
 constexpr double kDefaultMaxParameters = 64e6;
+// The largest size multiple (the lcm of the space_to_depth reductions): an
+// image is padded to it, so more would pad small images absurdly.
+constexpr int kMaxSizeMultiple = 64;
 constexpr double kDefaultMaxFlopsPerPixel = 50e6;
 
 // Reads and validates a model file. Throws imr::Error naming the file, the

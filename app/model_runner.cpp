@@ -1,6 +1,7 @@
 #include "model_runner.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstring>
 
 namespace imr {
@@ -93,6 +94,11 @@ void ModelRunner::run_aligned(const float* input, float* output, Shape shape, St
     const size_t held = (2 * ping_.count() + input_.count()) * sizeof(float);
     size_t budget = size_t(kMemoryShare * double(backend_.free_memory() + held));
     size_t pixels_fit = budget / bytes_per_pixel();
+    // Kernels index tensors with 32-bit integers (the CUDA ones refuse 2^31
+    // elements and more): a pass over more pixels than that allows is tiled.
+    const int side = 64 * model_.size_multiple();
+    const double floats_per_pixel = double(model_.activation_floats(1, side, side)) / (double(side) * side);
+    pixels_fit = std::min(pixels_fit, size_t(double(INT_MAX - 1) / floats_per_pixel));
     size_t image_pixels = size_t(shape.h) * shape.w;
     bool forced = max_tile_ > 0 && (shape.h > max_tile_ || shape.w > max_tile_);
     if (!forced && image_pixels * shape.n <= pixels_fit) {
@@ -111,7 +117,7 @@ void ModelRunner::run_aligned(const float* input, float* output, Shape shape, St
     // the same pixel blocks as the whole image.
     const int r = model_.radius(), m = model_.size_multiple();
     const int smallest = std::max(kSmallestTile, m);
-    int tile = max_tile_ > 0 ? std::max(max_tile_ / m * m, m) : kLargestTile;
+    int tile = std::max((max_tile_ > 0 ? max_tile_ : kLargestTile) / m * m, m);
     size_t plane = size_t(shape.c) * image_pixels;
     for (;;) {
         while (tile > smallest && size_t(tile + 2 * r) * size_t(tile + 2 * r) > pixels_fit)

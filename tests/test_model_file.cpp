@@ -388,6 +388,32 @@ std::vector<BadModelCase> bad_model_cases() {
                  3, 2);
          },
          "attribute 'add_model_input' is not allowed on space_to_depth"},
+        {"size multiple beyond 64",
+         [](const std::string& p) {
+             standard_file(
+                 p,
+                 [](RawH5& f, hid_t s) {
+                     const int factors[] = {8, 7, 5};
+                     int i = 0;
+                     for (int k : factors) {
+                         f.shuffle(s, std::to_string(i++), "space_to_depth", k);
+                         f.shuffle(s, std::to_string(i++), "depth_to_space", k);
+                     }
+                 },
+                 3, 2);
+         },
+         "image sides would have to be multiples of 280"},
+        {"space_to_depth beyond the channel limit",
+         [](const std::string& p) {
+             standard_file(
+                 p,
+                 [](RawH5& f, hid_t s) {
+                     f.conv2d(s, "0", 3, 4096);
+                     f.shuffle(s, "1", "space_to_depth", 2);
+                 },
+                 3, 2);
+         },
+         "4096 channels x factor^2 = 16384 channels, more than 4096"},
         {"channels out of range",
          [](const std::string& p) {
              standard_file(
@@ -719,6 +745,61 @@ TEST(ModelRunner, UnshuffleModelMatchesReferenceAtOddSizesTiledOrNot) {
         runner.run(input.data(), tiled.data(), shape, nullptr);
         expect_matches_reference(whole, ref, "untiled");
         expect_matches_reference(tiled, ref, "tiled");
+    }
+}
+
+// Convolutions at two resolutions (full, then 1/f, then full again): the
+// tile halo must round to whole blocks at the coarse resolution; f = 3 also
+// checks tiles aligned to a size multiple that is not a power of two.
+ModelFile two_resolution_model(std::mt19937& rng, int f) {
+    ModelFile m;
+    m.name = "test-two-resolutions";
+    m.task = "test";
+    m.description = m.provenance = "tests";
+    m.channels = 3;
+    m.format_version = 2;
+    Conv2dStage head = test::random_conv2d(rng, 3, 3, 3, PadMode::Zero, true);
+    head.activation = Activation::ReLU;
+    m.stages.push_back(head);
+    SpaceToDepthStage down;
+    down.in_channels = 3, down.factor = f;
+    m.stages.push_back(down);
+    Conv2dStage body = test::random_conv2d(rng, 3 * f * f, 3 * f * f, 3, PadMode::Reflect, true);
+    body.activation = Activation::ReLU;
+    m.stages.push_back(body);
+    DepthToSpaceStage up;
+    up.in_channels = 3 * f * f, up.factor = f;
+    m.stages.push_back(up);
+    Conv2dStage tail = test::random_conv2d(rng, 3, 3, 3, PadMode::Replicate, true);
+    tail.add_model_input = true;
+    m.stages.push_back(tail);
+    validate_model(m, "two-resolution model");
+    return m;
+}
+
+TEST(ModelRunner, TwoResolutionModelsTileExactly) {
+    unsigned seed;
+    auto rng = fresh_rng(&seed);
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    auto cpu = make_cpu_backend();
+    for (int f : {2, 3}) {
+        ModelFile m = two_resolution_model(rng, f);
+        // Back from the output: tail 1, rounded up to a block of f, + the body's
+        // one block of f, + head 1, rounded up to a multiple of f: 6 (f 2), 9 (f 3).
+        EXPECT_EQ(m.radius(), f == 2 ? 6 : 9) << "f " << f;
+        ModelRunner runner(m, *cpu);
+        for (Shape shape : {Shape{1, 3, 47, 61}, Shape{2, 3, 20, 33}}) {
+            SCOPED_TRACE("f " + std::to_string(f) + " " + shape.str());
+            std::vector<float> input = test::random_vector(rng, shape.count(), 0.3f);
+            std::vector<double> ref = reference_model(m, input, shape);
+            std::vector<float> whole(shape.count(), std::nanf("")), tiled(shape.count(), std::nanf(""));
+            runner.set_max_tile(0);
+            runner.run(input.data(), whole.data(), shape, nullptr);
+            runner.set_max_tile(16);
+            runner.run(input.data(), tiled.data(), shape, nullptr);
+            expect_matches_reference(whole, ref, "untiled");
+            expect_matches_reference(tiled, ref, "tiled");
+        }
     }
 }
 

@@ -371,6 +371,9 @@ def read_model(path):
         model["stages"] = stages
         model["receptive_field"] = receptive_field(stages)
         model["downscale"] = downscale(stages)
+        if model["downscale"] > MAX_DOWNSCALE:
+            raise ModelError(f"{path}: image sides would have to be multiples of {model['downscale']} (the least "
+                             f"common multiple of its reductions); at most {MAX_DOWNSCALE} is supported")
         return model
 
 

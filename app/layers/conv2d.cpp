@@ -51,7 +51,7 @@ Conv2dStage Conv2dStage::load(LayerReader& r, int channels) {
     if (w.shape[2] != w.shape[3] || w.shape[2] == 0 || w.shape[2] > 64)
         throw Error(at + ": dataset 'weight': expected a square kernel of at most 64x64 [out,in,K,K], found " +
                     dims_string(w.shape));
-    if (w.shape[0] == 0 || w.shape[0] > 4096)
+    if (w.shape[0] == 0 || w.shape[0] > (unsigned long long)kMaxChannels)
         throw Error(at + ": dataset 'weight': expected 1..4096 output channels, found " + dims_string(w.shape));
     conv.out_channels = int(w.shape[0]);
     conv.kernel = int(w.shape[2]);

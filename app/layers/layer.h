@@ -29,6 +29,10 @@
 
 namespace imr {
 
+// The most channels any layer may produce: far beyond any restoration
+// network, and small enough that no channel arithmetic overflows.
+constexpr int kMaxChannels = 4096;
+
 // Reads one stage group of a model file. Every failure throws imr::Error
 // starting with where(): "FILE: stage N (op)".
 class LayerReader {

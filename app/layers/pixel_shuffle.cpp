@@ -43,6 +43,10 @@ PixelShuffleStage<D> PixelShuffleStage<D>::load(LayerReader& r, int channels) {
         throw Error(at + ": attribute 'factor': expected 2.." + std::to_string(kMaxFactor) + ", found " +
                     std::to_string(f));
     s.factor = int(f);
+    if (kToDepth && (long long)channels * f * f > kMaxChannels)
+        throw Error(at + ": " + std::to_string(channels) +
+                    " channels x factor^2 = " + std::to_string((long long)channels * f * f) + " channels, more than " +
+                    std::to_string(kMaxChannels));
     if (!kToDepth && channels % (s.factor * s.factor) != 0)
         throw Error(at + ": receives " + std::to_string(channels) +
                     " channels, not a multiple of factor^2 = " + std::to_string(s.factor * s.factor));
@@ -71,8 +75,8 @@ void PixelShuffleStage<D>::validate(const std::string& at) const {
 template <ShuffleDirection D>
 std::string PixelShuffleStage<D>::describe() const {
     const std::string f = std::to_string(factor);
-    std::string s = std::string(kOp) + (kToDepth ? "  " : "  ") + std::to_string(in_channels) + " -> " +
-                    std::to_string(channels_out()) + " channels, " + f + "x" + f + " pixel blocks " +
+    std::string s = std::string(kOp) + "  " + std::to_string(in_channels) + " -> " + std::to_string(channels_out()) +
+                    " channels, " + f + "x" + f + " pixel blocks " +
                     (kToDepth ? "to channels (1/" + f + " resolution)" : "back to pixels (x" + f + " resolution)");
     if (add_model_input) s += ", + model input";
     return s;

@@ -37,7 +37,7 @@ ResidualBlockStage ResidualBlockStage::load(LayerReader& r, int channels) {
     if (w_in.shape[2] != 3 || w_in.shape[3] != 3)
         throw Error(at + ": dataset 'conv_in_weight': expected a 3x3 kernel [hidden," + std::to_string(channels) +
                     ",3,3], found " + dims_string(w_in.shape));
-    if (w_in.shape[0] == 0 || w_in.shape[0] > 4096)
+    if (w_in.shape[0] == 0 || w_in.shape[0] > (unsigned long long)kMaxChannels)
         throw Error(at + ": dataset 'conv_in_weight': expected 1..4096 hidden channels, found " +
                     dims_string(w_in.shape));
     if (w_in.shape[1] != (unsigned long long)channels)

@@ -117,7 +117,7 @@ void conv_tile(const DirectConv& g, const float* in, const float* w, int ws, con
             for (int b = 0; b < XB; ++b) acc[c][b] = relu8(acc[c][b]);
     }
     if (res) {
-        alignas(32) float part[8 * XB];
+        alignas(32) float part[8 * XB] = {};  // lanes past `cols` stay finite (zero)
         for (int c = 0; c < COB; ++c) {
             const float* r = res + c * g.res_plane;
             if (cols < 8 * XB) {  // the row's last tile: read only the columns that exist
