@@ -134,6 +134,14 @@ double limit_from_env(const char* name, double fallback) {
 }
 }  // namespace
 
+double max_model_parameters() {
+    return limit_from_env("IMRESTORE_MAX_PARAMETERS", kDefaultMaxParameters);
+}
+
+double max_model_flops_per_pixel() {
+    return limit_from_env("IMRESTORE_MAX_FLOPS_PER_PIXEL", kDefaultMaxFlopsPerPixel);
+}
+
 void validate_model(const ModelFile& m, const std::string& where) {
     if (m.format_version < 1 || m.format_version > kModelFormatVersion)
         throw Error(where + ": format_version " + std::to_string(m.format_version) +
@@ -180,8 +188,7 @@ void validate_model(const ModelFile& m, const std::string& where) {
                     " (the least common multiple of its reductions); at most " + std::to_string(kMaxSizeMultiple) +
                     " is supported");
     const double params = double(m.parameter_count()), flops = m.flops_per_pixel();
-    const double max_params = limit_from_env("IMRESTORE_MAX_PARAMETERS", kDefaultMaxParameters);
-    const double max_flops = limit_from_env("IMRESTORE_MAX_FLOPS_PER_PIXEL", kDefaultMaxFlopsPerPixel);
+    const double max_params = max_model_parameters(), max_flops = max_model_flops_per_pixel();
     if (params > max_params)
         throw Error(where + ": " + std::to_string(size_t(params)) + " parameters, more than the limit of " +
                     std::to_string(size_t(max_params)) + " (IMRESTORE_MAX_PARAMETERS raises it)");

@@ -53,6 +53,11 @@ constexpr double kDefaultMaxParameters = 64e6;
 constexpr int kMaxSizeMultiple = 64;
 constexpr double kDefaultMaxFlopsPerPixel = 50e6;
 
+// The limits in force (the defaults, or the environment's overrides; a
+// malformed override is an imr::Error).
+double max_model_parameters();
+double max_model_flops_per_pixel();
+
 // Reads and validates a model file. Throws imr::Error naming the file, the
 // stage, the dataset or attribute, what was expected and what was found.
 ModelFile load_model_file(const std::string& path);

@@ -161,21 +161,22 @@ RawEntry read_dataset(hid_t group, const char* name, unsigned long long& file_fl
     if (rank > 0) H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
     e.shape.assign(dims.begin(), dims.end());
     // Overflow-safe: stop multiplying as soon as the product passes the limit.
+    const unsigned long long most = max_file_floats();
     unsigned long long count = 1;
     for (hsize_t d : dims) {
-        if (d != 0 && count > kMaxDatasetFloats / d) {
-            count = kMaxDatasetFloats + 1;
+        if (d != 0 && count > most / d) {
+            count = most + 1;
             break;
         }
         count *= d;
     }
-    if (count > kMaxDatasetFloats)
-        return invalid(what + " is implausibly large " + dims_string(e.shape) + " (more than 2^27 values)");
+    if (count > most)
+        return invalid(what + " is implausibly large " + dims_string(e.shape) + " (more values than a model may have)");
     const std::string problem = storage_problem(dset.get());
     if (!problem.empty()) return invalid(what + " " + problem);
     file_floats += count;
-    if (file_floats > kMaxFileFloats)
-        throw Error(where + ": the file's datasets hold more than 2^28 values: implausibly large for a model");
+    if (file_floats > most)
+        throw Error(where + ": the file's datasets hold more values than a model may have (IMRESTORE_MAX_PARAMETERS)");
     e.data.resize(size_t(count));
     if (count && H5Dread(dset.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, e.data.data()) < 0)
         return invalid("cannot read " + what);
@@ -220,6 +221,10 @@ size_t count_stages(hid_t stages, const std::string& where) {
 }
 
 }  // namespace
+
+unsigned long long max_file_floats() {
+    return (unsigned long long)max_model_parameters() + (1u << 20);
+}
 
 RawModel read_model_hdf5(const std::string& path) {
     silence_hdf5();

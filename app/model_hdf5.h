@@ -10,11 +10,12 @@
 
 namespace imr {
 
-// Limits of what the reader reads at all, before any layer sees it: a dataset
-// of more floats than this, or a file whose datasets hold more in all, is
-// refused (model_file.h has the finer, overridable model limits).
-constexpr unsigned long long kMaxDatasetFloats = 1ull << 27;  // 512 MB
-constexpr unsigned long long kMaxFileFloats = 1ull << 28;     // 1 GB
+// What the reader reads at all, before any layer sees it: a dataset of more
+// floats than this, or a file whose datasets hold more in all, is refused.
+// It follows the model's parameter limit (model_file.h, 64 M by default and
+// overridable), plus room for the biases, so a small file that declares
+// huge datasets costs no more memory than the largest model allowed.
+unsigned long long max_file_floats();
 
 // Reads `path` without interpreting it. Throws imr::Error starting with the
 // path for what makes the whole file unreadable: not HDF5, no 'stages' group,

@@ -33,8 +33,7 @@ namespace {
 constexpr int kTimeoutSeconds = 60;  // wall clock, then SIGKILL; IMRESTORE_MODEL_READ_TIMEOUT overrides it
 constexpr rlim_t kCpuSeconds = 60;   // RLIMIT_CPU
 constexpr unsigned long long kChildHeapBytes = 3ull << 30;  // RLIMIT_DATA beyond what the child inherits
-constexpr size_t kMaxWireBytes = size_t(kMaxFileFloats) * 4 + (64u << 20);  // tensors + metadata
-constexpr size_t kMaxEntries = 1 << 16;                                     // per group
+constexpr size_t kMaxEntries = 1 << 16;                     // per group
 constexpr size_t kMaxNameBytes = 1 << 16;
 
 // ------------------------------------------------------------------ encoding
@@ -130,12 +129,12 @@ RawGroup get_group(WireReader& r, unsigned long long& floats) {
                     unsigned long long count = 1;
                     for (unsigned long long d = 0; d < rank; ++d) {
                         e.shape.push_back(r.u64());
-                        if (e.shape.back() != 0 && count > kMaxDatasetFloats / e.shape.back()) r.fail("a huge tensor");
+                        if (e.shape.back() != 0 && count > max_file_floats() / e.shape.back()) r.fail("a huge tensor");
                         count *= e.shape.back();
                     }
                     if (r.u64() != count) r.fail("a tensor whose size does not match its shape");
                     floats += count;
-                    if (floats > kMaxFileFloats) r.fail("more tensor data than the reader's limit");
+                    if (floats > max_file_floats()) r.fail("more tensor data than the reader's limit");
                     e.data.resize(size_t(count));
                     std::memcpy(e.data.data(), r.take(size_t(count) * sizeof(float)), size_t(count) * sizeof(float));
                     break;
@@ -250,6 +249,7 @@ RawModel read_model_isolated(const std::string& path) {
     }
     close(fds[1]);
     // Read everything the child says, up to the deadline and the size limit.
+    const size_t max_wire_bytes = size_t(max_file_floats()) * sizeof(float) + (64u << 20);  // + metadata
     std::string bytes;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
     bool timed_out = false, too_long = false;
@@ -269,7 +269,7 @@ RawModel read_model_isolated(const std::string& path) {
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) break;  // EOF: the child is done (or died)
         bytes.append(buf, size_t(n));
-        if (bytes.size() > kMaxWireBytes) {
+        if (bytes.size() > max_wire_bytes) {
             too_long = true;
             break;
         }

@@ -325,6 +325,8 @@ std::vector<ConvCase> conv_cases() {
         {1, 2, 3, 40, 37, 33, 0, 0, Z, true},
         same(1, 4, 4, 48, 40, 32, Z, false),
         {2, 3, 4, 10, 15, 3, 0, 2, P, true},
+        {2, 3, 4, 10, 15, 3, 2, 0, R, true},
+        fused({1, 5, 6, 9, 14, 4, 3, 0, Z, false}, ReLU, true),
         // C = 1, Cin != Cout both ways, C up to 256 with small images.
         same(1, 1, 1, 31, 29, 5, R, true),
         same(2, 6, 2, 16, 16, 3, Z, true),
