@@ -7,7 +7,7 @@
 #include <cstring>
 #include <string>
 
-#include "backend.h"
+#include "error.h"
 
 namespace imr {
 namespace {

@@ -66,7 +66,7 @@
 #include <memory>
 #include <system_error>
 
-#include "backend.h"
+#include "error.h"
 
 #if defined(__GNUC__)
 #pragma GCC diagnostic push

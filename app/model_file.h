@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "backend.h"
+#include "error.h"
 #include "layers/stage.h"
 
 namespace imr {

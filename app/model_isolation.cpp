@@ -21,7 +21,7 @@
 #include <cstring>
 #include <fstream>
 
-#include "backend.h"
+#include "error.h"
 #include "model_hdf5.h"
 
 namespace imr {

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <set>
 
-#include "backend.h"
+#include "error.h"
 
 namespace imr {
 

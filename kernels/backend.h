@@ -14,18 +14,9 @@
 #include <string>
 #include <vector>
 
-namespace imr {
+#include "error.h"
 
-// Every error below app/ is an imr::Error carrying its context ("op, shapes,
-// what went wrong"); only the CLI decides what to print and which exit code.
-struct Error : std::runtime_error {
-    using std::runtime_error::runtime_error;
-};
-// Backend::alloc found too little memory: the caller may retry with less
-// (the model runner then splits the image into smaller tiles).
-struct OutOfMemory : Error {
-    using Error::Error;
-};
+namespace imr {
 
 // Dimensions of an NCHW tensor.
 struct Shape {

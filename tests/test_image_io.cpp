@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "backend.h"
+#include "error.h"
 #include "image_batch.h"
 #include "image_io.h"
 

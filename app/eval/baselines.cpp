@@ -8,7 +8,7 @@
 #include <functional>
 #include <sstream>
 
-#include "backend.h"
+#include "error.h"
 #include "eval/metrics.h"
 
 #ifdef IMRESTORE_WITH_OPENCV

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <sstream>
 
-#include "backend.h"
+#include "error.h"
 
 #ifdef IMRESTORE_WITH_OPENCV
 #include <opencv2/core.hpp>

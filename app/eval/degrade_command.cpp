@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <iostream>
 
-#include "backend.h"
+#include "error.h"
 #include "pipeline.h"
 
 namespace imr {

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "backend.h"
+#include "error.h"
 
 namespace imr {
 
