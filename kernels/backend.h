@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "error.h"
+#include "system_memory.h"
 
 namespace imr {
 
@@ -177,9 +178,7 @@ private:
 
 // threads <= 0: one per hardware thread.
 std::unique_ptr<Backend> make_cpu_backend(int threads = 0);
-// Host memory this process could still use: the machine's available memory,
-// or less under a cgroup v2 limit. What the CPU backend reports as free.
-size_t host_memory_available();
+// host_memory_available(): what the CPU backend reports as free (system_memory.h).
 
 // True when this binary was built with the CUDA backend.
 bool cuda_compiled();

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "cpu_ops.h"
+#include "system_memory.h"
 
 namespace imr {
 
@@ -28,37 +29,6 @@ public:
 private:
     std::chrono::steady_clock::time_point start_, stop_;
 };
-
-size_t machine_available() {
-    std::ifstream meminfo("/proc/meminfo");
-    std::string line;
-    while (std::getline(meminfo, line)) {
-        if (line.rfind("MemAvailable:", 0) == 0) {
-            std::istringstream fields(line.substr(13));
-            size_t kib = 0;
-            if (fields >> kib) return kib * 1024;
-        }
-    }
-    const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    return pages > 0 && page > 0 ? size_t(pages) * size_t(page) : 0;
-}
-
-// memory.max - memory.current of this process's cgroup (v2), or "no limit".
-size_t cgroup_available() {
-    constexpr size_t kNoLimit = ~size_t(0);
-    std::ifstream cgroup_file("/proc/self/cgroup");
-    std::string line, path;
-    while (std::getline(cgroup_file, line))
-        if (line.rfind("0::", 0) == 0) path = line.substr(3);  // the v2 hierarchy
-    if (path.empty()) return kNoLimit;
-    const std::string dir = "/sys/fs/cgroup" + (path == "/" ? std::string() : path);
-    std::ifstream max_file(dir + "/memory.max"), current_file(dir + "/memory.current");
-    std::string max_text;
-    size_t max = 0, current = 0;
-    if (!(max_file >> max_text) || max_text == "max" || !(current_file >> current)) return kNoLimit;
-    max = std::stoull(max_text);
-    return max > current ? max - current : 0;
-}
 
 class CpuBackend : public Backend {
 public:
@@ -107,10 +77,6 @@ private:
 };
 
 }  // namespace
-
-size_t host_memory_available() {
-    return std::min(machine_available(), cgroup_available());
-}
 
 std::unique_ptr<Backend> make_cpu_backend(int threads) {
     return std::make_unique<CpuBackend>(threads);
