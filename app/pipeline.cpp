@@ -11,7 +11,7 @@
 #include <set>
 #include <thread>
 
-#include "image_batch.h"
+#include "image/image_batch.h"
 
 namespace imr {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "image_io.h"
+#include "image/image_io.h"
 #include "model_runner.h"
 #include "stage_timer.h"
 

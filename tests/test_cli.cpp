@@ -11,7 +11,7 @@
 
 #include "backend.h"
 #include "cli_run.h"
-#include "image_io.h"
+#include "image/image_io.h"
 #include "test_util.h"
 
 namespace imr {
@@ -159,7 +159,7 @@ TEST(Cli, KeepsBitDepthAndAlpha) {
 
 // A model with a known effect (halve every value: a 1x1 conv2d with weight
 // 0.5), as a 1-channel and a 3-channel model, on an RGB and a gray image:
-// every channel mapping of app/image_batch.h gives round(sample / 2).
+// every channel mapping of app/image/image_batch.h gives round(sample / 2).
 TEST(Cli, ChannelMappingsOnAKnownModel) {
     ScratchDir dir("cli");
     for (int channels : {1, 3}) {

@@ -1,4 +1,4 @@
-// Image files (app/image_io.*) and image <-> plane conversion (app/image_batch.*).
+// Image files (app/image/image_io.*) and image <-> plane conversion (app/image/image_batch.*).
 // Random images from a fresh seed (printed with every failure), odd sizes,
 // every codec this build has. Files go under
 // temp_directory_path()/imrestore-test-<pid>/<test>, removed afterwards.
@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "error.h"
-#include "image_batch.h"
-#include "image_io.h"
+#include "image/image_batch.h"
+#include "image/image_io.h"
 
 #ifdef IMRESTORE_WITH_OPENCV
 #include <opencv2/imgcodecs.hpp>

@@ -10,8 +10,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "image_batch.h"
-#include "image_io.h"
+#include "image/image_batch.h"
+#include "image/image_io.h"
 #include "model_file.h"
 #include "model_runner.h"
 

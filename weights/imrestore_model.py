@@ -454,7 +454,7 @@ def apply_model(model, image_chw):
 
 
 def restore_uint8(model, image):
-    """What the CLI does to an 8-bit image (app/image_batch.h): image is uint8
+    """What the CLI does to an 8-bit image (app/image/image_batch.h): image is uint8
     [H, W] (gray) or [H, W, 3] (RGB). Samples / 255 -> model -> clamp to [0, 1]
     -> * 255, round to nearest. A gray image through a 3-channel model is
     replicated to R=G=B and the result is the mean of R, G, B; an RGB image

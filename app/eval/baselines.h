@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "eval/degradations.h"
-#include "image_io.h"
+#include "image/image_io.h"
 
 namespace imr {
 

@@ -12,7 +12,7 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 #else
-// The implementations live in image_io.cpp; only the declarations here.
+// The implementations live in app/image/codec_stb.cpp; only the declarations here.
 #include "stb_image.h"
 #include "stb_image_write.h"
 #endif

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "image_io.h"
+#include "image/image_io.h"
 
 namespace imr {
 

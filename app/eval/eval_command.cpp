@@ -13,7 +13,7 @@
 #include "backend.h"
 #include "eval/baselines.h"
 #include "eval/metrics.h"
-#include "image_batch.h"
+#include "image/image_batch.h"
 #include "model_runner.h"
 #include "pipeline.h"
 

@@ -8,7 +8,7 @@
 
 #include <vector>
 
-#include "image_io.h"
+#include "image/image_io.h"
 
 namespace imr {
 

@@ -1,7 +1,7 @@
 // Image <-> NCHW planes. Per-image hot path: every function is a few plain
 // loops over contiguous memory (one strided read or write per channel plane),
 // which the compiler vectorizes.
-#include "image_batch.h"
+#include "image/image_batch.h"
 
 #include <algorithm>
 #include <cstring>

@@ -33,7 +33,7 @@ struct WriteOptions {
     int jpeg_quality = 95;    // 1..100
     int webp_quality = 95;    // 1..100; above 100 is lossless with OpenCV
     int png_compression = 1;  // 0..9; 1 encodes ~30% faster than 3 for ~2% larger files (OpenCV/zlib, samples)
-    bool overwrite = true;    // false: fail if the file appeared meanwhile (checked atomically at the rename)
+    bool overwrite = true;    // false: fail if the file appeared meanwhile (checked atomically by the link/rename)
 };
 
 // Lower-case extensions (with the dot) this build can read, e.g. ".png".
@@ -51,9 +51,12 @@ void check_can_write(const std::string& path, int channels, int bit_depth, const
 // Throws imr::Error("PATH: what is wrong") for missing/unreadable/corrupt files.
 Image read_image(const std::string& path, Codec codec = Codec::Auto);
 
-// Writes atomically: encodes to a temporary file in the same directory and
-// renames it over `path`, so a failure never leaves a partial file.
-// The format comes from the extension. Throws imr::Error("PATH: what").
+// Writes atomically (app/util/atomic_file.h): the encoded bytes go to an
+// unnamed O_TMPFILE in the target's directory that is linked into place once
+// complete, or, where the file system has no O_TMPFILE, to a hidden temporary
+// file renamed over `path`; a failure or a killed process never leaves a
+// partial file (not fsync'ed: a power loss may). The format comes from the
+// extension. Throws imr::Error("PATH: what").
 void write_image(const std::string& path, const Image& image, const WriteOptions& options = {},
                  Codec codec = Codec::Auto);
 

@@ -4,7 +4,7 @@
 // the source image to the result untouched.
 #pragma once
 
-#include "image_io.h"
+#include "image/image_io.h"
 
 namespace imr {
 

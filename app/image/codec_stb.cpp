@@ -1,0 +1,115 @@
+// The stb codec: stb_image decodes, stb_image_write encodes JPEG, BMP and
+// TGA (PNG goes to builtin_png.cpp, which borrows stb's zlib). The stb
+// implementations are compiled here and nowhere else (app/eval/degradations.cpp
+// uses them through the declarations only).
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include "error.h"
+#include "image/codecs.h"
+#include "image/probe.h"
+
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+#pragma GCC diagnostic ignored "-Wsign-compare"
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#pragma GCC diagnostic ignored "-Wimplicit-fallthrough"
+#endif
+#define STBI_NO_HDR
+#define STBI_NO_LINEAR
+#define STBI_NO_PIC
+#define STB_IMAGE_IMPLEMENTATION
+#include "stb_image.h"
+#define STBI_WRITE_NO_STDIO
+#define STB_IMAGE_WRITE_IMPLEMENTATION
+#include "stb_image_write.h"
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+
+namespace imr::imageio {
+namespace {
+
+std::vector<uint8_t> to_bytes8(const Image& img) {
+    return std::vector<uint8_t>(img.samples.begin(), img.samples.end());
+}
+
+void append_bytes(void* context, void* data, int size) {
+    auto* out = static_cast<std::vector<uint8_t>*>(context);
+    const uint8_t* p = static_cast<const uint8_t*>(data);
+    out->insert(out->end(), p, p + size);
+}
+
+}  // namespace
+
+Image decode_stb(const std::string& path, const std::vector<uint8_t>& data, const FormatInfo& fmt) {
+    const int len = int(data.size());
+    int w = 0, h = 0, c = 0;
+    std::unique_ptr<void, void (*)(void*)> pixels(nullptr, &stbi_image_free);
+    const bool is16 = stbi_is_16_bit_from_memory(data.data(), len);
+    if (is16)
+        pixels.reset(stbi_load_16_from_memory(data.data(), len, &w, &h, &c, 0));
+    else
+        pixels.reset(stbi_load_from_memory(data.data(), len, &w, &h, &c, 0));
+    if (!pixels) {
+        const char* why = stbi_failure_reason();
+        throw Error(path + ": cannot decode " + fmt.name + ": " + (why ? why : "unknown stb error"));
+    }
+    if (c < 1 || c > 4) throw Error(path + ": unsupported channel count " + std::to_string(c));
+    check_dimensions(path, uint64_t(w), uint64_t(h), uint64_t(c));
+    Image img;
+    img.width = w, img.height = h, img.channels = c, img.bit_depth = is16 ? 16 : 8;
+    const size_t n = size_t(w) * h * c;
+    if (is16) {
+        const uint16_t* in = static_cast<const uint16_t*>(pixels.get());
+        img.samples.assign(in, in + n);
+    } else {
+        const uint8_t* in = static_cast<const uint8_t*>(pixels.get());
+        img.samples.assign(in, in + n);
+    }
+    return img;
+}
+
+std::vector<uint8_t> encode_stb(const std::string& path, const Image& img, const FormatInfo& fmt,
+                                const WriteOptions& options) {
+    if (fmt.format == Format::Png) return encode_png_builtin(path, img, options.png_compression);
+    std::vector<uint8_t> out;
+    const std::vector<uint8_t> px = to_bytes8(img);
+    int ok = 0;
+    switch (fmt.format) {
+        case Format::Jpeg:
+            ok = stbi_write_jpg_to_func(append_bytes, &out, img.width, img.height, img.channels, px.data(),
+                                        options.jpeg_quality);
+            break;
+        case Format::Bmp:
+            ok = stbi_write_bmp_to_func(append_bytes, &out, img.width, img.height, img.channels, px.data());
+            break;
+        case Format::Tga:
+            ok = stbi_write_tga_to_func(append_bytes, &out, img.width, img.height, img.channels, px.data());
+            break;
+        default:
+            break;
+    }
+    if (!ok || out.empty()) throw Error(path + ": stb could not encode the " + std::string(fmt.name) + " image");
+    return out;
+}
+
+StbHeader stb_header(const std::vector<uint8_t>& data) {
+    StbHeader h;
+    h.parsed = stbi_info_from_memory(data.data(), int(data.size()), &h.width, &h.height, &h.channels) != 0;
+    if (!h.parsed) {
+        const char* why = stbi_failure_reason();
+        h.too_large = why && std::strcmp(why, "too large") == 0;
+    }
+    return h;
+}
+
+std::unique_ptr<unsigned char, void (*)(void*)> stb_zlib_compress(unsigned char* data, int size, int& compressed_size,
+                                                                  int quality) {
+    return {::stbi_zlib_compress(data, size, &compressed_size, quality), &std::free};
+}
+
+}  // namespace imr::imageio

@@ -1,0 +1,279 @@
+// Sniffing, structural checks and EXIF orientation (see probe.h).
+#include "image/probe.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+
+#include "error.h"
+
+namespace imr::imageio {
+namespace {
+
+// ---------------------------------------------------------------- EXIF orientation
+
+// Orientation tag (0x0112) of IFD0 in a TIFF-structured block (an EXIF payload
+// or a TIFF file); 1 when absent or malformed.
+int tiff_orientation(const uint8_t* t, size_t n) {
+    if (n < 8) return 1;
+    bool le;
+    if (t[0] == 'I' && t[1] == 'I')
+        le = true;
+    else if (t[0] == 'M' && t[1] == 'M')
+        le = false;
+    else
+        return 1;
+    auto u16 = [&](size_t at) { return le ? uint32_t(t[at]) | uint32_t(t[at + 1]) << 8 : be16(t + at); };
+    auto u32 = [&](size_t at) { return le ? le32(t + at) : be32(t + at); };
+    if (u16(2) != 42) return 1;
+    uint64_t ifd = u32(4);
+    if (ifd + 2 > n) return 1;
+    uint32_t count = u16(size_t(ifd));
+    for (uint32_t i = 0; i < count; ++i) {
+        uint64_t e = ifd + 2 + 12 * uint64_t(i);
+        if (e + 12 > n) return 1;
+        if (u16(size_t(e)) != 0x0112) continue;
+        if (u16(size_t(e) + 2) != 3) return 1;  // must be SHORT
+        uint32_t v = u16(size_t(e) + 8);
+        return v >= 1 && v <= 8 ? int(v) : 1;
+    }
+    return 1;
+}
+
+int exif_payload_orientation(const uint8_t* p, size_t n) {
+    if (n >= 6 && std::memcmp(p, "Exif\0\0", 6) == 0) p += 6, n -= 6;
+    return tiff_orientation(p, n);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- sniffing
+
+Format sniff(const std::vector<uint8_t>& d) {
+    auto starts = [&](const char* magic, size_t n, size_t at = 0) {
+        return d.size() >= at + n && std::memcmp(d.data() + at, magic, n) == 0;
+    };
+    if (starts("\x89PNG\r\n\x1a\n", 8)) return Format::Png;
+    if (starts("\xff\xd8\xff", 3)) return Format::Jpeg;
+    if (starts("GIF87a", 6) || starts("GIF89a", 6)) return Format::Gif;
+    if (starts("II*\0", 4) || starts("MM\0*", 4)) return Format::Tiff;
+    if (starts("RIFF", 4) && starts("WEBP", 4, 8)) return Format::Webp;
+    if (starts("8BPS", 4)) return Format::Psd;
+    if (starts("BM", 2) && d.size() >= 26) return Format::Bmp;
+    if (starts("#?RADIANCE", 10) || starts("#?RGBE", 6)) return Format::Hdr;
+    if (d.size() >= 3 && d[0] == 'P' && d[1] >= '1' && d[1] <= '6' && std::isspace(d[2])) return Format::Pnm;
+    return Format::Unknown;
+}
+
+std::string first_bytes_hex(const std::vector<uint8_t>& d) {
+    static const char* digits = "0123456789abcdef";
+    std::string s;
+    for (size_t i = 0; i < d.size() && i < 4; ++i) {
+        if (i) s += ' ';
+        s += digits[d[i] >> 4];
+        s += digits[d[i] & 15];
+    }
+    return s;
+}
+
+// ---------------------------------------------------------------- structural checks
+
+Probe probe_jpeg(const std::vector<uint8_t>& d) {
+    Probe r;
+    const size_t n = d.size();
+    size_t pos = 2, scan = 0;
+    bool have_exif = false;
+    while (pos + 2 <= n) {
+        if (d[pos] != 0xFF) {
+            r.problem = "corrupt JPEG marker structure at byte " + std::to_string(pos);
+            return r;
+        }
+        uint8_t m = d[pos + 1];
+        if (m == 0xFF) {  // fill byte
+            ++pos;
+            continue;
+        }
+        if (m == 0x01 || m == 0xD8 || (m >= 0xD0 && m <= 0xD7)) {  // markers without a length
+            pos += 2;
+            continue;
+        }
+        if (m == 0xD9) {
+            r.problem = "JPEG ends before any image data";
+            return r;
+        }
+        if (pos + 4 > n) break;
+        size_t len = be16(&d[pos + 2]);
+        if (len < 2 || pos + 2 + len > n) break;
+        if (m == 0xE1 && !have_exif && len >= 8 && std::memcmp(&d[pos + 4], "Exif\0\0", 6) == 0) {
+            r.orientation = exif_payload_orientation(&d[pos + 4], len - 2);
+            have_exif = true;
+        }
+        const bool sof = m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC;
+        if (sof && len >= 8) {
+            r.height = be16(&d[pos + 5]), r.width = be16(&d[pos + 7]), r.channels = d[pos + 9];
+            if (r.height == 0) r.height = 1;  // DNL-defined height: unknown but at least one row
+        }
+        if (m == 0xDA) {
+            scan = pos + 2 + len;
+            break;
+        }
+        pos += 2 + len;
+    }
+    if (scan == 0) {
+        r.problem = "truncated JPEG file (ends in its headers)";
+        return r;
+    }
+    // Inside entropy-coded data 0xFF is always followed by 0x00 or RSTn, so
+    // the first FF D9 after the scan header is the end-of-image marker.
+    for (size_t i = scan; i + 1 < n; ++i) {
+        const void* ff = std::memchr(&d[i], 0xFF, n - 1 - i);
+        if (!ff) break;
+        i = size_t(static_cast<const uint8_t*>(ff) - d.data());
+        if (d[i + 1] == 0xD9) return r;
+    }
+    r.problem = "truncated JPEG file (no end-of-image marker)";
+    return r;
+}
+
+Probe probe_png(const std::vector<uint8_t>& d) {
+    Probe r;
+    const size_t n = d.size();
+    if (n < 8 + 8 + 13 + 4 || std::memcmp(&d[12], "IHDR", 4) != 0 || be32(&d[8]) != 13) {
+        r.problem = "corrupt PNG file (no IHDR header)";
+        return r;
+    }
+    r.png_color_type = d[8 + 8 + 9];
+    r.width = be32(&d[16]), r.height = be32(&d[20]);
+    static const int channels_of_type[7] = {1, 0, 3, 3, 2, 0, 4};
+    r.channels = r.png_color_type <= 6 ? uint64_t(std::max(1, channels_of_type[r.png_color_type])) : 1;
+    size_t pos = 8;
+    while (pos + 12 <= n) {
+        uint64_t len = be32(&d[pos]);
+        if (pos + 12 + len > n) break;
+        const uint8_t* type = &d[pos + 4];
+        if (std::memcmp(type, "eXIf", 4) == 0) r.orientation = exif_payload_orientation(&d[pos + 8], size_t(len));
+        if (std::memcmp(type, "IEND", 4) == 0) return r;
+        pos += size_t(12 + len);
+    }
+    r.problem = "truncated PNG file (no IEND chunk)";
+    return r;
+}
+
+Probe probe_webp(const std::vector<uint8_t>& d) {
+    Probe r;
+    size_t pos = 12;
+    while (pos + 8 <= d.size()) {
+        uint64_t len = le32(&d[pos + 4]);
+        if (pos + 8 + len > d.size()) break;
+        if (std::memcmp(&d[pos], "EXIF", 4) == 0) {
+            r.orientation = exif_payload_orientation(&d[pos + 8], size_t(len));
+            break;
+        }
+        pos += size_t(8 + len + (len & 1));
+    }
+    return r;  // libwebp itself rejects truncated files
+}
+
+std::string size_problem(Format f, const std::vector<uint8_t>& d, uint64_t w, uint64_t h) {
+    const uint64_t n = d.size();
+    uint64_t need = 0;
+    const char* name = "";
+    if (f == Format::Bmp && n >= 30) {
+        name = "BMP";
+        const uint32_t header = le32(&d[14]);
+        uint64_t bpp, compression = 0;
+        if (header == 12) {
+            w = le16(&d[18]), h = le16(&d[20]), bpp = le16(&d[24]);
+        } else if (n >= 34) {
+            const int32_t sh = int32_t(le32(&d[22]));
+            w = le32(&d[18]), h = uint64_t(sh < 0 ? -int64_t(sh) : int64_t(sh)), bpp = le16(&d[28]);
+            compression = le32(&d[30]);
+        } else {
+            return "";
+        }
+        const uint64_t offset = le32(&d[10]);
+        if (w == 0 || h == 0 || w > (1u << 30) || bpp == 0) return "";
+        if (compression == 0 || compression == 3 || compression == 6)  // uncompressed rows; last one unpadded
+            need = offset + ((w * bpp + 31) / 32) * 4 * (h - 1) + (w * bpp + 7) / 8;
+        else if (compression == 1 || compression == 2)  // RLE: 2 bytes for at most 255 pixels
+            need = offset + w * h / 128;
+    } else if (f == Format::Tga && n >= 18) {
+        name = "TGA";
+        const uint64_t bytes = (uint64_t(d[16]) + 7) / 8;
+        const uint64_t base = 18 + d[0] + (d[1] ? le16(&d[5]) * ((uint64_t(d[7]) + 7) / 8) : 0);
+        if (d[2] >= 1 && d[2] <= 3) need = base + w * h * bytes;
+        if (d[2] >= 9 && d[2] <= 11) need = base + (w * h + 127) / 128 * (1 + bytes);
+    } else if (f == Format::Psd && n >= 26) {
+        name = "PSD";
+        const uint64_t channels = be16(&d[12]), depth = be16(&d[22]);
+        uint64_t off = 26;
+        for (int section = 0; section < 3; ++section) {  // color mode, resources, layers
+            if (off + 4 > n) return "truncated PSD file";
+            off += 4 + uint64_t(be32(&d[size_t(off)]));
+        }
+        if (off + 2 > n) return "truncated PSD file";
+        const uint32_t compression = be16(&d[size_t(off)]);
+        off += 2;
+        if (compression == 0) need = off + w * h * channels * std::max<uint64_t>(depth / 8, 1);
+        if (compression == 1) need = off + h * channels * 2 + h * channels * ((w + 127) / 128) * 2;
+    } else if (f == Format::Gif) {
+        name = "GIF";
+        if (w * h > n * 4096)
+            return "corrupt GIF file (far too small for " + std::to_string(w) + "x" + std::to_string(h) + " pixels)";
+    }
+    if (need > n)
+        return "truncated or corrupt " + std::string(name) + " file (" + std::to_string(n) +
+               " bytes, its header needs " + std::to_string(need) + ")";
+    return "";
+}
+
+void check_dimensions(const std::string& path, uint64_t w, uint64_t h, uint64_t c) {
+    if (w == 0 || h == 0) throw Error(path + ": cannot decode: image has no pixels");
+    if (w * h * c > kMaxSamples)
+        throw Error(path + ": image too large: " + std::to_string(w) + "x" + std::to_string(h) + "x" +
+                    std::to_string(c) + " samples (limit 2^31)");
+}
+
+// ---------------------------------------------------------------- orientation
+
+void apply_orientation(Image& img, int orientation) {
+    if (orientation <= 1 || orientation > 8) return;
+    const int w = img.width, h = img.height, c = img.channels;
+    const bool swap = orientation >= 5;
+    const int ow = swap ? h : w, oh = swap ? w : h;
+    std::vector<uint16_t> out(img.samples.size());
+    for (int oy = 0; oy < oh; ++oy) {
+        for (int ox = 0; ox < ow; ++ox) {
+            int sx, sy;
+            switch (orientation) {
+                case 2:
+                    sx = w - 1 - ox, sy = oy;
+                    break;  // mirror horizontal
+                case 3:
+                    sx = w - 1 - ox, sy = h - 1 - oy;
+                    break;  // rotate 180
+                case 4:
+                    sx = ox, sy = h - 1 - oy;
+                    break;  // mirror vertical
+                case 5:
+                    sx = oy, sy = ox;
+                    break;  // transpose
+                case 6:
+                    sx = oy, sy = h - 1 - ox;
+                    break;  // rotate 90 clockwise
+                case 7:
+                    sx = w - 1 - oy, sy = h - 1 - ox;
+                    break;  // transverse
+                default:
+                    sx = w - 1 - oy, sy = ox;
+                    break;  // 8: rotate 90 counter-clockwise
+            }
+            const uint16_t* s = &img.samples[(size_t(sy) * w + sx) * c];
+            std::copy(s, s + c, &out[(size_t(oy) * ow + ox) * c]);
+        }
+    }
+    img.samples.swap(out);
+    img.width = ow, img.height = oh;
+}
+
+}  // namespace imr::imageio

@@ -1,0 +1,69 @@
+// What is learnt from a file's bytes before any decoder sees them: the
+// format (sniffed from magic bytes, never trusted from the extension), the
+// structural and size checks that refuse truncated or corrupt files before a
+// decoder allocates for them, and the EXIF orientation applied after decoding.
+// Private to app/image/.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "image/formats.h"
+#include "image/image_io.h"
+
+namespace imr::imageio {
+
+// Absurd-size guard: more samples than this is refused before decoding
+// (4 GiB of uint16 samples).
+constexpr uint64_t kMaxSamples = uint64_t(1) << 31;
+
+// Big- and little-endian integers in file headers.
+inline uint32_t be16(const uint8_t* p) {
+    return uint32_t(p[0]) << 8 | p[1];
+}
+inline uint32_t be32(const uint8_t* p) {
+    return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | p[3];
+}
+inline uint32_t le16(const uint8_t* p) {
+    return uint32_t(p[1]) << 8 | p[0];
+}
+inline uint32_t le32(const uint8_t* p) {
+    return uint32_t(p[3]) << 24 | uint32_t(p[2]) << 16 | uint32_t(p[1]) << 8 | p[0];
+}
+
+// The format named by the file's first bytes (Unknown: none; TGA has no magic).
+Format sniff(const std::vector<uint8_t>& d);
+// The first (up to) 4 bytes in hex, "89 50 4e 47", for error messages.
+std::string first_bytes_hex(const std::vector<uint8_t>& d);
+
+// What the structural checks found: orientation, PNG color type, or a problem.
+struct Probe {
+    int orientation = 1;
+    int png_color_type = -1;
+    uint64_t width = 0, height = 0, channels = 0;  // from the header, when parsed (0: unknown)
+    std::string problem;                           // non-empty: the file is corrupt or truncated
+};
+
+// JPEG: marker structure, SOF size, EXIF orientation, and an end-of-image
+// marker after the scan. PNG: IHDR, eXIf orientation, IEND. WebP: EXIF
+// orientation only (libwebp rejects truncated files itself).
+Probe probe_jpeg(const std::vector<uint8_t>& d);
+Probe probe_png(const std::vector<uint8_t>& d);
+Probe probe_webp(const std::vector<uint8_t>& d);
+
+// Formats with little or no compression (BMP, TGA, PSD) and GIF (LZW gives
+// at most ~2730 pixels per byte) cannot hold more pixels than their size
+// allows: a header claiming more is corrupt or truncated, and is refused
+// before the decoder allocates for it and reads zeros past the end.
+// Returns "" when the size fits (or the format is not one of these).
+std::string size_problem(Format f, const std::vector<uint8_t>& d, uint64_t w, uint64_t h);
+
+// Throws imr::Error("PATH: ...") for an image without pixels or with more
+// than kMaxSamples samples; every decoder calls it before allocating.
+void check_dimensions(const std::string& path, uint64_t w, uint64_t h, uint64_t c);
+
+// Rotates/flips `img` in place per EXIF orientation 1..8.
+void apply_orientation(Image& img, int orientation);
+
+}  // namespace imr::imageio
