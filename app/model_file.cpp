@@ -250,8 +250,10 @@ ModelFile load_model_file(const std::string& path) {
     std::error_code ec;
     if (!fs::exists(path, ec)) throw Error(path + ": no such model file");
     if (fs::is_directory(path, ec)) throw Error(path + ": is a directory, not a model file");
-    const RawModel raw = read_model_isolated(path);
+    return interpret_raw_model(read_model_isolated(path), path);
+}
 
+ModelFile interpret_raw_model(const RawModel& raw, const std::string& path) {
     ModelFile m;
     m.path = path;
     RawLayerReader root(raw.root, path, 0);

@@ -8,6 +8,7 @@
 
 #include "error.h"
 #include "layers/stage.h"
+#include "model_raw.h"
 
 namespace imr {
 
@@ -61,6 +62,11 @@ double max_model_flops_per_pixel();
 // Reads and validates a model file. Throws imr::Error naming the file, the
 // stage, the dataset or attribute, what was expected and what was found.
 ModelFile load_model_file(const std::string& path);
+
+// What load_model_file does with the file's contents once the isolated reader
+// has delivered them (exposed for the fuzzers): every layer's own load, then
+// validate_model. `path` prefixes the messages.
+ModelFile interpret_raw_model(const RawModel& raw, const std::string& path);
 
 // Checks a model in memory (what load_model_file checks after reading).
 // `where` prefixes the messages (the file path).

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (fuzz/) with clang, ASan and UBSan in
+# build-fuzz/, and runs each for SECONDS (default 60) from a seed corpus of
+# the bundled models, printing executions and any crash.
+#   scripts/fuzz.sh [SECONDS] [TARGET...]     targets: fuzz_model_wire fuzz_model_file
+# Crashers land in build-fuzz/crashes/TARGET/; each one found should become a
+# regression test (tests/test_model_file.cpp) before it is fixed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-60}
+shift || true
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_model_wire fuzz_model_file)
+build=build-fuzz
+mkdir -p "$build"
+CC=clang CXX=clang++ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DIMRESTORE_FUZZ=ON \
+    -DIMRESTORE_WITH_CUDA=OFF -DIMRESTORE_BUILD_TESTS=OFF >"$build/build.log" 2>&1 &&
+    cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" >>"$build/build.log" 2>&1 || {
+    tail -30 "$build/build.log"
+    exit 1
+}
+status=0
+for t in "${targets[@]}"; do
+    corpus=$build/corpus/$t
+    crashes=$build/crashes/$t
+    mkdir -p "$corpus" "$crashes"
+    if [ "$t" = fuzz_model_file ]; then
+        cp weights/*.h5 "$corpus"/ 2>/dev/null
+    fi
+    echo "== $t: $seconds s"
+    # -rss_limit_mb: the reader child has its own limits; this bounds the fuzzer.
+    "$build/$t" "$corpus" -max_total_time="$seconds" -rss_limit_mb=4096 -max_len=4194304 \
+        -artifact_prefix="$crashes/" -print_final_stats=1 >"$build/$t.log" 2>&1
+    rc=$?
+    grep -E "stat::number_of_executed_units|stat::peak_rss_mb|SUMMARY|ERROR" "$build/$t.log" | sed "s/^/   /"
+    [ $rc -eq 0 ] || status=1
+done
+exit $status
