@@ -19,8 +19,25 @@
 #include "eval/eval_command.h"
 #include "model_registry.h"
 #include "pipeline.h"
+#include "util/printable.h"
 
 namespace imr {
+
+namespace {
+// printable() for each line of a multi-line text, keeping its line breaks.
+std::string printable_lines(const std::string& text) {
+    std::string out;
+    size_t start = 0;
+    while (start < text.size()) {
+        size_t end = text.find('\n', start);
+        if (end == std::string::npos) end = text.size();
+        out += printable(text.substr(start, end - start));
+        if (end < text.size()) out += '\n';
+        start = end + 1;
+    }
+    return out;
+}
+}  // namespace
 
 namespace {
 
@@ -73,10 +90,12 @@ int run_models() {
     for (const BundledModel& m : models) {
         try {
             ModelFile f = load_model_file(m.path);
-            std::printf("%-16s %-10s %10zu  %s%s\n", m.name.c_str(), f.task.c_str(), f.parameter_count(),
-                        first_sentence(f.description).c_str(), m.name == kDefaultModel ? " (default)" : "");
+            std::printf("%-16s %-10s %10zu  %s%s\n", printable(m.name).c_str(), printable(f.task).c_str(),
+                        f.parameter_count(), first_sentence(f.description).c_str(),
+                        m.name == kDefaultModel ? " (default)" : "");
         } catch (const Error& e) {
-            std::printf("%-16s %-10s %10s  unusable: %s\n", m.name.c_str(), "?", "?", e.what());
+            std::printf("%-16s %-10s %10s  unusable: %s\n", printable(m.name).c_str(), "?", "?",
+                        printable(e.what()).c_str());
         }
     }
     std::printf("\nuse one with -m NAME; `imrestore model NAME` shows its stages\n");
@@ -85,7 +104,7 @@ int run_models() {
 
 int run_model_info(const std::string& name_or_path) {
     ModelFile m = load_model_file(resolve_model(name_or_path));
-    std::cout << describe_model(m);
+    std::cout << printable_lines(describe_model(m));
     return kExitOk;
 }
 
@@ -171,8 +190,8 @@ int run_restore(const Options& o) {
     bool chatty = !o.quiet && !o.json;
     if (!o.quiet) {
         if (!note.empty()) std::cerr << "note: " << note << "\n";
-        std::cerr << "model " << model.name << " (" << model.path << "), device " << backend->name() << ": "
-                  << backend->description() << "\n";
+        std::cerr << "model " << printable(model.name) << " (" << printable(model.path) << "), device "
+                  << backend->name() << ": " << backend->description() << "\n";
     }
     ModelRunner runner(model, *backend);
     runner.set_max_tile(o.tile);
@@ -193,11 +212,11 @@ int run_restore(const Options& o) {
     PipelineReport report = run_pipeline(jobs, runner, p, [&](size_t done, size_t total, const FileResult& f) {
         progress.clear();
         if (f.status == FileResult::Status::Failed)
-            std::cerr << "error: " << f.message << "\n";
+            std::cerr << "error: " << printable(f.message) << "\n";
         else if (f.status == FileResult::Status::Skipped && !o.quiet)
-            std::cerr << "skipped: " << f.message << "\n";
+            std::cerr << "skipped: " << printable(f.message) << "\n";
         else if (f.status == FileResult::Status::Restored && chatty)
-            std::cout << f.input << " -> " << f.output << "\n" << std::flush;
+            std::cout << printable(f.input) << " -> " << printable(f.output) << "\n" << std::flush;
         progress.update(done, total);
     });
     progress.clear();
@@ -237,7 +256,7 @@ int run_restore(const Options& o) {
 
 // An error that stops the whole run: on stderr, and with --json as the report.
 void report_error(const Options& o, const std::string& message) {
-    std::cerr << "error: " << message << "\n";
+    std::cerr << "error: " << printable(message) << "\n";
     if (o.json)
         std::cout << "{\n  \"imrestore\": \"" << IMRESTORE_VERSION << "\",\n  \"error\": \"" << json_escape(message)
                   << "\"\n}\n";

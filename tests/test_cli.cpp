@@ -341,6 +341,20 @@ TEST(Cli, UnwritableOutputFails) {
     EXPECT_NE(r.err.find("0 restored"), std::string::npos) << r.err;
 }
 
+TEST(Cli, ControlCharactersInNamesAreEscaped) {
+    ScratchDir dir("cli-names");
+    const std::string hostile = "clear\x1b[2J\nforged -> line.png";
+    fs::copy_file(sample("chelsea.png"), dir / hostile);
+    RunResult r = imrestore(q(dir / hostile) + " -o " + q(dir / "out/") + " -m sharpen -d cpu", dir);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("clear\\x1B[2J\\nforged -> line.png -> "), std::string::npos) << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << "one output line per file: " << r.out;
+    RunResult missing = imrestore(q(dir / "gone\x07.png") + " -o " + q(dir / "x.png") + " -d cpu", dir);
+    EXPECT_NE(missing.code, 0);
+    EXPECT_EQ(missing.err.find('\x07'), std::string::npos) << missing.err;
+}
+
 TEST(Cli, MissingOrBadModelIsAClearError) {
     ScratchDir dir("cli");
     RunResult missing = imrestore(q(sample("chelsea.png")) + " -o " + q(dir / "o.png") + " -m /no/such/model.h5", dir);

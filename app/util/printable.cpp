@@ -1,0 +1,68 @@
+#include "printable.h"
+
+#include <cstdio>
+
+namespace imr {
+
+namespace {
+
+void hex(std::string& out, unsigned char c) {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "\\x%02X", c);
+    out += buf;
+}
+
+// Length of the valid UTF-8 sequence at s[i], or 0.
+size_t utf8_length(const std::string& s, size_t i) {
+    const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+    const unsigned char c = b(i);
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return 0;
+    for (size_t k = 1; k < n; ++k)
+        if ((b(i + k) & 0xC0) != 0x80) return 0;
+    if (n == 2 && c < 0xC2) return 0;  // overlong
+    return n;
+}
+
+}  // namespace
+
+std::string printable(const std::string& s) {
+    std::string out;
+    out.reserve(s.size());
+    for (size_t i = 0; i < s.size();) {
+        const unsigned char c = static_cast<unsigned char>(s[i]);
+        const size_t n = utf8_length(s, i);
+        if (n == 0) {  // not UTF-8: show the byte
+            hex(out, c);
+            ++i;
+        } else if (n == 1 && (c < 0x20 || c == 0x7F || c == '\\')) {
+            switch (c) {
+                case '\n':
+                    out += "\\n";
+                    break;
+                case '\t':
+                    out += "\\t";
+                    break;
+                case '\r':
+                    out += "\\r";
+                    break;
+                case '\\':
+                    out += "\\\\";
+                    break;
+                default:
+                    hex(out, c);
+            }
+            ++i;
+        } else if (n == 2 && c == 0xC2 && static_cast<unsigned char>(s[i + 1]) < 0xA0) {  // C1: U+0080..U+009F
+            hex(out, c);
+            hex(out, static_cast<unsigned char>(s[i + 1]));
+            i += 2;
+        } else {
+            out.append(s, i, n);
+            i += n;
+        }
+    }
+    return out;
+}
+
+}  // namespace imr
