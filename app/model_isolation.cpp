@@ -136,7 +136,8 @@ RawGroup get_group(WireReader& r, unsigned long long& floats) {
                     floats += count;
                     if (floats > max_file_floats()) r.fail("more tensor data than the reader's limit");
                     e.data.resize(size_t(count));
-                    std::memcpy(e.data.data(), r.take(size_t(count) * sizeof(float)), size_t(count) * sizeof(float));
+                    const char* src = r.take(size_t(count) * sizeof(float));
+                    if (count) std::memcpy(e.data.data(), src, size_t(count) * sizeof(float));  // empty: data() may be null
                     break;
                 }
                 case RawEntry::Kind::Other:

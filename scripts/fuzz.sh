@@ -29,7 +29,7 @@ for t in "${targets[@]}"; do
     fi
     echo "== $t: $seconds s"
     # -rss_limit_mb: the reader child has its own limits; this bounds the fuzzer.
-    "$build/$t" "$corpus" -max_total_time="$seconds" -rss_limit_mb=4096 -max_len=4194304 \
+    "$build/fuzz/$t" "$corpus" -max_total_time="$seconds" -rss_limit_mb=4096 -max_len=4194304 \
         -artifact_prefix="$crashes/" -print_final_stats=1 >"$build/$t.log" 2>&1
     rc=$?
     grep -E "stat::number_of_executed_units|stat::peak_rss_mb|SUMMARY|ERROR" "$build/$t.log" | sed "s/^/   /"

@@ -629,6 +629,14 @@ TEST(HostileModel, TheReadersAnswerIsCheckedWhileDecoded) {
     for (size_t n = 0; n < bytes.size(); ++n)
         EXPECT_THROW(decode_raw_model(bytes.substr(0, n), "x.h5"), Error) << "truncated to " << n << " bytes";
     EXPECT_THROW(decode_raw_model(bytes + "x", "x.h5"), Error) << "trailing bytes";
+    // A tensor with a zero dimension (found by fuzz_model_wire: the decoder
+    // passed a null pointer to memcpy).
+    RawModel empty;
+    RawEntry zero;
+    zero.kind = RawEntry::Kind::Tensor;
+    zero.shape = {0, 3};
+    empty.root.datasets["w"] = zero;
+    EXPECT_TRUE(decode_raw_model(encode_raw_model(empty), "x.h5").root.datasets.at("w").data.empty());
     // A huge declared length.
     std::string huge = bytes;
     const unsigned long long big = ~0ull;
