@@ -18,7 +18,7 @@
 #include "eval/degrade_command.h"
 #include "eval/eval_command.h"
 #include "model_registry.h"
-#include "pipeline.h"
+#include "pipeline/pipeline.h"
 #include "util/printable.h"
 
 namespace imr {

@@ -137,7 +137,8 @@ RawGroup get_group(WireReader& r, unsigned long long& floats) {
                     if (floats > max_file_floats()) r.fail("more tensor data than the reader's limit");
                     e.data.resize(size_t(count));
                     const char* src = r.take(size_t(count) * sizeof(float));
-                    if (count) std::memcpy(e.data.data(), src, size_t(count) * sizeof(float));  // empty: data() may be null
+                    if (count)
+                        std::memcpy(e.data.data(), src, size_t(count) * sizeof(float));  // empty: data() may be null
                     break;
                 }
                 case RawEntry::Kind::Other:

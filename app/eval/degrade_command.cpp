@@ -6,7 +6,7 @@
 #include <iostream>
 
 #include "error.h"
-#include "pipeline.h"
+#include "pipeline/output_plan.h"
 
 namespace imr {
 

@@ -15,7 +15,7 @@
 #include "eval/metrics.h"
 #include "image/image_batch.h"
 #include "model_runner.h"
-#include "pipeline.h"
+#include "pipeline/pipeline.h"
 
 namespace imr {
 

@@ -1,7 +1,7 @@
-// The restore pipeline: which output each input gets (plan_jobs), then
-// read -> batch -> run model -> write for every job (run_pipeline). A failure
-// on one file is recorded in its result and the rest go on; only the CLI
-// turns results into messages and an exit code.
+// The restore pipeline: read -> batch -> run model -> write for every job
+// that plan_jobs (output_plan.h) made. A failure on one file is recorded in
+// its result and the rest go on; only the CLI turns results into messages
+// and an exit code.
 #pragma once
 
 #include <atomic>
@@ -11,28 +11,10 @@
 
 #include "image/image_io.h"
 #include "model_runner.h"
+#include "pipeline/output_plan.h"
 #include "stage_timer.h"
 
 namespace imr {
-
-struct FileJob {
-    std::string input;
-    std::string output;
-    std::string error;  // set when planning already failed (missing input, would overwrite an input)
-};
-
-// Maps inputs to outputs.
-//   output empty: each file F.ext -> F.restored.ext beside it; a folder D -> D.restored/.
-//   one input file and output not an existing folder nor ending in '/': output is the file.
-//   otherwise output is a folder: files go to output/<name>, a folder's files to
-//   output/<path relative to that folder> (the tree mirrors the input; -r descends).
-// Formats that cannot be written (GIF, PSD, ...) get a .png output;
-// `format` (an extension such as "png", or empty) sets every derived output's
-// format. Throws imr::Error for what can never work (several inputs into one
-// file, an output format this build cannot write, folders of the same name).
-// The same input given twice is restored once.
-std::vector<FileJob> plan_jobs(const std::vector<std::string>& inputs, const std::string& output, bool recursive,
-                               Codec codec, const std::string& format = "");
 
 struct PipelineOptions {
     int batch = 4;       // images of one size per model call

@@ -1,0 +1,33 @@
+// Which output each input gets: the output-path policy of the tool (folders
+// mirrored, derived names, formats), decided before any image is read, so
+// that what can never work fails at once. The scheduler (pipeline.h) only
+// runs the jobs.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "image/image_io.h"
+
+namespace imr {
+
+struct FileJob {
+    std::string input;
+    std::string output;
+    std::string error;  // set when planning already failed (missing input, would overwrite an input)
+};
+
+// Maps inputs to outputs.
+//   output empty: each file F.ext -> F.restored.ext beside it; a folder D -> D.restored/.
+//   one input file and output not an existing folder nor ending in '/': output is the file.
+//   otherwise output is a folder: files go to output/<name>, a folder's files to
+//   output/<path relative to that folder> (the tree mirrors the input; -r descends).
+// Formats that cannot be written (GIF, PSD, ...) get a .png output;
+// `format` (an extension such as "png", or empty) sets every derived output's
+// format. Throws imr::Error for what can never work (several inputs into one
+// file, an output format this build cannot write, folders of the same name).
+// The same input given twice is restored once.
+std::vector<FileJob> plan_jobs(const std::vector<std::string>& inputs, const std::string& output, bool recursive,
+                               Codec codec, const std::string& format = "");
+
+}  // namespace imr
