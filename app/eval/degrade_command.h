@@ -1,7 +1,7 @@
 // `imrestore degrade`: writes degraded copies of images (blur -> noise ->
 // JPEG, the training definitions in eval/degradations.h), to make test sets
 // or to look at what a model is trained on. Output paths follow the main
-// command's rules (app/pipeline.h plan_jobs) with -o required and PNG as the
+// command's rules (app/pipeline/output_plan.h plan_jobs) with -o required and PNG as the
 // default format: a file to a file (its extension says the format), files or
 // a folder into a folder (mirrored). Outputs are 8-bit; alpha is copied.
 #pragma once
