@@ -24,6 +24,9 @@
 #include "error.h"
 #include "model_hdf5.h"
 
+// Defined only when a sanitizer runtime is linked (fuzzing, sanitizer builds).
+extern "C" void __sanitizer_set_death_callback(void (*callback)(void)) __attribute__((weak));
+
 namespace imr {
 
 namespace {
@@ -205,7 +208,17 @@ RawModel decode_raw_model(const std::string& bytes, const std::string& where) {
 }
 
 namespace {
+// A crash of libhdf5 must end the child with its signal, as it would in any
+// build: undo the handlers it inherited (the CLI's Ctrl-C handler, a
+// sanitizer's or fuzzer's crash reporting, which would otherwise report the
+// child's crash as the parent's).
+void default_signal_handling() {
+    for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGINT, SIGTERM}) signal(sig, SIG_DFL);
+    if (__sanitizer_set_death_callback) __sanitizer_set_death_callback(nullptr);
+}
+
 [[noreturn]] void child_main(const std::string& path, int fd, unsigned long long data_limit) {
+    default_signal_handling();
     rlimit cpu{kCpuSeconds, kCpuSeconds};
     setrlimit(RLIMIT_CPU, &cpu);
     rlimit data{data_limit, data_limit};
