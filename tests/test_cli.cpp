@@ -350,6 +350,10 @@ TEST(Cli, ControlCharactersInNamesAreEscaped) {
     EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("clear\\x1B[2J\\nforged -> line.png -> "), std::string::npos) << r.out;
     EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << "one output line per file: " << r.out;
+    RunResult degraded = imrestore("degrade " + q(dir / hostile) + " -o " + q(dir / "noisy/") + " --noise 5", dir);
+    ASSERT_EQ(degraded.code, 0) << degraded.err;
+    EXPECT_EQ(degraded.out.find('\x1b'), std::string::npos) << degraded.out;
+    EXPECT_NE(degraded.out.find("clear\\x1B[2J\\nforged"), std::string::npos) << degraded.out;
     RunResult missing = imrestore(q(dir / "gone\x07.png") + " -o " + q(dir / "x.png") + " -d cpu", dir);
     EXPECT_NE(missing.code, 0);
     EXPECT_EQ(missing.err.find('\x07'), std::string::npos) << missing.err;

@@ -7,6 +7,7 @@
 
 #include "error.h"
 #include "pipeline/output_plan.h"
+#include "util/printable.h"
 
 namespace imr {
 
@@ -86,18 +87,18 @@ int run_degrade(const DegradeOptions& o) {
         }
 #pragma omp critical(degrade_print)
         if (status[i] == Status::Written && !o.quiet)
-            std::cout << job.input << " -> " << job.output << "\n" << std::flush;
+            std::cout << printable(job.input) << " -> " << printable(job.output) << "\n" << std::flush;
     }
     int written = 0, skipped = 0, failed = 0;
     for (size_t i = 0; i < jobs.size(); ++i) {
         if (status[i] == Status::Written) ++written;
         if (status[i] == Status::Skipped) {
             ++skipped;
-            if (!o.quiet) std::cerr << "skipped: " << message[i] << "\n";
+            if (!o.quiet) std::cerr << "skipped: " << printable(message[i]) << "\n";
         }
         if (status[i] == Status::Failed) {
             ++failed;
-            std::cerr << "error: " << message[i] << "\n";
+            std::cerr << "error: " << printable(message[i]) << "\n";
         }
     }
     if (!o.quiet) std::fprintf(stderr, "%d degraded, %d skipped, %d failed\n", written, skipped, failed);

@@ -16,6 +16,7 @@
 #include "image/image_batch.h"
 #include "model_runner.h"
 #include "pipeline/pipeline.h"
+#include "util/printable.h"
 
 namespace imr {
 
@@ -211,7 +212,7 @@ void compute_means(Report& r) {
 std::string table(const Report& r) {
     std::ostringstream s;
     size_t name_w = 12;
-    for (const Entry& e : r.entries) name_w = std::max(name_w, e.name.size());
+    for (const Entry& e : r.entries) name_w = std::max(name_w, printable(e.name).size());
     auto header = [&](const std::string& m) { return m == "model" ? r.model_label : m; };
     char line[256];
     s << r.title << "\n\n";
@@ -225,7 +226,7 @@ std::string table(const Report& r) {
     s << "\n";
     auto row = [&](const std::string& name, const std::string& size, const std::map<std::string, double>& p,
                    const std::map<std::string, double>& q) {
-        std::snprintf(line, sizeof line, "%-*s  %-9s", int(name_w), name.c_str(), size.c_str());
+        std::snprintf(line, sizeof line, "%-*s  %-9s", int(name_w), printable(name).c_str(), size.c_str());
         s << line;
         for (const std::string& m : r.methods) {
             std::snprintf(line, sizeof line, "  %-6s %-6s", fmt("%.2f", p.count(m) ? p.at(m) : NAN).c_str(),
@@ -338,8 +339,8 @@ int run_eval(const EvalOptions& o) {
     std::unique_ptr<Backend> backend = make_backend(o.device, o.threads, &device_note);
     if (!o.quiet) {
         if (!device_note.empty()) std::cerr << "note: " << device_note << "\n";
-        std::cerr << "model " << model.name << " (" << model.path << "), device " << backend->name() << ": "
-                  << backend->description() << "\n";
+        std::cerr << "model " << printable(model.name) << " (" << printable(model.path) << "), device "
+                  << backend->name() << ": " << backend->description() << "\n";
     }
     ModelRunner runner(model, *backend);
 
@@ -393,7 +394,7 @@ int run_eval(const EvalOptions& o) {
             clean.push_back(e.clean), degraded.push_back(e.degraded), measured.push_back(&e);
         } else {
             ++r.failed;
-            std::cerr << "error: " << e.error << "\n";
+            std::cerr << "error: " << printable(e.error) << "\n";
         }
     r.measured = int(measured.size());
     r.methods = {"input", "model"};
