@@ -143,7 +143,8 @@ std::string storage_problem(hid_t dset) {
     return "";
 }
 
-RawEntry read_dataset(hid_t group, const char* name, unsigned long long& file_floats, const std::string& where) {
+RawEntry read_dataset(hid_t group, const char* name, unsigned long long& file_floats, unsigned long long most,
+                      const std::string& where) {
     const std::string what = std::string("dataset '") + name + "'";
     H5Handle dset(H5Dopen2(group, name, H5P_DEFAULT), H5Dclose);
     if (!dset.valid()) return invalid(std::string("'") + name + "' is not a dataset");
@@ -161,7 +162,6 @@ RawEntry read_dataset(hid_t group, const char* name, unsigned long long& file_fl
     if (rank > 0) H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
     e.shape.assign(dims.begin(), dims.end());
     // Overflow-safe: stop multiplying as soon as the product passes the limit.
-    const unsigned long long most = max_file_floats();
     unsigned long long count = 1;
     for (hsize_t d : dims) {
         if (d != 0 && count > most / d) {
@@ -186,6 +186,7 @@ RawEntry read_dataset(hid_t group, const char* name, unsigned long long& file_fl
 struct DatasetWalk {
     RawGroup* group;
     unsigned long long* file_floats;
+    unsigned long long most;  // max_file_floats(), read once per file
     const std::string* where;
 };
 
@@ -195,7 +196,7 @@ herr_t collect_dataset(hid_t group, const char* name, const H5L_info_t* info, vo
         walk->group->datasets[name] = invalid(std::string("'") + name + "' " + link_problem(group, name));
         return 0;
     }
-    walk->group->datasets[name] = read_dataset(group, name, *walk->file_floats, *walk->where);
+    walk->group->datasets[name] = read_dataset(group, name, *walk->file_floats, walk->most, *walk->where);
     return 0;
 }
 
@@ -242,6 +243,7 @@ RawModel read_model_hdf5(const std::string& path) {
     raw.has_stages = true;
     const size_t n = count_stages(stages.get(), path);
     unsigned long long file_floats = 0;
+    const unsigned long long most = max_file_floats();
     for (size_t i = 0; i < n; ++i) {
         const std::string name = std::to_string(i), at = path + ": stage " + name;
         if (std::string problem = link_problem(stages.get(), name.c_str()); !problem.empty())
@@ -250,7 +252,7 @@ RawModel read_model_hdf5(const std::string& path) {
         if (!g.valid()) throw Error(at + ": is not a group");
         RawGroup group;
         read_attributes(g.get(), group, at);
-        DatasetWalk walk{&group, &file_floats, &at};
+        DatasetWalk walk{&group, &file_floats, most, &at};
         hsize_t index = 0;
         if (H5Literate(g.get(), H5_INDEX_NAME, H5_ITER_INC, &index, collect_dataset, &walk) < 0)
             throw Error(at + ": cannot list its datasets");

@@ -107,7 +107,7 @@ private:
     size_t pos_ = 0;
 };
 
-RawGroup get_group(WireReader& r, unsigned long long& floats) {
+RawGroup get_group(WireReader& r, unsigned long long& floats, unsigned long long most) {
     RawGroup g;
     for (auto* entries : {&g.attributes, &g.datasets}) {
         const unsigned long long n = r.u64();
@@ -132,12 +132,12 @@ RawGroup get_group(WireReader& r, unsigned long long& floats) {
                     unsigned long long count = 1;
                     for (unsigned long long d = 0; d < rank; ++d) {
                         e.shape.push_back(r.u64());
-                        if (e.shape.back() != 0 && count > max_file_floats() / e.shape.back()) r.fail("a huge tensor");
+                        if (e.shape.back() != 0 && count > most / e.shape.back()) r.fail("a huge tensor");
                         count *= e.shape.back();
                     }
                     if (r.u64() != count) r.fail("a tensor whose size does not match its shape");
                     floats += count;
-                    if (floats > max_file_floats()) r.fail("more tensor data than the reader's limit");
+                    if (floats > most) r.fail("more tensor data than the reader's limit");
                     e.data.resize(size_t(count));
                     const char* src = r.take(size_t(count) * sizeof(float));
                     if (count)
@@ -196,13 +196,14 @@ std::string encode_raw_model(const RawModel& raw) {
 
 RawModel decode_raw_model(const std::string& bytes, const std::string& where) {
     WireReader r(bytes, where);
+    const unsigned long long most = max_file_floats();  // reads the environment once
     unsigned long long floats = 0;
     RawModel raw;
-    raw.root = get_group(r, floats);
+    raw.root = get_group(r, floats, most);
     raw.has_stages = *r.take(1) != 0;
     const unsigned long long n = r.u64();
     if (n > 4096) r.fail(std::to_string(n) + " stages");
-    for (unsigned long long i = 0; i < n; ++i) raw.stages.push_back(get_group(r, floats));
+    for (unsigned long long i = 0; i < n; ++i) raw.stages.push_back(get_group(r, floats, most));
     if (!r.done()) r.fail("trailing bytes");
     return raw;
 }
@@ -312,7 +313,8 @@ RawModel read_model_isolated(const std::string& path) {
                     std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ")");
     if (bytes[0] == 'E') throw Error(bytes.substr(1, size_t(1) << 16));
     if (bytes[0] != 'M') throw Error(path + ": the model reader's answer is malformed");
-    return decode_raw_model(bytes.substr(1), path);
+    bytes.erase(0, 1);  // the tag; in place, the answer can be hundreds of MB
+    return decode_raw_model(bytes, path);
 }
 
 }  // namespace imr

@@ -35,6 +35,10 @@ void pad_replicate(const float* in, float* out, int planes, int h, int w, int hp
 }  // namespace
 
 ModelRunner::ModelRunner(ModelFile model, Backend& backend) : model_(std::move(model)), backend_(backend) {
+    // Floats of the largest tensor per image pixel, on a side of whole blocks
+    // of the size multiple so the ratio is exact.
+    const int side = 64 * model_.size_multiple();
+    activation_floats_per_pixel_ = double(model_.activation_floats(1, side, side)) / (double(side) * side);
     for (size_t i = 0; i < model_.stages.size(); ++i) {
         const Stage& s = model_.stages[i];
         prepared_.push_back(std::visit([&](const auto& st) { return st.prepare(backend); }, s));
@@ -50,8 +54,7 @@ ModelRunner::ModelRunner(ModelFile model, Backend& backend) : model_(std::move(m
 // the copy of the input. (Ops keep only small scratch of their own: the CPU
 // conv2d pads bands of a few rows, not whole tensors.)
 size_t ModelRunner::bytes_per_pixel() const {
-    const int m = model_.size_multiple(), side = 64 * m;  // whole blocks: exact per-pixel ratio
-    const double activations = double(model_.activation_floats(1, side, side)) / (double(side) * side);
+    const double activations = activation_floats_per_pixel_;
     const double input = backend_.is_host_memory() ? 0.0 : double(model_.channels);
     return size_t(sizeof(float) * (2.0 * activations + input)) + 1;
 }
@@ -96,9 +99,7 @@ void ModelRunner::run_aligned(const float* input, float* output, Shape shape, St
     size_t pixels_fit = budget / bytes_per_pixel();
     // Kernels index tensors with 32-bit integers (the CUDA ones refuse 2^31
     // elements and more): a pass over more pixels than that allows is tiled.
-    const int side = 64 * model_.size_multiple();
-    const double floats_per_pixel = double(model_.activation_floats(1, side, side)) / (double(side) * side);
-    pixels_fit = std::min(pixels_fit, size_t(double(INT_MAX - 1) / floats_per_pixel));
+    pixels_fit = std::min(pixels_fit, size_t(double(INT_MAX - 1) / activation_floats_per_pixel_));
     size_t image_pixels = size_t(shape.h) * shape.w;
     bool forced = max_tile_ > 0 && (shape.h > max_tile_ || shape.w > max_tile_);
     if (!forced && image_pixels * shape.n <= pixels_fit) {

@@ -43,6 +43,7 @@ private:
 
     const ModelFile model_;
     Backend& backend_;
+    double activation_floats_per_pixel_ = 0;                // of the largest tensor in a pass
     std::vector<std::unique_ptr<PreparedStage>> prepared_;  // weights in the backend, packed once
     DeviceBuffer ping_, pong_;                              // activations, each activation_floats() of the pass
     DeviceBuffer input_;  // a device backend's copy of the pass's input (stages may add it)

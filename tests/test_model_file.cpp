@@ -10,6 +10,7 @@
 #include <fstream>
 #include <functional>
 
+#include "model_hdf5.h"
 #include "model_isolation.h"
 #include "model_registry.h"
 #include "model_runner.h"
@@ -645,16 +646,20 @@ TEST(HostileModel, TheReadersAnswerIsCheckedWhileDecoded) {
 }
 
 TEST(HostileModel, LoadingStaysFast) {
-    // Each load forks the reader: it must stay a few milliseconds.
-    const auto t0 = std::chrono::steady_clock::now();
-    int loads = 0;
-    for (const BundledModel& b : list_bundled_models()) {
-        load_model_file(b.path);
-        ++loads;
-    }
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    std::cout << "[          ] " << loads << " bundled models loaded in " << ms << " ms\n";
-    EXPECT_LT(ms / loads, 500.0);
+    // Each load forks the reader: it must stay a few milliseconds. Printed
+    // next to reading in this process, the cost of the isolation
+    // (weights/README.md quotes these two numbers).
+    using clock = std::chrono::steady_clock;
+    const std::vector<BundledModel> models = list_bundled_models();
+    auto t0 = clock::now();
+    for (const BundledModel& b : models) interpret_raw_model(read_model_hdf5(b.path), b.path);
+    const double direct = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+    t0 = clock::now();
+    for (const BundledModel& b : models) load_model_file(b.path);
+    const double isolated = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+    std::cout << "[          ] " << models.size() << " bundled models: " << isolated / models.size()
+              << " ms per load through the isolated reader, " << direct / models.size() << " ms in this process\n";
+    EXPECT_LT(isolated / models.size(), 500.0);
 }
 
 TEST(ModelFile, WriterRefusesInvalidModels) {

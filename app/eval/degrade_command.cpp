@@ -13,22 +13,26 @@ namespace imr {
 
 namespace fs = std::filesystem;
 
+void add_degradation_options(CLI::App* cmd, Degradation& d, uint64_t& seed) {
+    cmd->add_option("--blur", d.blur, "Gaussian blur sigma in pixels (radius ceil(3 sigma))")
+        ->check(CLI::Range(0.0, 50.0))
+        ->type_name("SIGMA");
+    cmd->add_option("--noise", d.noise, "Gaussian noise sigma on the 0-255 scale")
+        ->check(CLI::Range(0.0, 255.0))
+        ->type_name("SIGMA");
+    cmd->add_option("--jpeg", d.jpeg, "JPEG quality of a round trip (4:2:0)")
+        ->check(CLI::Range(1, 100))
+        ->type_name("Q");
+    cmd->add_option("--seed", seed, "Noise seed (default 0); a file's noise depends only on it and the file's name")
+        ->type_name("N");
+}
+
 CLI::App* add_degrade_command(CLI::App& app, DegradeOptions& o) {
     CLI::App* cmd = app.add_subcommand(
         "degrade", "Write degraded copies (blur, then noise, then JPEG; the training definitions) of images, seeded");
     cmd->add_option("inputs", o.inputs, "Image files and/or folders")->required()->type_name("INPUT...");
     cmd->add_option("-o,--output", o.output, "Output file (one input) or folder")->required()->type_name("PATH");
-    cmd->add_option("--blur", o.degradation.blur, "Gaussian blur sigma in pixels (radius ceil(3 sigma))")
-        ->check(CLI::Range(0.0, 50.0))
-        ->type_name("SIGMA");
-    cmd->add_option("--noise", o.degradation.noise, "Gaussian noise sigma on the 0-255 scale")
-        ->check(CLI::Range(0.0, 255.0))
-        ->type_name("SIGMA");
-    cmd->add_option("--jpeg", o.degradation.jpeg, "JPEG quality of a round trip (4:2:0)")
-        ->check(CLI::Range(1, 100))
-        ->type_name("Q");
-    cmd->add_option("--seed", o.seed, "Noise seed; a file's noise depends only on it and the file's name (default 0)")
-        ->type_name("N");
+    add_degradation_options(cmd, o.degradation, o.seed);
     cmd->add_option("--format", o.format, "Format of outputs named after their input")->capture_default_str();
     cmd->add_flag("-r,--recursive", o.recursive, "Descend into subfolders of folder inputs");
     cmd->add_flag("-f,--force", o.force, "Overwrite outputs that already exist");

@@ -27,6 +27,10 @@ struct DegradeOptions {
     bool recursive = false, force = false, quiet = false;
 };
 
+// --blur, --noise, --jpeg and --seed, the same for degrade and eval (one
+// definition of the degradations, one spelling of their options).
+void add_degradation_options(CLI::App* cmd, Degradation& d, uint64_t& seed);
+
 // Adds the `degrade` subcommand to app, its options bound to o.
 CLI::App* add_degrade_command(CLI::App& app, DegradeOptions& o);
 

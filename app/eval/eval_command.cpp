@@ -12,6 +12,7 @@
 
 #include "backend.h"
 #include "eval/baselines.h"
+#include "eval/degrade_command.h"
 #include "eval/metrics.h"
 #include "image/image_batch.h"
 #include "model_runner.h"
@@ -31,17 +32,7 @@ CLI::App* add_eval_command(CLI::App& app, EvalOptions& o) {
         ->capture_default_str();
     cmd->add_option("-j,--threads", o.threads, "Threads of the CPU backend's compute (0 = one per core)")
         ->check(CLI::Range(0, 1024));
-    cmd->add_option("--blur", o.degradation.blur, "Degrade with a Gaussian blur of this sigma (pixels)")
-        ->check(CLI::Range(0.0, 50.0))
-        ->type_name("SIGMA");
-    cmd->add_option("--noise", o.degradation.noise, "Degrade with Gaussian noise of this sigma (0-255 scale)")
-        ->check(CLI::Range(0.0, 255.0))
-        ->type_name("SIGMA");
-    cmd->add_option("--jpeg", o.degradation.jpeg, "Degrade with a JPEG round trip at this quality")
-        ->check(CLI::Range(1, 100))
-        ->type_name("Q");
-    cmd->add_option("--seed", o.seed, "Noise seed (default 0); a file's noise depends only on it and the file's name")
-        ->type_name("N");
+    add_degradation_options(cmd, o.degradation, o.seed);  // the degradation applied to the clean images
     cmd->add_option("--degraded", o.degraded_dir,
                     "Folder of degraded images to use instead, matched to the clean ones by file name "
                     "(relative path; any image extension)")
