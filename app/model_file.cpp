@@ -101,12 +101,6 @@ double ModelFile::flops_per_pixel() const {
     return flops;
 }
 
-bool ModelFile::adds_model_input() const {
-    for (const Stage& s : stages)
-        if (std::visit([](const auto& st) { return st.adds_model_input(); }, s)) return true;
-    return false;
-}
-
 int ModelFile::min_format_version() const {
     int v = 1;
     for (const Stage& s : stages)

@@ -37,7 +37,6 @@ struct ModelFile {
     // Floats of the largest tensor a pass over n images of h x w holds
     // (h, w multiples of size_multiple()): what each activation buffer needs.
     size_t activation_floats(int n, int h, int w) const;
-    bool adds_model_input() const;  // some stage adds the input image
     // Multiply-adds x 2 per image pixel, from the weights (bias and
     // activations not counted): the model's cost.
     double flops_per_pixel() const;
