@@ -3,9 +3,12 @@
 // the 5 benchmark shapes), on the layers of the bundled unshuffle-CNN models
 // for a 12-megapixel photo (suite "model": conv2d with the fused bias + ReLU
 // epilogue against cuDNN's convolution + bias add + ReLU, as PyTorch runs
-// them, and the pixel shuffles), and on any shape given on the command line.
+// them, and the pixel shuffles), the same layers on every conv2d kernel
+// variant that can run them (suite "variants": kernels/cuda/conv2d.cu's
+// table, so the planner's pick can be checked against the alternatives),
+// and on any shape given on the command line.
 //
-//   bench_gpu [--suite all|residual|conv|model|none] [--residual B,H,W]... [--conv B,C,S,K]...
+//   bench_gpu [--suite all|residual|conv|model|variants|none] [--residual B,H,W]... [--conv B,C,S,K]...
 //             [--runs N] [--conv-runs N] [--no-cudnn] [--device N] [--json FILE] [--commit SHA]
 //
 // Method (the anchors' protocol): per timed call, a buffer of 2x the L2 size
@@ -327,12 +330,12 @@ Result bench_residual(Gpu& g, const Options& o, std::mt19937& rng, const std::st
 // eager framework runs Conv2d + ReLU).
 // residual: the layer also adds an output-shaped tensor (the model input),
 // fused here, a cudnnAddTensor more for cuDNN.
+// forced >= 0: that kernel variant (kernels/cuda/conv2d.cu's table) instead
+// of the planner's pick, and no cuDNN run; the name ends in the variant's.
 Result bench_model_conv(Gpu& g, const Options& o, std::mt19937& rng, const std::string& suite, int cin, int cout, int H,
-                        int W, bool relu, bool residual = false) {
+                        int W, bool relu, bool residual = false, int forced = -1) {
     Result r;
     r.suite = suite;
-    r.name = "conv3x3 " + std::to_string(cin) + "->" + std::to_string(cout) + (relu ? " relu " : " ") +
-             (residual ? "+in " : "") + std::to_string(W) + "x" + std::to_string(H);
     const double npix = double(H) * W;
     r.flop = 2.0 * npix * cin * cout * 9;
     const size_t nin = size_t(cin) * H * W, nw = size_t(cout) * cin * 9, nout = size_t(cout) * H * W;
@@ -349,7 +352,10 @@ Result bench_model_conv(Gpu& g, const Options& o, std::mt19937& rng, const std::
     a.input = x.p, a.weight = w.p, a.bias = b.p, a.output = y.p;
     a.activation = relu ? imr::Activation::ReLU : imr::Activation::None;
     a.residual = residual ? res.p : nullptr;
-    imr::cuda::conv2d(a, g.stream, g.sm_count);
+    r.name = "conv3x3 " + std::to_string(cin) + "->" + std::to_string(cout) + (relu ? " relu " : " ") +
+             (residual ? "+in " : "") + std::to_string(W) + "x" + std::to_string(H) + " [" +
+             imr::cuda::plan_conv2d(a, g.sm_count, forced).name + "]";
+    imr::cuda::conv2d(a, g.stream, g.sm_count, forced);
     ck(cudaStreamSynchronize(g.stream), "conv2d");
     const auto ours = download(y);
     imr::Conv2dArgs ha = a;
@@ -362,9 +368,9 @@ Result bench_model_conv(Gpu& g, const Options& o, std::mt19937& rng, const std::
         const double d = std::fabs(imr::reference_conv2d_at(ha, 0, cc, yy, xx) - double(ours[i]));
         if (!(d <= r.err_vs_f64)) r.err_vs_f64 = d;
     }
-    r.ours_us = g.time_us([&] { imr::cuda::conv2d(a, g.stream, g.sm_count); }, 5, o.runs);
+    r.ours_us = g.time_us([&] { imr::cuda::conv2d(a, g.stream, g.sm_count, forced); }, 5, o.runs);
 #ifdef IMRESTORE_WITH_CUDNN
-    if (o.cudnn) {
+    if (o.cudnn && forced < 0) {
         DevBuf yc(nout);
         CudnnConv c(g, 1, cin, H, W, cout, 3, 1, x.p, w.p, yc.p);
         cudnnActivationDescriptor_t act = nullptr;
@@ -512,8 +518,8 @@ Options parse(int argc, char** argv) {
         if (k == "--suite") {
             o.suite = val();
             if (o.suite != "all" && o.suite != "residual" && o.suite != "conv" && o.suite != "model" &&
-                o.suite != "none")
-                die("--suite: expected all, residual, conv, model or none");
+                o.suite != "variants" && o.suite != "none")
+                die("--suite: expected all, residual, conv, model, variants or none");
         } else if (k == "--residual") {
             std::array<int, 3> v;
             if (!parse_ints(val(), v.data(), 3)) die("--residual expects B,H,W");
@@ -537,7 +543,7 @@ Options parse(int argc, char** argv) {
             o.commit = val();
         } else if (k == "-h" || k == "--help") {
             std::printf(
-                "bench_gpu [--suite all|residual|conv|model|none] [--residual B,H,W]... [--conv B,C,S,K]...\n"
+                "bench_gpu [--suite all|residual|conv|model|variants|none] [--residual B,H,W]... [--conv B,C,S,K]...\n"
                 "          [--runs N (50)] [--conv-runs N (10, convs > 50 GFLOP)] [--no-cudnn] [--device N (0)]\n"
                 "          [--json FILE] [--commit SHA (default $IMRESTORE_COMMIT)]\n");
             std::exit(0);
@@ -649,6 +655,30 @@ int main(int argc, char** argv) {
         report(bench_model_conv(g, o, rng, s1, 48, 3, H, W, false, true));
         const size_t k1 = results.size();
         report(model_total("fullres_cnn_12mp_total", "full-res 10 convs 4000x3000", results, k1 - 3, k1, 8));
+    }
+    if (o.suite == "all" || o.suite == "variants") {
+        // Every conv2d variant that can run each model layer; the planner's pick appears among them.
+        struct Layer {
+            const char* suite;
+            int cin, cout, H, W;
+            bool relu, residual;
+        };
+        const Layer layers[] = {
+            {"variants_unshuffle_cnn", 12, 64, 1500, 2000, true, false},
+            {"variants_unshuffle_cnn", 64, 64, 1500, 2000, true, false},
+            {"variants_unshuffle_cnn", 64, 12, 1500, 2000, false, false},
+            {"variants_fullres_cnn", 3, 48, 3000, 4000, true, false},
+            {"variants_fullres_cnn", 48, 48, 3000, 4000, true, false},
+            {"variants_fullres_cnn", 48, 3, 3000, 4000, false, true},
+        };
+        const std::vector<std::string> names = imr::cuda::conv2d_variants();
+        for (const Layer& l : layers)
+            for (int v = 0; v < int(names.size()); ++v) {
+                try {
+                    report(bench_model_conv(g, o, rng, l.suite, l.cin, l.cout, l.H, l.W, l.relu, l.residual, v));
+                } catch (const imr::NotApplicable&) {
+                }
+            }
     }
     for (const auto& c : o.residual) report(bench_residual(g, o, rng, "custom", c[0], c[1], c[2], 0));
     for (const auto& c : o.conv) report(bench_conv(g, o, rng, "custom", c[0], c[1], c[2], c[3]));

@@ -34,6 +34,34 @@ const char* activation_name(Activation a) {
     return "?";
 }
 
+const char* op_name(Op op) {
+    switch (op) {
+        case Op::ResidualBlock:
+            return "residual_block";
+        case Op::Conv2d:
+            return "conv2d";
+        case Op::PixelShuffle:
+            return "pixel_shuffle";
+    }
+    return "?";
+}
+
+std::unique_ptr<PreparedWeights> Backend::prepare(const Conv2dArgs&) {
+    return nullptr;
+}
+std::unique_ptr<PreparedWeights> Backend::prepare(const ResidualBlockArgs&) {
+    return nullptr;
+}
+
+std::vector<std::string> Backend::variants(Op) const {
+    return {};
+}
+
+void Backend::force_variant(Op op, const std::string& name) {
+    if (!name.empty())
+        throw Error(this->name() + ": " + op_name(op) + " has no kernel variant '" + name + "' (it has one kernel)");
+}
+
 namespace {
 bool positive(const Shape& s) {
     return s.n > 0 && s.c > 0 && s.h > 0 && s.w > 0;

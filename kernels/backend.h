@@ -27,6 +27,16 @@ struct Shape {
     bool operator==(const Shape& o) const { return n == o.n && c == o.c && h == o.h && w == o.w; }
 };
 
+// An op's weights made ready once for one backend's kernels (packed into the
+// layout they read: the CPU's output-channel blocks), so a model pays for it
+// once, not on every call and tile: Backend::prepare returns it, the op's
+// args carry it in `prepared` (the weight pointers stay set as well). Ops
+// without it pack per call; the result is the same.
+class PreparedWeights {
+public:
+    virtual ~PreparedWeights() = default;
+};
+
 // residual_block: output = input + conv_out(conv_in(input)), both convolutions
 // 3x3, zero padding 1, stride 1, with bias, no activation (SOL-ExecBench
 // L1/040, NAFNet's intro/ending convs).
@@ -41,6 +51,7 @@ struct ResidualBlockArgs {
     const float* conv_in_bias = nullptr;
     const float* conv_out_weight = nullptr;
     const float* conv_out_bias = nullptr;
+    const PreparedWeights* prepared = nullptr;  // optional: Backend::prepare of these weights
 };
 
 // What a convolution applies to its output after the bias.
@@ -73,7 +84,8 @@ struct Conv2dArgs {
     const float* weight = nullptr;
     const float* bias = nullptr;  // optional
     Activation activation = Activation::None;
-    const float* residual = nullptr;  // optional, out_shape(); must not alias output
+    const float* residual = nullptr;            // optional, out_shape(); must not alias output
+    const PreparedWeights* prepared = nullptr;  // optional: Backend::prepare of these weights
 
     Shape out_shape() const {
         return {in.n, out_channels, in.h + pad_before + pad_after - kernel + 1,
@@ -113,6 +125,12 @@ void check_args(const ResidualBlockArgs& a);
 void check_args(const Conv2dArgs& a);
 void check_args(const PixelShuffleArgs& a);
 
+// The ops of the interface, for asking a backend what it supports and which
+// kernel variants it has.
+enum class Op { ResidualBlock, Conv2d, PixelShuffle };
+constexpr Op kAllOps[] = {Op::ResidualBlock, Op::Conv2d, Op::PixelShuffle};
+const char* op_name(Op op);  // "residual_block", "conv2d", "pixel_shuffle"
+
 // Times work queued on a backend: host clock on the CPU, events on the CUDA
 // stream. elapsed_ms() waits for the stop point to complete.
 class BackendTimer {
@@ -140,9 +158,29 @@ public:
     // Bytes that could still be allocated (the CPU backend reports available RAM).
     virtual size_t free_memory() const = 0;
 
+    // Whether this backend implements `op`: a model with an op its backend
+    // lacks is refused when it is prepared, before any image is read.
+    virtual bool supports(Op op) const = 0;
     virtual void residual_block(const ResidualBlockArgs& a) = 0;
     virtual void conv2d(const Conv2dArgs& a) = 0;
     virtual void pixel_shuffle(const PixelShuffleArgs& a) = 0;
+
+    // Packs the weights (and biases) `a` points to for this backend's kernels;
+    // null when it has nothing to prepare. Only the channel counts and kernel
+    // size of `a` matter, not its image. The result must outlive its calls,
+    // and the weights must not change while it is used.
+    virtual std::unique_ptr<PreparedWeights> prepare(const Conv2dArgs& a);
+    virtual std::unique_ptr<PreparedWeights> prepare(const ResidualBlockArgs& a);
+
+    // Kernel variants: the named configurations (tile shapes, pipelines,
+    // kernels) this backend can run `op` with; its planner picks one per
+    // shape. Empty: the op has one implementation.
+    virtual std::vector<std::string> variants(Op op) const;
+    // Runs `op` on the named variant instead of the planner's pick, so the op
+    // tests and benchmarks can reach every variant ("" restores the planner).
+    // Shapes the variant cannot run then throw imr::NotApplicable. Throws
+    // imr::Error for a name variants(op) does not list.
+    virtual void force_variant(Op op, const std::string& name);
 
     virtual std::unique_ptr<BackendTimer> make_timer() = 0;
 };

@@ -18,4 +18,10 @@ struct OutOfMemory : Error {
     using Error::Error;
 };
 
+// A kernel variant forced by a test or benchmark (Backend::force_variant)
+// cannot run this shape; the planner would have picked another.
+struct NotApplicable : Error {
+    using Error::Error;
+};
+
 }  // namespace imr

@@ -816,10 +816,12 @@ TEST(ModelRunner, TwoResolutionModelsTileExactly) {
     }
 }
 
-// The CPU backend, claiming to have only `free_bytes` of memory left.
+// The CPU backend, claiming to have only `free_bytes` of memory left (and,
+// optionally, to lack one op).
 class LowMemoryBackend : public Backend {
 public:
-    explicit LowMemoryBackend(size_t free_bytes) : cpu_(make_cpu_backend()), free_(free_bytes) {}
+    explicit LowMemoryBackend(size_t free_bytes, const Op* lacks = nullptr)
+        : cpu_(make_cpu_backend()), free_(free_bytes), lacks_(lacks) {}
     std::string name() const override { return "low-memory " + cpu_->name(); }
     std::string description() const override { return cpu_->description(); }
     bool is_host_memory() const override { return true; }
@@ -829,6 +831,9 @@ public:
     void download(float* dst, const float* src, size_t n) override { cpu_->download(dst, src, n); }
     void synchronize() override { cpu_->synchronize(); }
     size_t free_memory() const override { return free_; }
+    std::unique_ptr<PreparedWeights> prepare(const Conv2dArgs& a) override { return cpu_->prepare(a); }
+    std::unique_ptr<PreparedWeights> prepare(const ResidualBlockArgs& a) override { return cpu_->prepare(a); }
+    bool supports(Op op) const override { return !lacks_ || op != *lacks_; }
     void residual_block(const ResidualBlockArgs& a) override { cpu_->residual_block(a); }
     void conv2d(const Conv2dArgs& a) override { cpu_->conv2d(a); }
     void pixel_shuffle(const PixelShuffleArgs& a) override { cpu_->pixel_shuffle(a); }
@@ -837,7 +842,25 @@ public:
 private:
     std::unique_ptr<Backend> cpu_;
     size_t free_;
+    const Op* lacks_;
 };
+
+TEST(ModelRunner, RefusesAModelWithAnOpItsBackendLacks) {
+    std::mt19937 rng(3);
+    const ModelFile m = test::small_model(rng);
+    for (const Stage& st : m.stages) {
+        const std::string op = stage_op_name(st);
+        const Op lacked = op == "conv2d" ? Op::Conv2d : op == "residual_block" ? Op::ResidualBlock : Op::PixelShuffle;
+        SCOPED_TRACE("backend without " + op);
+        LowMemoryBackend without(size_t(1) << 30, &lacked);
+        try {
+            ModelRunner runner(m, without);
+            ADD_FAILURE() << "a model with " << op << " was prepared on a backend without it";
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find(op_name(lacked)), std::string::npos) << e.what();
+        }
+    }
+}
 
 TEST(ModelRunner, TilesOnItsOwnWhenMemoryIsShort) {
     unsigned seed;

@@ -3,6 +3,10 @@
 //
 // The suite is parameterized by backend ("cpu", "cuda"); test names end in
 // /cpu and /cuda so ctest runs them as separate entries (tests/CMakeLists.txt).
+// Within a backend every case runs on the planner's pick and again on every
+// kernel variant the backend lists (Backend::variants, forced in turn), and
+// once more with weights the backend prepared (Backend::prepare) where it
+// prepares any; each variant must run at least one case.
 // Without a usable GPU the cuda tests are SKIPPED with the reason, never passed.
 //
 // Every run: fresh N(0,1) inputs (seed from std::random_device, printed on
@@ -20,6 +24,7 @@
 #include <cstring>
 #include <iostream>
 #include <limits>
+#include <map>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -35,6 +40,7 @@ using imr::Activation;
 using imr::Backend;
 using imr::Conv2dArgs;
 using imr::DeviceBuffer;
+using imr::Op;
 using imr::PadMode;
 using imr::PixelShuffleArgs;
 using imr::ResidualBlockArgs;
@@ -371,6 +377,31 @@ protected:
         return !gpu_only || all || !backend_->is_host_memory();
     }
 
+    // The ways to run `op` on this backend: "" (the planner's pick), then
+    // every listed kernel variant, then "prepared" (the planner with weights
+    // from Backend::prepare) when the op has weights to prepare.
+    std::vector<std::string> ways(Op op, bool has_weights) const {
+        std::vector<std::string> w{""};
+        for (const std::string& v : backend_->variants(op)) w.push_back(v);
+        if (has_weights) w.push_back(kPrepared);
+        return w;
+    }
+    // Selects a way (see ways()): "prepared" runs on the planner's pick.
+    void select(Op op, const std::string& way) { backend_->force_variant(op, way == kPrepared ? "" : way); }
+    // After all cases: every variant must have run at least one case; prints
+    // how many each ran.
+    void report_ways(Op op, const std::map<std::string, int>& ran, const std::map<std::string, int>& not_applicable) {
+        backend_->force_variant(op, "");
+        std::cout << "[          ] " << imr::op_name(op) << " on " << backend_->name() << ":";
+        for (const auto& [way, n] : ran) {
+            std::cout << " " << (way.empty() ? "planner" : way) << " " << n;
+            if (not_applicable.count(way)) std::cout << " (" << not_applicable.at(way) << " not applicable)";
+            EXPECT_GT(n, 0) << "kernel variant " << way << " ran no case";
+        }
+        std::cout << "\n";
+    }
+
+    static constexpr const char* kPrepared = "prepared";
     std::unique_ptr<Backend> backend_;
 };
 
@@ -378,6 +409,7 @@ TEST_P(OpsTest, ResidualBlock) {
     Backend& be = *backend_;
     double worst_fraction = 0;
     int skipped = 0;
+    std::map<std::string, int> ran, not_applicable;
     for (const ResidualCase& k : residual_cases()) {
         if (!runs(k.gpu_only)) {
             ++skipped;
@@ -400,16 +432,11 @@ TEST_P(OpsTest, ResidualBlock) {
 
         DeviceBuffer dx = to_device(be, x), dw_in = to_device(be, w_in), db_in = to_device(be, b_in);
         DeviceBuffer dw_out = to_device(be, w_out), db_out = to_device(be, b_out);
-        GuardedOutput out(be, s.count());
         ResidualBlockArgs a;
         a.shape = s, a.hidden = k.hidden;
-        a.input = dx.data(), a.output = out.data();
+        a.input = dx.data();
         a.conv_in_weight = dw_in.data(), a.conv_in_bias = db_in.data();
         a.conv_out_weight = dw_out.data(), a.conv_out_bias = db_out.data();
-        ASSERT_NO_THROW(be.residual_block(a));
-        be.synchronize();
-        const std::vector<float> got = out.download();
-        expect_unchanged(be, dx, x, "input");
 
         ResidualBlockArgs host = a;
         host.input = x.data(), host.output = nullptr;
@@ -417,16 +444,40 @@ TEST_P(OpsTest, ResidualBlock) {
         host.conv_out_weight = w_out.data(), host.conv_out_bias = b_out.data();
         const std::vector<double> ref = imr::reference_residual_block(host);
 
-        // Every case: the fp32 bound; SOL cases also by the benchmark's own rule.
-        worst_fraction = std::max(worst_fraction, expect_fp32_accurate(got, ref, {}, s, 9L * k.c + 9L * k.hidden));
-        if (k.sol_atol > 0) {
-            const Comparison r = compare(got, ref, {}, k.sol_atol, kSolRtol);
-            EXPECT_GE(double(r.within), kSolPassFraction * double(r.compared))
-                << r.compared - r.within << " of " << r.compared << " elements beyond atol " << k.sol_atol << " + rtol "
-                << kSolRtol << "; worst " << where(s, r.worst) << ": got " << got[r.worst] << ", float64 "
-                << ref[r.worst];
+        for (const std::string& way : ways(Op::ResidualBlock, true)) {
+            SCOPED_TRACE("kernel: " + (way.empty() ? std::string("the planner's pick") : way));
+            select(Op::ResidualBlock, way);
+            const std::unique_ptr<imr::PreparedWeights> prepared = way == kPrepared ? be.prepare(a) : nullptr;
+            if (way == kPrepared && !prepared) continue;  // nothing to prepare on this backend
+            GuardedOutput out(be, s.count());
+            ResidualBlockArgs run = a;
+            run.output = out.data(), run.prepared = prepared.get();
+            try {
+                be.residual_block(run);
+            } catch (const imr::NotApplicable&) {
+                ++not_applicable[way];
+                continue;
+            } catch (const std::exception& e) {
+                ADD_FAILURE() << "threw: " << e.what();
+                continue;
+            }
+            ++ran[way];
+            be.synchronize();
+            const std::vector<float> got = out.download();
+            expect_unchanged(be, dx, x, "input");
+
+            // Every case: the fp32 bound; SOL cases also by the benchmark's own rule.
+            worst_fraction = std::max(worst_fraction, expect_fp32_accurate(got, ref, {}, s, 9L * k.c + 9L * k.hidden));
+            if (k.sol_atol > 0) {
+                const Comparison r = compare(got, ref, {}, k.sol_atol, kSolRtol);
+                EXPECT_GE(double(r.within), kSolPassFraction * double(r.compared))
+                    << r.compared - r.within << " of " << r.compared << " elements beyond atol " << k.sol_atol
+                    << " + rtol " << kSolRtol << "; worst " << where(s, r.worst) << ": got " << got[r.worst]
+                    << ", float64 " << ref[r.worst];
+            }
         }
     }
+    report_ways(Op::ResidualBlock, ran, not_applicable);
     std::cout << "[          ] worst error: " << worst_fraction << " of the fp32 bound; " << skipped
               << " GPU-only cases not run on " << be.name() << "\n";
 }
@@ -435,6 +486,7 @@ TEST_P(OpsTest, Conv2d) {
     Backend& be = *backend_;
     double worst_fraction = 0;
     int skipped = 0;
+    std::map<std::string, int> ran, not_applicable;
     for (const ConvCase& k : conv_cases()) {
         if (!runs(k.gpu_only)) {
             ++skipped;
@@ -463,12 +515,6 @@ TEST_P(OpsTest, Conv2d) {
         const std::vector<float> res = k.residual ? normal(rng, os.count()) : std::vector<float>();
         DeviceBuffer dres = k.residual ? to_device(be, res) : DeviceBuffer();
         a.residual = k.residual ? dres.data() : nullptr;
-        GuardedOutput out(be, os.count());
-        a.output = out.data();
-        ASSERT_NO_THROW(be.conv2d(a));
-        be.synchronize();
-        const std::vector<float> got = out.download();
-        expect_unchanged(be, dx, x, "input");
 
         Conv2dArgs host = a;
         host.input = x.data(), host.weight = w.data(), host.bias = k.bias ? bias.data() : nullptr;
@@ -492,16 +538,41 @@ TEST_P(OpsTest, Conv2d) {
             ref = imr::reference_conv2d(host);
         }
 
-        // Every case: the fp32 bound; GPU MODE test shapes also by the benchmark's own rule.
-        worst_fraction = std::max(worst_fraction, expect_fp32_accurate(got, ref, index, os, long(k.cin) * k.k * k.k));
-        if (k.gpu_mode && !k.gpu_only) {
-            const Comparison r = compare(got, ref, index, kGpuModeTol, kGpuModeTol);
-            EXPECT_EQ(r.within, r.compared)
-                << r.compared - r.within << " of " << r.compared << " elements beyond atol = rtol = " << kGpuModeTol
-                << "; worst " << where(os, r.worst) << ": got " << got[r.worst] << ", float64 "
-                << value_at(ref, index, r.worst);
+        for (const std::string& way : ways(Op::Conv2d, true)) {
+            SCOPED_TRACE("kernel: " + (way.empty() ? std::string("the planner's pick") : way));
+            select(Op::Conv2d, way);
+            const std::unique_ptr<imr::PreparedWeights> prepared = way == kPrepared ? be.prepare(a) : nullptr;
+            if (way == kPrepared && !prepared) continue;  // nothing to prepare on this backend
+            GuardedOutput out(be, os.count());
+            Conv2dArgs run = a;
+            run.output = out.data(), run.prepared = prepared.get();
+            try {
+                be.conv2d(run);
+            } catch (const imr::NotApplicable&) {
+                ++not_applicable[way];
+                continue;
+            } catch (const std::exception& e) {
+                ADD_FAILURE() << "threw: " << e.what();
+                continue;
+            }
+            ++ran[way];
+            be.synchronize();
+            const std::vector<float> got = out.download();
+            expect_unchanged(be, dx, x, "input");
+
+            // Every case: the fp32 bound; GPU MODE test shapes also by the benchmark's own rule.
+            worst_fraction =
+                std::max(worst_fraction, expect_fp32_accurate(got, ref, index, os, long(k.cin) * k.k * k.k));
+            if (k.gpu_mode && !k.gpu_only) {
+                const Comparison r = compare(got, ref, index, kGpuModeTol, kGpuModeTol);
+                EXPECT_EQ(r.within, r.compared)
+                    << r.compared - r.within << " of " << r.compared << " elements beyond atol = rtol = " << kGpuModeTol
+                    << "; worst " << where(os, r.worst) << ": got " << got[r.worst] << ", float64 "
+                    << value_at(ref, index, r.worst);
+            }
         }
     }
+    report_ways(Op::Conv2d, ran, not_applicable);
     std::cout << "[          ] worst error: " << worst_fraction << " of the fp32 bound; " << skipped
               << " GPU-only cases not run on " << be.name() << "\n";
 }
@@ -604,6 +675,14 @@ TEST_P(OpsTest, RejectsInvalidArgs) {
     bad = conv;
     bad.residual = bad.output;
     EXPECT_THROW(be.conv2d(bad), imr::Error) << "output aliasing the residual";
+
+    EXPECT_THROW(be.force_variant(Op::Conv2d, "no-such-kernel"), imr::Error) << "unknown kernel variant";
+    if (const std::unique_ptr<imr::PreparedWeights> prepared = be.prepare(conv)) {
+        bad = conv;
+        bad.out_channels = conv.out_channels - 1;
+        bad.prepared = prepared.get();
+        EXPECT_THROW(be.conv2d(bad), imr::Error) << "weights prepared for another shape";
+    }
 
     PixelShuffleArgs ps;
     ps.in = {2, 3, 8, 8}, ps.factor = 2, ps.direction = ShuffleDirection::ToDepth;

@@ -18,7 +18,8 @@
 #   NAME.ckpt (x4)       model + optimizer + step + RNG state, rewritten every 60 s
 #   models.tar           NAME.h5 and NAME.f32 of the four models
 #                        (tar -xf OUT_DIR/models.tar -C weights/)
-# Environment: MODELS (a subset of the NAME:TASK:C:D:SEED list above), PYTHON (default python3), TRAIN_ARGS (extra train.py arguments
+# Environment: MODELS (NAME:TASK:C:D:SEED[:FACTOR] entries, default the four
+# above with FACTOR 2; the default denoise is denoise:denoise:48:10:5:1), PYTHON (default python3), TRAIN_ARGS (extra train.py arguments
 # for all four), SLACK_S, JPEG_WORKERS (deblock's JPEG processes, default 6),
 # TRAIN_DIR / HELDOUT_DIR (default weights/data/train and weights/data/heldout).
 set -u
@@ -51,11 +52,11 @@ BUDGET=$("$PY" -c "import sys; m = (float(sys.argv[1]) * 60 - float(sys.argv[2])
   echo "train: $(ls "$TRAIN_DIR"/*.png 2>/dev/null | wc -l) PNGs in $TRAIN_DIR; held out: $(ls "$HELDOUT_DIR"/*.png 2>/dev/null | wc -l) PNGs in $HELDOUT_DIR"
 } >>"$LOG"
 
-# name task channels depth seed
+# name task channels depth seed [factor]
 MODELS=${MODELS:-"denoise:denoise:64:14:1 deblock:deblock:64:14:2 deblur:deblur:64:14:3 denoise-large:denoise:96:16:4"}
 for spec in $MODELS; do
-  IFS=: read -r name task channels depth seed <<<"$spec"
-  args=(--task "$task" --channels "$channels" --depth "$depth" --seed "$seed" --name "$name"
+  IFS=: read -r name task channels depth seed factor <<<"$spec"
+  args=(--task "$task" --channels "$channels" --depth "$depth" --seed "$seed" --name "$name" --factor "${factor:-2}"
         --minutes "$BUDGET" --out "$OUT" --train-dir "$TRAIN_DIR" --heldout-dir "$HELDOUT_DIR"
         --jpeg-workers "$JPEG_WORKERS")
   if [ -n "$RESUME_DIR" ] && [ -f "$RESUME_DIR/$name.ckpt" ]; then

@@ -24,14 +24,18 @@ Activation parse_activation(const std::string& s, const std::string& at) {
 class PreparedConv2d : public PreparedStage {
 public:
     PreparedConv2d(const Conv2dStage& s, Backend& backend)
-        : base_(s.args({})),
+        : base_(s.args({1, s.in_channels, 1, 1})),
           add_model_input_(s.add_model_input),
           weight_(upload(backend, s.weight)),
-          bias_(upload(backend, s.bias)) {}
+          bias_(upload(backend, s.bias)) {
+        require(backend, Op::Conv2d);
+        base_.weight = weight_.data(), base_.bias = bias_.data();
+        packed_ = backend.prepare(base_);
+        base_.prepared = packed_.get();
+    }
     void run(Backend& backend, const float* input, float* output, Shape in, const float* model_input) override {
         Conv2dArgs a = base_;
         a.in = in, a.input = input, a.output = output;
-        a.weight = weight_.data(), a.bias = bias_.data();
         a.residual = add_model_input_ ? model_input : nullptr;
         backend.conv2d(a);
     }
@@ -40,6 +44,7 @@ private:
     Conv2dArgs base_;
     bool add_model_input_;
     DeviceBuffer weight_, bias_;
+    std::unique_ptr<PreparedWeights> packed_;
 };
 
 }  // namespace

@@ -43,6 +43,12 @@ bool read_add_model_input(LayerReader& r) {
     return v == 1;
 }
 
+void require(const Backend& backend, Op op) {
+    if (!backend.supports(op))
+        throw Error(std::string("this model uses the op ") + op_name(op) + ", which the " + backend.name() +
+                    " backend does not have");
+}
+
 DeviceBuffer upload(Backend& backend, const std::vector<float>& v) {
     if (v.empty()) return {};
     DeviceBuffer buf(backend, v.size());

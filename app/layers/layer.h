@@ -94,6 +94,9 @@ struct ReferenceIO {
 // shared by the layers that can add the model input.
 bool read_add_model_input(LayerReader& r);
 
+// Throws imr::Error unless the backend implements `op` (Backend::supports).
+void require(const Backend& backend, Op op);
+
 // Copies weights into the backend's memory (empty: no buffer).
 DeviceBuffer upload(Backend& backend, const std::vector<float>& v);
 

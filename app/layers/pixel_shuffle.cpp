@@ -91,7 +91,8 @@ std::vector<double> PixelShuffleStage<D>::reference(const ReferenceIO& io) const
 }
 
 template <ShuffleDirection D>
-std::unique_ptr<PreparedStage> PixelShuffleStage<D>::prepare(Backend&) const {
+std::unique_ptr<PreparedStage> PixelShuffleStage<D>::prepare(Backend& backend) const {
+    require(backend, Op::PixelShuffle);
     return std::make_unique<PreparedShuffle<D>>(factor, add_model_input);
 }
 

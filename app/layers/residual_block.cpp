@@ -9,23 +9,28 @@ namespace {
 class PreparedResidualBlock : public PreparedStage {
 public:
     PreparedResidualBlock(const ResidualBlockStage& s, Backend& backend)
-        : hidden_(s.hidden),
-          w_in_(upload(backend, s.conv_in_weight)),
+        : w_in_(upload(backend, s.conv_in_weight)),
           b_in_(upload(backend, s.conv_in_bias)),
           w_out_(upload(backend, s.conv_out_weight)),
-          b_out_(upload(backend, s.conv_out_bias)) {}
+          b_out_(upload(backend, s.conv_out_bias)) {
+        require(backend, Op::ResidualBlock);
+        base_.shape = {1, s.channels, 1, 1}, base_.hidden = s.hidden;
+        base_.conv_in_weight = w_in_.data(), base_.conv_in_bias = b_in_.data();
+        base_.conv_out_weight = w_out_.data(), base_.conv_out_bias = b_out_.data();
+        packed_ = backend.prepare(base_);
+        base_.prepared = packed_.get();
+    }
     void run(Backend& backend, const float* input, float* output, Shape in, const float*) override {
-        ResidualBlockArgs a;
-        a.shape = in, a.hidden = hidden_;
+        ResidualBlockArgs a = base_;
+        a.shape = in;
         a.input = input, a.output = output;
-        a.conv_in_weight = w_in_.data(), a.conv_in_bias = b_in_.data();
-        a.conv_out_weight = w_out_.data(), a.conv_out_bias = b_out_.data();
         backend.residual_block(a);
     }
 
 private:
-    int hidden_;
     DeviceBuffer w_in_, b_in_, w_out_, b_out_;
+    ResidualBlockArgs base_;
+    std::unique_ptr<PreparedWeights> packed_;
 };
 
 }  // namespace

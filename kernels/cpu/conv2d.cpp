@@ -64,9 +64,9 @@ void conv2d(const Conv2dArgs& a, int threads, Scratch& scratch) {
     std::vector<int> col_src(static_cast<size_t>(wp));
     for (int x = 0; x < wp; ++x) col_src[size_t(x)] = source_index(x - pb, in.w, a.pad_mode);
 
-    const int co_block = choose_co_block(a.out_channels);
-    const std::vector<float> weight = pack_weights(a.weight, a.out_channels, in.c, k, co_block);
-    const std::vector<float> bias = pack_bias(a.bias, a.out_channels, co_block);
+    PackedConv local;
+    const PackedConv& packed =
+        packed_or_pack(a.prepared, a.weight, a.bias, a.out_channels, in.c, k, local, "conv2d " + in.str());
 
     const int band = int(std::clamp<long>(long(out.n) * out.h / (long(kTasksPerThread) * threads), 1, kMaxBandRows));
     const int bands = (out.h + band - 1) / band;
@@ -80,8 +80,8 @@ void conv2d(const Conv2dArgs& a, int threads, Scratch& scratch) {
     DirectConv g;
     g.in_plane = band_plane, g.in_row = row;
     g.cin = in.c, g.k = k;
-    g.weight = weight.data(), g.bias = bias.data();
-    g.cout = a.out_channels, g.co_block = co_block;
+    g.weight = packed.weight.data(), g.bias = packed.bias.data();
+    g.cout = a.out_channels, g.co_block = packed.co_block;
     g.relu = a.activation == Activation::ReLU;
     g.res_plane = size_t(out.h) * out.w, g.res_row = size_t(out.w);
     g.out_plane = size_t(out.h) * out.w, g.out_row = size_t(out.w);

@@ -65,6 +65,18 @@ public:
     // otherwise be killed instead of tiling.
     size_t free_memory() const override { return host_memory_available(); }
 
+    std::unique_ptr<PreparedWeights> prepare(const Conv2dArgs& a) override {
+        if (!a.weight || a.out_channels < 1 || a.in.c < 1 || a.kernel < 1)
+            throw Error("cpu: conv2d weights to prepare: null weight or non-positive sizes");
+        return std::make_unique<cpu::PackedConv>(cpu::pack_conv(a.weight, a.bias, a.out_channels, a.in.c, a.kernel));
+    }
+    std::unique_ptr<PreparedWeights> prepare(const ResidualBlockArgs& a) override {
+        if (!a.conv_in_weight || !a.conv_out_weight || a.hidden < 1 || a.shape.c < 1)
+            throw Error("cpu: residual_block weights to prepare: null weight or non-positive sizes");
+        return std::make_unique<cpu::PackedResidualBlock>(cpu::pack_residual_block(a));
+    }
+
+    bool supports(Op) const override { return true; }
     void residual_block(const ResidualBlockArgs& a) override { cpu::residual_block(a, threads_); }
     void conv2d(const Conv2dArgs& a) override { cpu::conv2d(a, threads_, conv_scratch_); }
     void pixel_shuffle(const PixelShuffleArgs& a) override { cpu::pixel_shuffle(a, threads_); }

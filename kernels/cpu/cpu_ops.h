@@ -7,6 +7,7 @@
 #include <string>
 
 #include "backend.h"
+#include "direct_conv.h"
 
 namespace imr::cpu {
 
@@ -31,6 +32,12 @@ private:
     std::unique_ptr<float[]> data_;
     size_t size_ = 0;
 };
+
+// The residual block's two convolutions packed for direct_conv.
+struct PackedResidualBlock : PreparedWeights {
+    PackedConv conv_in, conv_out;
+};
+PackedResidualBlock pack_residual_block(const ResidualBlockArgs& a);
 
 void residual_block(const ResidualBlockArgs& a, int threads);
 void conv2d(const Conv2dArgs& a, int threads, Scratch& scratch);

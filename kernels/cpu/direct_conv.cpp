@@ -172,6 +172,26 @@ std::vector<float> pack_bias(const float* bias, int cout, int co_block) {
     return packed;
 }
 
+PackedConv pack_conv(const float* weight, const float* bias, int cout, int cin, int k) {
+    PackedConv p;
+    p.cout = cout, p.cin = cin, p.k = k, p.co_block = choose_co_block(cout);
+    p.weight = pack_weights(weight, cout, cin, k, p.co_block);
+    p.bias = pack_bias(bias, cout, p.co_block);
+    return p;
+}
+
+const PackedConv& packed_or_pack(const PreparedWeights* prepared, const float* weight, const float* bias, int cout,
+                                 int cin, int k, PackedConv& local, const std::string& op) {
+    if (!prepared) {
+        local = pack_conv(weight, bias, cout, cin, k);
+        return local;
+    }
+    const auto* p = dynamic_cast<const PackedConv*>(prepared);
+    if (!p || p->cout != cout || p->cin != cin || p->k != k)
+        throw Error(op + ": its prepared weights were made for another shape or backend");
+    return *p;
+}
+
 void direct_conv_rows(const DirectConv& g, int block, int y_begin, int y_end) {
     const int co0 = block * g.co_block;
     const int cob = std::min(g.co_block, g.cout - co0);

@@ -27,7 +27,10 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <vector>
+
+#include "backend.h"
 
 namespace imr::cpu {
 
@@ -61,6 +64,20 @@ struct DirectConv {
 std::vector<float> pack_weights(const float* weight, int cout, int cin, int k, int co_block);
 // bias [cout] (or null: zeros) -> [ceil(cout / co_block) * co_block].
 std::vector<float> pack_bias(const float* bias, int cout, int co_block);
+
+// One convolution's weights and bias packed for direct_conv_rows, with the
+// shape they were packed for: what the CPU backend's prepare() returns.
+struct PackedConv : PreparedWeights {
+    int cout = 0, cin = 0, k = 0, co_block = 0;
+    std::vector<float> weight, bias;
+};
+PackedConv pack_conv(const float* weight, const float* bias, int cout, int cin, int k);
+
+// `prepared` (from the CPU backend's prepare) when the op carries it, checked
+// to be a PackedConv of this shape (imr::Error naming `op` otherwise); else
+// the weights packed now into `local`.
+const PackedConv& packed_or_pack(const PreparedWeights* prepared, const float* weight, const float* bias, int cout,
+                                 int cin, int k, PackedConv& local, const std::string& op);
 
 // Output rows [y_begin, y_end) of channel block `block` (channels
 // block * co_block ...), all columns.

@@ -42,6 +42,13 @@ size_t round_up8(size_t v) {
 
 }  // namespace
 
+PackedResidualBlock pack_residual_block(const ResidualBlockArgs& a) {
+    PackedResidualBlock p;
+    p.conv_in = pack_conv(a.conv_in_weight, a.conv_in_bias, a.hidden, a.shape.c, 3);
+    p.conv_out = pack_conv(a.conv_out_weight, a.conv_out_bias, a.shape.c, a.hidden, 3);
+    return p;
+}
+
 void residual_block(const ResidualBlockArgs& a, int threads) {
     check_args(a);
     const Shape s = a.shape;
@@ -63,11 +70,16 @@ void residual_block(const ResidualBlockArgs& a, int threads) {
     const size_t in_plane = size_t(th + 4) * in_row;
     const size_t hid_plane = size_t(th + 2) * hid_row;
 
-    const int co_in = choose_co_block(hidden), co_out = choose_co_block(s.c);
-    const std::vector<float> w_in = pack_weights(a.conv_in_weight, hidden, s.c, 3, co_in);
-    const std::vector<float> b_in = pack_bias(a.conv_in_bias, hidden, co_in);
-    const std::vector<float> w_out = pack_weights(a.conv_out_weight, s.c, hidden, 3, co_out);
-    const std::vector<float> b_out = pack_bias(a.conv_out_bias, s.c, co_out);
+    PackedResidualBlock local;
+    const PackedResidualBlock* packed = &local;
+    if (a.prepared) {
+        packed = dynamic_cast<const PackedResidualBlock*>(a.prepared);
+        if (!packed || packed->conv_in.cin != s.c || packed->conv_in.cout != hidden)
+            throw Error("residual_block " + s.str() + ": its prepared weights were made for another shape or backend");
+    } else {
+        local = pack_residual_block(a);
+    }
+    const PackedConv &pin = packed->conv_in, &pout = packed->conv_out;
 
 #pragma omp parallel num_threads(threads)
     {
@@ -79,15 +91,15 @@ void residual_block(const ResidualBlockArgs& a, int threads) {
         DirectConv conv_in;  // input tile -> hidden tile
         conv_in.in = in_tile.data(), conv_in.in_plane = in_plane, conv_in.in_row = in_row;
         conv_in.cin = s.c, conv_in.k = 3;
-        conv_in.weight = w_in.data(), conv_in.bias = b_in.data();
-        conv_in.cout = hidden, conv_in.co_block = co_in;
+        conv_in.weight = pin.weight.data(), conv_in.bias = pin.bias.data();
+        conv_in.cout = hidden, conv_in.co_block = pin.co_block;
         conv_in.out = hid_tile.data(), conv_in.out_plane = hid_plane, conv_in.out_row = hid_row;
 
         DirectConv conv_out;  // hidden tile -> output, + residual from the input tile
         conv_out.in = hid_tile.data(), conv_out.in_plane = hid_plane, conv_out.in_row = hid_row;
         conv_out.cin = hidden, conv_out.k = 3;
-        conv_out.weight = w_out.data(), conv_out.bias = b_out.data();
-        conv_out.cout = s.c, conv_out.co_block = co_out;
+        conv_out.weight = pout.weight.data(), conv_out.bias = pout.bias.data();
+        conv_out.cout = s.c, conv_out.co_block = pout.co_block;
         conv_out.residual = in_tile.data() + 2 * in_row + 2, conv_out.res_plane = in_plane, conv_out.res_row = in_row;
         conv_out.out_plane = size_t(s.h) * s.w, conv_out.out_row = size_t(s.w);
 

@@ -1,31 +1,34 @@
-// conv2d as an implicit GEMM in fp32 FFMA, SGEMM style.
+// conv2d on CUDA: three kernels, each run in the configurations of one
+// variant table (kConv2dVariants below); plan_conv2d picks a variant per shape,
+// the op tests run every case on every variant and bench_gpu times them all.
 //
+// igemm (implicit GEMM in fp32 FFMA, SGEMM style), two of the kernels:
 //   GEMM view: M = Cout, N = batch*Ho*Wo (output pixels), K = Cin*K*K (in the
 //   weight's own order ci, ky, kx, so a weight row is contiguous).
 //   A[m][r] = weight[m][r]; B[r][p] = padded input at (img(p), ci, oy+ky, ox+kx),
 //   gathered while the tile is loaded: the pad mode is an index mapping
 //   (zero: bounds check; reflect: mirror; replicate: clamp), never a padded copy.
+//   - multistage (conv2d_igemm_multistage_kernel): CUTLASS-style conflict-free
+//     fragments, cp.async pipeline of STAGES tiles of BK rows. H200: GPU MODE's
+//     ranked shape 40.6 ms = 62% of fp32 peak.
+//   - double buffer (conv2d_igemm_double_buffer_kernel): register-staged, two
+//     shared-memory buffers, a 32 x 64 tile for the shapes too small or too
+//     narrow for the multistage tiles (it ran every shape until ed1dc63).
+// direct (conv2d_direct_small_cout_kernel): few output channels (a network's
+//   last layer, 48 -> 3 or 64 -> 12). An implicit GEMM wastes most of its
+//   M tile there (3 of 32 rows: 1.9% of peak on the H200); the direct kernel
+//   stages an input tile with its halo in shared memory once per channel and
+//   computes all output channels of 4 pixels per thread from it.
 //
-// Floors: 2*M*N*K FLOP; bytes = input + weight + output, each once. Every
-// GPU MODE conv2d_v2 shape is compute-bound by a wide margin (the ranked
-// B=1, C=128, S=256, K=32 shape: 1.70 TFLOP = ~28 ms at 60 TFLOP/s against
-// ~130 MB = 0.03 ms of traffic).
+// Floors: 2*M*N*K FLOP; bytes = input + weight + output (+ residual), each
+// once. Every GPU MODE conv2d_v2 shape is compute-bound by a wide margin (the
+// ranked B=1, C=128, S=256, K=32 shape: 1.70 TFLOP = ~28 ms at 60 TFLOP/s
+// against ~130 MB = 0.03 ms of traffic); so is every layer of the bundled
+// models (48 -> 48, 3x3: 864 FLOP per 392 bytes per pixel).
 //
-// v2 (the 128 x 128 and 64 x 256 tiles; see conv2d_v2_kernel below):
-// conflict-free CUTLASS-style fragments, cp.async 3-stage pipeline, BK = 16.
-// H200: ranked shape 40.6 ms = 62% of fp32 peak (v1: 50.8 ms).
-//
-// v1 (the 32 x 64 tile; v1 also ran the big tiles until commit ed1dc63, see
-// docs/performance.md): each block computes a BM x BN output tile with 256
-// threads in a 16 x 16 grid, each thread a TM x TN register block (2 x 4 for
-// the 32 x 64 tile; the big tiles used 8 x 8). The
-// reduction runs in steps of BK = 8 through two shared-memory buffers: while
-// the FFMAs consume one buffer, the next tile is fetched into registers and
-// stored into the other, one barrier per step. Tiles too large for the
-// problem waste the machine, so smaller shapes get smaller tiles, and a
-// reduction too long for a grid of only ~1.5 waves is split over two blocks
-// (atomic add of exactly two partial sums onto zero: the result does not
-// depend on their order, so it stays deterministic).
+// A reduction too long for a grid of only ~1.5 waves may be split over two
+// igemm blocks (atomic add of exactly two partial sums onto zero: the result
+// does not depend on their order, so it stays deterministic).
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
@@ -37,7 +40,7 @@
 namespace imr::cuda {
 namespace {
 
-// ---- kernel configuration (chosen for H200 / sm_90)
+// ---- double-buffer kernel configuration (chosen for H200 / sm_90)
 constexpr int CV_THREADS = 256;       // 16 x 16 thread grid; 8 warps
 constexpr int CV_BK = 8;              // reduction step: 8 rows of A and B per barrier (32 threads per B row)
 constexpr int CV_PAD = 4;             // smem row padding (floats): conflict-free transposed A stores, 16-byte rows
@@ -78,6 +81,7 @@ __device__ __forceinline__ float epilogue(const ConvParams& p, float v, int offs
 }
 
 // Maps a padded-image coordinate into the image; false: the zero border.
+// i must lie in the padded image (-pad_before <= i < n + pad_after).
 template <PadMode PAD>
 __device__ __forceinline__ bool map_coord(int& i, int n) {
     if constexpr (PAD == PadMode::Zero) {
@@ -113,7 +117,7 @@ __device__ __forceinline__ void load_frag(float (&v)[N], const float* p) {
 }
 
 template <int BM, int BN, int TM, int TN, PadMode PAD>
-__global__ void __launch_bounds__(CV_THREADS, CV_MIN_BLOCKS) conv2d_igemm_kernel(const ConvParams p) {
+__global__ void __launch_bounds__(CV_THREADS, CV_MIN_BLOCKS) conv2d_igemm_double_buffer_kernel(const ConvParams p) {
     static_assert(BM / TM == 16 && BN / TN == 16, "16 x 16 threads");
     constexpr int A_PER = BM * CV_BK / CV_THREADS;  // A elements each thread loads per step
     constexpr int B_TPR = CV_THREADS / CV_BK;       // threads per B row (32: one warp, coalesced pixels)
@@ -234,23 +238,24 @@ __global__ void __launch_bounds__(CV_THREADS, CV_MIN_BLOCKS) conv2d_igemm_kernel
     }
 }
 
-// ---- v2: multistage cp.async kernel with a conflict-free fragment layout
+// ---- multistage kernel: cp.async pipeline, conflict-free fragments
 //
-// Thread (tm, tn) of a TGM x TGN grid (TGM = BM/8, TGN = BN/8, 256 threads)
-// owns output rows {tm*4 + i, BM/2 + tm*4 + i} and columns {tn*4 + j,
-// BN/2 + tn*4 + j}, i, j < 4 (CUTLASS SGEMM style). A warp is 4 (m) x 8 (n)
-// threads, so each of the 4 fragment loads per reduction row is one float4
-// per thread and one shared-memory wavefront per warp (4 distinct float4 of
-// A, 8 distinct float4 of B, broadcast to the rest): 4 LDS.128 feed 64 FFMA.
+// Thread (tm, tn) of a TGM x TGN grid (256 threads) owns FG x FR output rows,
+// {g * BM/FG + tm*FR + i : g < FG, i < FR}, and 8 columns, {tn*4 + j, BN/2 +
+// tn*4 + j : j < 4} (CUTLASS SGEMM style). A warp is 4 (m) x 8 (n) threads,
+// so each fragment load is one shared-memory wavefront per warp (4 distinct
+// FR-float vectors of A, 8 distinct float4 of B, broadcast to the rest):
+// with FG = 2, FR = 4, 4 LDS.128 feed 64 FFMA; with FG = 3, FR = 2 (a 48-row
+// tile), 3 LDS.64 + 2 LDS.128 feed 48.
 // Tiles travel global -> shared with 4-byte cp.async (zero fill for the
-// padding and the tails: no staging registers, no STS), V2_STAGES deep, so
-// one barrier per BK-row step and up to STAGES-1 tiles of loads in flight.
+// padding and the tails: no staging registers, no STS), STAGES deep, so one
+// barrier per BK-row step and up to STAGES-1 tiles of loads in flight.
 // VALID (no padding at all, GPU MODE's conv2d_v2): every tap of an in-range
 // pixel is inside the image, so the gather is base(pixel) + offset(r) with
 // the per-pixel bases in registers; no bounds checks.
-constexpr int V2_THREADS = 256;   // 8 warps, 16 x 16 (or 8 x 32) threads of 8 x 8 outputs each
-constexpr int V2_MIN_BLOCKS = 2;  // 2 blocks/SM: <= 128 registers, <= ~113 KB shared memory each
-constexpr int V2_PAD = 4;         // smem row padding (floats): conflict-free transposed A writes, 16-byte rows
+constexpr int MS_THREADS = 256;   // 8 warps
+constexpr int MS_MIN_BLOCKS = 2;  // 2 blocks/SM: <= 128 registers, <= ~113 KB shared memory each
+constexpr int MS_PAD = 4;         // smem row padding (floats): conflict-free transposed A writes, 16-byte rows
 
 __device__ __forceinline__ void cp_async4(unsigned dst, const float* src, int src_bytes) {
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
@@ -263,26 +268,29 @@ __device__ __forceinline__ void cp_async_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
-template <int BM, int BN, int BK>
-constexpr size_t v2_smem_bytes(int stages) {
-    return sizeof(float) * size_t(stages) * BK * ((BM + V2_PAD) + (BN + V2_PAD));
+__host__ __device__ constexpr size_t multistage_smem_bytes(int bm, int bn, int bk, int stages) {
+    return sizeof(float) * size_t(stages) * bk * ((bm + MS_PAD) + (bn + MS_PAD));
 }
 
-template <int BM, int BN, int BK, int STAGES, PadMode PAD, bool VALID>
-__global__ void __launch_bounds__(V2_THREADS, V2_MIN_BLOCKS) conv2d_v2_kernel(const ConvParams p) {
-    constexpr int TGM = BM / 8, TGN = BN / 8;
-    static_assert(TGM * TGN == V2_THREADS, "8 x 8 outputs per thread");
+template <int BM, int BN, int BK, int STAGES, int FG, int FR, PadMode PAD, bool VALID>
+__global__ void __launch_bounds__(MS_THREADS, MS_MIN_BLOCKS) conv2d_igemm_multistage_kernel(const ConvParams p) {
+    constexpr int TM = FG * FR;                 // output rows per thread
+    constexpr int TGM = BM / TM, TGN = BN / 8;  // thread grid
+    static_assert(TGM * TM == BM && TGM * TGN == MS_THREADS, "BM/TM x BN/8 threads");
     static_assert(TGM % 4 == 0 && TGN % 8 == 0, "warps of 4 x 8 threads");
-    static_assert(BK % 8 == 0 && BM % 32 == 0 && BN % 32 == 0, "loader shapes");
+    static_assert(FR == 1 || FR == 2 || FR == 4, "A fragments are one LDS of 1, 2 or 4 floats");
+    static_assert(BK % 8 == 0 && BM % 16 == 0 && BN % 32 == 0, "loader shapes");
     static_assert(!VALID || PAD == PadMode::Zero, "VALID means no padding");
-    constexpr int AS = BM + V2_PAD, BS = BN + V2_PAD;    // smem row strides (floats)
+    static_assert(multistage_smem_bytes(BM, BN, BK, STAGES) + sizeof(int4) * BN <= 113 * 1024,
+                  "two blocks per SM must fit in shared memory");
+    constexpr int AS = BM + MS_PAD, BS = BN + MS_PAD;    // smem row strides (floats)
     constexpr int A_STAGE = BK * AS, B_STAGE = BK * BS;  // floats per stage
-    constexpr int A_ROWS = BM / 32, KF = BK / 8;         // A loader: rows a_m + 32e, columns a_r + 8f
+    constexpr int A_ROWS = (BM + 31) / 32, KF = BK / 8;  // A loader: rows a_m + 32e (< BM), columns a_r + 8f
     constexpr int B_COLS = BN / 32;                      // B loader: rows b_row + 8f, pixels lane + 32j
 
-    extern __shared__ __align__(16) float v2_smem[];
-    float* As = v2_smem;                     // [STAGES][BK][AS]: transposed weight tile
-    float* Bs = v2_smem + STAGES * A_STAGE;  // [STAGES][BK][BS]: gathered input tile
+    extern __shared__ __align__(16) float ms_smem[];
+    float* As = ms_smem;                     // [STAGES][BK][AS]: transposed weight tile
+    float* Bs = ms_smem + STAGES * A_STAGE;  // [STAGES][BK][BS]: gathered input tile
     __shared__ int4 s_col[VALID ? 1 : BN];   // per pixel (image offset, top row, left column); -1: past the end
 
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
@@ -303,8 +311,9 @@ __global__ void __launch_bounds__(V2_THREADS, V2_MIN_BLOCKS) conv2d_v2_kernel(co
     // B loader.
     const int b_row = tid / 32;
     const unsigned bs_base = unsigned(__cvta_generic_to_shared(Bs)) + 4u * unsigned(b_row * BS + lane);
-    // VALID: per-pixel base offsets, in registers while there are few (128 x 128: 4), else in
-    // shared memory (64 x 256: 8 more registers would spill; one LDS per element instead).
+    // VALID: per-pixel base offsets, in registers while there are few (<= 4
+    // per thread), else in shared memory (8 more registers would spill; one
+    // LDS per element instead).
     constexpr bool BASE_REGS = B_COLS <= 4;
     int b_base[VALID && BASE_REGS ? B_COLS : 1];
     __shared__ int s_base[VALID && !BASE_REGS ? BN : 1];
@@ -318,11 +327,11 @@ __global__ void __launch_bounds__(V2_THREADS, V2_MIN_BLOCKS) conv2d_v2_kernel(co
 #pragma unroll
             for (int j = 0; j < B_COLS; ++j) b_base[j] = base_of(n0 + lane + 32 * j);
         } else {
-            for (int c = tid; c < BN; c += V2_THREADS) s_base[c] = base_of(n0 + c);
+            for (int c = tid; c < BN; c += MS_THREADS) s_base[c] = base_of(n0 + c);
             __syncthreads();
         }
     } else {
-        for (int c = tid; c < BN; c += V2_THREADS) s_col[c] = pixel_column(p, n0 + c);
+        for (int c = tid; c < BN; c += MS_THREADS) s_col[c] = pixel_column(p, n0 + c);
         __syncthreads();
     }
 
@@ -333,6 +342,7 @@ __global__ void __launch_bounds__(V2_THREADS, V2_MIN_BLOCKS) conv2d_v2_kernel(co
             const bool r_ok = k + a_r + 8 * f < ke;
 #pragma unroll
             for (int e = 0; e < A_ROWS; ++e) {
+                if (BM % 32 != 0 && a_m + 32 * e >= BM) continue;  // a 48-row tile: rows 48..63 do not exist
                 const bool ok = r_ok && (a_ok >> e & 1u);
                 const float* src = ok ? a_src + e * a_row_stride + k + 8 * f : p.weight;
                 cp_async4(as_base + 4u * unsigned(stage * A_STAGE + 8 * f * AS + 32 * e), src, ok ? 4 : 0);
@@ -370,9 +380,9 @@ __global__ void __launch_bounds__(V2_THREADS, V2_MIN_BLOCKS) conv2d_v2_kernel(co
 
     const int tm = (warp / (TGN / 8)) * 4 + lane / 8;
     const int tn = (warp % (TGN / 8)) * 8 + lane % 8;
-    float acc[8][8];
+    float acc[TM][8];
 #pragma unroll
-    for (int i = 0; i < 8; ++i)
+    for (int i = 0; i < TM; ++i)
 #pragma unroll
         for (int j = 0; j < 8; ++j) acc[i][j] = 0.f;
 
@@ -387,18 +397,23 @@ __global__ void __launch_bounds__(V2_THREADS, V2_MIN_BLOCKS) conv2d_v2_kernel(co
         __syncthreads();              // everyone's have; and everyone is done reading tile t-1's stage
         if (t + STAGES - 1 < k_tiles) load_stage(write_stage, kb + (t + STAGES - 1) * BK);
         cp_async_commit();  // (an empty group keeps the wait count uniform)
-        const float* a_s = As + read_stage * A_STAGE + tm * 4;
+        const float* a_s = As + read_stage * A_STAGE + tm * FR;
         const float* b_s = Bs + read_stage * B_STAGE + tn * 4;
 #pragma unroll
         for (int kk = 0; kk < BK; ++kk) {
-            const float4 a0 = *reinterpret_cast<const float4*>(a_s + kk * AS);
-            const float4 a1 = *reinterpret_cast<const float4*>(a_s + kk * AS + BM / 2);
+            float a[TM];
+#pragma unroll
+            for (int g = 0; g < FG; ++g) {
+                float v[FR];
+                load_frag(v, a_s + kk * AS + g * (BM / FG));
+#pragma unroll
+                for (int i = 0; i < FR; ++i) a[g * FR + i] = v[i];
+            }
             const float4 b0 = *reinterpret_cast<const float4*>(b_s + kk * BS);
             const float4 b1 = *reinterpret_cast<const float4*>(b_s + kk * BS + BN / 2);
-            const float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
             const float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
 #pragma unroll
-            for (int i = 0; i < 8; ++i)
+            for (int i = 0; i < TM; ++i)
 #pragma unroll
                 for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
         }
@@ -420,8 +435,8 @@ __global__ void __launch_bounds__(V2_THREADS, V2_MIN_BLOCKS) conv2d_v2_kernel(co
         }
     }
 #pragma unroll
-    for (int i = 0; i < 8; ++i) {
-        const int m = m0 + (i < 4 ? tm * 4 + i : BM / 2 + tm * 4 + i - 4);
+    for (int i = 0; i < TM; ++i) {
+        const int m = m0 + (i / FR) * (BM / FG) + tm * FR + i % FR;
         if (m >= p.cout) continue;
         const float bv = (p.bias && blockIdx.z == 0) ? __ldg(p.bias + m) : 0.f;
         float* out_m = p.out + m * p.howo;
@@ -437,33 +452,124 @@ __global__ void __launch_bounds__(V2_THREADS, V2_MIN_BLOCKS) conv2d_v2_kernel(co
     }
 }
 
-// Block tiles; see plan_conv2d for when each is used.
-struct TileConfig {
-    int bm, bn;
-};
-constexpr TileConfig CV_TILES[] = {
-    {128, 128},  // Cout > 64 (v2): 8 x 8 per thread, 4 LDS.128 per 64 FFMA
-    {64, 256},   // 32 < Cout <= 64 (v2): 8 x 8 per thread as well, no half-empty M
-    {32, 64},    // Cout <= 32 or too few big tiles to fill the GPU (v1 kernel): 2 x 4 per thread
-};
+// ---- direct kernel for few output channels
+//
+// A block computes a DT_TY x DT_TX tile of output pixels of one image, all
+// output channels (CP >= Cout, a multiple of 4; the missing ones have zero
+// weights and are not stored). Thread (tx, ty) of 32 x 8 owns column tx and
+// the DT_ROWS rows ty*DT_ROWS + i. The input channels go through in chunks
+// of DT_CC: the chunk's input tile with its K-1 halo, gathered once with the
+// pad mode, and its weights as [ci][ky][kx][CP] (float4 broadcasts) sit in
+// shared memory. Per (ci, kx) a thread loads the DT_ROWS + K - 1 input values
+// of its column once and reuses them for every ky: for K = 3, CP = 4, 6 LDS +
+// 3 LDS.128 feed 48 FFMA. The reads of a warp are 32 consecutive floats of
+// one row (conflict-free); the writes of the epilogue are coalesced rows.
+// KS: the kernel size when known at compile time (3), 0 for any K <= DT_MAX_K.
+constexpr int DT_THREADS = 256;  // 32 x 8
+constexpr int DT_TX = 32;        // output columns per block: one warp-wide row
+constexpr int DT_ROWS = 4;       // output rows per thread
+constexpr int DT_TY = 8 * DT_ROWS;
+constexpr int DT_CC = 8;     // input channels per chunk: 8 x 34 x 34 floats = 37 KB for K = 3
+constexpr int DT_MAX_K = 7;  // the largest kernel the direct variants take (K = 7: 8 x 38 x 38 floats = 46 KB)
 
-// v2 reduction step and pipeline depth. BK = 16: one barrier per 16 rows
-// (v1: 8); 3 stages: two tiles of copies in flight behind the FFMAs;
-// 128 x 128: 3 x 16 x 264 floats = 51 KB, 64 x 256: 63 KB -> 2 blocks/SM.
-constexpr int V2_BK = 16, V2_STAGES = 3;
-// IMRESTORE_CONV_TILE = BMxBN forces a tile for every shape, so the tests can
-// run each kernel on every padding and odd-size case.
-int forced_tile() {
-    static const char* e = std::getenv("IMRESTORE_CONV_TILE");
-    if (!e || !*e) return -1;
-    for (int c = 0; c < 3; ++c)
-        if (std::to_string(CV_TILES[c].bm) + "x" + std::to_string(CV_TILES[c].bn) == e) return c;
-    return -1;
+constexpr size_t direct_smem_bytes(int k, int cp) {
+    return sizeof(float) * size_t(DT_CC) * ((DT_TY + k - 1) * (DT_TX + k - 1) + k * k * cp);
 }
 
-long long tile_count(const TileConfig& t, long long m, long long n) {
-    return ((n + t.bn - 1) / t.bn) * ((m + t.bm - 1) / t.bm);
+template <int CP, int KS, PadMode PAD>
+__global__ void __launch_bounds__(DT_THREADS) conv2d_direct_small_cout_kernel(const ConvParams p) {
+    static_assert(CP % 4 == 0 && CP <= 16, "output channels in float4 groups, at most 16 accumulators per row");
+    const int k = KS > 0 ? KS : p.k;
+    const int hw_t = DT_TY + k - 1, ww_t = DT_TX + k - 1;  // input tile (rows, columns)
+    extern __shared__ __align__(16) float dt_smem[];
+    float* s_w = dt_smem;                        // [DT_CC][k*k][CP]
+    float* s_in = dt_smem + DT_CC * k * k * CP;  // [DT_CC][hw_t][ww_t]
+
+    const int tx = threadIdx.x % DT_TX, ty = threadIdx.x / DT_TX;
+    const int ox0 = blockIdx.x * DT_TX, oy0 = blockIdx.y * DT_TY;
+    const int kk = k * k;
+
+    for (int img = blockIdx.z; img < p.npix / p.howo; img += gridDim.z) {
+        const float* in_img = p.in + size_t(img) * p.cin_hw;
+        float acc[DT_ROWS][CP];
+#pragma unroll
+        for (int i = 0; i < DT_ROWS; ++i)
+#pragma unroll
+            for (int c = 0; c < CP; ++c) acc[i][c] = 0.f;
+
+        for (int c0 = 0; c0 < p.cin; c0 += DT_CC) {
+            const int cc = min(DT_CC, p.cin - c0);
+            __syncthreads();  // the previous chunk (or image) is no longer read
+            // Weights of the chunk: s_w[ci][tap][co] = weight[co][c0 + ci][tap], zero past Cout.
+            for (int e = threadIdx.x; e < cc * kk * CP; e += DT_THREADS) {
+                const int co = e % CP, t = e / CP, ci = t / kk, tap = t - ci * kk;
+                s_w[e] = co < p.cout ? __ldg(p.weight + (size_t(co) * p.cin + c0 + ci) * kk + tap) : 0.f;
+            }
+            // Input tile of the chunk with its halo; positions outside the
+            // padded image (past a partial tile's end) are never used: zero.
+            const int tile = hw_t * ww_t;
+            for (int e = threadIdx.x; e < cc * tile; e += DT_THREADS) {
+                const int ci = e / tile, q = e - ci * tile, r = q / ww_t, c = q - r * ww_t;
+                int iy = oy0 + r - p.pad_before, ix = ox0 + c - p.pad_before;
+                const bool inside = oy0 + r < p.ho + k - 1 && ox0 + c < p.wo + k - 1;
+                const bool ok = inside && map_coord<PAD>(iy, p.h) && map_coord<PAD>(ix, p.w);
+                s_in[e] = ok ? __ldg(in_img + (size_t(c0 + ci) * p.h + iy) * p.w + ix) : 0.f;
+            }
+            __syncthreads();
+            for (int ci = 0; ci < cc; ++ci) {
+                const float* in_c = s_in + ci * tile + (ty * DT_ROWS) * ww_t + tx;
+                const float* w_c = s_w + ci * kk * CP;
+                if constexpr (KS > 0) {
+#pragma unroll
+                    for (int kx = 0; kx < KS; ++kx) {
+                        float v[DT_ROWS + KS - 1];
+#pragma unroll
+                        for (int r = 0; r < DT_ROWS + KS - 1; ++r) v[r] = in_c[r * ww_t + kx];
+#pragma unroll
+                        for (int ky = 0; ky < KS; ++ky) {
+                            float w[CP];
+                            load_frag(w, w_c + (ky * KS + kx) * CP);
+#pragma unroll
+                            for (int i = 0; i < DT_ROWS; ++i)
+#pragma unroll
+                                for (int c = 0; c < CP; ++c) acc[i][c] = fmaf(w[c], v[i + ky], acc[i][c]);
+                        }
+                    }
+                } else {
+                    for (int ky = 0; ky < k; ++ky)
+                        for (int kx = 0; kx < k; ++kx) {
+                            float w[CP];
+                            load_frag(w, w_c + (ky * k + kx) * CP);
+#pragma unroll
+                            for (int i = 0; i < DT_ROWS; ++i) {
+                                const float v = in_c[(i + ky) * ww_t + kx];
+#pragma unroll
+                                for (int c = 0; c < CP; ++c) acc[i][c] = fmaf(w[c], v, acc[i][c]);
+                            }
+                        }
+                }
+            }
+        }
+
+        const int ox = ox0 + tx;
+        if (ox < p.wo) {
+#pragma unroll
+            for (int i = 0; i < DT_ROWS; ++i) {
+                const int oy = oy0 + ty * DT_ROWS + i;
+                if (oy >= p.ho) continue;
+                const int pix = oy * p.wo + ox;
+#pragma unroll
+                for (int c = 0; c < CP; ++c) {
+                    if (c >= p.cout) continue;
+                    const int off = img * p.cout_howo + c * p.howo + pix;
+                    p.out[off] = epilogue(p, acc[i][c] + (p.bias ? __ldg(p.bias + c) : 0.f), off);
+                }
+            }
+        }
+    }
 }
+
+// ---- launchers
 
 std::string context(const Conv2dArgs& a) {
     return "conv2d " + a.in.str() + " -> " + a.out_shape().str() + ", kernel " + std::to_string(a.kernel) +
@@ -473,75 +579,199 @@ std::string context(const Conv2dArgs& a) {
            (a.residual ? ", + residual" : "");
 }
 
-template <int BM, int BN, int TM, int TN>
-void launch_tile(const ConvParams& p, const Conv2dArgs& a, int split, cudaStream_t stream) {
-    const dim3 grid(unsigned((p.npix + BN - 1) / BN), unsigned((p.cout + BM - 1) / BM), unsigned(split));
-    switch (a.pad_mode) {
-        case PadMode::Zero:
-            conv2d_igemm_kernel<BM, BN, TM, TN, PadMode::Zero><<<grid, CV_THREADS, 0, stream>>>(p);
-            break;
-        case PadMode::Reflect:
-            conv2d_igemm_kernel<BM, BN, TM, TN, PadMode::Reflect><<<grid, CV_THREADS, 0, stream>>>(p);
-            break;
-        case PadMode::Replicate:
-            conv2d_igemm_kernel<BM, BN, TM, TN, PadMode::Replicate><<<grid, CV_THREADS, 0, stream>>>(p);
-            break;
-        default:
-            throw Error(context(a) + ": unknown pad mode");
-    }
-    check_launch(context(a), "conv2d_igemm_kernel launch");
+// Raises a kernel's dynamic shared memory limit to `bytes` unless `*set`
+// (the caller's per-kernel record) already allows it.
+void allow_smem(void (*kernel)(ConvParams), size_t bytes, size_t* set, const Conv2dArgs& a) {
+    if (bytes <= *set) return;
+    check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)), context(a),
+               "cudaFuncSetAttribute(max dynamic shared memory)");
+    *set = bytes;
 }
 
-template <int BM, int BN, int BK, int STAGES, PadMode PAD, bool VALID>
-void launch_v2_kernel(const ConvParams& p, const Conv2dArgs& a, dim3 grid, cudaStream_t stream) {
-    auto kernel = conv2d_v2_kernel<BM, BN, BK, STAGES, PAD, VALID>;
-    constexpr size_t smem = v2_smem_bytes<BM, BN, BK>(STAGES);
-    static bool attr_set = false;  // per instantiation; setting it twice is harmless
-    if (!attr_set) {
-        check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)), context(a),
-                   "cudaFuncSetAttribute(max dynamic shared memory)");
-        attr_set = true;
-    }
-    kernel<<<grid, V2_THREADS, smem, stream>>>(p);
-    check_launch(context(a), "conv2d_v2_kernel launch");
+[[noreturn]] void unknown_pad_mode(const Conv2dArgs& a) {
+    throw Error(context(a) + ": unknown pad mode");
 }
 
 template <int BM, int BN>
-void launch_v2(const ConvParams& p, const Conv2dArgs& a, int split, cudaStream_t stream) {
+void launch_double_buffer(const ConvParams& p, const Conv2dArgs& a, int split, cudaStream_t stream) {
+    constexpr int TM = BM / 16, TN = BN / 16;
+    const dim3 grid(unsigned((p.npix + BN - 1) / BN), unsigned((p.cout + BM - 1) / BM), unsigned(split));
+    switch (a.pad_mode) {
+        case PadMode::Zero:
+            conv2d_igemm_double_buffer_kernel<BM, BN, TM, TN, PadMode::Zero><<<grid, CV_THREADS, 0, stream>>>(p);
+            break;
+        case PadMode::Reflect:
+            conv2d_igemm_double_buffer_kernel<BM, BN, TM, TN, PadMode::Reflect><<<grid, CV_THREADS, 0, stream>>>(p);
+            break;
+        case PadMode::Replicate:
+            conv2d_igemm_double_buffer_kernel<BM, BN, TM, TN, PadMode::Replicate><<<grid, CV_THREADS, 0, stream>>>(p);
+            break;
+        default:
+            unknown_pad_mode(a);
+    }
+    check_launch(context(a), "conv2d_igemm_double_buffer_kernel launch");
+}
+
+template <int BM, int BN, int BK, int STAGES, int FG, int FR, PadMode PAD, bool VALID>
+void launch_multistage_kernel(const ConvParams& p, const Conv2dArgs& a, dim3 grid, cudaStream_t stream) {
+    auto kernel = conv2d_igemm_multistage_kernel<BM, BN, BK, STAGES, FG, FR, PAD, VALID>;
+    constexpr size_t smem = multistage_smem_bytes(BM, BN, BK, STAGES);
+    static size_t smem_set = 0;  // per instantiation
+    allow_smem(kernel, smem, &smem_set, a);
+    kernel<<<grid, MS_THREADS, smem, stream>>>(p);
+    check_launch(context(a), "conv2d_igemm_multistage_kernel launch");
+}
+
+template <int BM, int BN, int BK, int STAGES, int FG, int FR>
+void launch_multistage(const ConvParams& p, const Conv2dArgs& a, int split, cudaStream_t stream) {
     const dim3 grid(unsigned((p.npix + BN - 1) / BN), unsigned((p.cout + BM - 1) / BM), unsigned(split));
     const bool valid = a.pad_before == 0 && a.pad_after == 0;
     switch (a.pad_mode) {
         case PadMode::Zero:
             if (valid)
-                launch_v2_kernel<BM, BN, V2_BK, V2_STAGES, PadMode::Zero, true>(p, a, grid, stream);
+                launch_multistage_kernel<BM, BN, BK, STAGES, FG, FR, PadMode::Zero, true>(p, a, grid, stream);
             else
-                launch_v2_kernel<BM, BN, V2_BK, V2_STAGES, PadMode::Zero, false>(p, a, grid, stream);
+                launch_multistage_kernel<BM, BN, BK, STAGES, FG, FR, PadMode::Zero, false>(p, a, grid, stream);
             break;
         case PadMode::Reflect:
-            launch_v2_kernel<BM, BN, V2_BK, V2_STAGES, PadMode::Reflect, false>(p, a, grid, stream);
+            launch_multistage_kernel<BM, BN, BK, STAGES, FG, FR, PadMode::Reflect, false>(p, a, grid, stream);
             break;
         case PadMode::Replicate:
-            launch_v2_kernel<BM, BN, V2_BK, V2_STAGES, PadMode::Replicate, false>(p, a, grid, stream);
+            launch_multistage_kernel<BM, BN, BK, STAGES, FG, FR, PadMode::Replicate, false>(p, a, grid, stream);
             break;
         default:
-            throw Error(context(a) + ": unknown pad mode");
+            unknown_pad_mode(a);
     }
+}
+
+template <int CP, int KS, PadMode PAD>
+void launch_direct_kernel(const ConvParams& p, const Conv2dArgs& a, cudaStream_t stream) {
+    auto kernel = conv2d_direct_small_cout_kernel<CP, KS, PAD>;
+    const size_t smem = direct_smem_bytes(p.k, CP);
+    static size_t smem_set = 0;  // per instantiation
+    allow_smem(kernel, smem, &smem_set, a);
+    const dim3 grid(unsigned((p.wo + DT_TX - 1) / DT_TX), unsigned((p.ho + DT_TY - 1) / DT_TY),
+                    unsigned(std::min(a.in.n, 65535)));
+    kernel<<<grid, DT_THREADS, smem, stream>>>(p);
+    check_launch(context(a), "conv2d_direct_small_cout_kernel launch");
+}
+
+template <int CP, PadMode PAD>
+void launch_direct_pad(const ConvParams& p, const Conv2dArgs& a, cudaStream_t stream) {
+    if (p.k == 3)
+        launch_direct_kernel<CP, 3, PAD>(p, a, stream);
+    else
+        launch_direct_kernel<CP, 0, PAD>(p, a, stream);
+}
+
+template <int CP>
+void launch_direct(const ConvParams& p, const Conv2dArgs& a, int, cudaStream_t stream) {
+    switch (a.pad_mode) {
+        case PadMode::Zero:
+            launch_direct_pad<CP, PadMode::Zero>(p, a, stream);
+            break;
+        case PadMode::Reflect:
+            launch_direct_pad<CP, PadMode::Reflect>(p, a, stream);
+            break;
+        case PadMode::Replicate:
+            launch_direct_pad<CP, PadMode::Replicate>(p, a, stream);
+            break;
+        default:
+            unknown_pad_mode(a);
+    }
+}
+
+// ---- the variant table
+//
+// Every configuration conv2d can run, by name. plan_conv2d picks one per
+// shape; IMRESTORE tests and benchmarks force each in turn
+// (Backend::force_variant). A variant runs a shape when Cout <= max_cout and
+// K <= max_kernel (0: any).
+struct Conv2dVariant {
+    const char* name;
+    int bm, bn;      // igemm: the block tile (M x N); direct: 0, 0
+    int step;        // reduction rows per pipeline step (a split's chunk is a multiple); direct: 0
+    int max_cout;    // 0: any
+    int max_kernel;  // 0: any
+    int min_blocks;  // blocks per SM the launch bounds ask for (wave accounting of the split)
+    void (*launch)(const ConvParams&, const Conv2dArgs&, int split, cudaStream_t);
+};
+
+constexpr int MS_BK = 16, MS_STAGES = 3;  // one barrier per 16 rows; two tiles of copies in flight
+static_assert(multistage_smem_bytes(128, 128, MS_BK, MS_STAGES) <= 52 * 1024, "3 x 16 x 264 floats = 51 KB");
+static_assert(multistage_smem_bytes(64, 256, MS_BK, MS_STAGES) <= 64 * 1024, "3 x 16 x 328 floats = 63 KB");
+static_assert(multistage_smem_bytes(48, 256, MS_BK, MS_STAGES) <= 60 * 1024, "3 x 16 x 312 floats = 59 KB");
+static_assert(direct_smem_bytes(DT_MAX_K, 16) <= 72 * 1024, "K = 7, 16 channels: 46 + 25 KB");
+
+constexpr Conv2dVariant kConv2dVariants[] = {
+    // Cout > 64: 8 x 8 outputs per thread (FG 2 x FR 4 rows), 4 LDS.128 per 64 FFMA.
+    {"igemm_multistage_128x128", 128, 128, MS_BK, 0, 0, MS_MIN_BLOCKS,
+     launch_multistage<128, 128, MS_BK, MS_STAGES, 2, 4>},
+    // 48 < Cout <= 64: 8 x 8 per thread as well, no half-empty M.
+    {"igemm_multistage_64x256", 64, 256, MS_BK, 0, 0, MS_MIN_BLOCKS,
+     launch_multistage<64, 256, MS_BK, MS_STAGES, 2, 4>},
+    // 32 < Cout <= 48 (the default denoise's width): a 64-row tile would
+    // spend 25% of its FFMAs on missing channels; 6 x 8 per thread (3 x 2 rows).
+    {"igemm_multistage_48x256", 48, 256, MS_BK, 0, 0, MS_MIN_BLOCKS,
+     launch_multistage<48, 256, MS_BK, MS_STAGES, 3, 2>},
+    // Cout <= 32, or too few big tiles to fill the GPU: 2 x 4 per thread.
+    {"igemm_double_buffer_32x64", 32, 64, CV_BK, 0, 0, CV_MIN_BLOCKS, launch_double_buffer<32, 64>},
+    // Cout <= 4 (RGB out) and <= 16: the direct kernel with 4 or 16 accumulators per pixel.
+    {"direct_small_cout_4", 0, 0, 0, 4, DT_MAX_K, 1, launch_direct<4>},
+    {"direct_small_cout_16", 0, 0, 0, 16, DT_MAX_K, 1, launch_direct<16>},
+};
+constexpr int kVariantCount = int(sizeof(kConv2dVariants) / sizeof(kConv2dVariants[0]));
+constexpr int V_128x128 = 0, V_64x256 = 1, V_48x256 = 2, V_32x64 = 3, V_DIRECT4 = 4, V_DIRECT16 = 5;
+
+bool applies(const Conv2dVariant& v, const Conv2dArgs& a) {
+    return (v.max_cout == 0 || a.out_channels <= v.max_cout) && (v.max_kernel == 0 || a.kernel <= v.max_kernel);
+}
+
+long long tile_count(const Conv2dVariant& v, long long m, long long n) {
+    return ((n + v.bn - 1) / v.bn) * ((m + v.bm - 1) / v.bm);
 }
 
 }  // namespace
 
-Conv2dPlan plan_conv2d(const Conv2dArgs& a, int sm_count) {
+std::vector<std::string> conv2d_variants() {
+    std::vector<std::string> names;
+    for (const Conv2dVariant& v : kConv2dVariants) names.push_back(v.name);
+    return names;
+}
+
+int conv2d_variant_index(const std::string& name) {
+    for (int i = 0; i < kVariantCount; ++i)
+        if (name == kConv2dVariants[i].name) return i;
+    return -1;
+}
+
+Conv2dPlan plan_conv2d(const Conv2dArgs& a, int sm_count, int forced) {
     const Shape o = a.out_shape();
     const long long m = a.out_channels, n = (long long)o.n * o.h * o.w;
     const long long kdim = (long long)a.in.c * a.kernel * a.kernel;
-    const TileConfig* tiles = CV_TILES;
-    int c = m > 64 ? 0 : m > 32 ? 1 : 2;
-    while (c < 2 && tile_count(tiles[c], m, n) < sm_count) ++c;  // fill the GPU before using big tiles
-    if (forced_tile() >= 0) c = forced_tile();
-    Conv2dPlan plan{tiles[c].bm, tiles[c].bn, 1};
+    int v;
+    if (forced >= 0) {
+        if (forced >= kVariantCount) throw Error(context(a) + ": no conv2d variant " + std::to_string(forced));
+        if (!applies(kConv2dVariants[forced], a))
+            throw NotApplicable(context(a) + ": variant " + kConv2dVariants[forced].name + " takes at most " +
+                                std::to_string(kConv2dVariants[forced].max_cout) + " output channels and kernel " +
+                                std::to_string(kConv2dVariants[forced].max_kernel));
+        v = forced;
+    } else if (applies(kConv2dVariants[V_DIRECT4], a)) {
+        v = V_DIRECT4;
+    } else if (applies(kConv2dVariants[V_DIRECT16], a)) {
+        v = V_DIRECT16;
+    } else {
+        v = m > 64 ? V_128x128 : m > 48 ? V_64x256 : m > 32 ? V_48x256 : V_32x64;
+        // Fill the GPU before using big tiles: 128x128 -> 64x256 -> 32x64, 48x256 -> 32x64.
+        while (v != V_32x64 && tile_count(kConv2dVariants[v], m, n) < sm_count) v = v == V_128x128 ? V_64x256 : V_32x64;
+    }
+    const Conv2dVariant& var = kConv2dVariants[v];
+    Conv2dPlan plan{v, var.name, 1};
+    if (var.bm == 0) return plan;  // direct: no split
     // Wave quantization: with 1.5 waves the last one runs half empty; two
     // half-length blocks per tile can fill it.
-    const long long blocks = tile_count(tiles[c], m, n), slots = (long long)sm_count * CV_MIN_BLOCKS;
+    const long long blocks = tile_count(var, m, n), slots = (long long)sm_count * var.min_blocks;
     auto efficiency = [&](long long b) { return double(b) / double((b + slots - 1) / slots * slots); };
     // A fused activation or residual needs the whole sum in one block.
     const bool plain_epilogue = a.activation == Activation::None && !a.residual;
@@ -550,16 +780,14 @@ Conv2dPlan plan_conv2d(const Conv2dArgs& a, int sm_count) {
     return plan;
 }
 
-void conv2d(const Conv2dArgs& a, cudaStream_t stream, int sm_count) {
+void conv2d(const Conv2dArgs& a, cudaStream_t stream, int sm_count, int forced) {
     check_args(a);
     const Shape o = a.out_shape();
     const long long kdim = (long long)a.in.c * a.kernel * a.kernel;
     if (a.in.count() >= size_t(INT_MAX) || o.count() >= size_t(INT_MAX) || kdim * a.out_channels >= INT_MAX)
         throw Error(context(a) + ": tensors of 2^31 or more elements are not supported on CUDA");
-    const Conv2dPlan plan = plan_conv2d(a, sm_count);
-    const bool v1 = plan.bm == 32;
-    // Split chunks are whole reduction steps of the kernel that runs.
-    const int step = v1 ? CV_BK : V2_BK;
+    const Conv2dPlan plan = plan_conv2d(a, sm_count, forced);
+    const Conv2dVariant& var = kConv2dVariants[plan.variant];
 
     ConvParams p{};
     p.in = a.input, p.weight = a.weight, p.bias = a.bias, p.out = a.output;
@@ -570,19 +798,14 @@ void conv2d(const Conv2dArgs& a, cudaStream_t stream, int sm_count) {
     p.cout_howo = a.out_channels * o.h * o.w;
     p.div_kk = FastDiv(p.kk), p.div_k = FastDiv(p.k);
     p.atomic = plan.split_k > 1;
-    const int steps = (p.kdim + step - 1) / step;
-    p.k_chunk = (steps + plan.split_k - 1) / plan.split_k * step;
+    if (var.step > 0) {  // split chunks are whole reduction steps of the kernel that runs
+        const int steps = (p.kdim + var.step - 1) / var.step;
+        p.k_chunk = (steps + plan.split_k - 1) / plan.split_k * var.step;
+    }
     if (plan.split_k > 1)
         check_cuda(cudaMemsetAsync(a.output, 0, o.count() * sizeof(float), stream), context(a),
                    "cudaMemsetAsync(output) for the split reduction");
-
-    if (v1) {
-        launch_tile<32, 64, 2, 4>(p, a, plan.split_k, stream);
-    } else if (plan.bm == 128) {
-        launch_v2<128, 128>(p, a, plan.split_k, stream);
-    } else {
-        launch_v2<64, 256>(p, a, plan.split_k, stream);
-    }
+    var.launch(p, a, plan.split_k, stream);
 }
 
 }  // namespace imr::cuda

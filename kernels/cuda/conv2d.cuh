@@ -1,24 +1,36 @@
 // CUDA conv2d: any batch, channels, kernel size, the three pad modes with
-// pad_before/pad_after, optional bias (see backend.h for the semantics).
+// pad_before/pad_after, optional bias, fused activation and residual (see
+// backend.h for the semantics), run by one of the named kernel variants of
+// conv2d.cu's table.
 #pragma once
 
 #include <cuda_runtime.h>
+
+#include <string>
+#include <vector>
 
 #include "backend.h"
 
 namespace imr::cuda {
 
-// Block tile of the implicit-GEMM kernel (M = output channels, N = output
-// pixels, K = Cin*K*K) and the split of the reduction over 1 or 2 blocks.
+// The variant a shape runs on and the split of the reduction over 1 or 2 blocks.
 struct Conv2dPlan {
-    int bm = 0, bn = 0;  // block tile
-    int split_k = 1;     // 2: two blocks share one output tile, adding with atomics into a zeroed output
+    int variant = 0;             // index into conv2d_variants()
+    const char* name = nullptr;  // e.g. "igemm_multistage_64x256"
+    int split_k = 1;             // 2: two blocks share one output tile, adding with atomics into a zeroed output
 };
 
-// Picks the tile and split for a shape on a GPU with `sm_count` multiprocessors.
-Conv2dPlan plan_conv2d(const Conv2dArgs& a, int sm_count);
+// Every variant's name, in table order.
+std::vector<std::string> conv2d_variants();
+// The index of a variant name, -1 if there is none.
+int conv2d_variant_index(const std::string& name);
+
+// Picks the variant and split for a shape on a GPU with `sm_count`
+// multiprocessors; forced >= 0 takes that variant instead (throws
+// imr::NotApplicable when it cannot run the shape).
+Conv2dPlan plan_conv2d(const Conv2dArgs& a, int sm_count, int forced = -1);
 
 // Checks the arguments (imr::Error naming the shapes) and queues the op on `stream`.
-void conv2d(const Conv2dArgs& a, cudaStream_t stream, int sm_count);
+void conv2d(const Conv2dArgs& a, cudaStream_t stream, int sm_count, int forced = -1);
 
 }  // namespace imr::cuda

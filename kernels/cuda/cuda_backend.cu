@@ -2,7 +2,9 @@
 // that stream (asynchronous to the host), memory is plain cudaMalloc.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <iterator>
 #include <string>
 
 #include "backend.h"
@@ -131,17 +133,40 @@ public:
         return free_b;
     }
 
+    bool supports(Op) const override { return true; }
     void residual_block(const ResidualBlockArgs& a) override {
         use_device();
-        cuda::residual_block(a, stream_);
+        cuda::residual_block(a, stream_, forced_[int(Op::ResidualBlock)]);
     }
     void conv2d(const Conv2dArgs& a) override {
         use_device();
-        cuda::conv2d(a, stream_, sm_count_);
+        cuda::conv2d(a, stream_, sm_count_, forced_[int(Op::Conv2d)]);
     }
     void pixel_shuffle(const PixelShuffleArgs& a) override {
         use_device();
         cuda::pixel_shuffle(a, stream_);
+    }
+
+    std::vector<std::string> variants(Op op) const override {
+        switch (op) {
+            case Op::Conv2d:
+                return cuda::conv2d_variants();
+            case Op::ResidualBlock:
+                return cuda::residual_block_variants();
+            default:
+                return {};
+        }
+    }
+    void force_variant(Op op, const std::string& name) override {
+        const std::vector<std::string> names = variants(op);
+        if (name.empty() || names.empty()) {
+            Backend::force_variant(op, name);
+            forced_[int(op)] = -1;
+            return;
+        }
+        const auto it = std::find(names.begin(), names.end(), name);
+        if (it == names.end()) throw Error(this->name() + ": " + op_name(op) + " has no kernel variant '" + name + "'");
+        forced_[int(op)] = int(it - names.begin());
     }
 
     std::unique_ptr<BackendTimer> make_timer() override {
@@ -154,6 +179,7 @@ private:
 
     int device_;
     int sm_count_ = 0;
+    int forced_[std::size(kAllOps)] = {-1, -1, -1};  // per Op: a forced variant's index, -1: the planner
     std::string description_;
     cudaStream_t stream_ = nullptr;
 };

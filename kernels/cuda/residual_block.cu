@@ -375,10 +375,17 @@ void launch_generic(const ResidualBlockArgs& a, cudaStream_t stream) {
 
 }  // namespace
 
-void residual_block(const ResidualBlockArgs& a, cudaStream_t stream) {
+std::vector<std::string> residual_block_variants() {
+    return {"fused_c3_tile_28x64", "generic_per_output"};
+}
+
+void residual_block(const ResidualBlockArgs& a, cudaStream_t stream, int forced) {
     check_args(a);
     if (a.shape.n > 65535) throw Error(context(a) + ": batch larger than 65535 is not supported on CUDA");
-    if (a.shape.c == RB_C && a.hidden <= RB_MAX_HIDDEN)
+    const bool fused_fits = a.shape.c == RB_C && a.hidden <= RB_MAX_HIDDEN;
+    if (forced == 0 && !fused_fits)
+        throw NotApplicable(context(a) + ": variant fused_c3_tile_28x64 takes C = 3 and hidden <= 128 only");
+    if (forced < 0 ? fused_fits : forced == 0)
         launch_fused(a, stream, sm_count(context(a)));
     else
         launch_generic(a, stream);
