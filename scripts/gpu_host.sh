@@ -13,8 +13,9 @@
 #   IMRESTORE_COMMIT commit recorded in bench.json (default: git HEAD, else "uncommitted")
 #   GTEST_SRC        googletest sources to build when GTest is not installed
 #                    (default .gtest-src in the repo, a copy of /usr/src/googletest)
-#   MEMCHECK_FILTER  gtest filter run under memcheck (default: every CUDA test;
-#                    the big shapes run once each, so this costs seconds)
+#   MEMCHECK_FILTER  gtest filter run under memcheck (default: every CUDA test,
+#                    every kernel variant, without the GPU-only big shapes unless
+#                    MEMCHECK_ALL_CASES=1)
 #   BENCH_ARGS       extra bench_gpu arguments
 #   SKIP_BENCH=1     build, test and memcheck only
 set -uo pipefail
@@ -75,7 +76,11 @@ step ctest-gpu "$out/ctest.log" ctest --test-dir "$build" -L gpu --output-on-fai
 if grep -q "Skipped" "$out/ctest.log" && ! grep -q "tests passed, 0 tests failed" "$out/ctest.log"; then status=1; fi
 grep -E "^\s*[0-9]+: \[ +(OK|FAILED|SKIPPED) +\]|worst error|tests passed|Failure|Expected|got " "$out/ctest.log" | tail -20
 
-step memcheck "$out/memcheck.log" compute-sanitizer --tool memcheck --error-exitcode 1 \
+# Every CUDA test on every kernel variant, without the big GPU-only shapes
+# (minutes under the sanitizer; MEMCHECK_ALL_CASES=1 keeps them).
+skip_big=IMRESTORE_TEST_SKIP_GPU_ONLY=1
+[ "${MEMCHECK_ALL_CASES:-0}" = 1 ] && skip_big=IMRESTORE_TEST_NO_SKIP=1
+step memcheck "$out/memcheck.log" env "$skip_big" compute-sanitizer --tool memcheck --error-exitcode 1 \
     "$build/tests/test_ops" --gtest_filter="${MEMCHECK_FILTER:-*/cuda}"
 grep -E "ERROR SUMMARY|\[  (PASSED|FAILED) " "$out/memcheck.log" | tail -5
 
