@@ -61,6 +61,7 @@ struct Options {
     int batch = 4;
     int threads = 0;
     int tile = 0;
+    uint64_t max_pixels = 0;  // 0: the default (image_io.h)
     bool recursive = false, force = false, quiet = false, json = false, timing = false;
     int bench = 0;
     int bit_depth = 0;
@@ -200,6 +201,7 @@ int run_restore(const Options& o) {
     p.batch = o.batch;
     p.force = o.force;
     p.codec = codec;
+    p.max_pixels = o.max_pixels;
     p.write.bit_depth = o.bit_depth;
     p.write.jpeg_quality = p.write.webp_quality = o.quality;
     p.write.png_compression = o.png_compression;
@@ -311,6 +313,10 @@ void setup(CLI::App& app, Options& o) {
                    "are used when memory requires)")
         ->check(CLI::Range(0, 1 << 20))
         ->capture_default_str();
+    app.add_option("--max-pixels", o.max_pixels,
+                   "Refuse images with more pixels than this, before decoding them (default: what this machine's "
+                   "memory allows, at most 268435456; images that cannot fit in memory are refused anyway)")
+        ->check(CLI::Range(uint64_t(1), uint64_t(1) << 40));
     app.add_flag("--timing", o.timing, "Print the time per stage (decode, convert, upload, each model stage, ...)");
     app.add_option("--bench", o.bench, "After each batch, repeat the compute N times; print min/median per stage")
         ->check(CLI::Range(0, 100000))

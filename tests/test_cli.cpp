@@ -331,6 +331,23 @@ TEST(Cli, ExistingOutputIsSkippedUnlessForced) {
     EXPECT_EQ(read_image(out).width, 451);
 }
 
+TEST(Cli, MaxPixelsRefusesLargerImagesBeforeDecoding) {
+    ScratchDir dir("cli");
+    const std::string out = dir / "out.png";
+    // chelsea.png is 451 x 300 = 135,300 pixels.
+    RunResult small =
+        imrestore(q(sample("chelsea.png")) + " -o " + q(out) + " -d cpu -m sharpen --max-pixels 135299", dir);
+    EXPECT_NE(small.code, 0);
+    EXPECT_NE(small.err.find("chelsea.png: image too large: 451x300"), std::string::npos) << small.err;
+    EXPECT_NE(small.err.find("--max-pixels"), std::string::npos) << small.err;
+    EXPECT_FALSE(std::filesystem::exists(out)) << "no output for a refused image";
+    RunResult fits =
+        imrestore(q(sample("chelsea.png")) + " -o " + q(out) + " -d cpu -m sharpen --max-pixels 135300", dir);
+    EXPECT_EQ(fits.code, 0) << fits.err;
+    EXPECT_EQ(read_image(out).width, 451);
+    EXPECT_NE(imrestore("--max-pixels 0 " + q(sample("chelsea.png")), dir).code, 0) << "0 is not a limit";
+}
+
 TEST(Cli, UnwritableOutputFails) {
     ScratchDir dir("cli");
     std::ofstream(dir / "a-file") << "x";  // a folder cannot be made under a file, even as root

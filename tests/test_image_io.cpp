@@ -732,6 +732,87 @@ TEST_F(ImageIoFiles, HugeDimensionsAreRefused) {
             << imr::codec_name(codec);
 }
 
+// Image bombs: small files whose headers declare huge images are refused
+// before any decoder allocates, on every path (stb, OpenCV, built-in).
+TEST_F(ImageIoFiles, ImageBombsAreRefusedBeforeDecoding) {
+    auto le16 = [](std::vector<uint8_t>& v, uint32_t x) { v.insert(v.end(), {uint8_t(x), uint8_t(x >> 8)}); };
+    auto le32 = [&](std::vector<uint8_t>& v, uint32_t x) { le16(v, x & 0xffff), le16(v, x >> 16); };
+    // A 1,776-byte RLE8 BMP declaring 30000 x 30000 (stb cannot parse RLE
+    // headers, so the size check used to be skipped and OpenCV decoded it:
+    // 71 s, 23 GB).
+    auto rle_bmp = [&](uint32_t side) {
+        std::vector<uint8_t> bmp = {'B', 'M'};
+        le32(bmp, 1776), le32(bmp, 0), le32(bmp, 54 + 1024);
+        le32(bmp, 40), le32(bmp, side), le32(bmp, side), le16(bmp, 1), le16(bmp, 8), le32(bmp, 1 /* RLE8 */);
+        le32(bmp, 0), le32(bmp, 2835), le32(bmp, 2835), le32(bmp, 256), le32(bmp, 0);
+        bmp.resize(1776, 0);
+        return bmp;
+    };
+    write_bytes(path("rle.bmp"), rle_bmp(30000));
+    // 8000 x 8000 is within the limits, but RLE needs at least 2 bytes per 255
+    // pixels: 1,776 bytes cannot hold it.
+    write_bytes(path("rle8k.bmp"), rle_bmp(8000));
+    // A JPEG header declaring 28781 x 11888 (342 MP): over the default cap of
+    // 2^28 pixels on any machine.
+    std::vector<uint8_t> jpg = {0xFF, 0xD8, 0xFF, 0xC0, 0, 17, 8, 0x2E, 070, 0x70, 0x6D, 3};
+    for (int c = 1; c <= 3; ++c) jpg.insert(jpg.end(), {uint8_t(c), 0x11, 0});
+    jpg.insert(jpg.end(), {0xFF, 0xDA, 0, 12, 3, 1, 0, 2, 0, 3, 0, 0, 63, 0, 0x12, 0x34, 0xFF, 0xD9});
+    jpg[7] = uint8_t(11888 >> 8), jpg[8] = uint8_t(11888 & 255), jpg[9] = uint8_t(28781 >> 8),
+    jpg[10] = uint8_t(28781 & 255);
+    write_bytes(path("bomb.jpg"), jpg);
+    for (Codec codec : build_codecs()) {
+        const auto t0 = std::chrono::steady_clock::now();
+        EXPECT_TRUE(throws_error([&] { imr::read_image(path("rle.bmp"), codec); }, path("rle.bmp"), "too large"))
+            << imr::codec_name(codec);
+        EXPECT_TRUE(
+            throws_error([&] { imr::read_image(path("rle8k.bmp"), codec); }, path("rle8k.bmp"), "corrupt BMP file"))
+            << imr::codec_name(codec);
+        EXPECT_TRUE(throws_error([&] { imr::read_image(path("bomb.jpg"), codec); }, path("bomb.jpg"),
+                                 "28781x11888 (342 MP) is over the limit"))
+            << imr::codec_name(codec);
+        EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1.0);
+    }
+    // A TIFF and a WebP whose headers are fine: the pixel limit applies to
+    // them as well (OpenCV decodes them, so only our own parse sees the size).
+    if (imr::opencv_available()) {
+        const Image img = smooth_image(rng_, 40, 30, 3);
+        for (const char* name : {"ok.tif", "ok.webp", "ok.png", "ok.jpg", "ok.bmp", "ok.tga", "ok.ppm"}) {
+            imr::write_image(path(name), img);
+            EXPECT_NO_THROW(imr::read_image(path(name), Codec::Auto, 1200)) << name << ": 40x30 = 1200 pixels";
+            EXPECT_TRUE(throws_error([&] { imr::read_image(path(name), Codec::Auto, 1199); }, path(name),
+                                     "40x30 (0 MP) is over the limit of 1199 pixels"))
+                << name;
+        }
+    }
+}
+
+// JPEG Huffman tables that are not a valid code (stb_image 2.27 writes past
+// its tables on them) are refused before any decoder runs.
+TEST_F(ImageIoFiles, InvalidJpegHuffmanTablesAreRefused) {
+    SCOPED_TRACE(seed_text());
+    imr::write_image(path("ok.jpg"), smooth_image(rng_, 37, 23, 3));
+    const std::vector<uint8_t> good = read_bytes(path("ok.jpg"));
+    size_t dht = 0;
+    for (size_t i = 2; i + 4 < good.size(); i += 2 + (size_t(good[i + 2]) << 8 | good[i + 3]))
+        if (good[i] == 0xFF && good[i + 1] == 0xC4) {
+            dht = i;
+            break;
+        }
+    ASSERT_NE(dht, 0u) << "no DHT segment in our own JPEG";
+    for (int variant = 0; variant < 2; ++variant) {
+        std::vector<uint8_t> bad = good;
+        // variant 0: 3 codes of length 1 (only 2 fit); variant 1: 255 codes of
+        // length 16 on top of the table's own (more than 256 symbols).
+        if (variant == 0) bad[dht + 5] = 3;
+        if (variant == 1) bad[dht + 5 + 15] = 255;
+        write_bytes(path("bad.jpg"), bad);
+        for (Codec codec : build_codecs())
+            EXPECT_TRUE(throws_error([&] { imr::read_image(path("bad.jpg"), codec); }, path("bad.jpg"),
+                                     "corrupt JPEG Huffman table"))
+                << "variant " << variant << ", " << imr::codec_name(codec);
+    }
+}
+
 // Cut and flipped bytes of valid files of every format: an imr::Error naming
 // the file or an image, never a crash or another exception.
 TEST_F(ImageIoFiles, CorruptFilesNeverCrash) {

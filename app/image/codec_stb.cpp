@@ -97,16 +97,6 @@ std::vector<uint8_t> encode_stb(const std::string& path, const Image& img, const
     return out;
 }
 
-StbHeader stb_header(const std::vector<uint8_t>& data) {
-    StbHeader h;
-    h.parsed = stbi_info_from_memory(data.data(), int(data.size()), &h.width, &h.height, &h.channels) != 0;
-    if (!h.parsed) {
-        const char* why = stbi_failure_reason();
-        h.too_large = why && std::strcmp(why, "too large") == 0;
-    }
-    return h;
-}
-
 std::unique_ptr<unsigned char, void (*)(void*)> stb_zlib_compress(unsigned char* data, int size, int& compressed_size,
                                                                   int quality) {
     return {::stbi_zlib_compress(data, size, &compressed_size, quality), &std::free};

@@ -36,15 +36,6 @@ Image decode_stb(const std::string& path, const std::vector<uint8_t>& data, cons
 std::vector<uint8_t> encode_stb(const std::string& path, const Image& img, const FormatInfo& fmt,
                                 const WriteOptions& options);
 
-// What stb's header parse (of all its formats) says before decoding: the
-// size when it can parse the header; too_large when stb refuses the header
-// for its own limits.
-struct StbHeader {
-    bool parsed = false, too_large = false;
-    int width = 0, height = 0, channels = 0;
-};
-StbHeader stb_header(const std::vector<uint8_t>& data);
-
 // stb_image_write's zlib stream (its deflate; stb declares it only inside
 // its implementation, hence this wrapper). quality: hash-chain length.
 // Null when out of memory; release with std::free (the deleter does).

@@ -36,9 +36,14 @@
 // - PNM (P1-P6) is read by a built-in reader (stb 2.27 byte-swaps 16-bit PNM
 //   and misses truncation) unless OpenCV is forced, and written (P5/P6) by a
 //   built-in encoder whatever the codec.
-// - BMP, TGA, PSD, GIF and PNM headers are checked against the file size
-//   before decoding, so a corrupt header cannot make a decoder allocate
-//   gigabytes and read zeros past the end of the file.
+// - Every format's declared size is parsed here (probe.cpp) before any
+//   decoder runs, and checked against the pixel limit (--max-pixels, by
+//   default what the machine's memory allows, at most 2^28) and an estimate
+//   of the whole restore's memory; BMP (also RLE), TGA, PSD, GIF and PNM
+//   headers are checked against the file size as well, so a corrupt or
+//   hostile header cannot make a decoder allocate gigabytes. JPEG Huffman
+//   tables are validated first (stb_image 2.27 writes past its tables on
+//   invalid ones).
 // - Radiance HDR and other floating-point images are not read: the models
 //   work on display-referred samples, and tone mapping would be a guess.
 // - Gray PNGs (color types 0 and 4) come back from OpenCV as BGR(A); they are
@@ -174,7 +179,7 @@ void check_writable_format(const std::string& path, Codec codec) {
     (void)writable_format(path, codec);
 }
 
-Image read_image(const std::string& path, Codec codec) {
+Image read_image(const std::string& path, Codec codec, uint64_t max_pixels) {
     check_codec_available(path, codec);
     const std::vector<uint8_t> data = read_file(path);
     const std::string ext = lower_extension(path);
@@ -197,27 +202,22 @@ Image read_image(const std::string& path, Codec codec) {
         throw Error(path + ": codec '" + codec_name(codec) + "' cannot read " + fmt.name + " (use auto)");
     }
 
-    Probe probe;
+    Probe probe;  // structure and size; orientation for the formats that carry one
     if (fmt.format == Format::Jpeg) probe = probe_jpeg(data);
     if (fmt.format == Format::Png) probe = probe_png(data);
     if (fmt.format == Format::Webp) probe = probe_webp(data);
     if (!probe.problem.empty()) throw Error(path + ": cannot decode: " + probe.problem);
 
-    // Size guard before any pixel memory is allocated: our own header parse
-    // (PNG, JPEG), else stb's (it reads the headers of all its formats);
-    // OpenCV refuses more than 2^30 pixels on its own.
-    if (probe.width) {
-        check_dimensions(path, probe.width, probe.height, std::max<uint64_t>(probe.channels, 1));
-    } else if (fmt.stb_read && fmt.format != Format::Pnm) {
-        const StbHeader header = stb_header(data);
-        if (header.parsed) {
-            const uint64_t w = uint64_t(header.width), h = uint64_t(header.height);
-            check_dimensions(path, w, h, uint64_t(std::max(header.channels, 1)));
-            const std::string problem = size_problem(fmt.format, data, w, h);
-            if (!problem.empty()) throw Error(path + ": cannot decode: " + problem);
-        } else if (header.too_large)
-            throw Error(path + ": image too large (header claims more than stb's limits)");
-    }
+    // Size guard before any pixel memory is allocated, on every path: the
+    // size from our own parse of the header (probe_*), the pixel limit, the
+    // memory estimate, and for the formats that cannot compress much, the
+    // file size the header implies (so a 2 KB RLE BMP cannot claim 30000^2).
+    if (!probe.width) probe = probe_size(fmt.format, data);
+    if (!probe.problem.empty()) throw Error(path + ": cannot decode: " + probe.problem);
+    check_pixel_limit(path, probe.width, probe.height, std::max<uint64_t>(probe.channels, 1),
+                      max_pixels ? max_pixels : default_max_pixels());
+    if (const std::string problem = size_problem(fmt.format, data, probe.width, probe.height); !problem.empty())
+        throw Error(path + ": cannot decode: " + problem);
 
     // PNM: the built-in reader unless OpenCV is forced (then only its header
     // and size are checked here). BMP: stb first, as OpenCV 4.6 drops the

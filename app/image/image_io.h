@@ -48,8 +48,11 @@ void check_writable_format(const std::string& path, Codec codec);
 void check_can_write(const std::string& path, int channels, int bit_depth, const WriteOptions& options,
                      Codec codec = Codec::Auto);
 
-// Throws imr::Error("PATH: what is wrong") for missing/unreadable/corrupt files.
-Image read_image(const std::string& path, Codec codec = Codec::Auto);
+// Throws imr::Error("PATH: what is wrong") for missing/unreadable/corrupt
+// files, and before decoding for images over max_pixels pixels (0: the
+// default, what this machine's memory allows, at most 2^28) or too large for
+// the memory available.
+Image read_image(const std::string& path, Codec codec = Codec::Auto, uint64_t max_pixels = 0);
 
 // Writes atomically (app/util/atomic_file.h): the encoded bytes go to an
 // unnamed O_TMPFILE in the target's directory that is linked into place once

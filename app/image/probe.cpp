@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "error.h"
+#include "system_memory.h"
 
 namespace imr::imageio {
 namespace {
@@ -45,7 +46,133 @@ int exif_payload_orientation(const uint8_t* p, size_t n) {
     return tiff_orientation(p, n);
 }
 
+// A DHT segment's Huffman tables must be a valid canonical code: at most
+// 256 symbols per table, code counts that fit their lengths (Kraft), tables
+// inside the segment. stb_image 2.27 builds its lookup tables from the counts
+// without these checks and writes past them on a crafted file (up to ~3.8 KB
+// beyond `size[257]`), so every JPEG is checked before any decoder sees it.
+std::string dht_problem(const uint8_t* p, size_t len) {
+    size_t pos = 0;
+    while (pos < len) {
+        if (len - pos < 17) return "corrupt JPEG Huffman table (DHT segment too short)";
+        const int tc = p[pos] >> 4, th = p[pos] & 15;
+        if (tc > 1 || th > 3)
+            return "corrupt JPEG Huffman table (class " + std::to_string(tc) + ", id " + std::to_string(th) + ")";
+        uint32_t symbols = 0, code = 0;
+        for (int l = 1; l <= 16; ++l) {
+            const uint32_t count = p[pos + size_t(l)];
+            symbols += count;
+            code += count;  // codes of length l: [code - count, code)
+            if (code > (1u << l))
+                return "corrupt JPEG Huffman table (more codes of length " + std::to_string(l) + " than fit)";
+            code <<= 1;
+        }
+        if (symbols > 256) return "corrupt JPEG Huffman table (" + std::to_string(symbols) + " symbols, at most 256)";
+        pos += 17 + symbols;
+        if (pos > len) return "corrupt JPEG Huffman table (runs past its segment)";
+    }
+    return "";
+}
+
+// The text number at `pos` of a PNM header (comments and white space
+// skipped); 0 when there is none.
+uint64_t pnm_number(const std::vector<uint8_t>& d, size_t& pos) {
+    for (;;) {
+        while (pos < d.size() && std::isspace(d[pos])) ++pos;
+        if (pos < d.size() && d[pos] == '#') {
+            while (pos < d.size() && d[pos] != '\n' && d[pos] != '\r') ++pos;
+            continue;
+        }
+        break;
+    }
+    uint64_t v = 0;
+    while (pos < d.size() && std::isdigit(d[pos]) && v < (uint64_t(1) << 40)) v = v * 10 + uint64_t(d[pos++] - '0');
+    return v;
+}
+
+// TIFF: ImageWidth (256), ImageLength (257), SamplesPerPixel (277) of the
+// first IFD (the page every reader decodes). Classic TIFF only (BigTIFF is
+// not sniffed as TIFF).
+void tiff_size(const std::vector<uint8_t>& d, Probe& r) {
+    const bool le = d[0] == 'I';
+    auto u16 = [&](size_t o) { return le ? le16(&d[o]) : be16(&d[o]); };
+    auto u32 = [&](size_t o) { return le ? le32(&d[o]) : be32(&d[o]); };
+    if (d.size() < 8) return;
+    const uint64_t ifd = u32(4);
+    if (ifd + 2 > d.size()) return;
+    const uint64_t entries = u16(size_t(ifd));
+    r.channels = 1;
+    for (uint64_t e = 0; e < entries; ++e) {
+        const uint64_t at = ifd + 2 + 12 * e;
+        if (at + 12 > d.size()) return;
+        const uint32_t tag = u16(size_t(at)), type = u16(size_t(at + 2));
+        const uint64_t v = type == 3 ? u16(size_t(at + 8)) : type == 4 ? u32(size_t(at + 8)) : 0;
+        if (tag == 256) r.width = v;
+        if (tag == 257) r.height = v;
+        if (tag == 277) r.channels = v;
+    }
+}
+
+// WebP: the canvas of VP8X, or the frame of a simple VP8 / VP8L file.
+void webp_size(const std::vector<uint8_t>& d, Probe& r) {
+    if (d.size() < 30) return;
+    const uint8_t* c = &d[12];
+    const uint8_t* p = c + 8;  // the first chunk's payload
+    r.channels = 4;
+    if (std::memcmp(c, "VP8X", 4) == 0) {
+        r.width = 1 + (uint64_t(p[4]) | uint64_t(p[5]) << 8 | uint64_t(p[6]) << 16);
+        r.height = 1 + (uint64_t(p[7]) | uint64_t(p[8]) << 8 | uint64_t(p[9]) << 16);
+    } else if (std::memcmp(c, "VP8 ", 4) == 0 && p[3] == 0x9d && p[4] == 0x01 && p[5] == 0x2a) {
+        r.width = le16(p + 6) & 0x3fff, r.height = le16(p + 8) & 0x3fff;
+    } else if (std::memcmp(c, "VP8L", 4) == 0 && p[0] == 0x2f) {
+        const uint32_t bits = le32(p + 1);
+        r.width = 1 + (bits & 0x3fff), r.height = 1 + (bits >> 14 & 0x3fff);
+    }
+}
+
 }  // namespace
+
+Probe probe_size(Format f, const std::vector<uint8_t>& d) {
+    Probe r;
+    const size_t n = d.size();
+    switch (f) {
+        case Format::Bmp:
+            if (n >= 26 && le32(&d[14]) == 12) {
+                r.width = le16(&d[18]), r.height = le16(&d[20]);
+            } else if (n >= 30) {
+                const int32_t w = int32_t(le32(&d[18])), h = int32_t(le32(&d[22]));
+                r.width = uint64_t(w < 0 ? -int64_t(w) : int64_t(w));
+                r.height = uint64_t(h < 0 ? -int64_t(h) : int64_t(h));
+            }
+            r.channels = 4;
+            break;
+        case Format::Tga:
+            if (n >= 18) r.width = le16(&d[12]), r.height = le16(&d[14]), r.channels = 4;
+            break;
+        case Format::Gif:  // the logical screen: what stb allocates for every frame
+            if (n >= 10) r.width = le16(&d[6]), r.height = le16(&d[8]), r.channels = 4;
+            break;
+        case Format::Psd:
+            if (n >= 26) r.height = be32(&d[14]), r.width = be32(&d[18]), r.channels = 4;
+            break;
+        case Format::Pnm: {
+            size_t pos = 2;
+            r.width = pnm_number(d, pos), r.height = pnm_number(d, pos);
+            r.channels = d[1] == '3' || d[1] == '6' ? 3 : 1;
+            break;
+        }
+        case Format::Tiff:
+            tiff_size(d, r);
+            break;
+        case Format::Webp:
+            webp_size(d, r);
+            break;
+        default:
+            break;
+    }
+    if (r.width == 0 || r.height == 0) r.problem = "cannot read the image size from its header";
+    return r;
+}
 
 // ---------------------------------------------------------------- sniffing
 
@@ -107,6 +234,10 @@ Probe probe_jpeg(const std::vector<uint8_t>& d) {
         if (m == 0xE1 && !have_exif && len >= 8 && std::memcmp(&d[pos + 4], "Exif\0\0", 6) == 0) {
             r.orientation = exif_payload_orientation(&d[pos + 4], len - 2);
             have_exif = true;
+        }
+        if (m == 0xC4) {  // DHT: validated here because stb_image 2.27 trusts it (see dht_problem)
+            r.problem = dht_problem(&d[pos + 4], len - 2);
+            if (!r.problem.empty()) return r;
         }
         const bool sof = m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC;
         if (sof && len >= 8) {
@@ -225,6 +356,26 @@ std::string size_problem(Format f, const std::vector<uint8_t>& d, uint64_t w, ui
         return "truncated or corrupt " + std::string(name) + " file (" + std::to_string(n) +
                " bytes, its header needs " + std::to_string(need) + ")";
     return "";
+}
+
+void check_pixel_limit(const std::string& path, uint64_t w, uint64_t h, uint64_t c, uint64_t max_pixels) {
+    check_dimensions(path, w, h, c);
+    const auto mp = [](uint64_t px) { return std::to_string((px + 500000) / 1000000) + " MP"; };
+    if (w * h > max_pixels)
+        throw Error(path + ": image too large: " + std::to_string(w) + "x" + std::to_string(h) + " (" + mp(w * h) +
+                    ") is over the limit of " + std::to_string(max_pixels) + " pixels (" + mp(max_pixels) +
+                    "; --max-pixels raises it)");
+    const uint64_t need = w * h * std::max<uint64_t>(c, 1) * kRunBytesPerSample;
+    const uint64_t have = host_memory_available();
+    if (need > have)
+        throw Error(path + ": image too large for this machine's memory: restoring " + std::to_string(w) + "x" +
+                    std::to_string(h) + " needs about " + std::to_string((need >> 20) + 1) + " MiB, " +
+                    std::to_string(have >> 20) + " MiB available");
+}
+
+uint64_t default_max_pixels() {
+    const uint64_t by_memory = host_memory_available() / (4 * kRunBytesPerSample);
+    return std::clamp<uint64_t>(by_memory, uint64_t(1) << 24, kMaxDefaultPixels);
 }
 
 void check_dimensions(const std::string& path, uint64_t w, uint64_t h, uint64_t c) {

@@ -45,8 +45,8 @@ struct Probe {
     std::string problem;                           // non-empty: the file is corrupt or truncated
 };
 
-// JPEG: marker structure, SOF size, EXIF orientation, and an end-of-image
-// marker after the scan. PNG: IHDR, eXIf orientation, IEND. WebP: EXIF
+// JPEG: marker structure, Huffman tables, SOF size, EXIF orientation, and an
+// end-of-image marker after the scan. PNG: IHDR, eXIf orientation, IEND. WebP: EXIF
 // orientation only (libwebp rejects truncated files itself).
 Probe probe_jpeg(const std::vector<uint8_t>& d);
 Probe probe_png(const std::vector<uint8_t>& d);
@@ -62,6 +62,29 @@ std::string size_problem(Format f, const std::vector<uint8_t>& d, uint64_t w, ui
 // Throws imr::Error("PATH: ...") for an image without pixels or with more
 // than kMaxSamples samples; every decoder calls it before allocating.
 void check_dimensions(const std::string& path, uint64_t w, uint64_t h, uint64_t c);
+
+// The declared size of any readable format, from our own parse of its header
+// (JPEG and PNG: probe_jpeg/probe_png; the rest here), so every decode path,
+// stb's and OpenCV's, is checked before any pixel is decoded. A header whose
+// size cannot be read is a problem (the file is refused).
+Probe probe_size(Format f, const std::vector<uint8_t>& d);
+
+// Memory a restore takes per sample of the image, all stages together: the
+// decoder's buffer and the decoded image (uint16), the float planes in and
+// out, the output image and its encoding (4 + 2 + 4 + 4 + 2 bytes, rounded).
+// The model's own activations are not counted: the runner tiles when they
+// do not fit.
+constexpr uint64_t kRunBytesPerSample = 16;
+// The default pixel limit is what 4-channel images of kRunBytesPerSample fit
+// in the available memory, between 16 MP and this cap (~270 MP: beyond the
+// largest camera sensors; panoramas above it need --max-pixels).
+constexpr uint64_t kMaxDefaultPixels = uint64_t(1) << 28;
+uint64_t default_max_pixels();
+
+// check_dimensions, then the pixel limit (w * h <= max_pixels) and the
+// memory estimate (w * h * c * kRunBytesPerSample <= available memory):
+// imr::Error naming the file, the size and the limit.
+void check_pixel_limit(const std::string& path, uint64_t w, uint64_t h, uint64_t c, uint64_t max_pixels);
 
 // Rotates/flips `img` in place per EXIF orientation 1..8.
 void apply_orientation(Image& img, int orientation);

@@ -144,7 +144,7 @@ private:
         }
         auto t = std::chrono::steady_clock::now();
         try {
-            d.image = read_image(job.input, options_.codec);
+            d.image = read_image(job.input, options_.codec, options_.max_pixels);
             items_per_image(d.image, runner_.model().channels);  // throws if the channels cannot map
             // Refuse what cannot be written (16-bit or alpha to JPEG, ...) before any compute.
             check_can_write(job.output, d.image.channels, d.image.bit_depth, write_options_, options_.codec);
