@@ -352,6 +352,9 @@ Result bench_model_conv(Gpu& g, const Options& o, std::mt19937& rng, const std::
     a.input = x.p, a.weight = w.p, a.bias = b.p, a.output = y.p;
     a.activation = relu ? imr::Activation::ReLU : imr::Activation::None;
     a.residual = residual ? res.p : nullptr;
+    // Weights prepared once, as a model's layer does (the Winograd transform).
+    const std::unique_ptr<imr::PreparedWeights> prepared = imr::cuda::prepare_conv2d(a, g.stream);
+    a.prepared = prepared.get();
     r.name = "conv3x3 " + std::to_string(cin) + "->" + std::to_string(cout) + (relu ? " relu " : " ") +
              (residual ? "+in " : "") + std::to_string(W) + "x" + std::to_string(H) + " [" +
              imr::cuda::plan_conv2d(a, g.sm_count, forced).name + "]";

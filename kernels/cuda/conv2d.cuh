@@ -6,6 +6,7 @@
 
 #include <cuda_runtime.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,16 @@ struct Conv2dPlan {
     const char* name = nullptr;  // e.g. "igemm_multistage_64x256"
     int split_k = 1;             // 2: two blocks share one output tile, adding with atomics into a zeroed output
 };
+
+// A conv2d's weights prepared for the CUDA kernels: for 3x3 layers, their
+// Winograd transform (device memory, owned). Other layers need nothing.
+struct Conv2dPrepared : PreparedWeights {
+    int cout = 0, cin = 0;
+    float* winograd_u = nullptr;
+    ~Conv2dPrepared() override;
+};
+// Null for layers with nothing to prepare; queues the transform on `stream`.
+std::unique_ptr<PreparedWeights> prepare_conv2d(const Conv2dArgs& a, cudaStream_t stream);
 
 // Every variant's name, in table order.
 std::vector<std::string> conv2d_variants();

@@ -133,6 +133,11 @@ public:
         return free_b;
     }
 
+    std::unique_ptr<PreparedWeights> prepare(const Conv2dArgs& a) override {
+        use_device();
+        return cuda::prepare_conv2d(a, stream_);
+    }
+
     bool supports(Op) const override { return true; }
     void residual_block(const ResidualBlockArgs& a) override {
         use_device();
