@@ -777,12 +777,23 @@ __global__ void __launch_bounds__(WG_THREADS, 1) conv2d_winograd_2x2_3x3_kernel(
             const int oy = oy0 + 2 * (pt / WG_PC), ox = ox0 + 2 * (pt % WG_PC);
 #pragma unroll
             for (int i = 0; i < 2; ++i) {
-                const float y[2] = {t[i][0] + t[i][1] + t[i][2], t[i][1] - t[i][2] - t[i][3]};
-#pragma unroll
-                for (int j = 0; j < 2; ++j) {
-                    if (oy + i >= p.ho || ox + j >= p.wo) continue;
-                    const int off = img * p.cout_howo + co * p.howo + (oy + i) * p.wo + ox + j;
-                    p.out[off] = epilogue(p, y[j] + bias, off);
+                if (oy + i >= p.ho) continue;
+                const float y0 = t[i][0] + t[i][1] + t[i][2] + bias, y1 = t[i][1] - t[i][2] - t[i][3] + bias;
+                const int off = img * p.cout_howo + co * p.howo + (oy + i) * p.wo + ox;
+                // Both pixels of the row as one float2 where they are 8-byte
+                // aligned (even offset): a warp's stores then fill whole
+                // 32-byte sectors (lanes are 2 pixels apart).
+                if (ox + 1 < p.wo && (off & 1) == 0) {
+                    float2 v = make_float2(y0, y1);
+                    if (p.relu) v.x = fmaxf(v.x, 0.f), v.y = fmaxf(v.y, 0.f);
+                    if (p.residual) {
+                        const float2 r = __ldg(reinterpret_cast<const float2*>(p.residual + off));
+                        v.x += r.x, v.y += r.y;
+                    }
+                    *reinterpret_cast<float2*>(p.out + off) = v;
+                } else {
+                    p.out[off] = epilogue(p, y0, off);
+                    if (ox + 1 < p.wo) p.out[off + 1] = epilogue(p, y1, off + 1);
                 }
             }
         }
