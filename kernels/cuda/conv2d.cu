@@ -775,6 +775,7 @@ __global__ void __launch_bounds__(WG_THREADS, 1) conv2d_winograd_2x2_3x3_kernel(
             }
             const float bias = p.bias ? __ldg(p.bias + co) : 0.f;
             const int oy = oy0 + 2 * (pt / WG_PC), ox = ox0 + 2 * (pt % WG_PC);
+            if (ox >= p.wo) continue;  // a partial tile's right edge
 #pragma unroll
             for (int i = 0; i < 2; ++i) {
                 if (oy + i >= p.ho) continue;
