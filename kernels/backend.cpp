@@ -2,6 +2,7 @@
 // first, and the choice of backend from a --device string.
 #include "backend.h"
 
+#include <iterator>
 #include <sstream>
 
 namespace imr {
@@ -34,16 +35,13 @@ const char* activation_name(Activation a) {
     return "?";
 }
 
+namespace {
+constexpr const char* kOpNames[] = {"residual_block", "conv2d", "pixel_shuffle"};
+static_assert(std::size(kOpNames) == kOpCount, "one name per Op");
+}  // namespace
+
 const char* op_name(Op op) {
-    switch (op) {
-        case Op::ResidualBlock:
-            return "residual_block";
-        case Op::Conv2d:
-            return "conv2d";
-        case Op::PixelShuffle:
-            return "pixel_shuffle";
-    }
-    return "?";
+    return size_t(op) < kOpCount ? kOpNames[size_t(op)] : "?";
 }
 
 std::unique_ptr<PreparedWeights> Backend::prepare(const Conv2dArgs&) {

@@ -126,9 +126,10 @@ void check_args(const Conv2dArgs& a);
 void check_args(const PixelShuffleArgs& a);
 
 // The ops of the interface, for asking a backend what it supports and which
-// kernel variants it has.
-enum class Op { ResidualBlock, Conv2d, PixelShuffle };
-constexpr Op kAllOps[] = {Op::ResidualBlock, Op::Conv2d, Op::PixelShuffle};
+// kernel variants it has. A new op goes before Count, and its name in
+// kOpNames (backend.cpp checks the two have the same length).
+enum class Op { ResidualBlock, Conv2d, PixelShuffle, Count };
+constexpr size_t kOpCount = size_t(Op::Count);
 const char* op_name(Op op);  // "residual_block", "conv2d", "pixel_shuffle"
 
 // Times work queued on a backend: host clock on the CPU, events on the CUDA

@@ -19,7 +19,7 @@
 #include <memory>
 #include <vector>
 
-#include "cpu_ops.h"
+#include "cpu_backend.h"
 #include "direct_conv.h"
 
 namespace imr::cpu {
@@ -52,8 +52,16 @@ int source_index(int p, int size, PadMode mode) {
 
 }  // namespace
 
-void conv2d(const Conv2dArgs& a, int threads, Scratch& scratch) {
+std::unique_ptr<PreparedWeights> CpuBackend::prepare(const Conv2dArgs& a) {
+    if (!a.weight || a.out_channels < 1 || a.in.c < 1 || a.kernel < 1)
+        throw Error("cpu: conv2d weights to prepare: null weight or non-positive sizes");
+    return std::make_unique<PackedConv>(pack_conv(a.weight, a.bias, a.out_channels, a.in.c, a.kernel));
+}
+
+void CpuBackend::conv2d(const Conv2dArgs& a) {
     check_args(a);
+    const int threads = threads_;
+    Scratch& scratch = conv_scratch_;
     const Shape in = a.in, out = a.out_shape();
     const int k = a.kernel, pb = a.pad_before;
     const int wp = in.w + a.pad_before + a.pad_after;

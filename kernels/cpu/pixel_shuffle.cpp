@@ -3,11 +3,12 @@
 // residual). Parallel over rows of the wide ([C, H, W]) tensor: each such row
 // maps to f runs of contiguous deep-tensor columns, strided by f, so one pass
 // reads or writes every row of both tensors once.
-#include "cpu_ops.h"
+#include "cpu_backend.h"
 
 namespace imr::cpu {
 
-void pixel_shuffle(const PixelShuffleArgs& a, int threads) {
+void CpuBackend::pixel_shuffle(const PixelShuffleArgs& a) {
+    const int threads = threads_;
     check_args(a);
     const bool to_depth = a.direction == ShuffleDirection::ToDepth;
     const Shape wide = to_depth ? a.in : a.out_shape();

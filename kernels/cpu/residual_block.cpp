@@ -14,7 +14,7 @@
 #include <cstring>
 #include <vector>
 
-#include "cpu_ops.h"
+#include "cpu_backend.h"
 #include "direct_conv.h"
 
 namespace imr::cpu {
@@ -40,7 +40,11 @@ size_t round_up8(size_t v) {
     return (v + 7) / 8 * 8;
 }
 
-}  // namespace
+// The residual block's two convolutions packed for direct_conv: what
+// prepare() returns.
+struct PackedResidualBlock : PreparedWeights {
+    PackedConv conv_in, conv_out;
+};
 
 PackedResidualBlock pack_residual_block(const ResidualBlockArgs& a) {
     PackedResidualBlock p;
@@ -49,7 +53,16 @@ PackedResidualBlock pack_residual_block(const ResidualBlockArgs& a) {
     return p;
 }
 
-void residual_block(const ResidualBlockArgs& a, int threads) {
+}  // namespace
+
+std::unique_ptr<PreparedWeights> CpuBackend::prepare(const ResidualBlockArgs& a) {
+    if (!a.conv_in_weight || !a.conv_out_weight || a.hidden < 1 || a.shape.c < 1)
+        throw Error("cpu: residual_block weights to prepare: null weight or non-positive sizes");
+    return std::make_unique<PackedResidualBlock>(pack_residual_block(a));
+}
+
+void CpuBackend::residual_block(const ResidualBlockArgs& a) {
+    const int threads = threads_;
     check_args(a);
     const Shape s = a.shape;
     const int hidden = a.hidden;

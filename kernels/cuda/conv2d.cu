@@ -38,6 +38,7 @@
 
 #include "common.cuh"
 #include "conv2d.cuh"
+#include "cuda_backend.cuh"
 
 namespace imr::cuda {
 namespace {
@@ -1132,6 +1133,16 @@ void conv2d(const Conv2dArgs& a, cudaStream_t stream, int sm_count, int forced) 
         check_cuda(cudaMemsetAsync(a.output, 0, o.count() * sizeof(float), stream), context(a),
                    "cudaMemsetAsync(output) for the split reduction");
     var.launch(p, a, plan.split_k, stream);
+}
+
+std::unique_ptr<PreparedWeights> CudaBackend::prepare(const Conv2dArgs& a) {
+    use_device();
+    return prepare_conv2d(a, stream_);
+}
+
+void CudaBackend::conv2d(const Conv2dArgs& a) {
+    use_device();
+    cuda::conv2d(a, stream_, sm_count_, forced(Op::Conv2d));
 }
 
 }  // namespace imr::cuda

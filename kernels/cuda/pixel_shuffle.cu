@@ -11,6 +11,7 @@
 #include <string>
 
 #include "common.cuh"
+#include "cuda_backend.cuh"
 #include "pixel_shuffle.cuh"
 
 namespace imr::cuda {
@@ -63,6 +64,11 @@ void pixel_shuffle(const PixelShuffleArgs& a, cudaStream_t stream) {
     const unsigned blocks = unsigned((p.count + PS_THREADS - 1) / PS_THREADS);
     pixel_shuffle_kernel<<<blocks, PS_THREADS, 0, stream>>>(p);
     check_launch(context, "pixel_shuffle_kernel launch");
+}
+
+void CudaBackend::pixel_shuffle(const PixelShuffleArgs& a) {
+    use_device();
+    cuda::pixel_shuffle(a, stream_);
 }
 
 }  // namespace imr::cuda

@@ -31,6 +31,7 @@
 #include <string>
 
 #include "common.cuh"
+#include "cuda_backend.cuh"
 #include "residual_block.cuh"
 
 namespace imr::cuda {
@@ -389,6 +390,11 @@ void residual_block(const ResidualBlockArgs& a, cudaStream_t stream, int forced)
         launch_fused(a, stream, sm_count(context(a)));
     else
         launch_generic(a, stream);
+}
+
+void CudaBackend::residual_block(const ResidualBlockArgs& a) {
+    use_device();
+    cuda::residual_block(a, stream_, forced(Op::ResidualBlock));
 }
 
 }  // namespace imr::cuda

@@ -1,0 +1,72 @@
+// The CPU backend (make_cpu_backend): host memory, a steady-clock timer, and
+// one file per op that defines its members here, in parallel over OpenMP
+// threads:
+//   conv2d.cpp          conv2d, prepare(Conv2dArgs)
+//   residual_block.cpp  residual_block, prepare(ResidualBlockArgs)
+//   pixel_shuffle.cpp   pixel_shuffle
+// A new op: its member below and its file. Public (not in an anonymous
+// namespace) so tests can wrap it, e.g. to pretend memory is short.
+#pragma once
+
+#include <memory>
+#include <new>
+#include <string>
+
+#include "backend.h"
+
+namespace imr::cpu {
+
+// Grow-only scratch memory an op keeps between calls (the conv2d's per-thread
+// padded input bands, ~8 MB each for a 48-channel 4000-pixel-wide layer), so
+// no call pays for a fresh allocation. Not thread-safe: one per backend, ops
+// run one at a time.
+class Scratch {
+public:
+    float* get(size_t count) {
+        if (count > size_) {
+            data_.reset();  // free the old block before taking the larger one
+            size_ = 0;
+            data_.reset(new (std::nothrow) float[count]);
+            if (!data_) throw OutOfMemory("cpu scratch of " + std::to_string(count >> 18) + " MiB: out of memory");
+            size_ = count;
+        }
+        return data_.get();
+    }
+
+private:
+    std::unique_ptr<float[]> data_;
+    size_t size_ = 0;
+};
+
+class CpuBackend : public Backend {
+public:
+    explicit CpuBackend(int threads);  // threads <= 0: one per hardware thread
+
+    std::string name() const override { return "cpu"; }
+    std::string description() const override;
+    bool is_host_memory() const override { return true; }
+    float* alloc(size_t count) override;
+    void release(float* p) noexcept override;
+    void upload(float* dst, const float* host_src, size_t count) override;
+    void download(float* host_dst, const float* src, size_t count) override;
+    void synchronize() override {}
+    // What the machine has available, or less where a container (cgroup v1/v2)
+    // limits this process: a container on a large host would otherwise be
+    // killed instead of tiling.
+    size_t free_memory() const override;
+    std::unique_ptr<BackendTimer> make_timer() override;
+    bool supports(Op) const override { return true; }
+
+    // The ops, each defined in its own file (see the top of this header).
+    void residual_block(const ResidualBlockArgs& a) override;
+    std::unique_ptr<PreparedWeights> prepare(const ResidualBlockArgs& a) override;
+    void conv2d(const Conv2dArgs& a) override;
+    std::unique_ptr<PreparedWeights> prepare(const Conv2dArgs& a) override;
+    void pixel_shuffle(const PixelShuffleArgs& a) override;
+
+protected:
+    int threads_;
+    Scratch conv_scratch_;  // conv2d's padded bands
+};
+
+}  // namespace imr::cpu

@@ -1,0 +1,113 @@
+// The CUDA backend (make_cuda_backend): one device, one stream per backend;
+// ops are queued on that stream (asynchronous to the host), memory is plain
+// cudaMalloc. Each op's file defines its members here:
+//   conv2d.cu          conv2d, prepare(Conv2dArgs) (the Winograd weights)
+//   residual_block.cu  residual_block
+//   pixel_shuffle.cu   pixel_shuffle
+// A new op: its member below and its .cu file (and, if it has kernel
+// variants, a case in variants()).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <array>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend.h"
+#include "common.cuh"
+
+namespace imr::cuda {
+
+class CudaBackend : public Backend {
+public:
+    explicit CudaBackend(int device);
+    ~CudaBackend() override {
+        cudaSetDevice(device_);
+        cudaStreamSynchronize(stream_);
+        cudaStreamDestroy(stream_);
+    }
+
+    std::string name() const override { return "cuda:" + std::to_string(device_); }
+    std::string description() const override { return description_; }
+    bool is_host_memory() const override { return false; }
+
+    float* alloc(size_t count) override {
+        use_device();
+        void* p = nullptr;
+        const size_t bytes = count * sizeof(float);
+        cudaError_t err = cudaMalloc(&p, bytes);
+        if (err != cudaSuccess) {
+            cudaGetLastError();  // clear the (non-sticky) allocation error
+            size_t free_b = 0, total_b = 0;
+            cudaMemGetInfo(&free_b, &total_b);
+            std::string what = name() + ": cudaMalloc of " + std::to_string(bytes) + " bytes failed (" +
+                               cudaGetErrorString(err) + "); " + std::to_string(free_b) + " of " +
+                               std::to_string(total_b) + " bytes free";
+            if (err == cudaErrorMemoryAllocation) throw OutOfMemory(what);
+            throw Error(what);
+        }
+        return static_cast<float*>(p);
+    }
+    void release(float* p) noexcept override {
+        if (!p) return;
+        // Never throws: it runs in destructors, also while an earlier CUDA
+        // error unwinds the stack; that error has been reported already.
+        // The stream may still use p: free only after the queued work ends.
+        cudaSetDevice(device_);
+        cudaStreamSynchronize(stream_);
+        cudaFree(p);
+    }
+    void upload(float* dst, const float* host_src, size_t count) override {
+        use_device();
+        check_cuda(cudaMemcpyAsync(dst, host_src, count * sizeof(float), cudaMemcpyHostToDevice, stream_),
+                   name() + ": upload of " + std::to_string(count) + " floats", "cudaMemcpyAsync");
+        // Pageable host memory: the copy is staged before the call returns, but
+        // the caller may reuse host_src at once only after the stream is done.
+        check_cuda(cudaStreamSynchronize(stream_), name() + ": upload", "cudaStreamSynchronize");
+    }
+    void download(float* host_dst, const float* src, size_t count) override {
+        use_device();
+        check_cuda(cudaMemcpyAsync(host_dst, src, count * sizeof(float), cudaMemcpyDeviceToHost, stream_),
+                   name() + ": download of " + std::to_string(count) + " floats", "cudaMemcpyAsync");
+        check_cuda(cudaStreamSynchronize(stream_), name() + ": download", "cudaStreamSynchronize");
+    }
+    void synchronize() override {
+        use_device();
+        check_cuda(cudaStreamSynchronize(stream_), name(), "cudaStreamSynchronize");
+    }
+    size_t free_memory() const override {
+        cudaSetDevice(device_);
+        size_t free_b = 0, total_b = 0;
+        check_cuda(cudaMemGetInfo(&free_b, &total_b), name(), "cudaMemGetInfo");
+        return free_b;
+    }
+
+    bool supports(Op) const override { return true; }
+    // The ops, each defined in its own file (see the top of this header).
+    using Backend::prepare;  // residual_block: nothing to prepare
+    std::unique_ptr<PreparedWeights> prepare(const Conv2dArgs& a) override;
+    void conv2d(const Conv2dArgs& a) override;
+    void residual_block(const ResidualBlockArgs& a) override;
+    void pixel_shuffle(const PixelShuffleArgs& a) override;
+
+    // Kernel variants: conv2d's and residual_block's tables.
+    std::vector<std::string> variants(Op op) const override;
+    void force_variant(Op op, const std::string& name) override;
+
+    std::unique_ptr<BackendTimer> make_timer() override;
+
+private:
+    void use_device() const { check_cuda(cudaSetDevice(device_), name(), "cudaSetDevice"); }
+    int forced(Op op) const { return forced_[size_t(op)]; }
+
+    int device_;
+    int sm_count_ = 0;
+    std::array<int, kOpCount> forced_;  // per Op: a forced variant's index, -1: the planner
+    std::string description_;
+    cudaStream_t stream_ = nullptr;
+};
+
+}  // namespace imr::cuda
