@@ -348,6 +348,66 @@ TEST(Cli, MaxPixelsRefusesLargerImagesBeforeDecoding) {
     EXPECT_NE(imrestore("--max-pixels 0 " + q(sample("chelsea.png")), dir).code, 0) << "0 is not a limit";
 }
 
+TEST(Cli, AnInputUnderAnotherNameIsNeverOverwritten) {
+    ScratchDir dir("cli");
+    fs::create_directories(dir / "in");
+    fs::create_directories(dir / "out");
+    fs::copy_file(sample("chelsea.png"), dir / "in/cat.png");
+    // out/cat.png is the input itself (a hard link: what a bind mount of the
+    // input's folder looks like too), so --force must not replace it.
+    fs::create_hard_link(dir / "in/cat.png", dir / "out/cat.png");
+    const std::string before = slurp(dir / "in/cat.png");
+    RunResult r = imrestore(
+        q(dir / "in/cat.png") + " " + q(sample("coffee.png")) + " -o " + q(dir / "out") + " -d cpu -m sharpen --force",
+        dir);
+    EXPECT_EQ(r.code, 1) << r.err;
+    EXPECT_NE(r.err.find("because it is an input (the same file under another name)"), std::string::npos) << r.err;
+    EXPECT_EQ(slurp(dir / "in/cat.png"), before) << "the input was replaced";
+    EXPECT_TRUE(fs::exists(dir / "out/coffee.png")) << "the other file is still restored";
+}
+
+TEST(Cli, NeverWritesThroughASymlinkOutOfTheOutputTree) {
+    ScratchDir dir("cli");
+    fs::create_directories(dir / "in/sub");
+    fs::create_directories(dir / "out");
+    fs::create_directories(dir / "elsewhere");
+    fs::copy_file(sample("chelsea.png"), dir / "in/top.png");
+    fs::copy_file(sample("coffee.png"), dir / "in/sub/deep.png");
+    fs::create_directory_symlink(dir / "elsewhere", dir / "out/sub");  // planted before the run
+    RunResult r = imrestore(q(dir / "in") + " -r -o " + q(dir / "out") + " -d cpu -m sharpen", dir);
+    EXPECT_EQ(r.code, 1) << r.err;
+    EXPECT_NE(r.err.find("leads out of"), std::string::npos) << r.err;
+    EXPECT_TRUE(fs::is_empty(dir / "elsewhere")) << "written outside the output folder";
+    EXPECT_TRUE(fs::exists(dir / "out/top.png"));
+}
+
+TEST(Cli, StaleTemporaryFilesOfDeadRunsAreRemoved) {
+    ScratchDir dir("cli");
+    fs::create_directories(dir / "out");
+    const pid_t dead = fork();  // a PID that has certainly exited
+    if (dead == 0) _exit(0);
+    waitpid(dead, nullptr, 0);
+    const std::string stale = dir / ("out/.cat.png.tmp-" + std::to_string(dead) + "-3.png");
+    const std::string alive = dir / ("out/.cat.png.tmp-" + std::to_string(getpid()) + "-0.png");  // this test runs
+    const std::string other = dir / "out/.notes.tmp";                                             // not ours
+    for (const std::string& f : {stale, alive, other}) std::ofstream(f) << "partial";
+    RunResult r = imrestore(q(sample("chelsea.png")) + " -o " + q(dir / "out/cat.png") + " -d cpu -m sharpen", dir);
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_FALSE(fs::exists(stale)) << "the dead run's temporary file stays";
+    EXPECT_TRUE(fs::exists(alive)) << "a running process's temporary file was removed";
+    EXPECT_TRUE(fs::exists(other)) << "a file that is not ours was removed";
+}
+
+TEST(Cli, AnUnwritableOutputFailsBeforeAnyCompute) {
+    ScratchDir dir("cli");
+    // /proc takes no new files, whoever runs the test (root included).
+    RunResult r = imrestore(
+        q(sample("chelsea.png")) + " " + q(sample("coffee.png")) + " -o /proc/imrestore-no-such/ -d cpu --json", dir);
+    EXPECT_EQ(r.code, 1) << r.err;
+    EXPECT_NE(r.err.find("cannot create a file in /proc"), std::string::npos) << r.err;
+    EXPECT_EQ(r.out.find("\"stage 0"), std::string::npos) << "the model ran before the output was checked";
+}
+
 TEST(Cli, UnwritableOutputFails) {
     ScratchDir dir("cli");
     std::ofstream(dir / "a-file") << "x";  // a folder cannot be made under a file, even as root

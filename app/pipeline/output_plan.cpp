@@ -1,5 +1,7 @@
 #include "pipeline/output_plan.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <map>
@@ -148,10 +150,26 @@ std::vector<FileJob> plan_jobs(const std::vector<std::string>& inputs, const std
     }
 
     // Never overwrite an input, and never let two inputs write one output;
-    // the same input given twice (a.png ./a.png) is restored once.
+    // the same input given twice (a.png ./a.png) is restored once. Inputs are
+    // known by path and by file identity (device, inode): an output reached
+    // through a bind mount or a hard link of an input is that input.
     std::set<fs::path> input_paths;
-    for (const FileJob& j : jobs)
-        if (j.error.empty()) input_paths.insert(fs::weakly_canonical(j.input, ec));
+    std::set<std::pair<dev_t, ino_t>> input_files;
+    for (const FileJob& j : jobs) {
+        if (!j.error.empty()) continue;
+        input_paths.insert(fs::weakly_canonical(j.input, ec));
+        struct stat st {};
+        if (::stat(j.input.c_str(), &st) == 0) input_files.insert({st.st_dev, st.st_ino});
+    }
+    // With an output folder, every output stays inside it: a symbolic link
+    // already in the tree must not lead a write elsewhere.
+    const fs::path root = single_file_out || output.empty() ? fs::path() : fs::weakly_canonical(out_root, ec);
+    auto escapes_root = [&](const fs::path& out) {
+        if (root.empty()) return false;
+        const fs::path folder = fs::weakly_canonical(out.parent_path(), ec);
+        const auto [r, f] = std::mismatch(root.begin(), root.end(), folder.begin(), folder.end());
+        return r != root.end();
+    };
     std::map<fs::path, std::pair<fs::path, std::string>> claimed;  // output -> (canonical input, as given)
     std::vector<FileJob> planned;
     for (FileJob& j : jobs) {
@@ -159,8 +177,15 @@ std::vector<FileJob> plan_jobs(const std::vector<std::string>& inputs, const std
             fs::path out = fs::weakly_canonical(j.output, ec), in = fs::weakly_canonical(j.input, ec);
             auto it = claimed.find(out);
             if (it != claimed.end() && it->second.first == in) continue;  // a duplicate
-            if (input_paths.count(out))
-                j.error = j.input + ": refusing to write " + j.output + " because it is an input";
+            struct stat st {};
+            const bool same_file = ::stat(j.output.c_str(), &st) == 0 && input_files.count({st.st_dev, st.st_ino});
+            if (input_paths.count(out) || same_file)
+                j.error = j.input + ": refusing to write " + j.output + " because it is an input" +
+                          (input_paths.count(out) ? "" : " (the same file under another name)");
+            else if (escapes_root(fs::path(j.output)))
+                j.error = j.output + ": not written: its folder leads out of " + output +
+                          " through a symbolic link (to " +
+                          fs::weakly_canonical(fs::path(j.output).parent_path(), ec).string() + ")";
             else if (it != claimed.end())
                 j.error = j.input + ": output " + j.output + " is also the output of " + it->second.second;
             else

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "image/image_batch.h"
+#include "pipeline/output_folders.h"
 
 namespace imr {
 
@@ -308,7 +309,9 @@ private:
 
 PipelineReport run_pipeline(const std::vector<FileJob>& jobs, ModelRunner& runner, const PipelineOptions& options,
                             const ProgressFn& progress) {
-    return PipelineRun(jobs, runner, options, progress).run();
+    std::vector<FileJob> checked = jobs;  // unwritable folders fail their files before any compute
+    prepare_output_folders(checked, options.force);
+    return PipelineRun(checked, runner, options, progress).run();
 }
 
 }  // namespace imr

@@ -1,0 +1,26 @@
+// Checking the output folders before any image is computed: each one cleared
+// of this tool's stale temporary files and proved writable by one probe, so that a read-only, unwritable or full
+// destination fails its files up front instead of after all the compute.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "pipeline/output_plan.h"
+
+namespace imr {
+
+// For every folder that a job will write into (no error yet; its output
+// missing, or `force`): removes this tool's temporary files there whose
+// process is gone (atomic_file.h names them ".NAME.tmp-PID-N.EXT"; a killed
+// run can leave one behind when the file system has no O_TMPFILE), and
+// writes one byte to an unnamed probe file there (or in its nearest existing
+// ancestor, for a folder still to be created). A folder that fails sets the
+// error of each of its jobs. Nothing is created.
+void prepare_output_folders(std::vector<FileJob>& jobs, bool force);
+
+// The temporary files of dead imrestore processes in `folder` (exposed for
+// the tests): names matching ".*.tmp-PID-N*" whose PID is not running.
+std::vector<std::string> stale_temporary_files(const std::string& folder);
+
+}  // namespace imr
