@@ -392,7 +392,13 @@ TEST_F(ImageIoFiles, JpegRoundTripWithinTolerance) {
                 Image back = imr::read_image(p, reader);
                 ASSERT_EQ(back.width, 37);
                 ASSERT_EQ(back.height, 23);
-                if (channels == 1 && (writer == Codec::Stb || (writer == Codec::Auto && !imr::opencv_available()))) {
+#ifdef IMRESTORE_WITH_LIBJPEG
+                const bool stb_writes_jpeg = false;  // libjpeg writes gray JPEGs where OpenCV does not take them
+#else
+                const bool stb_writes_jpeg = true;
+#endif
+                if (channels == 1 && stb_writes_jpeg &&
+                    (writer == Codec::Stb || (writer == Codec::Auto && !imr::opencv_available()))) {
                     // stb writes every JPEG as YCbCr: gray comes back as RGB with R=G=B.
                     ASSERT_EQ(back.channels, 3);
                     Image g = back;

@@ -7,16 +7,6 @@
 
 #include "error.h"
 
-#ifdef IMRESTORE_WITH_OPENCV
-#include <opencv2/core.hpp>
-#include <opencv2/imgcodecs.hpp>
-#include <opencv2/imgproc.hpp>
-#else
-// The implementations live in app/image/codec_stb.cpp; only the declarations here.
-#include "stb_image.h"
-#include "stb_image_write.h"
-#endif
-
 namespace imr {
 
 namespace {
@@ -185,7 +175,7 @@ void add_gaussian_noise(Image& image, double sigma, uint64_t seed) {
 }
 
 bool jpeg_is_libjpeg() {
-#ifdef IMRESTORE_WITH_OPENCV
+#if defined(IMRESTORE_WITH_OPENCV) || defined(IMRESTORE_WITH_LIBJPEG)
     return true;
 #else
     return false;
@@ -196,47 +186,23 @@ void jpeg_round_trip(Image& image, int quality) {
     require_8bit(image, "jpeg");
     if (quality <= 0) return;
     if (quality > 100) throw Error("jpeg: quality " + std::to_string(quality) + " is above 100");
-    const int w = image.width, h = image.height, ch = image.channels, colors = image.color_channels();
-    // The color channels, interleaved 8-bit (alpha is kept aside, untouched).
-    std::vector<uint8_t> px(size_t(w) * h * colors);
-    for (size_t i = 0, n = size_t(w) * h; i < n; ++i)
-        for (int c = 0; c < colors; ++c) px[i * colors + c] = uint8_t(image.samples[i * ch + c]);
-    std::vector<uint8_t> decoded;
-#ifdef IMRESTORE_WITH_OPENCV
-    // libjpeg through OpenCV: baseline, 4:2:0 for color (OpenCV 4.6 keeps
-    // libjpeg's default sampling), as training's torchvision encode_jpeg.
-    cv::Mat mat(h, w, colors == 1 ? CV_8UC1 : CV_8UC3, px.data());
-    if (colors == 3) {
-        cv::Mat bgr;
-        cv::cvtColor(mat, bgr, cv::COLOR_RGB2BGR);
-        mat = bgr;
-    }
-    std::vector<uchar> buf;
-    if (!cv::imencode(".jpg", mat, buf, {cv::IMWRITE_JPEG_QUALITY, quality}))
-        throw Error("jpeg: OpenCV could not encode a " + std::to_string(w) + "x" + std::to_string(h) + " image");
-    cv::Mat back = cv::imdecode(buf, colors == 1 ? cv::IMREAD_GRAYSCALE : cv::IMREAD_COLOR);
-    if (back.empty() || back.cols != w || back.rows != h) throw Error("jpeg: OpenCV could not decode its own JPEG");
-    if (colors == 3) cv::cvtColor(back, back, cv::COLOR_BGR2RGB);
-    decoded.assign(back.data, back.data + size_t(w) * h * colors);
-#else
-    std::vector<uint8_t> buf;
-    auto append = [](void* ctx, void* data, int size) {
-        auto* out = static_cast<std::vector<uint8_t>*>(ctx);
-        out->insert(out->end(), static_cast<uint8_t*>(data), static_cast<uint8_t*>(data) + size);
-    };
-    if (!stbi_write_jpg_to_func(append, &buf, w, h, colors, px.data(), quality))
-        throw Error("jpeg: stb could not encode a " + std::to_string(w) + "x" + std::to_string(h) + " image");
-    int bw = 0, bh = 0, bn = 0;
-    stbi_uc* back = stbi_load_from_memory(buf.data(), int(buf.size()), &bw, &bh, &bn, colors);
-    if (!back || bw != w || bh != h) {
-        stbi_image_free(back);
-        throw Error("jpeg: stb could not decode its own JPEG");
-    }
-    decoded.assign(back, back + size_t(w) * h * colors);
-    stbi_image_free(back);
-#endif
-    for (size_t i = 0, n = size_t(w) * h; i < n; ++i)
-        for (int c = 0; c < colors; ++c) image.samples[i * ch + c] = decoded[i * colors + c];
+    const int ch = image.channels, colors = image.color_channels();
+    // The color channels through the tool's own JPEG writer and reader
+    // (libjpeg: baseline, 4:2:0 for color, as training's torchvision
+    // encode_jpeg); alpha is kept aside, untouched.
+    Image color;
+    color.width = image.width, color.height = image.height, color.channels = colors, color.bit_depth = 8;
+    color.samples.resize(size_t(image.width) * image.height * colors);
+    for (size_t i = 0, n = size_t(image.width) * image.height; i < n; ++i)
+        for (int c = 0; c < colors; ++c) color.samples[i * colors + c] = image.samples[i * ch + c];
+    WriteOptions o;
+    o.jpeg_quality = quality;
+    const Image back = decode_image("degraded.jpg", encode_image("degraded.jpg", color, o));
+    if (back.width != image.width || back.height != image.height)
+        throw Error("jpeg: the JPEG round trip changed the image size");
+    const int bc = back.channels;  // stb (without libjpeg) returns gray as RGB
+    for (size_t i = 0, n = size_t(image.width) * image.height; i < n; ++i)
+        for (int c = 0; c < colors; ++c) image.samples[i * ch + c] = back.samples[i * bc + (bc == colors ? c : 1)];
 }
 
 Image degrade(const Image& clean, const Degradation& d, uint64_t seed) {

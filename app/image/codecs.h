@@ -29,6 +29,13 @@ std::vector<uint8_t> encode_opencv(const std::string& path, const Image& img, co
                                    const FormatInfo& fmt, const WriteOptions& options);
 #endif
 
+#ifdef IMRESTORE_WITH_LIBJPEG
+// codec_libjpeg.cpp: JPEG through libjpeg(-turbo), in place of stb's JPEG
+// decoder and encoder wherever OpenCV does not read/write the JPEG.
+Image decode_libjpeg(const std::string& path, const std::vector<uint8_t>& data);
+std::vector<uint8_t> encode_libjpeg(const std::string& path, const Image& img, int quality);
+#endif
+
 // codec_stb.cpp: stb_image / stb_image_write (the only file that compiles
 // their implementations).
 Image decode_stb(const std::string& path, const std::vector<uint8_t>& data, const FormatInfo& fmt);

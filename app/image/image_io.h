@@ -54,6 +54,16 @@ void check_can_write(const std::string& path, int channels, int bit_depth, const
 // the memory available.
 Image read_image(const std::string& path, Codec codec = Codec::Auto, uint64_t max_pixels = 0);
 
+// read_image of a file's bytes already in memory; `path` names them in
+// messages and its extension hints the format (the bytes decide).
+Image decode_image(const std::string& path, const std::vector<uint8_t>& data, Codec codec = Codec::Auto,
+                   uint64_t max_pixels = 0);
+
+// The bytes write_image would write to `path` (format from its extension),
+// with the same checks.
+std::vector<uint8_t> encode_image(const std::string& path, const Image& image, const WriteOptions& options = {},
+                                  Codec codec = Codec::Auto);
+
 // Writes atomically (app/util/atomic_file.h): the encoded bytes go to an
 // unnamed O_TMPFILE in the target's directory that is linked into place once
 // complete, or, where the file system has no O_TMPFILE, to a hidden temporary
