@@ -232,8 +232,8 @@ int run_restore(const Options& o) {
                       report.megapixels);
         if (o.timing || o.bench)
             std::cout << report.timer.table(title, report.megapixels, restored)
-                      << "  (read+decode and encode+write run on worker threads beside the compute, so the stage\n"
-                         "   total can exceed the wall time: "
+                      << "  (read+decode with to-NCHW, and from-NCHW with encode+write, run on worker threads beside\n"
+                         "   the compute, so the stage total can exceed the wall time: "
                       << std::to_string(int(report.wall_ms + 0.5)) << " ms)\n";
         if (o.bench && report.bench_timer.empty())
             std::cout << "bench: nothing was computed (every file was skipped or failed; existing outputs are "

@@ -3,6 +3,7 @@
 # build-fuzz/, and runs each for SECONDS (default 60) from a seed corpus of
 # the bundled models, printing executions and any crash.
 #   scripts/fuzz.sh [SECONDS] [TARGET...]     targets: fuzz_model_wire fuzz_model_file
+#                                             fuzz_image_decode fuzz_image_planes
 # Crashers land in build-fuzz/crashes/TARGET/; each one found should become a
 # regression test (tests/test_model_file.cpp) before it is fixed.
 set -uo pipefail
@@ -10,7 +11,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_model_wire fuzz_model_file)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_model_wire fuzz_model_file fuzz_image_decode fuzz_image_planes)
 build=build-fuzz
 mkdir -p "$build"
 CC=clang CXX=clang++ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DIMRESTORE_FUZZ=ON \
@@ -33,6 +34,32 @@ for t in "${targets[@]}"; do
         # A mutated file can make libhdf5 loop: the reader is stopped after
         # this many seconds (60 by default) so the fuzzer moves on.
         export IMRESTORE_MODEL_READ_TIMEOUT=2
+    fi
+    if [ "$t" = fuzz_image_decode ]; then
+        # Seeds: small crops of the sample photos in every format, gray and
+        # color, made with PIL (/usr/bin/python3); the first byte of each
+        # input picks the codec and the name the decoder sees.
+        /usr/bin/python3 - "$corpus" <<'PY' || echo "   (no PIL: starting from an empty corpus)"
+import io, os, sys
+from PIL import Image
+out = sys.argv[1]
+names = ["png", "jpg", "bmp", "tga", "gif", "ppm", "psd", "tif", "webp"]
+for sample in ("camera.png", "chelsea.png"):
+    im = Image.open(os.path.join("samples", sample)).convert("RGB").crop((40, 40, 72, 64))
+    for mode in ("RGB", "L", "RGBA"):
+        for i, ext in enumerate(names):
+            fmt = {"jpg": "JPEG", "tif": "TIFF", "ppm": "PPM", "tga": "TGA"}.get(ext, ext.upper())
+            if ext == "psd":
+                continue  # PIL cannot write PSD
+            try:
+                buf = io.BytesIO()
+                im.convert(mode).save(buf, fmt)
+            except (OSError, KeyError, ValueError):
+                continue
+            with open(os.path.join(out, f"{sample[:-4]}-{mode}.{ext}"), "wb") as f:
+                f.write(bytes([3 * i]) + buf.getvalue())
+PY
+        max_len=65536
     fi
     echo "== $t: $seconds s"
     # -rss_limit_mb: the reader child has its own limits; this bounds the fuzzer.

@@ -33,14 +33,16 @@ double ms_since(std::chrono::steady_clock::time_point t) {
 // What reading one job gave: an image, or why there is none.
 struct Decoded {
     Image image;
+    std::vector<float> planes;  // the image as the model's NCHW input (image_to_planes), made by the decoder
     FileResult::Status status = FileResult::Status::Restored;  // Restored = go on
     std::string message;
-    double ms = 0;
+    double ms = 0, to_nchw_ms = 0;
 };
 
 struct Pending {
     size_t job;
     Image image;
+    std::vector<float> planes;
 };
 
 // Without --force an output that appears while its image is being restored
@@ -157,6 +159,23 @@ private:
                 d.message = job.input + ": " + d.message;
         }
         d.ms = ms_since(t);
+        if (d.status == FileResult::Status::Restored) {
+            // The conversion to the model's planes runs here, on the decoder's
+            // thread, so no per-image work is left to the thread that feeds the
+            // model (it only gathers a batch of several images).
+            t = std::chrono::steady_clock::now();
+            try {
+                const int channels = runner_.model().channels;
+                d.planes.resize(size_t(items_per_image(d.image, channels)) * channels * d.image.width * d.image.height);
+                image_to_planes(d.image, channels, d.planes.data());
+            } catch (const std::exception& e) {  // bad_alloc: no room for the planes
+                d.status = FileResult::Status::Failed;
+                d.message = job.input + ": " +
+                            (dynamic_cast<const std::bad_alloc*>(&e) ? "out of memory for its planes" : e.what());
+                d.planes = {};
+            }
+            d.to_nchw_ms = ms_since(t);
+        }
         return d;
     }
 
@@ -175,7 +194,9 @@ private:
 
     void take(size_t i, Decoded d) {
         if (d.ms > 0) report_.timer.add("read+decode", d.ms);
-        largest_image_bytes_ = std::max(largest_image_bytes_, d.image.samples.size() * sizeof(uint16_t));
+        if (d.to_nchw_ms > 0) report_.timer.add("to-NCHW", d.to_nchw_ms);
+        largest_image_bytes_ =
+            std::max(largest_image_bytes_, d.image.samples.size() * sizeof(uint16_t) + d.planes.size() * sizeof(float));
         if (d.status != FileResult::Status::Restored) return finish(i, d.status, d.message);
         if (!pending_.empty()) {
             int channels = runner_.model().channels;
@@ -185,10 +206,11 @@ private:
             const size_t batch_pixels = size_t(first.width) * first.height * (pending_.size() + 1);
             if (!same || int(pending_.size()) >= options_.batch || batch_pixels > kMaxBatchPixels) flush();
         }
-        pending_.push_back({i, std::move(d.image)});
+        pending_.push_back({i, std::move(d.image), std::move(d.planes)});
     }
 
-    // Runs the model on the pending images (all of one size) and queues their writes.
+    // Runs the model on the pending images (all of one size) and queues their
+    // writes; the conversion back from planes runs on the writer threads.
     void flush() {
         if (pending_.empty()) return;
         const int channels = runner_.model().channels;
@@ -196,20 +218,19 @@ private:
         int items = 0;
         for (const Pending& p : pending_) items += items_per_image(p.image, channels);
         Shape shape{items, channels, first.height, first.width};
-        size_t item_size = size_t(channels) * first.height * first.width;
-        std::vector<float> output;
+        std::vector<float> input, output;
         try {
-            std::vector<float> input;
-            {
-                ScopedStage t(&report_.timer, "to-NCHW");  // the buffers' first touch included
-                input.resize(shape.count());
-                output.resize(shape.count());
-                size_t offset = 0;
-                for (const Pending& p : pending_) {
-                    image_to_planes(p.image, channels, input.data() + offset);
-                    offset += items_per_image(p.image, channels) * item_size;
+            if (pending_.size() == 1) {
+                input = std::move(pending_.front().planes);  // one image (every large photo): no copy
+            } else {
+                ScopedStage t(&report_.timer, "batch");  // gathering the images' planes
+                input.reserve(shape.count());
+                for (Pending& p : pending_) {
+                    input.insert(input.end(), p.planes.begin(), p.planes.end());
+                    p.planes = {};
                 }
             }
+            output.resize(shape.count());
             runner_.run(input.data(), output.data(), shape, &report_.timer);
             // --bench: the run above was the warm-up; rows per batch shape, since
             // min/median over different sizes would mean nothing.
@@ -229,35 +250,44 @@ private:
             pending_.clear();
             return;
         }
+        input = {};
+        // Each image's slice of the output goes to its writer thread (the
+        // whole buffer when it is the only one).
+        const size_t item_size = size_t(channels) * first.height * first.width;
         size_t offset = 0;
         for (Pending& p : pending_) {
-            const size_t job = p.job;
-            Image dims = std::move(p.image);
-            const size_t at = offset;
-            offset += items_per_image(dims, channels) * item_size;
-            Image restored;
-            try {
-                ScopedStage t(&report_.timer, "from-NCHW");
-                restored = planes_to_image(output.data() + at, channels, dims, options_.write.bit_depth);
-            } catch (const std::exception& e) {
-                finish(job, FileResult::Status::Failed, jobs_[job].input + ": " + e.what(), &dims);
-                continue;
-            }
-            dims.samples = {};  // the report needs only the dimensions
+            const size_t n = items_per_image(p.image, channels) * item_size;
+            std::vector<float> planes = pending_.size() == 1 ? std::move(output)
+                                                             : std::vector<float>(output.begin() + long(offset),
+                                                                                  output.begin() + long(offset + n));
+            offset += n;
             while (writing_.size() >= in_flight_now()) collect_write();
-            report_.megapixels += double(dims.width) * dims.height / 1e6;
-            const std::string& path = jobs_[job].output;
+            report_.megapixels += double(p.image.width) * p.image.height / 1e6;
+            Image dims;  // the report needs only the dimensions
+            dims.width = p.image.width, dims.height = p.image.height, dims.channels = p.image.channels,
+            dims.bit_depth = p.image.bit_depth;
+            const std::string& path = jobs_[p.job].output;
             writing_.push_back(
-                {job, std::move(dims), std::async(std::launch::async, [this, path, img = std::move(restored)] {
-                     return encode_and_write(path, img);
+                {p.job, dims,
+                 std::async(std::launch::async, [this, path, source = std::move(p.image), planes = std::move(planes)] {
+                     return convert_and_write(path, source, planes);
                  })});
         }
         pending_.clear();
     }
 
-    // On a worker thread: "" when written, else the message.
-    std::string encode_and_write(const std::string& path, const Image& image) {
+    // On a worker thread: the model's output planes back to an image, then
+    // encoded and written; "" when written, else the message.
+    std::string convert_and_write(const std::string& path, const Image& source, const std::vector<float>& planes) {
         auto t = std::chrono::steady_clock::now();
+        Image image;
+        try {
+            image = planes_to_image(planes.data(), runner_.model().channels, source, options_.write.bit_depth);
+        } catch (const std::exception& e) {
+            return path + ": " + e.what();
+        }
+        const double from_nchw_ms = ms_since(t);
+        t = std::chrono::steady_clock::now();
         std::string error;
         try {
             fs::path parent = fs::path(path).parent_path();
@@ -270,6 +300,7 @@ private:
             if (error.rfind(path, 0) != 0) error = path + ": " + error;
         }
         std::lock_guard<std::mutex> lock(timer_mutex_);
+        from_nchw_ms_.push_back(from_nchw_ms);
         write_ms_.push_back(ms_since(t));
         return error;
     }
@@ -280,8 +311,9 @@ private:
         std::string error = w.error.get();
         {
             std::lock_guard<std::mutex> lock(timer_mutex_);
+            for (double ms : from_nchw_ms_) report_.timer.add("from-NCHW", ms);
             for (double ms : write_ms_) report_.timer.add("encode+write", ms);
-            write_ms_.clear();
+            from_nchw_ms_.clear(), write_ms_.clear();
         }
         if (!error.empty()) report_.megapixels -= double(w.source.width) * w.source.height / 1e6;
         finish(w.job, error.empty() ? FileResult::Status::Restored : FileResult::Status::Failed, error, &w.source);
@@ -297,7 +329,7 @@ private:
     const WriteOptions write_options_;
     std::vector<Pending> pending_;
     std::mutex timer_mutex_;
-    std::vector<double> write_ms_;  // from writer threads, moved into the timer on this thread
+    std::vector<double> write_ms_, from_nchw_ms_;  // from writer threads, moved into the timer on this thread
     size_t finished_ = 0;
     PipelineReport report_;
     // Last, so that it is destroyed first: its futures join writer threads
