@@ -57,7 +57,8 @@ struct Options {
     std::string model = kDefaultModel;
     std::string device = "auto";
     std::string codec = "auto";
-    std::string format;  // output format for derived names ("png"), empty: the input's
+    std::string format;                // output format for derived names ("png"), empty: the input's
+    std::string suffix = ".restored";  // derived names: NAME<suffix>.EXT, FOLDER<suffix>/
     int batch = 4;
     int threads = 0;
     int tile = 0;
@@ -184,13 +185,20 @@ int run_restore(const Options& o) {
     if (o.tile > 0 && o.tile < 16)
         throw Error("--tile " + std::to_string(o.tile) +
                     ": tiles under 16 pixels would be mostly halo; use 16 or more");
-    std::vector<FileJob> jobs = plan_jobs(o.inputs, o.output, o.recursive, codec, format);  // usage errors first
+    std::vector<FileJob> jobs =
+        plan_jobs(o.inputs, o.output, o.recursive, codec, format, o.suffix);  // usage errors first
     ModelFile model = load_model_file(resolve_model(o.model));
     std::string note;
     std::unique_ptr<Backend> backend = make_backend(o.device, o.threads, &note);
     bool chatty = !o.quiet && !o.json;
     if (!o.quiet) {
         if (!note.empty()) std::cerr << "note: " << note << "\n";
+        if (!o.recursive)
+            for (const std::string& in : o.inputs)
+                if (std::filesystem::is_directory(in))
+                    if (int n = subfolders_skipped(in, o.suffix))
+                        std::cerr << "note: " << printable(in) << ": " << n << " subfolder" << (n == 1 ? "" : "s")
+                                  << " not restored; -r descends into them\n";
         std::cerr << "model " << printable(model.name) << " (" << printable(model.path) << "), device "
                   << backend->name() << ": " << backend->description() << "\n";
     }
@@ -214,7 +222,7 @@ int run_restore(const Options& o) {
     PipelineReport report = run_pipeline(jobs, runner, p, [&](size_t done, size_t total, const FileResult& f) {
         progress.clear();
         if (f.status == FileResult::Status::Failed)
-            std::cerr << "error: " << printable(f.message) << "\n";
+            std::cerr << "imrestore: " << printable(f.message) << "\n";
         else if (f.status == FileResult::Status::Skipped && !o.quiet)
             std::cerr << "skipped: " << printable(f.message) << "\n";
         else if (f.status == FileResult::Status::Restored && chatty)
@@ -258,7 +266,7 @@ int run_restore(const Options& o) {
 
 // An error that stops the whole run: on stderr, and with --json as the report.
 void report_error(const Options& o, const std::string& message) {
-    std::cerr << "error: " << printable(message) << "\n";
+    std::cerr << "imrestore: " << printable(message) << "\n";
     if (o.json)
         std::cout << "{\n  \"imrestore\": \"" << IMRESTORE_VERSION << "\",\n  \"error\": \"" << json_escape(message)
                   << "\"\n}\n";
@@ -293,6 +301,10 @@ void setup(CLI::App& app, Options& o) {
                    "Format of outputs named after their input (png, jpg, tif, webp, ...); default: the input's "
                    "(an -o FILE.EXT keeps its own)")
         ->type_name("EXT");
+    app.add_option("--suffix", o.suffix,
+                   "Added to the names of outputs written beside their inputs: NAME<SUFFIX>.EXT, FOLDER<SUFFIX>/ "
+                   "(e.g. --suffix .denoised to keep the results of several models)")
+        ->capture_default_str();
     app.add_option("--codec", o.codec, "Image codec: auto (best per format), opencv, stb")
         ->check(CLI::IsMember({"auto", "opencv", "stb"}))
         ->capture_default_str();

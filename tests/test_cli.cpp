@@ -408,6 +408,49 @@ TEST(Cli, AnUnwritableOutputFailsBeforeAnyCompute) {
     EXPECT_EQ(r.out.find("\"stage 0"), std::string::npos) << "the model ran before the output was checked";
 }
 
+TEST(Cli, SuffixKeepsTheResultsOfSeveralModels) {
+    ScratchDir dir("cli");
+    fs::copy_file(sample("chelsea.png"), dir / "cat.png");
+    RunResult a = imrestore(q(dir / "cat.png") + " -d cpu -m sharpen --suffix .sharpened", dir);
+    RunResult b = imrestore(q(dir / "cat.png") + " -d cpu -m sharpen", dir);
+    EXPECT_EQ(a.code, 0) << a.err;
+    EXPECT_EQ(b.code, 0) << b.err;
+    EXPECT_TRUE(fs::exists(dir / "cat.sharpened.png"));
+    EXPECT_TRUE(fs::exists(dir / "cat.restored.png"));
+    // A folder: FOLDER<suffix>/, and earlier outputs with that suffix are not inputs.
+    fs::create_directories(dir / "f");
+    fs::copy_file(sample("coffee.png"), dir / "f/cup.png");
+    fs::copy_file(sample("coffee.png"), dir / "f/old.x2.png");
+    RunResult c = imrestore(q(dir / "f") + " -d cpu -m sharpen --suffix .x2", dir);
+    EXPECT_EQ(c.code, 0) << c.err;
+    EXPECT_TRUE(fs::exists(dir / "f.x2/cup.png"));
+    EXPECT_FALSE(fs::exists(dir / "f.x2/old.x2.png")) << "an output of an earlier run was taken as an input";
+    for (const char* bad : {"''", "a/b"}) {
+        RunResult r = imrestore(q(dir / "cat.png") + " -d cpu --suffix " + bad, dir);
+        EXPECT_EQ(r.code, 2) << bad << ": " << r.err;
+        EXPECT_NE(r.err.find("--suffix"), std::string::npos) << r.err;
+    }
+}
+
+TEST(Cli, SaysWhatItLeavesOutAndRefusesTooLongNamesUpFront) {
+    ScratchDir dir("cli");
+    fs::create_directories(dir / "holiday/day1");
+    fs::create_directories(dir / "holiday/day2");
+    fs::copy_file(sample("chelsea.png"), dir / "holiday/top.png");
+    RunResult r = imrestore(q(dir / "holiday") + " -d cpu -m sharpen", dir);
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.err.find("2 subfolders not restored; -r descends into them"), std::string::npos) << r.err;
+    // A 250-character name: NAME.restored.png is over 255 bytes. Refused
+    // before the model runs, with the reason, as "imrestore: ..." (GNU style).
+    const std::string long_name = std::string(246, 'a') + ".png";
+    fs::copy_file(sample("chelsea.png"), dir / long_name);
+    RunResult l = imrestore(q(dir / long_name) + " -d cpu -m sharpen --timing", dir);
+    EXPECT_EQ(l.code, 1) << l.err;
+    EXPECT_NE(l.err.find("imrestore: "), std::string::npos) << l.err;
+    EXPECT_NE(l.err.find("more than file systems allow (255)"), std::string::npos) << l.err;
+    EXPECT_EQ(l.out.find("stage 0"), std::string::npos) << "the model ran for a file that cannot be written";
+}
+
 TEST(Cli, UnwritableOutputFails) {
     ScratchDir dir("cli");
     std::ofstream(dir / "a-file") << "x";  // a folder cannot be made under a file, even as root

@@ -102,7 +102,7 @@ int run_degrade(const DegradeOptions& o) {
         }
         if (status[i] == Status::Failed) {
             ++failed;
-            std::cerr << "error: " << printable(message[i]) << "\n";
+            std::cerr << "imrestore: " << printable(message[i]) << "\n";
         }
     }
     if (!o.quiet) std::fprintf(stderr, "%d degraded, %d skipped, %d failed\n", written, skipped, failed);

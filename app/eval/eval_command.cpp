@@ -385,7 +385,7 @@ int run_eval(const EvalOptions& o) {
             clean.push_back(e.clean), degraded.push_back(e.degraded), measured.push_back(&e);
         } else {
             ++r.failed;
-            std::cerr << "error: " << printable(e.error) << "\n";
+            std::cerr << "imrestore: " << printable(e.error) << "\n";
         }
     r.measured = int(measured.size());
     r.methods = {"input", "model"};

@@ -15,6 +15,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// NAME_MAX of Linux file systems (ext4, xfs, btrfs, tmpfs): bytes per name.
+constexpr size_t kMaxNameBytes = 255;
+
 std::string strip_trailing_slashes(std::string p) {
     while (p.size() > 1 && p.back() == '/') p.pop_back();
     return p;
@@ -40,13 +43,17 @@ fs::path as_given(const fs::path& p, bool relative) {
     return rel.empty() ? p : rel;
 }
 
+bool ends_with(const std::string& s, const std::string& tail) {
+    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
 // Image files of a folder, sorted, skipping hidden files (our own temporaries
-// among them), earlier outputs written beside their inputs (NAME.restored.EXT)
+// among them), earlier outputs written beside their inputs (NAME<suffix>.EXT)
 // and, with -r, the output folder when it lies inside the input. Symbolic
 // links to folders are not followed (no cycles). A folder that cannot be
 // listed is reported in `unreadable`, not skipped silently.
-void scan_folder(const fs::path& dir, bool recursive, const fs::path& skip_dir, std::vector<fs::path>& files,
-                 std::vector<std::pair<fs::path, std::string>>& unreadable) {
+void scan_folder(const fs::path& dir, bool recursive, const fs::path& skip_dir, const std::string& suffix,
+                 std::vector<fs::path>& files, std::vector<std::pair<fs::path, std::string>>& unreadable) {
     std::error_code ec;
     fs::directory_iterator it(dir, ec);
     std::vector<fs::path> subfolders;
@@ -60,20 +67,22 @@ void scan_folder(const fs::path& dir, bool recursive, const fs::path& skip_dir, 
         }
         const std::string name = e.path().filename().string();
         if (!name.empty() && name[0] != '.' && e.is_regular_file(type_ec) && is_readable_extension(name) &&
-            e.path().stem().extension() != ".restored")
+            !ends_with(e.path().stem().string(), suffix))
             files.push_back(e.path());
     }
     if (ec) unreadable.push_back({dir, ec.message()});
     std::sort(subfolders.begin(), subfolders.end());
-    for (const fs::path& sub : subfolders) scan_folder(sub, recursive, skip_dir, files, unreadable);
+    for (const fs::path& sub : subfolders) scan_folder(sub, recursive, skip_dir, suffix, files, unreadable);
 }
 
 }  // namespace
 
 std::vector<FileJob> plan_jobs(const std::vector<std::string>& inputs, const std::string& output, bool recursive,
-                               Codec codec, const std::string& format) {
+                               Codec codec, const std::string& format, const std::string& suffix) {
     std::vector<FileJob> jobs;
     std::error_code ec;
+    if (suffix.empty() || suffix.find('/') != std::string::npos || suffix == "." || suffix == "..")
+        throw Error("--suffix '" + suffix + "': expected a non-empty name part without '/', e.g. .restored");
     if (!format.empty()) check_writable_format("output." + format, codec);            // "--format xyz" fails here
     const bool one_file_in = inputs.size() == 1 && !fs::is_directory(inputs[0], ec);  // or a missing one
     const bool single_file_out =
@@ -114,13 +123,13 @@ std::vector<FileJob> plan_jobs(const std::vector<std::string>& inputs, const std
         if (!fs::exists(in, ec)) {
             jobs.push_back({raw, "", raw + ": no such file or directory"});
         } else if (fs::is_directory(in, ec)) {
-            fs::path dest = output.empty()      ? as_given(in.parent_path() / (in.filename().string() + ".restored"),
+            fs::path dest = output.empty()      ? as_given(in.parent_path() / (in.filename().string() + suffix),
                                                            fs::path(raw).is_relative())
                             : folder_inputs > 1 ? out_root / in.filename()
                                                 : out_root;
             std::vector<fs::path> files;
             std::vector<std::pair<fs::path, std::string>> unreadable;
-            scan_folder(in, recursive, fs::weakly_canonical(dest, ec), files, unreadable);
+            scan_folder(in, recursive, fs::weakly_canonical(dest, ec), suffix, files, unreadable);
             std::sort(files.begin(), files.end());
             for (const auto& [folder, why] : unreadable) {
                 std::string shown = (fs::path(raw) / folder.lexically_relative(in)).lexically_normal().string();
@@ -138,9 +147,9 @@ std::vector<FileJob> plan_jobs(const std::vector<std::string>& inputs, const std
         } else if (single_file_out) {
             jobs.push_back({raw, output, ""});
         } else if (output.empty()) {
-            // NAME.restored.EXT; an input without extension gets NAME.restored.png.
+            // NAME<suffix>.EXT; an input without extension gets NAME<suffix>.png.
             std::string ext = in.extension().empty() ? ".png" : in.extension().string();
-            fs::path out = fs::path(raw).parent_path() / (in.stem().string() + ".restored" + ext);
+            fs::path out = fs::path(raw).parent_path() / (in.stem().string() + suffix + ext);
             jobs.push_back({raw, output_with_format(out, format, codec).string(), ""});
         } else {
             fs::path out = out_root / in.filename();
@@ -173,6 +182,11 @@ std::vector<FileJob> plan_jobs(const std::vector<std::string>& inputs, const std
     std::map<fs::path, std::pair<fs::path, std::string>> claimed;  // output -> (canonical input, as given)
     std::vector<FileJob> planned;
     for (FileJob& j : jobs) {
+        if (j.error.empty() && fs::path(j.output).filename().string().size() > kMaxNameBytes)
+            j.error = j.input + ": its output name " + fs::path(j.output).filename().string() + " is " +
+                      std::to_string(fs::path(j.output).filename().string().size()) +
+                      " bytes long, more than file systems allow (" + std::to_string(kMaxNameBytes) +
+                      "); name the output with -o or use a shorter --suffix";
         if (j.error.empty()) {
             fs::path out = fs::weakly_canonical(j.output, ec), in = fs::weakly_canonical(j.input, ec);
             auto it = claimed.find(out);
@@ -194,6 +208,18 @@ std::vector<FileJob> plan_jobs(const std::vector<std::string>& inputs, const std
         planned.push_back(std::move(j));
     }
     return planned;
+}
+
+int subfolders_skipped(const std::string& folder, const std::string& suffix) {
+    std::error_code ec;
+    int n = 0;
+    const std::string own_output = fs::path(strip_trailing_slashes(folder)).filename().string() + suffix;
+    for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+        const std::string name = it->path().filename().string();
+        std::error_code type_ec;
+        if (!name.empty() && name[0] != '.' && name != own_output && it->is_directory(type_ec)) ++n;
+    }
+    return n;
 }
 
 }  // namespace imr
