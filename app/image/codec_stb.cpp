@@ -1,7 +1,6 @@
-// The stb codec: stb_image decodes, stb_image_write encodes JPEG, BMP and
-// TGA (PNG goes to builtin_png.cpp, which borrows stb's zlib). The stb
-// implementations are compiled here and nowhere else (app/eval/degradations.cpp
-// uses them through the declarations only).
+// The stb codec: stb_image decodes, stb_image_write encodes BMP and TGA
+// (and JPEG only in a build without libjpeg); PNG goes to codec_libpng.cpp.
+// The stb implementations are compiled here and nowhere else.
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -75,7 +74,7 @@ Image decode_stb(const std::string& path, const std::vector<uint8_t>& data, cons
 
 std::vector<uint8_t> encode_stb(const std::string& path, const Image& img, const FormatInfo& fmt,
                                 const WriteOptions& options) {
-    if (fmt.format == Format::Png) return encode_png_builtin(path, img, options.png_compression);
+    if (fmt.format == Format::Png) return encode_libpng(path, img, options.png_compression);
     std::vector<uint8_t> out;
     const std::vector<uint8_t> px = to_bytes8(img);
     int ok = 0;
@@ -95,11 +94,6 @@ std::vector<uint8_t> encode_stb(const std::string& path, const Image& img, const
     }
     if (!ok || out.empty()) throw Error(path + ": stb could not encode the " + std::string(fmt.name) + " image");
     return out;
-}
-
-std::unique_ptr<unsigned char, void (*)(void*)> stb_zlib_compress(unsigned char* data, int size, int& compressed_size,
-                                                                  int quality) {
-    return {::stbi_zlib_compress(data, size, &compressed_size, quality), &std::free};
 }
 
 }  // namespace imr::imageio

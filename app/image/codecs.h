@@ -1,6 +1,6 @@
 // The decoders and encoders behind read_image / write_image, one file per
-// codec: codec_opencv.cpp, codec_stb.cpp, and the built-in code that fills
-// the gaps of both (builtin_png.cpp, builtin_pnm.cpp). They work on whole
+// codec: codec_opencv.cpp, codec_stb.cpp, codec_libjpeg.cpp,
+// codec_libpng.cpp, and the built-in PNM reader and writer (builtin_pnm.cpp). They work on whole
 // files in memory; which one runs for a format is decided in image_io.cpp
 // (its top comment says why). Declared here, not in image_io.h, because
 // nothing outside app/image/ may call them: read_image / write_image add the
@@ -43,15 +43,9 @@ Image decode_stb(const std::string& path, const std::vector<uint8_t>& data, cons
 std::vector<uint8_t> encode_stb(const std::string& path, const Image& img, const FormatInfo& fmt,
                                 const WriteOptions& options);
 
-// stb_image_write's zlib stream (its deflate; stb declares it only inside
-// its implementation, hence this wrapper). quality: hash-chain length.
-// Null when out of memory; release with std::free (the deleter does).
-std::unique_ptr<unsigned char, void (*)(void*)> stb_zlib_compress(unsigned char* data, int size, int& compressed_size,
-                                                                  int quality);
-
-// builtin_png.cpp: the PNG encoder the stb codec uses (8/16 bit, 1-4 channels,
-// adaptive row filters + stb's zlib; compression 0..9 per call).
-std::vector<uint8_t> encode_png_builtin(const std::string& path, const Image& img, int compression);
+// codec_libpng.cpp: PNG through libpng (8/16 bit, 1-4 channels, zlib level
+// 0..9), for every PNG that OpenCV does not write.
+std::vector<uint8_t> encode_libpng(const std::string& path, const Image& img, int compression);
 
 // Built-in PNM reader (P1 to P6), used in place of stb's: stb 2.27 returns
 // 16-bit PNM samples byte-swapped, does not notice truncation and has no

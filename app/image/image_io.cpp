@@ -9,7 +9,7 @@
 //     codec_opencv.cpp   OpenCV (only in a build with OpenCV);
 //     codec_libjpeg.cpp  libjpeg(-turbo): JPEG wherever OpenCV does not take it;
 //     codec_stb.cpp      stb_image / stb_image_write (their only compilation);
-//     builtin_png.cpp    the PNG encoder of the stb codec;
+//     codec_libpng.cpp   libpng: PNG wherever OpenCV does not write it;
 //     builtin_pnm.cpp    the PNM reader and encoder;
 //   image_batch.{h,cpp}  images <-> the models' NCHW planes.
 // The atomic write itself is app/util/atomic_file.{h,cpp}.
@@ -35,9 +35,10 @@
 //   it (also --codec stb): stb's JPEG decoder writes past its Huffman tables
 //   on invalid files and its encoder is undefined behaviour on every image;
 //   libjpeg is also 1.8x (decode) and 6x (encode) faster on a 12 MP photo.
-// - PNG written by the stb codec goes through a built-in encoder (PNG filters
-//   + stb's zlib): it writes 8 and 16 bit, 1 to 4 channels, and takes the
-//   compression level per call (stb_image_write keeps it in a global).
+// - PNG that OpenCV does not write (no OpenCV, --codec stb, gray+alpha) goes
+//   through libpng with OpenCV's settings for a given level, so every build
+//   writes the same size at the same speed (8 and 16 bit, 1 to 4 channels;
+//   stb_image_write has no 16-bit and keeps its level in a global).
 // - PNM (P1-P6) is read by a built-in reader (stb 2.27 byte-swaps 16-bit PNM
 //   and misses truncation) unless OpenCV is forced, and written (P5/P6) by a
 //   built-in encoder whatever the codec.
