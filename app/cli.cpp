@@ -187,6 +187,8 @@ int run_restore(const Options& o) {
                     ": tiles under 16 pixels would be mostly halo; use 16 or more");
     std::vector<FileJob> jobs =
         plan_jobs(o.inputs, o.output, o.recursive, codec, format, o.suffix);  // usage errors first
+    if (o.output == kStdio && (o.json || o.timing || o.bench))
+        throw Error("-o -: standard output carries the image; --json, --timing and --bench would mix into it");
     ModelFile model = load_model_file(resolve_model(o.model));
     std::string note;
     std::unique_ptr<Backend> backend = make_backend(o.device, o.threads, &note);
@@ -210,11 +212,13 @@ int run_restore(const Options& o) {
     p.force = o.force;
     p.codec = codec;
     p.max_pixels = o.max_pixels;
+    if (!format.empty()) p.stdout_format = format;
     p.write.bit_depth = o.bit_depth;
     p.write.jpeg_quality = p.write.webp_quality = o.quality;
     p.write.png_compression = o.png_compression;
     p.bench_repeats = o.bench;
     p.cancel = &g_cancel;
+    std::signal(SIGPIPE, SIG_IGN);  // a closed output pipe is an error of that write (EPIPE), not death
     std::signal(SIGINT, on_interrupt);
     std::signal(SIGTERM, on_interrupt);
 
@@ -225,8 +229,9 @@ int run_restore(const Options& o) {
             std::cerr << "imrestore: " << printable(f.message) << "\n";
         else if (f.status == FileResult::Status::Skipped && !o.quiet)
             std::cerr << "skipped: " << printable(f.message) << "\n";
-        else if (f.status == FileResult::Status::Restored && chatty)
-            std::cout << printable(f.input) << " -> " << printable(f.output) << "\n" << std::flush;
+        else if (f.status == FileResult::Status::Restored && chatty)  // stdout is the image with -o -
+            (o.output == kStdio ? std::cerr : std::cout) << printable(f.input) << " -> " << printable(f.output) << "\n"
+                                                         << std::flush;
         progress.update(done, total);
     });
     progress.clear();

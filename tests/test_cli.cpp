@@ -451,6 +451,40 @@ TEST(Cli, SaysWhatItLeavesOutAndRefusesTooLongNamesUpFront) {
     EXPECT_EQ(l.out.find("stage 0"), std::string::npos) << "the model ran for a file that cannot be written";
 }
 
+TEST(Cli, PipesOneImageThroughStdinAndStdout) {
+    ScratchDir dir("cli");
+    const std::string ref = dir / "ref.png";
+    ASSERT_EQ(imrestore(q(sample("rocket.jpg")) + " -o " + q(ref) + " -d cpu -m sharpen -q", dir).code, 0);
+    // stdin -> file: the format comes from the bytes (no name to go by).
+    RunResult in =
+        imrestore("- -o " + q(dir / "from-stdin.png") + " -d cpu -m sharpen -q < " + q(sample("rocket.jpg")), dir);
+    EXPECT_EQ(in.code, 0) << in.err;
+    EXPECT_EQ(max_difference(read_image(dir / "from-stdin.png"), read_image(ref)), 0);
+    // file -> stdout (the report stays on stderr), and stdin -> stdout.
+    RunResult out = imrestore(q(sample("rocket.jpg")) + " -o - --format png -d cpu -m sharpen", dir);
+    EXPECT_EQ(out.code, 0) << out.err;
+    const std::vector<uint8_t> png(out.out.begin(), out.out.end());
+    EXPECT_EQ(max_difference(imr::decode_image("stdout.png", png), read_image(ref)), 0);
+    RunResult both = imrestore("- -o - --format png -d cpu -m sharpen -q < " + q(sample("rocket.jpg")), dir);
+    EXPECT_EQ(both.code, 0) << both.err;
+    EXPECT_TRUE(both.out == out.out) << "stdin -> stdout differs from file -> stdout";
+    // A reader that stops early (| head): a clean failure of that write
+    // (EPIPE; the result is larger than a pipe's buffer), not a SIGPIPE death.
+    RunResult cut = imrestore(q(sample("coffee.png")) + " -o - --format png -d cpu -m sharpen -q 2>" +
+                                  q(dir / "cut.txt") + " | head -c 10 >/dev/null",
+                              dir);
+    EXPECT_NE(slurp(dir / "cut.txt").find("imrestore: -: cannot write standard output: Broken pipe"), std::string::npos)
+        << slurp(dir / "cut.txt");
+    // What cannot work is refused before any work.
+    for (const std::string& bad :
+         {std::string("- -d cpu"), std::string("- ") + q(sample("coffee.png")) + " -o x.png",
+          q(sample("coffee.png")) + " -o -", q(sample("coffee.png")) + " -o - --format png --json"}) {
+        RunResult r = imrestore(bad + " < " + q(sample("rocket.jpg")), dir);
+        EXPECT_EQ(r.code, 2) << bad << ": " << r.err;
+        EXPECT_NE(r.err.find("imrestore: -"), std::string::npos) << bad << ": " << r.err;
+    }
+}
+
 TEST(Cli, UnwritableOutputFails) {
     ScratchDir dir("cli");
     std::ofstream(dir / "a-file") << "x";  // a folder cannot be made under a file, even as root

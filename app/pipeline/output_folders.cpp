@@ -82,7 +82,7 @@ void prepare_output_folders(std::vector<FileJob>& jobs, bool force) {
     std::map<std::string, std::string> folder_error;  // folder -> "" (ready) or why not
     for (FileJob& job : jobs) {
         std::error_code ec;
-        if (!job.error.empty() || job.output.empty()) continue;
+        if (!job.error.empty() || job.output.empty() || job.output == kStdio) continue;
         if (!force && fs::exists(job.output, ec)) continue;  // skipped later, nothing to write
         std::string folder = fs::path(job.output).parent_path().string();
         if (folder.empty()) folder = ".";

@@ -83,7 +83,24 @@ std::vector<FileJob> plan_jobs(const std::vector<std::string>& inputs, const std
     std::error_code ec;
     if (suffix.empty() || suffix.find('/') != std::string::npos || suffix == "." || suffix == "..")
         throw Error("--suffix '" + suffix + "': expected a non-empty name part without '/', e.g. .restored");
-    if (!format.empty()) check_writable_format("output." + format, codec);            // "--format xyz" fails here
+    if (!format.empty()) check_writable_format("output." + format, codec);  // "--format xyz" fails here
+    // Pipes: "-" reads one image from stdin (format from its bytes); "-o -"
+    // writes one image to stdout (format from --format).
+    const bool stdin_in = std::find(inputs.begin(), inputs.end(), kStdio) != inputs.end();
+    if (stdin_in && inputs.size() > 1) throw Error("-: standard input is one image; give it alone");
+    if (output == kStdio) {
+        if (inputs.size() != 1 || fs::is_directory(inputs[0], ec))
+            throw Error("-o -: standard output takes one image; give one input file");
+        if (format.empty())
+            throw Error("-o -: say the format of the image on standard output with --format (png, jpg, ...)");
+        return {{inputs[0], kStdio, ""}};
+    }
+    if (stdin_in) {
+        if (output.empty() || output.back() == '/' || fs::is_directory(output, ec))
+            throw Error("-: the image from standard input needs an output file: -o FILE.EXT or -o -");
+        check_writable_format(output, codec);
+        return {{kStdio, output, ""}};
+    }
     const bool one_file_in = inputs.size() == 1 && !fs::is_directory(inputs[0], ec);  // or a missing one
     const bool single_file_out =
         one_file_in && !output.empty() && output.back() != '/' && !fs::is_directory(output, ec);

@@ -11,13 +11,18 @@
 
 namespace imr {
 
+// "-": standard input as an input, standard output as the output.
+constexpr const char* kStdio = "-";
+
 struct FileJob {
     std::string input;
     std::string output;
     std::string error;  // set when planning already failed (missing input, would overwrite an input)
 };
 
-// Maps inputs to outputs.
+// Maps inputs to outputs. "-" alone reads one image from standard input (an
+// output file or "-" needed); -o - writes the one input's result to standard
+// output in the --format given.
 //   output empty: each file F.ext -> F<suffix>.ext beside it; a folder D -> D<suffix>/
 //   (suffix ".restored" by default; files already named *<suffix>.ext are not inputs).
 //   one input file and output not an existing folder nor ending in '/': output is the file.

@@ -1,7 +1,11 @@
 #include "pipeline/pipeline.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <climits>
+#include <cstdio>
+#include <cstring>
 #include <deque>
 #include <filesystem>
 #include <future>
@@ -44,6 +48,26 @@ struct Pending {
     Image image;
     std::vector<float> planes;
 };
+
+// Standard input, whole (one image; "-" in messages).
+std::vector<uint8_t> read_stdin() {
+    std::vector<uint8_t> data;
+    uint8_t chunk[1 << 16];
+    size_t got;
+    while ((got = std::fread(chunk, 1, sizeof chunk, stdin)) > 0) {
+        if (data.size() + got > size_t(INT32_MAX)) throw Error("-: standard input is over 2 GiB");
+        data.insert(data.end(), chunk, chunk + got);
+    }
+    if (std::ferror(stdin)) throw Error("-: cannot read standard input: " + std::string(std::strerror(errno)));
+    return data;
+}
+
+// The encoded image to standard output. A closed pipe (EPIPE: `| head`) is
+// that file's error, not a crash: SIGPIPE is ignored while imrestore runs.
+void write_stdout(const std::vector<uint8_t>& bytes) {
+    if (std::fwrite(bytes.data(), 1, bytes.size(), stdout) != bytes.size() || std::fflush(stdout) != 0)
+        throw Error(std::string("-: cannot write standard output: ") + std::strerror(errno));
+}
 
 // Without --force an output that appears while its image is being restored
 // is not overwritten either (the skip check ran before the read).
@@ -136,21 +160,24 @@ private:
             return d;
         }
         std::error_code ec;
-        if (fs::is_directory(job.output, ec)) {
+        const bool to_stdout = job.output == kStdio;
+        if (!to_stdout && fs::is_directory(job.output, ec)) {
             d.status = FileResult::Status::Failed,
             d.message = job.output + ": is a folder; cannot write the image there";
             return d;
         }
-        if (fs::exists(job.output, ec) && !options_.force) {
+        if (!to_stdout && fs::exists(job.output, ec) && !options_.force) {
             d.status = FileResult::Status::Skipped, d.message = job.output + ": exists (--force overwrites it)";
             return d;
         }
         auto t = std::chrono::steady_clock::now();
         try {
-            d.image = read_image(job.input, options_.codec, options_.max_pixels);
+            d.image = job.input == kStdio ? decode_image("-", read_stdin(), options_.codec, options_.max_pixels)
+                                          : read_image(job.input, options_.codec, options_.max_pixels);
             items_per_image(d.image, runner_.model().channels);  // throws if the channels cannot map
             // Refuse what cannot be written (16-bit or alpha to JPEG, ...) before any compute.
-            check_can_write(job.output, d.image.channels, d.image.bit_depth, write_options_, options_.codec);
+            check_can_write(to_stdout ? "-." + options_.stdout_format : job.output, d.image.channels, d.image.bit_depth,
+                            write_options_, options_.codec);
         } catch (const std::exception& e) {  // imr::Error, or bad_alloc from a huge image
             d.status = FileResult::Status::Failed;
             d.message = e.what();
@@ -290,11 +317,15 @@ private:
         t = std::chrono::steady_clock::now();
         std::string error;
         try {
-            fs::path parent = fs::path(path).parent_path();
-            std::error_code ec;
-            if (!parent.empty()) fs::create_directories(parent, ec);
-            if (ec) throw Error(path + ": cannot create folder " + parent.string() + ": " + ec.message());
-            write_image(path, image, write_options_, options_.codec);
+            if (path == kStdio) {
+                write_stdout(encode_image("-." + options_.stdout_format, image, write_options_, options_.codec));
+            } else {
+                fs::path parent = fs::path(path).parent_path();
+                std::error_code ec;
+                if (!parent.empty()) fs::create_directories(parent, ec);
+                if (ec) throw Error(path + ": cannot create folder " + parent.string() + ": " + ec.message());
+                write_image(path, image, write_options_, options_.codec);
+            }
         } catch (const std::exception& e) {
             error = e.what();
             if (error.rfind(path, 0) != 0) error = path + ": " + error;

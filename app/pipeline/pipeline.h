@@ -20,7 +20,8 @@ struct PipelineOptions {
     int batch = 4;       // images of one size per model call
     bool force = false;  // overwrite existing outputs
     Codec codec = Codec::Auto;
-    uint64_t max_pixels = 0;  // images above it are refused before decoding (0: read_image's default)
+    uint64_t max_pixels = 0;            // images above it are refused before decoding (0: read_image's default)
+    std::string stdout_format = "png";  // a job whose output is "-" (kStdio) writes this format to stdout
     WriteOptions write;
     int bench_repeats = 0;  // >0: after each batch, re-run the compute this many times into bench timer
     // When it becomes true (Ctrl-C), no new file is started; the images being
