@@ -819,6 +819,30 @@ TEST_F(ImageIoFiles, InvalidJpegHuffmanTablesAreRefused) {
     }
 }
 
+// Every input a fuzzer found a fault with (tests/data/fuzz/*.bin, in
+// fuzz/fuzz_image_decode.cpp's layout: a selector byte, then the file) is
+// decoded the same way here: an image or an imr::Error, and under the CI's
+// sanitizers nothing else.
+TEST(ImageIoFuzzCrashers, DecodeWithoutFault) {
+    int files = 0;
+    const char* const names[] = {"f.png", "f.jpg", "f.bmp", "f.tga", "f.gif", "f.ppm", "f.psd", "f.tif", "f.webp"};
+    for (const auto& e : fs::directory_iterator(IMRESTORE_FUZZ_CRASHERS)) {
+        if (e.path().filename().string().rfind("image_decode-", 0) != 0) continue;
+        ++files;
+        const std::vector<uint8_t> all = read_bytes(e.path().string());
+        ASSERT_GE(all.size(), 2u);
+        const std::vector<uint8_t> bytes(all.begin() + 1, all.end());
+        for (Codec codec : build_codecs()) {
+            SCOPED_TRACE(e.path().filename().string() + ", " + imr::codec_name(codec));
+            try {
+                (void)imr::decode_image(names[(all[0] / 3) % 9], bytes, codec, uint64_t(1) << 20);
+            } catch (const imr::Error&) {
+            }
+        }
+    }
+    EXPECT_GT(files, 0) << "no crasher files in " << IMRESTORE_FUZZ_CRASHERS;
+}
+
 // Cut and flipped bytes of valid files of every format: an imr::Error naming
 // the file or an image, never a crash or another exception.
 TEST_F(ImageIoFiles, CorruptFilesNeverCrash) {

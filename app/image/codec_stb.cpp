@@ -17,9 +17,18 @@
 #pragma GCC diagnostic ignored "-Wunused-parameter"
 #pragma GCC diagnostic ignored "-Wimplicit-fallthrough"
 #endif
+// Only the formats routed to stb are compiled in: stb_image's loader tries
+// every format it has on any file, so a file we sniffed as (magic-less) TGA
+// could reach its PNM header parser, which overflows an int on long numbers
+// (found by fuzz_image_decode; tests/data/fuzz/). PNM is read by
+// builtin_pnm.cpp, JPEG by libjpeg where the build has it.
 #define STBI_NO_HDR
 #define STBI_NO_LINEAR
 #define STBI_NO_PIC
+#define STBI_NO_PNM
+#ifdef IMRESTORE_WITH_LIBJPEG
+#define STBI_NO_JPEG
+#endif
 #define STB_IMAGE_IMPLEMENTATION
 #include "stb_image.h"
 #define STBI_WRITE_NO_STDIO

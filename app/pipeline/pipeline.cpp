@@ -69,6 +69,45 @@ void write_stdout(const std::vector<uint8_t>& bytes) {
         throw Error(std::string("-: cannot write standard output: ") + std::strerror(errno));
 }
 
+// Float buffers for the images' planes and the model's output, kept for
+// reuse instead of being freed: a fresh 144 MB buffer (a 12 MP photo) costs
+// tens of milliseconds of page faults and zero-filling on first touch, on
+// the thread that feeds the GPU for the output. A buffer handed out may be
+// larger than asked for (its size() is not the element count: callers keep
+// their own). The pool holds at most `max_bytes` of idle buffers.
+class PlanesPool {
+public:
+    explicit PlanesPool(size_t max_bytes) : max_bytes_(max_bytes) {}
+    std::vector<float> take(size_t n) {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            auto best = free_.end();
+            for (auto it = free_.begin(); it != free_.end(); ++it)
+                if (it->size() >= n && (best == free_.end() || it->size() < best->size())) best = it;
+            if (best != free_.end()) {
+                std::vector<float> v = std::move(*best);
+                free_.erase(best);
+                idle_bytes_ -= v.size() * sizeof(float);
+                return v;
+            }
+        }
+        return std::vector<float>(n);
+    }
+    void give(std::vector<float> v) {
+        const size_t bytes = v.size() * sizeof(float);
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (bytes == 0 || idle_bytes_ + bytes > max_bytes_) return;  // freed
+        idle_bytes_ += bytes;
+        free_.push_back(std::move(v));
+    }
+
+private:
+    std::mutex mutex_;
+    std::vector<std::vector<float>> free_;
+    size_t idle_bytes_ = 0;
+    const size_t max_bytes_;
+};
+
 // Without --force an output that appears while its image is being restored
 // is not overwritten either (the skip check ran before the read).
 WriteOptions with_overwrite(WriteOptions w, bool force) {
@@ -193,7 +232,8 @@ private:
             t = std::chrono::steady_clock::now();
             try {
                 const int channels = runner_.model().channels;
-                d.planes.resize(size_t(items_per_image(d.image, channels)) * channels * d.image.width * d.image.height);
+                d.planes =
+                    pool_.take(size_t(items_per_image(d.image, channels)) * channels * d.image.width * d.image.height);
                 image_to_planes(d.image, channels, d.planes.data());
             } catch (const std::exception& e) {  // bad_alloc: no room for the planes
                 d.status = FileResult::Status::Failed;
@@ -245,19 +285,23 @@ private:
         int items = 0;
         for (const Pending& p : pending_) items += items_per_image(p.image, channels);
         Shape shape{items, channels, first.height, first.width};
+        const size_t item_size = size_t(channels) * first.height * first.width;
         std::vector<float> input, output;
         try {
             if (pending_.size() == 1) {
                 input = std::move(pending_.front().planes);  // one image (every large photo): no copy
             } else {
                 ScopedStage t(&report_.timer, "batch");  // gathering the images' planes
-                input.reserve(shape.count());
+                input = pool_.take(shape.count());
+                size_t at = 0;
                 for (Pending& p : pending_) {
-                    input.insert(input.end(), p.planes.begin(), p.planes.end());
-                    p.planes = {};
+                    const size_t n = items_per_image(p.image, channels) * item_size;
+                    std::copy(p.planes.begin(), p.planes.begin() + long(n), input.begin() + long(at));
+                    at += n;
+                    pool_.give(std::move(p.planes));
                 }
             }
-            output.resize(shape.count());
+            output = pool_.take(shape.count());
             runner_.run(input.data(), output.data(), shape, &report_.timer);
             // --bench: the run above was the warm-up; rows per batch shape, since
             // min/median over different sizes would mean nothing.
@@ -277,16 +321,19 @@ private:
             pending_.clear();
             return;
         }
-        input = {};
+        pool_.give(std::move(input));
         // Each image's slice of the output goes to its writer thread (the
         // whole buffer when it is the only one).
-        const size_t item_size = size_t(channels) * first.height * first.width;
         size_t offset = 0;
         for (Pending& p : pending_) {
             const size_t n = items_per_image(p.image, channels) * item_size;
-            std::vector<float> planes = pending_.size() == 1 ? std::move(output)
-                                                             : std::vector<float>(output.begin() + long(offset),
-                                                                                  output.begin() + long(offset + n));
+            std::vector<float> planes;
+            if (pending_.size() == 1) {
+                planes = std::move(output);
+            } else {
+                planes = pool_.take(n);
+                std::copy(output.begin() + long(offset), output.begin() + long(offset + n), planes.begin());
+            }
             offset += n;
             while (writing_.size() >= in_flight_now()) collect_write();
             report_.megapixels += double(p.image.width) * p.image.height / 1e6;
@@ -294,18 +341,19 @@ private:
             dims.width = p.image.width, dims.height = p.image.height, dims.channels = p.image.channels,
             dims.bit_depth = p.image.bit_depth;
             const std::string& path = jobs_[p.job].output;
-            writing_.push_back(
-                {p.job, dims,
-                 std::async(std::launch::async, [this, path, source = std::move(p.image), planes = std::move(planes)] {
-                     return convert_and_write(path, source, planes);
-                 })});
+            writing_.push_back({p.job, dims,
+                                std::async(std::launch::async, [this, path, source = std::move(p.image),
+                                                                planes = std::move(planes)]() mutable {
+                                    return convert_and_write(path, source, std::move(planes));
+                                })});
         }
+        if (pending_.size() > 1) pool_.give(std::move(output));
         pending_.clear();
     }
 
     // On a worker thread: the model's output planes back to an image, then
     // encoded and written; "" when written, else the message.
-    std::string convert_and_write(const std::string& path, const Image& source, const std::vector<float>& planes) {
+    std::string convert_and_write(const std::string& path, const Image& source, std::vector<float> planes) {
         auto t = std::chrono::steady_clock::now();
         Image image;
         try {
@@ -313,6 +361,7 @@ private:
         } catch (const std::exception& e) {
             return path + ": " + e.what();
         }
+        pool_.give(std::move(planes));
         const double from_nchw_ms = ms_since(t);
         t = std::chrono::steady_clock::now();
         std::string error;
@@ -354,8 +403,9 @@ private:
     ModelRunner& runner_;
     const PipelineOptions& options_;
     const ProgressFn& progress_;
-    const size_t lookahead_;         // images in flight by count
-    const size_t in_flight_budget_;  // bytes the images in flight may take
+    const size_t lookahead_;                          // images in flight by count
+    const size_t in_flight_budget_;                   // bytes the images in flight may take
+    mutable PlanesPool pool_{in_flight_budget_ / 2};  // idle float buffers, reused (decoders take from it)
     size_t largest_image_bytes_ = 0;
     const WriteOptions write_options_;
     std::vector<Pending> pending_;
