@@ -738,6 +738,76 @@ TEST_F(ImageIoFiles, HugeDimensionsAreRefused) {
             << imr::codec_name(codec);
 }
 
+// A PSD file: 26-byte header, three empty sections, the composite image
+// (planar channels; compression 0 raw or 1 PackBits, here one literal run per
+// row, which any width up to 128 bytes allows).
+std::vector<uint8_t> make_psd(int w, int h, int channels, int depth, int mode, const std::vector<uint16_t>& planar,
+                              bool packbits) {
+    std::vector<uint8_t> d = {'8', 'B', 'P', 'S', 0, 1, 0, 0, 0, 0, 0, 0};
+    auto be16 = [&](uint32_t v) { d.insert(d.end(), {uint8_t(v >> 8), uint8_t(v)}); };
+    auto be32 = [&](uint32_t v) { be16(v >> 16), be16(v & 0xffff); };
+    be16(uint32_t(channels)), be32(uint32_t(h)), be32(uint32_t(w)), be16(uint32_t(depth)), be16(uint32_t(mode));
+    be32(0), be32(0), be32(0);
+    be16(packbits ? 1 : 0);
+    const size_t row_bytes = size_t(w) * (depth / 8);
+    if (packbits)
+        for (int r = 0; r < channels * h; ++r) be16(uint32_t(row_bytes + 1));
+    for (int c = 0; c < channels; ++c)
+        for (int y = 0; y < h; ++y) {
+            if (packbits) d.push_back(uint8_t(row_bytes - 1));
+            for (int x = 0; x < w; ++x) {
+                const uint16_t v = planar[(size_t(c) * h + y) * w + x];
+                if (depth == 16)
+                    be16(v);
+                else
+                    d.push_back(uint8_t(v));
+            }
+        }
+    return d;
+}
+
+TEST_F(ImageIoFiles, PsdCompositeImages) {
+    SCOPED_TRACE(seed_text());
+    std::uniform_int_distribution<int> byte(0, 255), word(0, 65535);
+    for (int depth : {8, 16})
+        for (bool packbits : {false, true})
+            for (int mode : {1, 3}) {
+                SCOPED_TRACE("depth " + std::to_string(depth) + (packbits ? " PackBits" : " raw") + " mode " +
+                             std::to_string(mode));
+                const int w = 13, h = 5, color = mode == 3 ? 3 : 1;
+                std::vector<uint16_t> planar(size_t(color) * w * h);
+                for (uint16_t& v : planar) v = uint16_t(depth == 8 ? byte(rng_) : word(rng_));
+                write_bytes(path("p.psd"), make_psd(w, h, color, depth, mode, planar, packbits));
+                const Image img = imr::read_image(path("p.psd"));
+                ASSERT_EQ(img.channels, color);
+                ASSERT_EQ(img.bit_depth, depth);
+                for (int c = 0; c < color; ++c)
+                    for (int i = 0; i < w * h; ++i)
+                        ASSERT_EQ(img.samples[size_t(i) * color + c], planar[size_t(c) * w * h + i]);
+            }
+    // RGBA matted against white: c' = a c + (1 - a) 255 is undone (clamped),
+    // where stb's loader cast out-of-range floats (undefined behaviour).
+    const int w = 4, h = 1;
+    const std::vector<uint16_t> planar = {10,  200, 255, 0,   // R: dark over half alpha -> below 0 -> 0
+                                          10,  200, 255, 0,   // G
+                                          10,  200, 255, 0,   // B
+                                          128, 128, 255, 0};  // A
+    write_bytes(path("a.psd"), make_psd(w, h, 4, 8, 3, planar, false));
+    const Image img = imr::read_image(path("a.psd"));
+    ASSERT_EQ(img.channels, 4);
+    EXPECT_EQ(img.samples[0], 0) << "10 matted at alpha 128/255 is below black";
+    EXPECT_EQ(img.samples[4], uint16_t(std::lround((200 - (1 - 128 / 255.0) * 255) / (128 / 255.0))));
+    EXPECT_EQ(img.samples[8], 255);
+    EXPECT_EQ(img.samples[3], 128);
+    // What it does not read is refused by name.
+    write_bytes(path("cmyk.psd"), make_psd(2, 2, 4, 8, 4, std::vector<uint16_t>(16, 1), false));
+    EXPECT_TRUE(throws_error([&] { imr::read_image(path("cmyk.psd")); }, path("cmyk.psd"), "color mode 4"));
+    std::vector<uint8_t> cut = make_psd(w, h, 4, 8, 3, planar, true);
+    cut.resize(cut.size() - 3);
+    write_bytes(path("cut.psd"), cut);
+    EXPECT_TRUE(throws_error([&] { imr::read_image(path("cut.psd")); }, path("cut.psd"), "cut.psd"));
+}
+
 // Image bombs: small files whose headers declare huge images are refused
 // before any decoder allocates, on every path (stb, OpenCV, built-in).
 TEST_F(ImageIoFiles, ImageBombsAreRefusedBeforeDecoding) {

@@ -20,12 +20,13 @@
 // Only the formats routed to stb are compiled in: stb_image's loader tries
 // every format it has on any file, so a file we sniffed as (magic-less) TGA
 // could reach its PNM header parser, which overflows an int on long numbers
-// (found by fuzz_image_decode; tests/data/fuzz/). PNM is read by
-// builtin_pnm.cpp, JPEG by libjpeg where the build has it.
+// (found by fuzz_image_decode; tests/data/fuzz/). PNM and PSD are read by
+// builtin_pnm.cpp and builtin_psd.cpp, JPEG by libjpeg where the build has it.
 #define STBI_NO_HDR
 #define STBI_NO_LINEAR
 #define STBI_NO_PIC
 #define STBI_NO_PNM
+#define STBI_NO_PSD
 #ifdef IMRESTORE_WITH_LIBJPEG
 #define STBI_NO_JPEG
 #endif

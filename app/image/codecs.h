@@ -53,6 +53,10 @@ std::vector<uint8_t> encode_libpng(const std::string& path, const Image& img, in
 // than 255/65535 is rescaled to 8 bit (maxval <= 255) or 16 bit.
 // check_only: checks the header and the size only, returns an empty Image.
 Image decode_pnm(const std::string& path, const std::vector<uint8_t>& d, bool check_only = false);
+
+// builtin_psd.cpp: the composite image of a PSD (RGB or gray, 8/16 bit, raw
+// or PackBits, alpha from the first extra channel), in place of stb's loader.
+Image decode_psd(const std::string& path, const std::vector<uint8_t>& d);
 // The built-in PNM encoder: P5 (gray) / P6 (RGB), 8 or 16 bit (big-endian),
 // whatever the codec.
 std::vector<uint8_t> encode_pnm(const Image& img);

@@ -22,19 +22,17 @@
 //
 // Decisions (see also image_io.h):
 // - Codec::Auto reads JPEG, TIFF and WebP with OpenCV; PNG, BMP, GIF (first
-//   frame), TGA and PSD (composited) with stb (stb decodes PNG as fast as
-//   libpng here, 8/16-bit and every color type, without libpng's stderr
-//   warnings; OpenCV 4.6 drops the alpha of 32-bit BMPs; it still reads the
-//   RLE BMPs stb cannot, as a fallback).
+//   frame) and TGA with stb (stb decodes PNG as fast as libpng here, 8/16-bit
+//   and every color type, without libpng's stderr warnings; OpenCV 4.6 drops
+//   the alpha of 32-bit BMPs; it still reads the RLE BMPs stb cannot, as a
+//   fallback); PSD (composited) with the built-in reader (stb's has undefined
+//   behaviour on semi-transparent pixels).
 //   It writes PNG, JPEG, BMP, TIFF and WebP with OpenCV and TGA with stb,
-//   except gray+alpha PNG (built-in encoder: OpenCV's PNG writer has no
-//   gray+alpha) and BMP with alpha (stb: a v4 header with an alpha mask that
-//   both codecs read back; OpenCV writes 32-bit BI_RGB and ignores that alpha
-//   itself). Without OpenCV every format goes to stb (no TIFF, no WebP),
-//   except JPEG, which goes to libjpeg(-turbo) wherever OpenCV does not take
-//   it (also --codec stb): stb's JPEG decoder writes past its Huffman tables
-//   on invalid files and its encoder is undefined behaviour on every image;
-//   libjpeg is also 1.8x (decode) and 6x (encode) faster on a 12 MP photo.
+//   except gray+alpha PNG (libpng: OpenCV's PNG writer has no gray+alpha) and BMP with alpha (stb: a v4 header with an
+//   alpha mask that both codecs read back; OpenCV writes 32-bit BI_RGB and ignores that alpha itself). Without OpenCV
+//   every format goes to stb (no TIFF, no WebP), except JPEG, which goes to libjpeg(-turbo) wherever OpenCV does not
+//   take it (also --codec stb): stb's JPEG decoder writes past its Huffman tables on invalid files and its encoder is
+//   undefined behaviour on every image; libjpeg is also 1.8x (decode) and 6x (encode) faster on a 12 MP photo.
 // - PNG that OpenCV does not write (no OpenCV, --codec stb, gray+alpha) goes
 //   through libpng with OpenCV's settings for a given level, so every build
 //   writes the same size at the same speed (8 and 16 bit, 1 to 4 channels;
@@ -251,6 +249,8 @@ Image decode_image(const std::string& path, const std::vector<uint8_t>& data, Co
 #endif
         } else if (fmt.format == Format::Pnm) {
             img = decode_pnm(path, data);
+        } else if (fmt.format == Format::Psd) {
+            img = decode_psd(path, data);
         } else if (fmt.format == Format::Bmp && codec == Codec::Auto && opencv_available()) {
             try {
                 img = decode_stb(path, data, fmt);
