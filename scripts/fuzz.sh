@@ -58,6 +58,24 @@ for sample in ("camera.png", "chelsea.png"):
                 continue
             with open(os.path.join(out, f"{sample[:-4]}-{mode}.{ext}"), "wb") as f:
                 f.write(bytes([3 * i]) + buf.getvalue())
+# PSD (PIL cannot write it): small composites, gray/RGB, with and without
+# alpha, 8/16 bit, raw and PackBits, as app/image/builtin_psd.cpp reads them.
+import struct
+def psd(w, h, ch, depth, mode, packbits):
+    d = b"8BPS" + struct.pack(">H6sHIIHH", 1, b"\0" * 6, ch, h, w, depth, mode) + struct.pack(">IIIH", 0, 0, 0, packbits)
+    rb = w * depth // 8
+    if packbits:
+        d += struct.pack(">" + "H" * (ch * h), *([rb + 1] * (ch * h)))
+    for c in range(ch):
+        for y in range(h):
+            row = bytes((x * 37 + y * 11 + c * 53) % 256 for x in range(rb))
+            d += bytes([rb - 1]) + row if packbits else row
+    return d
+for ch, mode in ((3, 3), (4, 3), (1, 1), (2, 1)):
+    for depth in (8, 16):
+        for pb in (0, 1):
+            with open(os.path.join(out, f"psd-{ch}-{depth}-{pb}.psd"), "wb") as f:
+                f.write(bytes([3 * names.index("psd")]) + psd(7, 5, ch, depth, mode, pb))
 PY
         max_len=65536
     fi
