@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <random>
@@ -384,18 +385,35 @@ TEST(Cli, NeverWritesThroughASymlinkOutOfTheOutputTree) {
 TEST(Cli, StaleTemporaryFilesOfDeadRunsAreRemoved) {
     ScratchDir dir("cli");
     fs::create_directories(dir / "out");
-    const pid_t dead = fork();  // a PID that has certainly exited
-    if (dead == 0) _exit(0);
-    waitpid(dead, nullptr, 0);
+    // A PID no process can have (above the kernel's pid_max): a freshly
+    // exited child's PID may be reused at once on a busy machine.
+    long pid_max = 4194304;
+    std::ifstream("/proc/sys/kernel/pid_max") >> pid_max;
+    const long dead = pid_max + 1;
     const std::string stale = dir / ("out/.cat.png.tmp-" + std::to_string(dead) + "-3.png");
     const std::string alive = dir / ("out/.cat.png.tmp-" + std::to_string(getpid()) + "-0.png");  // this test runs
     const std::string other = dir / "out/.notes.tmp";                                             // not ours
-    for (const std::string& f : {stale, alive, other}) std::ofstream(f) << "partial";
+    const std::string recent = dir / ("out/.dog.png.tmp-" + std::to_string(dead) + "-4.png");     // dead, but fresh
+    for (const std::string& f : {stale, alive, other, recent}) {
+        std::ofstream(f) << "partial";
+        if (f != recent) fs::last_write_time(f, fs::file_time_type::clock::now() - std::chrono::hours(1));
+    }
     RunResult r = imrestore(q(sample("chelsea.png")) + " -o " + q(dir / "out/cat.png") + " -d cpu -m sharpen", dir);
     EXPECT_EQ(r.code, 0) << r.err;
     EXPECT_FALSE(fs::exists(stale)) << "the dead run's temporary file stays";
     EXPECT_TRUE(fs::exists(alive)) << "a running process's temporary file was removed";
     EXPECT_TRUE(fs::exists(other)) << "a file that is not ours was removed";
+    EXPECT_TRUE(fs::exists(recent)) << "a temporary file written minutes ago (maybe by another host) was removed";
+    // A relative output folder that does not exist yet is created, not refused.
+    RunResult rel =
+        imrestore(q(sample("chelsea.png")) + " " + q(sample("coffee.png")) + " -o new/sub/ -d cpu -m sharpen", dir,
+                  dir.path().string());
+    EXPECT_EQ(rel.code, 0) << rel.err;
+    EXPECT_TRUE(fs::exists(dir / "new/sub/coffee.png"));
+    fs::copy_file(sample("chelsea.png"), dir / "cat.png");
+    RunResult beside = imrestore("cat.png -d cpu -m sharpen", dir, dir.path().string());
+    EXPECT_EQ(beside.code, 0) << beside.err;
+    EXPECT_TRUE(fs::exists(dir / "cat.restored.png"));
 }
 
 TEST(Cli, AnUnwritableOutputFailsBeforeAnyCompute) {

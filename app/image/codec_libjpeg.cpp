@@ -12,9 +12,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <new>
 
 // jpeglib.h needs size_t and FILE declared first.
 #include <jpeglib.h>
+// (after jpeglib.h, which it needs)
+#include <jerror.h>
 
 #include "error.h"
 #include "image/codecs.h"
@@ -50,14 +53,17 @@ public:
         cinfo_.err = jpeg_std_error(&err_.pub);
         err_.pub.error_exit = on_error;
         err_.pub.emit_message = on_message;
-        jpeg_create_decompress(&cinfo_);
     }
-    ~Decoder() { jpeg_destroy_decompress(&cinfo_); }
+    ~Decoder() {
+        if (created_) jpeg_destroy_decompress(&cinfo_);
+    }
     Decoder(const Decoder&) = delete;
     Decoder& operator=(const Decoder&) = delete;
 
     bool start(const std::vector<uint8_t>& data) {
         if (setjmp(err_.jump)) return false;
+        jpeg_create_decompress(&cinfo_);  // can fail too (out of memory): after the setjmp
+        created_ = true;
         jpeg_mem_src(&cinfo_, data.data(), static_cast<unsigned long>(data.size()));
         jpeg_read_header(&cinfo_, TRUE);
         cmyk_ = cinfo_.jpeg_color_space == JCS_CMYK || cinfo_.jpeg_color_space == JCS_YCCK;
@@ -102,21 +108,25 @@ public:
 private:
     jpeg_decompress_struct cinfo_{};
     ErrorManager err_{};
-    bool cmyk_ = false;
+    bool created_ = false, cmyk_ = false;
     std::vector<uint8_t> row_;
 };
 
+// The encoder writes into a std::vector through its own destination manager
+// (jpeg_mem_dest's buffer may be freed and replaced while libjpeg works, so
+// it cannot be released safely after an error).
 class Encoder {
 public:
     Encoder() {
         cinfo_.err = jpeg_std_error(&err_.pub);
         err_.pub.error_exit = on_error;
         err_.pub.emit_message = on_message;
-        jpeg_create_compress(&cinfo_);
+        dest_.init_destination = on_init;
+        dest_.empty_output_buffer = on_full;
+        dest_.term_destination = on_term;
     }
     ~Encoder() {
-        jpeg_destroy_compress(&cinfo_);
-        std::free(out_);
+        if (created_) jpeg_destroy_compress(&cinfo_);
     }
     Encoder(const Encoder&) = delete;
     Encoder& operator=(const Encoder&) = delete;
@@ -124,7 +134,10 @@ public:
     bool encode(const Image& img, int quality) {
         row_.resize(size_t(img.width) * img.channels);
         if (setjmp(err_.jump)) return false;
-        jpeg_mem_dest(&cinfo_, &out_, &out_size_);
+        jpeg_create_compress(&cinfo_);
+        created_ = true;
+        cinfo_.client_data = this;
+        cinfo_.dest = &dest_;
         cinfo_.image_width = JDIMENSION(img.width), cinfo_.image_height = JDIMENSION(img.height);
         cinfo_.input_components = img.channels;
         cinfo_.in_color_space = img.channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
@@ -140,15 +153,39 @@ public:
         jpeg_finish_compress(&cinfo_);
         return true;
     }
-    std::vector<uint8_t> bytes() const { return std::vector<uint8_t>(out_, out_ + out_size_); }
+    std::vector<uint8_t>& bytes() { return out_; }
     const char* message() const { return err_.message; }
 
 private:
+    static constexpr size_t kChunk = 1 << 16;
+    static Encoder* self(j_compress_ptr c) { return static_cast<Encoder*>(c->client_data); }
+    // Grows the output by one chunk; out of memory becomes libjpeg's error
+    // (no C++ exception may cross its C frames).
+    static void grow(j_compress_ptr c) {
+        Encoder* e = self(c);
+        try {
+            e->out_.resize(e->out_.size() + kChunk);
+        } catch (const std::bad_alloc&) {
+            c->err->msg_code = JERR_OUT_OF_MEMORY;
+            (*c->err->error_exit)(reinterpret_cast<j_common_ptr>(c));
+        }
+        c->dest->next_output_byte = e->out_.data() + e->out_.size() - kChunk;
+        c->dest->free_in_buffer = kChunk;
+    }
+    static void on_init(j_compress_ptr c) { grow(c); }
+    static boolean on_full(j_compress_ptr c) {  // the whole chunk is full
+        grow(c);
+        return TRUE;
+    }
+    static void on_term(j_compress_ptr c) {  // drop the unused end of the last chunk
+        self(c)->out_.resize(self(c)->out_.size() - c->dest->free_in_buffer);
+    }
+
     jpeg_compress_struct cinfo_{};
     ErrorManager err_{};
-    unsigned char* out_ = nullptr;
-    unsigned long out_size_ = 0;
-    std::vector<uint8_t> row_;
+    jpeg_destination_mgr dest_{};
+    bool created_ = false;
+    std::vector<uint8_t> row_, out_;
 };
 
 }  // namespace
@@ -169,7 +206,7 @@ std::vector<uint8_t> encode_libjpeg(const std::string& path, const Image& img, i
         throw Error(path + ": JPEG holds 8-bit gray or RGB only");
     auto enc = std::make_unique<Encoder>();
     if (!enc->encode(img, quality)) throw Error(path + ": cannot encode the JPEG: " + enc->message());
-    return enc->bytes();
+    return std::move(enc->bytes());
 }
 
 }  // namespace imr::imageio

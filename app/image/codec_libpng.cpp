@@ -10,6 +10,7 @@
 
 #include <csetjmp>
 #include <memory>
+#include <new>
 
 #include "error.h"
 #include "image/codecs.h"
@@ -37,6 +38,7 @@ public:
         row_.resize(row_bytes);
         if (setjmp(png_jmpbuf(png_))) return false;
         png_set_write_fn(png_, this, on_write, nullptr);
+        png_set_user_limits(png_, 0x7fffffff, 0x7fffffff);  // libpng's default refuses a side over 1,000,000
         static const int kColorType[5] = {0, PNG_COLOR_TYPE_GRAY, PNG_COLOR_TYPE_GRAY_ALPHA, PNG_COLOR_TYPE_RGB,
                                           PNG_COLOR_TYPE_RGB_ALPHA};
         png_set_IHDR(png_, info_, png_uint_32(img.width), png_uint_32(img.height), img.bit_depth,
@@ -62,12 +64,21 @@ public:
     const std::string& message() const { return message_; }
 
 private:
+    // No C++ exception may cross libpng's C frames: out of memory becomes
+    // libpng's error, which longjmps back to encode().
     static void on_write(png_structp png, png_bytep data, png_size_t n) {
         auto* self = static_cast<PngWriter*>(png_get_io_ptr(png));
-        self->out_.insert(self->out_.end(), data, data + n);
+        try {
+            self->out_.insert(self->out_.end(), data, data + n);
+        } catch (const std::bad_alloc&) {
+            png_error(png, "out of memory");
+        }
     }
     static void on_error(png_structp png, png_const_charp msg) {
-        static_cast<PngWriter*>(png_get_error_ptr(png))->message_ = msg ? msg : "libpng error";
+        try {
+            static_cast<PngWriter*>(png_get_error_ptr(png))->message_ = msg ? msg : "libpng error";
+        } catch (const std::bad_alloc&) {
+        }
         png_longjmp(png, 1);
     }
     static void on_warning(png_structp, png_const_charp) {}

@@ -359,7 +359,7 @@ std::string size_problem(Format f, const std::vector<uint8_t>& d, uint64_t w, ui
 }
 
 void check_pixel_limit(const std::string& path, uint64_t w, uint64_t h, uint64_t c, uint64_t max_pixels) {
-    check_dimensions(path, w, h, c);
+    check_dimensions(path, w, h, c);  // w, h, c < 2^31 each and w * h * c < 2^31 after it: no product below wraps
     const auto mp = [](uint64_t px) { return std::to_string((px + 500000) / 1000000) + " MP"; };
     if (w * h > max_pixels)
         throw Error(path + ": image too large: " + std::to_string(w) + "x" + std::to_string(h) + " (" + mp(w * h) +
@@ -380,7 +380,11 @@ uint64_t default_max_pixels() {
 
 void check_dimensions(const std::string& path, uint64_t w, uint64_t h, uint64_t c) {
     if (w == 0 || h == 0) throw Error(path + ": cannot decode: image has no pixels");
-    if (w * h * c > kMaxSamples)
+    // Each factor below 2^31 first (headers can hold up to 2^43 and more), so
+    // the product cannot wrap.
+    uint64_t samples = 0;
+    if (w >= (uint64_t(1) << 31) || h >= (uint64_t(1) << 31) || c >= (uint64_t(1) << 31) ||
+        __builtin_mul_overflow(w, h, &samples) || __builtin_mul_overflow(samples, c, &samples) || samples > kMaxSamples)
         throw Error(path + ": image too large: " + std::to_string(w) + "x" + std::to_string(h) + "x" +
                     std::to_string(c) + " samples (limit 2^31)");
 }

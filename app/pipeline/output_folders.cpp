@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <ctime>
 #include <filesystem>
 #include <map>
 #include <system_error>
@@ -31,6 +32,10 @@ pid_t temporary_file_pid(const std::string& name) {
     if (i == n || (i < name.size() && name[i] != '.')) return 0;
     return pid > 0 && pid <= 0x7fffffff ? pid_t(pid) : 0;
 }
+
+// How long a temporary file of a dead PID must have been left alone before
+// it is removed.
+constexpr long kStaleSeconds = 600;
 
 bool process_gone(pid_t pid) {
     return ::kill(pid, 0) != 0 && errno == ESRCH;
@@ -71,8 +76,11 @@ std::vector<std::string> stale_temporary_files(const std::string& folder) {
         const pid_t pid = temporary_file_pid(name);
         if (pid == 0 || pid == ::getpid() || !process_gone(pid)) continue;
         struct stat st {};
-        // Only regular files of this user (never follow a link).
+        // Only regular files of this user (never follow a link), untouched for
+        // kStaleSeconds: the PID test sees this host only, and a run on another
+        // host writing into the same shared folder keeps its file fresh.
         if (::lstat(it->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::getuid()) continue;
+        if (std::time(nullptr) - st.st_mtime < kStaleSeconds) continue;
         stale.push_back(it->path().string());
     }
     return stale;
@@ -91,18 +99,20 @@ void prepare_output_folders(std::vector<FileJob>& jobs, bool force) {
             // A folder that does not exist yet is created when its first file is
             // written; until then its nearest existing ancestor is probed (same
             // permissions to create in, same file system).
-            fs::path probe_at = folder;
+            // (absolute: "restored" has no parent to fall back to; its absolute form does)
+            const fs::path target = fs::absolute(folder, ec).lexically_normal();
+            fs::path probe_at = target;
             while (!fs::exists(probe_at, ec) && probe_at.has_parent_path() && probe_at.parent_path() != probe_at)
                 probe_at = probe_at.parent_path();
             std::string why;
             if (fs::exists(probe_at, ec) && !fs::is_directory(probe_at, ec)) {
                 why = "cannot create folder " + folder + ": " + probe_at.string() + " is a file";
             } else {
-                if (probe_at == fs::path(folder))
+                if (probe_at == target)
                     for (const std::string& f : stale_temporary_files(folder)) ::unlink(f.c_str());
                 const std::string problem = probe_writable(probe_at.string());
                 if (!problem.empty())
-                    why = (probe_at == fs::path(folder) ? "" : "cannot create folder " + folder + ": ") +
+                    why = (probe_at == target ? "" : "cannot create folder " + folder + ": ") +
                           "cannot create a file in " + probe_at.string() + ": " + problem;
             }
             it = folder_error.emplace(folder, why).first;

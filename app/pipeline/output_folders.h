@@ -20,7 +20,8 @@ namespace imr {
 void prepare_output_folders(std::vector<FileJob>& jobs, bool force);
 
 // The temporary files of dead imrestore processes in `folder` (exposed for
-// the tests): names matching ".*.tmp-PID-N*" whose PID is not running.
+// the tests): names matching ".*.tmp-PID-N*" whose PID is not running on
+// this host, regular files of this user, untouched for 10 minutes.
 std::vector<std::string> stale_temporary_files(const std::string& folder);
 
 }  // namespace imr

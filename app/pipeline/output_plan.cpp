@@ -199,11 +199,14 @@ std::vector<FileJob> plan_jobs(const std::vector<std::string>& inputs, const std
     std::map<fs::path, std::pair<fs::path, std::string>> claimed;  // output -> (canonical input, as given)
     std::vector<FileJob> planned;
     for (FileJob& j : jobs) {
-        if (j.error.empty() && fs::path(j.output).filename().string().size() > kMaxNameBytes)
-            j.error = j.input + ": its output name " + fs::path(j.output).filename().string() + " is " +
-                      std::to_string(fs::path(j.output).filename().string().size()) +
-                      " bytes long, more than file systems allow (" + std::to_string(kMaxNameBytes) +
-                      "); name the output with -o or use a shorter --suffix";
+        if (j.error.empty())
+            for (const fs::path& part : fs::path(j.output))  // the file and any folder still to be made
+                if (part.string().size() > kMaxNameBytes) {
+                    j.error = j.input + ": its output path has a name of " + std::to_string(part.string().size()) +
+                              " bytes (" + part.string().substr(0, 40) + "...), more than file systems allow (" +
+                              std::to_string(kMaxNameBytes) + "); name the output with -o or use a shorter --suffix";
+                    break;
+                }
         if (j.error.empty()) {
             fs::path out = fs::weakly_canonical(j.output, ec), in = fs::weakly_canonical(j.input, ec);
             auto it = claimed.find(out);
@@ -230,11 +233,10 @@ std::vector<FileJob> plan_jobs(const std::vector<std::string>& inputs, const std
 int subfolders_skipped(const std::string& folder, const std::string& suffix) {
     std::error_code ec;
     int n = 0;
-    const std::string own_output = fs::path(strip_trailing_slashes(folder)).filename().string() + suffix;
     for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
         const std::string name = it->path().filename().string();
-        std::error_code type_ec;
-        if (!name.empty() && name[0] != '.' && name != own_output && it->is_directory(type_ec)) ++n;
+        std::error_code type_ec;  // hidden folders and earlier outputs (SUB<suffix>) are not left out
+        if (!name.empty() && name[0] != '.' && !ends_with(name, suffix) && it->is_directory(type_ec)) ++n;
     }
     return n;
 }

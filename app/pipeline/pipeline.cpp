@@ -73,8 +73,9 @@ void write_stdout(const std::vector<uint8_t>& bytes) {
 // reuse instead of being freed: a fresh 144 MB buffer (a 12 MP photo) costs
 // tens of milliseconds of page faults and zero-filling on first touch, on
 // the thread that feeds the GPU for the output. A buffer handed out may be
-// larger than asked for (its size() is not the element count: callers keep
-// their own). The pool holds at most `max_bytes` of idle buffers.
+// larger than asked for (at most twice; its size() is not the element
+// count: callers keep their own). The pool holds at most `max_bytes` of idle
+// buffers.
 class PlanesPool {
 public:
     explicit PlanesPool(size_t max_bytes) : max_bytes_(max_bytes) {}
@@ -82,8 +83,9 @@ public:
         {
             std::lock_guard<std::mutex> lock(mutex_);
             auto best = free_.end();
-            for (auto it = free_.begin(); it != free_.end(); ++it)
-                if (it->size() >= n && (best == free_.end() || it->size() < best->size())) best = it;
+            for (auto it = free_.begin(); it != free_.end(); ++it)  // the smallest that fits, at most twice n
+                if (it->size() >= n && it->size() <= 2 * n && (best == free_.end() || it->size() < best->size()))
+                    best = it;
             if (best != free_.end()) {
                 std::vector<float> v = std::move(*best);
                 free_.erase(best);
@@ -262,8 +264,12 @@ private:
     void take(size_t i, Decoded d) {
         if (d.ms > 0) report_.timer.add("read+decode", d.ms);
         if (d.to_nchw_ms > 0) report_.timer.add("to-NCHW", d.to_nchw_ms);
+        const size_t plane_floats = d.status != FileResult::Status::Restored
+                                        ? 0
+                                        : size_t(items_per_image(d.image, runner_.model().channels)) *
+                                              runner_.model().channels * d.image.width * d.image.height;
         largest_image_bytes_ =
-            std::max(largest_image_bytes_, d.image.samples.size() * sizeof(uint16_t) + d.planes.size() * sizeof(float));
+            std::max(largest_image_bytes_, d.image.samples.size() * sizeof(uint16_t) + plane_floats * sizeof(float));
         if (d.status != FileResult::Status::Restored) return finish(i, d.status, d.message);
         if (!pending_.empty()) {
             int channels = runner_.model().channels;

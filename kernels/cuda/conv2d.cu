@@ -33,6 +33,7 @@
 // does not depend on their order, so it stays deterministic).
 #include <algorithm>
 #include <climits>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 
@@ -782,10 +783,12 @@ __global__ void __launch_bounds__(WG_THREADS, 1) conv2d_winograd_2x2_3x3_kernel(
                 if (oy + i >= p.ho) continue;
                 const float y0 = t[i][0] + t[i][1] + t[i][2] + bias, y1 = t[i][1] - t[i][2] - t[i][3] + bias;
                 const int off = img * p.cout_howo + co * p.howo + (oy + i) * p.wo + ox;
-                // Both pixels of the row as one float2 where they are 8-byte
-                // aligned (even offset): a warp's stores then fill whole
-                // 32-byte sectors (lanes are 2 pixels apart).
-                if (ox + 1 < p.wo && (off & 1) == 0) {
+                // Both pixels of the row as one float2 where both addresses are
+                // 8-byte aligned: a warp's stores then fill whole 32-byte
+                // sectors (lanes are 2 pixels apart).
+                if (ox + 1 < p.wo && ((reinterpret_cast<uintptr_t>(p.out + off) |
+                                       reinterpret_cast<uintptr_t>(p.residual ? p.residual + off : p.out + off)) &
+                                      7) == 0) {
                     float2 v = make_float2(y0, y1);
                     if (p.relu) v.x = fmaxf(v.x, 0.f), v.y = fmaxf(v.y, 0.f);
                     if (p.residual) {
@@ -812,13 +815,12 @@ std::string context(const Conv2dArgs& a) {
            (a.residual ? ", + residual" : "");
 }
 
-// Raises a kernel's dynamic shared memory limit to `bytes` unless `*set`
-// (the caller's per-kernel record) already allows it.
-void allow_smem(void (*kernel)(ConvParams), size_t bytes, size_t* set, const Conv2dArgs& a) {
-    if (bytes <= *set) return;
+// Raises a kernel's dynamic shared memory limit to `bytes` on the current
+// device. On every launch: the attribute is per device (a process may run
+// several backends), and setting it costs microseconds.
+void allow_smem(void (*kernel)(ConvParams), size_t bytes, const Conv2dArgs& a) {
     check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)), context(a),
                "cudaFuncSetAttribute(max dynamic shared memory)");
-    *set = bytes;
 }
 
 [[noreturn]] void unknown_pad_mode(const Conv2dArgs& a) {
@@ -849,8 +851,7 @@ template <int BM, int BN, int BK, int STAGES, int FG, int FR, PadMode PAD, bool 
 void launch_multistage_kernel(const ConvParams& p, const Conv2dArgs& a, dim3 grid, cudaStream_t stream) {
     auto kernel = conv2d_igemm_multistage_kernel<BM, BN, BK, STAGES, FG, FR, PAD, VALID>;
     constexpr size_t smem = multistage_smem_bytes(BM, BN, BK, STAGES);
-    static size_t smem_set = 0;  // per instantiation
-    allow_smem(kernel, smem, &smem_set, a);
+    allow_smem(kernel, smem, a);
     kernel<<<grid, MS_THREADS, smem, stream>>>(p);
     check_launch(context(a), "conv2d_igemm_multistage_kernel launch");
 }
@@ -881,8 +882,7 @@ template <int CP, int KS, PadMode PAD>
 void launch_direct_kernel(const ConvParams& p, const Conv2dArgs& a, cudaStream_t stream) {
     auto kernel = conv2d_direct_small_cout_kernel<CP, KS, PAD>;
     const size_t smem = direct_smem_bytes(p.k, CP);
-    static size_t smem_set = 0;  // per instantiation
-    allow_smem(kernel, smem, &smem_set, a);
+    allow_smem(kernel, smem, a);
     const dim3 grid(unsigned((p.wo + DT_TX - 1) / DT_TX), unsigned((p.ho + DT_TY - 1) / DT_TY),
                     unsigned(std::min(a.in.n, 65535)));
     kernel<<<grid, DT_THREADS, smem, stream>>>(p);
@@ -935,8 +935,7 @@ template <PadMode PAD>
 void launch_winograd_kernel(const ConvParams& p, const Conv2dArgs& a, cudaStream_t stream) {
     auto kernel = conv2d_winograd_2x2_3x3_kernel<PAD>;
     constexpr size_t smem = kWinogradSmemFloats * sizeof(float);
-    static size_t smem_set = 0;  // per instantiation
-    allow_smem(kernel, smem, &smem_set, a);
+    allow_smem(kernel, smem, a);
     const long long z = (long long)a.in.n * winograd_tiles(a.out_channels);
     const dim3 grid(unsigned((p.wo + WG_TW - 1) / WG_TW), unsigned((p.ho + WG_TH - 1) / WG_TH),
                     unsigned(std::min<long long>(z, 65535)));
@@ -948,15 +947,29 @@ void launch_winograd_kernel(const ConvParams& p, const Conv2dArgs& a, cudaStream
 // stream-ordered temporary for this call.
 void launch_winograd(const ConvParams& p0, const Conv2dArgs& a, int, cudaStream_t stream) {
     ConvParams p = p0;
-    float* temp = nullptr;
+    // The per-call transformed weights, freed (stream-ordered) however this
+    // function leaves.
+    struct Temp {
+        float* ptr = nullptr;
+        cudaStream_t stream;
+        ~Temp() {
+            if (ptr) cudaFreeAsync(ptr, stream);
+        }
+    } temp{nullptr, stream};
     if (const auto* prep = dynamic_cast<const Conv2dPrepared*>(a.prepared); prep && prep->winograd_u) {
         p.wino_u = prep->winograd_u;
     } else {
-        check_cuda(cudaMallocAsync(reinterpret_cast<void**>(&temp),
-                                   winograd_u_floats(a.out_channels, a.in.c) * sizeof(float), stream),
-                   context(a), "cudaMallocAsync(Winograd weights)");
-        transform_winograd_weights(a.weight, temp, a.out_channels, a.in.c, stream, context(a));
-        p.wino_u = temp;
+        const size_t bytes = winograd_u_floats(a.out_channels, a.in.c) * sizeof(float);
+        const cudaError_t err = cudaMallocAsync(reinterpret_cast<void**>(&temp.ptr), bytes, stream);
+        if (err != cudaSuccess) {
+            cudaGetLastError();
+            temp.ptr = nullptr;
+            if (err == cudaErrorMemoryAllocation)
+                throw OutOfMemory(context(a) + ": " + std::to_string(bytes) + " bytes for the Winograd weights");
+            throw_cuda(context(a), "cudaMallocAsync(Winograd weights)", err);
+        }
+        transform_winograd_weights(a.weight, temp.ptr, a.out_channels, a.in.c, stream, context(a));
+        p.wino_u = temp.ptr;
     }
     switch (a.pad_mode) {
         case PadMode::Zero:
@@ -971,7 +984,6 @@ void launch_winograd(const ConvParams& p0, const Conv2dArgs& a, int, cudaStream_
         default:
             unknown_pad_mode(a);
     }
-    if (temp) check_cuda(cudaFreeAsync(temp, stream), context(a), "cudaFreeAsync(Winograd weights)");
 }
 
 // ---- the variant table
@@ -1019,10 +1031,22 @@ constexpr Conv2dVariant kConv2dVariants[] = {
 constexpr int kVariantCount = int(sizeof(kConv2dVariants) / sizeof(kConv2dVariants[0]));
 constexpr int V_128x128 = 0, V_64x256 = 1, V_48x256 = 2, V_32x64 = 3, V_DIRECT4 = 4, V_DIRECT16 = 5, V_WINOGRAD = 6;
 
+// Rows of output tiles a direct or Winograd launch puts in grid.y (at most
+// 65535); 0 for the igemm kernels, which tile pixels along grid.x.
+int grid_rows(const Conv2dVariant& v, const Conv2dArgs& a);
+
 bool applies(const Conv2dVariant& v, const Conv2dArgs& a) {
+    if (grid_rows(v, a) > 65535) return false;
     const bool kernel_ok =
         v.max_kernel >= 0 ? (v.max_kernel == 0 || a.kernel <= v.max_kernel) : a.kernel == -v.max_kernel;
     return (v.max_cout == 0 || a.out_channels <= v.max_cout) && kernel_ok;
+}
+
+int grid_rows(const Conv2dVariant& v, const Conv2dArgs& a) {
+    const long long ho = a.out_shape().h;
+    if (v.launch == launch_winograd) return int(std::min<long long>((ho + WG_TH - 1) / WG_TH, INT_MAX));
+    if (v.bm == 0) return int(std::min<long long>((ho + DT_TY - 1) / DT_TY, INT_MAX));
+    return 0;
 }
 
 long long tile_count(const Conv2dVariant& v, long long m, long long n) {
@@ -1057,7 +1081,7 @@ Conv2dPlan plan_conv2d(const Conv2dArgs& a, int sm_count, int forced) {
         v = V_DIRECT4;
     } else if (applies(kConv2dVariants[V_DIRECT16], a)) {
         v = V_DIRECT16;
-    } else if (a.kernel == 3 && m <= WG_CO && a.in.c >= WG_CC) {
+    } else if (a.kernel == 3 && m <= WG_CO && a.in.c >= WG_CC && applies(kConv2dVariants[V_WINOGRAD], a)) {
         v = V_WINOGRAD;
     } else {
         v = m > 64 ? V_128x128 : m > 48 ? V_64x256 : m > 32 ? V_48x256 : V_32x64;
@@ -1083,7 +1107,9 @@ Conv2dPrepared::~Conv2dPrepared() {
 }
 
 std::unique_ptr<PreparedWeights> prepare_conv2d(const Conv2dArgs& a, cudaStream_t stream) {
-    if (a.kernel != 3 || !a.weight || a.out_channels < 1 || a.in.c < 1) return nullptr;
+    // Only layers the planner sends to Winograd (any image size: the shape's
+    // channels decide) get transformed weights; a forced variant transforms per call.
+    if (a.kernel != 3 || !a.weight || a.out_channels <= 16 || a.out_channels > WG_CO || a.in.c < WG_CC) return nullptr;
     auto prep = std::make_unique<Conv2dPrepared>();
     prep->cout = a.out_channels, prep->cin = a.in.c;
     const std::string ctx =
