@@ -2,10 +2,9 @@
 # End-to-end folder throughput against the codec floor, measured in the same
 # run (docs/performance.md reports it; issue: the pipeline must reach the
 # floor). Two folders, made here from the bundled samples:
-#   big:   COPIES_BIG 12 MP JPEGs (each sample upscaled to 4000x3000, quality 95;
-#          made with the tool itself: `imrestore degrade` cannot upscale, so
-#          they come from Python/PIL where there is one, else are carried in:
-#          BIG_PHOTO=path/to/a/12mp.jpg is copied COPIES_BIG times)
+#   big:   COPIES_BIG copies of a 12 MP JPEG (a sample upscaled to 4000x3000,
+#          quality 95, by Python/PIL where there is one; else carried in:
+#          BIG_PHOTO=path/to/a/12mp.jpg)
 #   small: COPIES_SMALL copies of each sample photo (4 photos, 0.91 MP)
 # For each: the tool's wall time, images/s and MP/s from its --json report,
 # and the codec floor = (its own read+decode + encode+write milliseconds,

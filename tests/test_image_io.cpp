@@ -828,6 +828,10 @@ TEST_F(ImageIoFiles, ImageBombsAreRefusedBeforeDecoding) {
     // 8000 x 8000 is within the limits, but RLE needs at least 2 bytes per 255
     // pixels: 1,776 bytes cannot hold it.
     write_bytes(path("rle8k.bmp"), rle_bmp(8000));
+    // A 70-byte PNM whose width x height wraps a 64-bit product to 38 samples.
+    std::string pnm = "P5\n2127102 8672242362477\n255\n";
+    pnm += std::string(38, 'x');
+    write_bytes(path("wrap.pgm"), std::vector<uint8_t>(pnm.begin(), pnm.end()));
     // A JPEG header declaring 28781 x 11888 (342 MP): over the default cap of
     // 2^28 pixels on any machine.
     std::vector<uint8_t> jpg = {0xFF, 0xD8, 0xFF, 0xC0, 0, 17, 8, 0x2E, 070, 0x70, 0x6D, 3};
@@ -842,6 +846,8 @@ TEST_F(ImageIoFiles, ImageBombsAreRefusedBeforeDecoding) {
             << imr::codec_name(codec);
         EXPECT_TRUE(
             throws_error([&] { imr::read_image(path("rle8k.bmp"), codec); }, path("rle8k.bmp"), "corrupt BMP file"))
+            << imr::codec_name(codec);
+        EXPECT_TRUE(throws_error([&] { imr::read_image(path("wrap.pgm"), codec); }, path("wrap.pgm"), "too large"))
             << imr::codec_name(codec);
         EXPECT_TRUE(throws_error([&] { imr::read_image(path("bomb.jpg"), codec); }, path("bomb.jpg"),
                                  "28781x11888 (342 MP) is over the limit"))

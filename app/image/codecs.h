@@ -39,7 +39,7 @@ std::vector<uint8_t> encode_libjpeg(const std::string& path, const Image& img, i
 // codec_stb.cpp: stb_image / stb_image_write (the only file that compiles
 // their implementations).
 Image decode_stb(const std::string& path, const std::vector<uint8_t>& data, const FormatInfo& fmt);
-// JPEG, BMP, TGA with stb_image_write; PNG with the built-in encoder.
+// BMP, TGA (and JPEG without libjpeg) with stb_image_write; PNG with libpng (codec_libpng.cpp).
 std::vector<uint8_t> encode_stb(const std::string& path, const Image& img, const FormatInfo& fmt,
                                 const WriteOptions& options);
 

@@ -11,6 +11,7 @@
 //     codec_stb.cpp      stb_image / stb_image_write (their only compilation);
 //     codec_libpng.cpp   libpng: PNG wherever OpenCV does not write it;
 //     builtin_pnm.cpp    the PNM reader and encoder;
+//     builtin_psd.cpp    the PSD reader (composite image);
 //   image_batch.{h,cpp}  images <-> the models' NCHW planes.
 // The atomic write itself is app/util/atomic_file.{h,cpp}.
 // Reading: whole file into memory, sniff, probe, decode, normalize channels,
@@ -52,8 +53,9 @@
 //   work on display-referred samples, and tone mapping would be a guess.
 // - Gray PNGs (color types 0 and 4) come back from OpenCV as BGR(A); they are
 //   turned back into 1 or 2 channels, as stb returns them.
-// - GIF and PSD come out of stb as RGBA; the alpha is dropped when every pixel
-//   is opaque. 32-bit BMPs whose alpha is all zero (plain BGRX) read as RGB.
+// - GIF comes out of stb as RGBA, PSD out of the built-in reader with its
+//   alpha channel; the alpha is dropped when every pixel is opaque. 32-bit BMPs whose alpha is all zero (plain BGRX)
+//   read as RGB.
 // - Gray+alpha is written as RGBA (R=G=B) to BMP, TIFF and WebP, and to PNG
 //   only when OpenCV is forced; 1-channel WebP is written as RGB.
 // - EXIF orientation (JPEG APP1, PNG eXIf, WebP EXIF) is parsed in probe.cpp
@@ -139,16 +141,17 @@ void collapse_to_gray(Image& img, bool alpha) {
     img.channels = oc;
 }
 
-// Drops the alpha of an RGBA image when every pixel has alpha == value.
+// Drops the alpha of an RGBA or gray+alpha image when every pixel has alpha == value.
 void drop_alpha_if_all(Image& img, uint16_t value) {
-    if (img.channels != 4) return;
+    if (img.channels != 4 && img.channels != 2) return;  // RGBA or gray+alpha
+    const int c = img.channels, oc = c - 1;
     const size_t pixels = size_t(img.width) * img.height;
     for (size_t i = 0; i < pixels; ++i)
-        if (img.samples[i * 4 + 3] != value) return;
+        if (img.samples[i * c + oc] != value) return;
     for (size_t i = 0; i < pixels; ++i)
-        for (int k = 0; k < 3; ++k) img.samples[i * 3 + k] = img.samples[i * 4 + k];
-    img.samples.resize(pixels * 3);
-    img.channels = 3;
+        for (int k = 0; k < oc; ++k) img.samples[i * oc + k] = img.samples[i * c + k];
+    img.samples.resize(pixels * oc);
+    img.channels = oc;
 }
 
 // ---------------------------------------------------------------- writing helpers
