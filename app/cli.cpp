@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <chrono>
@@ -69,6 +70,7 @@ struct Options {
     int quality = 95;
     int png_compression = 1;    // see WriteOptions
     std::string model_to_show;  // `imrestore model X`
+    bool models_json = false;   // `imrestore models --json`
     DegradeOptions degrade;     // `imrestore degrade ...`
     EvalOptions eval;           // `imrestore eval ...`
 };
@@ -80,13 +82,34 @@ std::string first_sentence(const std::string& s) {
 
 // ---------------------------------------------------------------- models / model
 
-int run_models() {
+// `imrestore models [--json]`: every bundled model and where it was found.
+int run_models(bool json) {
     std::vector<BundledModel> models = list_bundled_models();
     if (models.empty()) {
-        std::cerr << "no bundled models found; searched:";
-        for (const auto& d : model_search_dirs()) std::cerr << " " << d;
+        std::cerr << "imrestore: no bundled models found; searched:";
+        for (const auto& d : model_search_dirs()) std::cerr << " " << printable(d);
         std::cerr << "\n";
+        if (json) std::cout << "{\n  \"imrestore\": \"" << IMRESTORE_VERSION << "\",\n  \"models\": []\n}\n";
         return kExitUsage;
+    }
+    if (json) {
+        std::cout << "{\n  \"imrestore\": \"" << IMRESTORE_VERSION << "\",\n  \"models\": [";
+        for (size_t i = 0; i < models.size(); ++i) {
+            const BundledModel& m = models[i];
+            std::cout << (i ? ",\n" : "\n") << "    {\"name\": \"" << json_escape(m.name) << "\", \"path\": \""
+                      << json_escape(m.path) << "\", \"default\": " << (m.name == kDefaultModel ? "true" : "false");
+            try {
+                const ModelFile f = load_model_file(m.path);
+                std::cout << ", \"task\": \"" << json_escape(f.task) << "\", \"parameters\": " << f.parameter_count()
+                          << ", \"flops_per_pixel\": " << f.flops_per_pixel()
+                          << ", \"receptive_field\": " << f.receptive_field() << ", \"description\": \""
+                          << json_escape(f.description) << "\"}";
+            } catch (const Error& e) {
+                std::cout << ", \"error\": \"" << json_escape(e.what()) << "\"}";
+            }
+        }
+        std::cout << "\n  ]\n}\n";
+        return kExitOk;
     }
     std::printf("%-16s %-10s %10s  %s\n", "name", "task", "parameters", "description");
     for (const BundledModel& m : models) {
@@ -100,7 +123,15 @@ int run_models() {
                         printable(e.what()).c_str());
         }
     }
-    std::printf("\nuse one with -m NAME; `imrestore model NAME` shows its stages\n");
+    std::vector<std::string> folders;  // where they were found, in search order
+    for (const BundledModel& m : models) {
+        const std::string folder = std::filesystem::path(m.path).parent_path().string();
+        if (std::find(folders.begin(), folders.end(), folder) == folders.end()) folders.push_back(folder);
+    }
+    std::printf("\nfound in:");
+    for (const std::string& f : folders) std::printf(" %s", printable(f).c_str());
+    std::printf(" (IMRESTORE_MODEL_PATH adds folders)\n");
+    std::printf("use one with -m NAME; `imrestore model NAME` shows its stages\n");
     return kExitOk;
 }
 
@@ -346,8 +377,8 @@ void setup(CLI::App& app, Options& o) {
         "folder.\n"
         "Exit codes: 0 all restored (or skipped), 1 some file failed, 2 bad usage, model or device, "
         "3 internal error, 130 interrupted (Ctrl-C: the files being written are finished first).");
-    auto* models = app.add_subcommand("models", "List the bundled models");
-    models->final_callback([] {});
+    auto* models = app.add_subcommand("models", "List the bundled models and where they were found");
+    models->add_flag("--json", o.models_json, "Print the list as JSON on stdout");
     auto* model = app.add_subcommand("model", "Show a model's metadata, stages, parameters and receptive field");
     model->add_option("model", o.model_to_show, "Bundled model name or .h5 path")->required();
     add_degrade_command(app, o.degrade);
@@ -367,7 +398,7 @@ int cli_main(int argc, char** argv) {
             throw Error("'" + o.inputs.front() + "' given before the command '" +
                         app.get_subcommands().front()->get_name() +
                         "': to restore a folder of that name, write it as ./models or ./model");
-        if (app.got_subcommand("models")) return run_models();
+        if (app.got_subcommand("models")) return run_models(o.models_json);
         if (app.got_subcommand("model")) return run_model_info(o.model_to_show);
         if (app.got_subcommand("degrade")) return run_degrade(o.degrade);
         if (app.got_subcommand("eval")) return o.json = o.eval.json, run_eval(o.eval);

@@ -58,6 +58,12 @@ TEST(Cli, HelpVersionAndModels) {
     EXPECT_EQ(models.code, 0);
     EXPECT_NE(models.out.find("denoise"), std::string::npos);
     EXPECT_NE(models.out.find("(default)"), std::string::npos);
+    EXPECT_NE(models.out.find("found in: "), std::string::npos) << models.out;
+    RunResult mj = imrestore("models --json", dir);
+    EXPECT_EQ(mj.code, 0) << mj.err;
+    EXPECT_NE(mj.out.find("\"name\": \"denoise\""), std::string::npos) << mj.out;
+    EXPECT_NE(mj.out.find("\"default\": true"), std::string::npos) << mj.out;
+    EXPECT_NE(mj.out.find("\"flops_per_pixel\": "), std::string::npos) << mj.out;
     RunResult model = imrestore("model denoise", dir);
     EXPECT_EQ(model.code, 0) << model.err;
     EXPECT_NE(model.out.find("receptive"), std::string::npos);
