@@ -84,14 +84,20 @@ size_t utf8_length(const std::string& s, size_t i) {
 }  // namespace
 
 // File names are bytes, JSON is UTF-8: bytes that are not valid UTF-8 become
-// U+FFFD, so the report always parses.
+// \udcXX escapes (below), so the report always parses and the names round-trip.
 std::string json_escape(const std::string& in) {
     std::string out;
     for (size_t i = 0; i < in.size();) {
         unsigned char c = in[i];
         size_t n = utf8_length(in, i);
         if (n == 0) {
-            out += "\\ufffd";
+            // A byte that is not UTF-8 (file names are bytes): a lone surrogate
+            // U+DC80..U+DCFF, as Python's surrogateescape writes it, so a reader
+            // gets the original bytes back (os.fsencode(json.loads(...)["input"])).
+            static const char* hex = "0123456789abcdef";
+            out += "\\udc";
+            out += hex[c >> 4];
+            out += hex[c & 15];
             ++i;
             continue;
         }

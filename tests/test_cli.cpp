@@ -509,6 +509,18 @@ TEST(Cli, PipesOneImageThroughStdinAndStdout) {
     }
 }
 
+TEST(Cli, NonUtf8NamesRoundTripInJsonAndPatternsGetAHint) {
+    ScratchDir dir("cli");
+    const std::string name = std::string("caf\xe9-\xff.png");  // Latin-1 bytes, not UTF-8
+    fs::copy_file(sample("chelsea.png"), dir / name);
+    RunResult r = imrestore(q(dir / name) + " -o " + q(dir / "out/") + " -d cpu -m sharpen --json", dir);
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("caf\\udce9-\\udcff.png"), std::string::npos) << r.out;  // surrogateescape, as Python
+    RunResult g = imrestore(q(dir / "p1*.png") + " -d cpu -m sharpen", dir);
+    EXPECT_EQ(g.code, 1);
+    EXPECT_NE(g.err.find("no such file or directory (a quoted pattern?"), std::string::npos) << g.err;
+}
+
 TEST(Cli, UnwritableOutputFails) {
     ScratchDir dir("cli");
     std::ofstream(dir / "a-file") << "x";  // a folder cannot be made under a file, even as root

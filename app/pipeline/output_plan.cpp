@@ -138,7 +138,12 @@ std::vector<FileJob> plan_jobs(const std::vector<std::string>& inputs, const std
         fs::path in = fs::absolute(strip_trailing_slashes(raw), ec).lexically_normal();
         if (in.has_parent_path() && in.filename().empty()) in = in.parent_path();
         if (!fs::exists(in, ec)) {
-            jobs.push_back({raw, "", raw + ": no such file or directory"});
+            const bool pattern = raw.find_first_of("*?[") != std::string::npos;
+            jobs.push_back({raw, "",
+                            raw + ": no such file or directory" +
+                                std::string(pattern ? " (a quoted pattern? the shell expands *, ? and [...]; "
+                                                      "imrestore takes names and folders)"
+                                                    : "")});
         } else if (fs::is_directory(in, ec)) {
             fs::path dest = output.empty()      ? as_given(in.parent_path() / (in.filename().string() + suffix),
                                                            fs::path(raw).is_relative())
