@@ -33,7 +33,7 @@
 //   alpha mask that both codecs read back; OpenCV writes 32-bit BI_RGB and ignores that alpha itself). Without OpenCV
 //   every format goes to stb (no TIFF, no WebP), except JPEG, which goes to libjpeg(-turbo) wherever OpenCV does not
 //   take it (also --codec stb): stb's JPEG decoder writes past its Huffman tables on invalid files and its encoder is
-//   undefined behaviour on every image; libjpeg is also 1.8x (decode) and 6x (encode) faster on a 12 MP photo.
+//   undefined behaviour on every image; libjpeg is also faster (docs/performance.md, "Pipeline and codecs").
 // - PNG that OpenCV does not write (no OpenCV, --codec stb, gray+alpha) goes
 //   through libpng with OpenCV's settings for a given level, so every build
 //   writes the same size at the same speed (8 and 16 bit, 1 to 4 channels;
