@@ -5,6 +5,8 @@
 #include <numeric>
 #include <sstream>
 
+#include "util/printable.h"
+
 namespace imr {
 
 double StageTimer::Row::total_ms() const {
@@ -69,71 +71,6 @@ std::string StageTimer::table(const std::string& title, double megapixels, int i
         s << line;
     }
     return s.str();
-}
-
-namespace {
-// Length of the valid UTF-8 sequence starting at s[i], or 0 if it is not one.
-size_t utf8_length(const std::string& s, size_t i) {
-    unsigned char c = s[i];
-    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    if (n == 0 || i + n > s.size()) return 0;
-    for (size_t k = 1; k < n; ++k)
-        if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return 0;
-    return n;
-}
-}  // namespace
-
-// File names are bytes, JSON is UTF-8: bytes that are not valid UTF-8 become
-// \udcXX escapes (below), so the report always parses and the names round-trip.
-std::string json_escape(const std::string& in) {
-    std::string out;
-    for (size_t i = 0; i < in.size();) {
-        unsigned char c = in[i];
-        size_t n = utf8_length(in, i);
-        if (n == 0) {
-            // A byte that is not UTF-8 (file names are bytes): a lone surrogate
-            // U+DC80..U+DCFF, as Python's surrogateescape writes it, so a reader
-            // gets the original bytes back (os.fsencode(json.loads(...)["input"])).
-            static const char* hex = "0123456789abcdef";
-            out += "\\udc";
-            out += hex[c >> 4];
-            out += hex[c & 15];
-            ++i;
-            continue;
-        }
-        if (n > 1) {
-            out.append(in, i, n);
-            i += n;
-            continue;
-        }
-        switch (c) {
-            case '"':
-                out += "\\\"";
-                break;
-            case '\\':
-                out += "\\\\";
-                break;
-            case '\n':
-                out += "\\n";
-                break;
-            case '\t':
-                out += "\\t";
-                break;
-            case '\r':
-                out += "\\r";
-                break;
-            default:
-                if (c < 0x20) {
-                    char buf[8];
-                    std::snprintf(buf, sizeof buf, "\\u%04x", c);
-                    out += buf;
-                } else {
-                    out += char(c);
-                }
-        }
-        ++i;
-    }
-    return out;
 }
 
 std::string StageTimer::json() const {

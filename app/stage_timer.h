@@ -56,6 +56,4 @@ private:
     std::chrono::steady_clock::time_point start_;
 };
 
-std::string json_escape(const std::string& s);
-
 }  // namespace imr

@@ -65,4 +65,57 @@ std::string printable(const std::string& s) {
     return out;
 }
 
+// File names are bytes, JSON is UTF-8: bytes that are not valid UTF-8 become
+// \udcXX escapes (below), so the report always parses and the names round-trip.
+std::string json_escape(const std::string& in) {
+    std::string out;
+    for (size_t i = 0; i < in.size();) {
+        unsigned char c = in[i];
+        size_t n = utf8_length(in, i);
+        if (n == 0) {
+            // A byte that is not UTF-8 (file names are bytes): a lone surrogate
+            // U+DC80..U+DCFF, as Python's surrogateescape writes it, so a reader
+            // gets the original bytes back (os.fsencode(json.loads(...)["input"])).
+            static const char* hex = "0123456789abcdef";
+            out += "\\udc";
+            out += hex[c >> 4];
+            out += hex[c & 15];
+            ++i;
+            continue;
+        }
+        if (n > 1) {
+            out.append(in, i, n);
+            i += n;
+            continue;
+        }
+        switch (c) {
+            case '"':
+                out += "\\\"";
+                break;
+            case '\\':
+                out += "\\\\";
+                break;
+            case '\n':
+                out += "\\n";
+                break;
+            case '\t':
+                out += "\\t";
+                break;
+            case '\r':
+                out += "\\r";
+                break;
+            default:
+                if (c < 0x20) {
+                    char buf[8];
+                    std::snprintf(buf, sizeof buf, "\\u%04x", c);
+                    out += buf;
+                } else {
+                    out += char(c);
+                }
+        }
+        ++i;
+    }
+    return out;
+}
+
 }  // namespace imr
