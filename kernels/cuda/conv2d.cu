@@ -819,8 +819,15 @@ std::string context(const Conv2dArgs& a) {
 // device. On every launch: the attribute is per device (a process may run
 // several backends), and setting it costs microseconds.
 void allow_smem(void (*kernel)(ConvParams), size_t bytes, const Conv2dArgs& a) {
-    check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)), context(a),
-               "cudaFuncSetAttribute(max dynamic shared memory)");
+    const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes));
+    if (err != cudaSuccess) throw_cuda(context(a), "cudaFuncSetAttribute(max dynamic shared memory)", err);
+}
+
+// check_launch with the op's context built only on failure: context() formats
+// the shapes, which every layer of every tile would otherwise pay for.
+void check_launched(const Conv2dArgs& a, const char* kernel) {
+    const cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess) throw_cuda(context(a), kernel, err);
 }
 
 [[noreturn]] void unknown_pad_mode(const Conv2dArgs& a) {
@@ -844,7 +851,7 @@ void launch_double_buffer(const ConvParams& p, const Conv2dArgs& a, int split, c
         default:
             unknown_pad_mode(a);
     }
-    check_launch(context(a), "conv2d_igemm_double_buffer_kernel launch");
+    check_launched(a, "conv2d_igemm_double_buffer_kernel launch");
 }
 
 template <int BM, int BN, int BK, int STAGES, int FG, int FR, PadMode PAD, bool VALID>
@@ -853,7 +860,7 @@ void launch_multistage_kernel(const ConvParams& p, const Conv2dArgs& a, dim3 gri
     constexpr size_t smem = multistage_smem_bytes(BM, BN, BK, STAGES);
     allow_smem(kernel, smem, a);
     kernel<<<grid, MS_THREADS, smem, stream>>>(p);
-    check_launch(context(a), "conv2d_igemm_multistage_kernel launch");
+    check_launched(a, "conv2d_igemm_multistage_kernel launch");
 }
 
 template <int BM, int BN, int BK, int STAGES, int FG, int FR>
@@ -886,7 +893,7 @@ void launch_direct_kernel(const ConvParams& p, const Conv2dArgs& a, cudaStream_t
     const dim3 grid(unsigned((p.wo + DT_TX - 1) / DT_TX), unsigned((p.ho + DT_TY - 1) / DT_TY),
                     unsigned(std::min(a.in.n, 65535)));
     kernel<<<grid, DT_THREADS, smem, stream>>>(p);
-    check_launch(context(a), "conv2d_direct_small_cout_kernel launch");
+    check_launched(a, "conv2d_direct_small_cout_kernel launch");
 }
 
 template <int CP, PadMode PAD>
@@ -940,7 +947,7 @@ void launch_winograd_kernel(const ConvParams& p, const Conv2dArgs& a, cudaStream
     const dim3 grid(unsigned((p.wo + WG_TW - 1) / WG_TW), unsigned((p.ho + WG_TH - 1) / WG_TH),
                     unsigned(std::min<long long>(z, 65535)));
     kernel<<<grid, WG_THREADS, smem, stream>>>(p);
-    check_launch(context(a), "conv2d_winograd_2x2_3x3_kernel launch");
+    check_launched(a, "conv2d_winograd_2x2_3x3_kernel launch");
 }
 
 // Uses the weights prepare_conv2d transformed, else transforms them into a
@@ -1156,8 +1163,8 @@ void conv2d(const Conv2dArgs& a, cudaStream_t stream, int sm_count, int forced) 
         p.k_chunk = (steps + plan.split_k - 1) / plan.split_k * var.step;
     }
     if (plan.split_k > 1)
-        check_cuda(cudaMemsetAsync(a.output, 0, o.count() * sizeof(float), stream), context(a),
-                   "cudaMemsetAsync(output) for the split reduction");
+        if (const cudaError_t err = cudaMemsetAsync(a.output, 0, o.count() * sizeof(float), stream); err != cudaSuccess)
+            throw_cuda(context(a), "cudaMemsetAsync(output) for the split reduction", err);
     var.launch(p, a, plan.split_k, stream);
 }
 
