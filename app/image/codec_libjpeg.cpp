@@ -31,6 +31,9 @@ struct ErrorManager {
     jpeg_error_mgr pub;
     std::jmp_buf jump;
     char message[JMSG_LENGTH_MAX];
+    // libjpeg's standard manager with on_error / on_message (below) in place
+    // of its exit() and stderr output.
+    jpeg_error_mgr* install();
 };
 
 void on_error(j_common_ptr cinfo) {
@@ -44,16 +47,19 @@ void on_error(j_common_ptr cinfo) {
 // sees fit, as OpenCV's build does.
 void on_message(j_common_ptr, int) {}
 
+jpeg_error_mgr* ErrorManager::install() {
+    jpeg_std_error(&pub);
+    pub.error_exit = on_error;
+    pub.emit_message = on_message;
+    return &pub;
+}
+
 // The decoder's state lives in this object, never in automatic variables of
 // a function that calls setjmp: those are indeterminate after a longjmp if
 // they changed in between. Each step returns false after a libjpeg error.
 class Decoder {
 public:
-    Decoder() {
-        cinfo_.err = jpeg_std_error(&err_.pub);
-        err_.pub.error_exit = on_error;
-        err_.pub.emit_message = on_message;
-    }
+    Decoder() { cinfo_.err = err_.install(); }
     ~Decoder() {
         if (created_) jpeg_destroy_decompress(&cinfo_);
     }
@@ -118,9 +124,7 @@ private:
 class Encoder {
 public:
     Encoder() {
-        cinfo_.err = jpeg_std_error(&err_.pub);
-        err_.pub.error_exit = on_error;
-        err_.pub.emit_message = on_message;
+        cinfo_.err = err_.install();
         dest_.init_destination = on_init;
         dest_.empty_output_buffer = on_full;
         dest_.term_destination = on_term;

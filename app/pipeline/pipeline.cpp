@@ -38,6 +38,7 @@ double ms_since(std::chrono::steady_clock::time_point t) {
 struct Decoded {
     Image image;
     std::vector<float> planes;  // the image as the model's NCHW input (image_to_planes), made by the decoder
+    size_t floats = 0;          // of planes (a pooled buffer may be larger)
     FileResult::Status status = FileResult::Status::Restored;  // Restored = go on
     std::string message;
     double ms = 0, to_nchw_ms = 0;
@@ -47,6 +48,7 @@ struct Pending {
     size_t job;
     Image image;
     std::vector<float> planes;
+    size_t floats;  // of planes used (Decoded::floats)
 };
 
 // Standard input, whole (one image; "-" in messages).
@@ -234,14 +236,14 @@ private:
             t = std::chrono::steady_clock::now();
             try {
                 const int channels = runner_.model().channels;
-                d.planes =
-                    pool_.take(size_t(items_per_image(d.image, channels)) * channels * d.image.width * d.image.height);
+                d.floats = size_t(items_per_image(d.image, channels)) * channels * d.image.width * d.image.height;
+                d.planes = pool_.take(d.floats);
                 image_to_planes(d.image, channels, d.planes.data());
             } catch (const std::exception& e) {  // bad_alloc: no room for the planes
                 d.status = FileResult::Status::Failed;
                 d.message = job.input + ": " +
                             (dynamic_cast<const std::bad_alloc*>(&e) ? "out of memory for its planes" : e.what());
-                d.planes = {};
+                d.planes = {}, d.floats = 0;
             }
             d.to_nchw_ms = ms_since(t);
         }
@@ -264,12 +266,8 @@ private:
     void take(size_t i, Decoded d) {
         if (d.ms > 0) report_.timer.add("read+decode", d.ms);
         if (d.to_nchw_ms > 0) report_.timer.add("to-NCHW", d.to_nchw_ms);
-        const size_t plane_floats = d.status != FileResult::Status::Restored
-                                        ? 0
-                                        : size_t(items_per_image(d.image, runner_.model().channels)) *
-                                              runner_.model().channels * d.image.width * d.image.height;
         largest_image_bytes_ =
-            std::max(largest_image_bytes_, d.image.samples.size() * sizeof(uint16_t) + plane_floats * sizeof(float));
+            std::max(largest_image_bytes_, d.image.samples.size() * sizeof(uint16_t) + d.floats * sizeof(float));
         if (d.status != FileResult::Status::Restored) return finish(i, d.status, d.message);
         if (!pending_.empty()) {
             int channels = runner_.model().channels;
@@ -279,7 +277,7 @@ private:
             const size_t batch_pixels = size_t(first.width) * first.height * (pending_.size() + 1);
             if (!same || int(pending_.size()) >= options_.batch || batch_pixels > kMaxBatchPixels) flush();
         }
-        pending_.push_back({i, std::move(d.image), std::move(d.planes)});
+        pending_.push_back({i, std::move(d.image), std::move(d.planes), d.floats});
     }
 
     // Runs the model on the pending images (all of one size) and queues their
@@ -291,7 +289,6 @@ private:
         int items = 0;
         for (const Pending& p : pending_) items += items_per_image(p.image, channels);
         Shape shape{items, channels, first.height, first.width};
-        const size_t item_size = size_t(channels) * first.height * first.width;
         std::vector<float> input, output;
         try {
             if (pending_.size() == 1) {
@@ -301,9 +298,8 @@ private:
                 input = pool_.take(shape.count());
                 size_t at = 0;
                 for (Pending& p : pending_) {
-                    const size_t n = items_per_image(p.image, channels) * item_size;
-                    std::copy(p.planes.begin(), p.planes.begin() + long(n), input.begin() + long(at));
-                    at += n;
+                    std::copy(p.planes.begin(), p.planes.begin() + long(p.floats), input.begin() + long(at));
+                    at += p.floats;
                     pool_.give(std::move(p.planes));
                 }
             }
@@ -332,7 +328,7 @@ private:
         // whole buffer when it is the only one).
         size_t offset = 0;
         for (Pending& p : pending_) {
-            const size_t n = items_per_image(p.image, channels) * item_size;
+            const size_t n = p.floats;
             std::vector<float> planes;
             if (pending_.size() == 1) {
                 planes = std::move(output);
