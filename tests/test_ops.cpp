@@ -392,6 +392,39 @@ protected:
     }
     // Selects a way (see ways()): "prepared" runs on the planner's pick.
     void select(Op op, const std::string& way) { backend_->force_variant(op, way == kPrepared ? "" : way); }
+    // Runs the op once per way (ways()): a fresh NaN-poisoned, guarded output
+    // each time, `a` with that output and the way's prepared weights given to
+    // `call`; NotApplicable is counted, any other exception fails. `check`
+    // gets each result; the input must come back unchanged.
+    template <class Args, class Call, class Check>
+    void run_every_way(Op op, const Args& a, size_t out_count, const DeviceBuffer& input,
+                       const std::vector<float>& host_input, std::map<std::string, int>& ran,
+                       std::map<std::string, int>& not_applicable, Call call, Check check) {
+        Backend& be = *backend_;
+        for (const std::string& way : ways(op, true)) {
+            SCOPED_TRACE("kernel: " + (way.empty() ? std::string("the planner's pick") : way));
+            select(op, way);
+            const std::unique_ptr<imr::PreparedWeights> prepared = way == kPrepared ? be.prepare(a) : nullptr;
+            if (way == kPrepared && !prepared) continue;  // nothing to prepare on this backend
+            GuardedOutput out(be, out_count);
+            Args run = a;
+            run.output = out.data(), run.prepared = prepared.get();
+            try {
+                call(run);
+            } catch (const imr::NotApplicable&) {
+                ++not_applicable[way];
+                continue;
+            } catch (const std::exception& e) {
+                ADD_FAILURE() << "threw: " << e.what();
+                continue;
+            }
+            ++ran[way];
+            be.synchronize();
+            check(out.download());
+            expect_unchanged(be, input, host_input, "input");
+        }
+    }
+
     // After all cases: every variant must have run at least one case; prints
     // how many each ran.
     void report_ways(Op op, const std::map<std::string, int>& ran, const std::map<std::string, int>& not_applicable) {
@@ -450,38 +483,21 @@ TEST_P(OpsTest, ResidualBlock) {
         host.conv_out_weight = w_out.data(), host.conv_out_bias = b_out.data();
         const std::vector<double> ref = imr::reference_residual_block(host);
 
-        for (const std::string& way : ways(Op::ResidualBlock, true)) {
-            SCOPED_TRACE("kernel: " + (way.empty() ? std::string("the planner's pick") : way));
-            select(Op::ResidualBlock, way);
-            const std::unique_ptr<imr::PreparedWeights> prepared = way == kPrepared ? be.prepare(a) : nullptr;
-            if (way == kPrepared && !prepared) continue;  // nothing to prepare on this backend
-            GuardedOutput out(be, s.count());
-            ResidualBlockArgs run = a;
-            run.output = out.data(), run.prepared = prepared.get();
-            try {
-                be.residual_block(run);
-            } catch (const imr::NotApplicable&) {
-                ++not_applicable[way];
-                continue;
-            } catch (const std::exception& e) {
-                ADD_FAILURE() << "threw: " << e.what();
-                continue;
-            }
-            ++ran[way];
-            be.synchronize();
-            const std::vector<float> got = out.download();
-            expect_unchanged(be, dx, x, "input");
-
-            // Every case: the fp32 bound; SOL cases also by the benchmark's own rule.
-            worst_fraction = std::max(worst_fraction, expect_fp32_accurate(got, ref, {}, s, 9L * k.c + 9L * k.hidden));
-            if (k.sol_atol > 0) {
-                const Comparison r = compare(got, ref, {}, k.sol_atol, kSolRtol);
-                EXPECT_GE(double(r.within), kSolPassFraction * double(r.compared))
-                    << r.compared - r.within << " of " << r.compared << " elements beyond atol " << k.sol_atol
-                    << " + rtol " << kSolRtol << "; worst " << where(s, r.worst) << ": got " << got[r.worst]
-                    << ", float64 " << ref[r.worst];
-            }
-        }
+        run_every_way(
+            Op::ResidualBlock, a, s.count(), dx, x, ran, not_applicable,
+            [&](ResidualBlockArgs& run) { be.residual_block(run); },
+            [&](const std::vector<float>& got) {
+                // Every case: the fp32 bound; SOL cases also by the benchmark's own rule.
+                worst_fraction =
+                    std::max(worst_fraction, expect_fp32_accurate(got, ref, {}, s, 9L * k.c + 9L * k.hidden));
+                if (k.sol_atol > 0) {
+                    const Comparison r = compare(got, ref, {}, k.sol_atol, kSolRtol);
+                    EXPECT_GE(double(r.within), kSolPassFraction * double(r.compared))
+                        << r.compared - r.within << " of " << r.compared << " elements beyond atol " << k.sol_atol
+                        << " + rtol " << kSolRtol << "; worst " << where(s, r.worst) << ": got " << got[r.worst]
+                        << ", float64 " << ref[r.worst];
+                }
+            });
     }
     report_ways(Op::ResidualBlock, ran, not_applicable);
     std::cout << "[          ] worst error: " << worst_fraction << " of the fp32 bound; " << skipped
@@ -544,39 +560,20 @@ TEST_P(OpsTest, Conv2d) {
             ref = imr::reference_conv2d(host);
         }
 
-        for (const std::string& way : ways(Op::Conv2d, true)) {
-            SCOPED_TRACE("kernel: " + (way.empty() ? std::string("the planner's pick") : way));
-            select(Op::Conv2d, way);
-            const std::unique_ptr<imr::PreparedWeights> prepared = way == kPrepared ? be.prepare(a) : nullptr;
-            if (way == kPrepared && !prepared) continue;  // nothing to prepare on this backend
-            GuardedOutput out(be, os.count());
-            Conv2dArgs run = a;
-            run.output = out.data(), run.prepared = prepared.get();
-            try {
-                be.conv2d(run);
-            } catch (const imr::NotApplicable&) {
-                ++not_applicable[way];
-                continue;
-            } catch (const std::exception& e) {
-                ADD_FAILURE() << "threw: " << e.what();
-                continue;
-            }
-            ++ran[way];
-            be.synchronize();
-            const std::vector<float> got = out.download();
-            expect_unchanged(be, dx, x, "input");
-
-            // Every case: the fp32 bound; GPU MODE test shapes also by the benchmark's own rule.
-            worst_fraction =
-                std::max(worst_fraction, expect_fp32_accurate(got, ref, index, os, long(k.cin) * k.k * k.k));
-            if (k.gpu_mode && !k.gpu_only) {
-                const Comparison r = compare(got, ref, index, kGpuModeTol, kGpuModeTol);
-                EXPECT_EQ(r.within, r.compared)
-                    << r.compared - r.within << " of " << r.compared << " elements beyond atol = rtol = " << kGpuModeTol
-                    << "; worst " << where(os, r.worst) << ": got " << got[r.worst] << ", float64 "
-                    << value_at(ref, index, r.worst);
-            }
-        }
+        run_every_way(
+            Op::Conv2d, a, os.count(), dx, x, ran, not_applicable, [&](Conv2dArgs& run) { be.conv2d(run); },
+            [&](const std::vector<float>& got) {
+                // Every case: the fp32 bound; GPU MODE test shapes also by the benchmark's own rule.
+                worst_fraction =
+                    std::max(worst_fraction, expect_fp32_accurate(got, ref, index, os, long(k.cin) * k.k * k.k));
+                if (k.gpu_mode && !k.gpu_only) {
+                    const Comparison r = compare(got, ref, index, kGpuModeTol, kGpuModeTol);
+                    EXPECT_EQ(r.within, r.compared)
+                        << r.compared - r.within << " of " << r.compared
+                        << " elements beyond atol = rtol = " << kGpuModeTol << "; worst " << where(os, r.worst)
+                        << ": got " << got[r.worst] << ", float64 " << value_at(ref, index, r.worst);
+                }
+            });
     }
     report_ways(Op::Conv2d, ran, not_applicable);
     std::cout << "[          ] worst error: " << worst_fraction << " of the fp32 bound; " << skipped
