@@ -38,7 +38,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             if (!(v >= 0.f && v <= 1.f)) __builtin_trap();  // samples map into [0, 1]
         // The model's output: the planes, with some values replaced by
         // whatever the fuzzer's bytes say as floats (NaN, inf, huge).
-        for (size_t i = 0; i + 4 <= size && i / 4 < planes.size(); i += 4 * 13) std::memcpy(&planes[i / 4], data + i, 4);
+        for (size_t i = 0; i + 4 <= size && i / 4 < planes.size(); i += 4 * 13)
+            std::memcpy(&planes[i / 4], data + i, 4);
         const imr::Image back = imr::planes_to_image(planes.data(), model_channels, img);
         if (back.samples.size() != size_t(back.width) * back.height * back.channels) __builtin_trap();
         for (uint16_t v : back.samples)

@@ -19,6 +19,7 @@
 #include "error.h"
 #include "image/image_batch.h"
 #include "image/image_io.h"
+#include "image_decode_input.h"
 
 #ifdef IMRESTORE_WITH_OPENCV
 #include <opencv2/imgcodecs.hpp>
@@ -896,12 +897,11 @@ TEST_F(ImageIoFiles, InvalidJpegHuffmanTablesAreRefused) {
 }
 
 // Every input a fuzzer found a fault with (tests/data/fuzz/*.bin, in
-// fuzz/fuzz_image_decode.cpp's layout: a selector byte, then the file) is
-// decoded the same way here: an image or an imr::Error, and under the CI's
-// sanitizers nothing else.
+// fuzz/image_decode_input.h's layout) is decoded as fuzz_image_decode does,
+// with every codec of the build: an image or an imr::Error, and under the
+// CI's sanitizers nothing else.
 TEST(ImageIoFuzzCrashers, DecodeWithoutFault) {
     int files = 0;
-    const char* const names[] = {"f.png", "f.jpg", "f.bmp", "f.tga", "f.gif", "f.ppm", "f.psd", "f.tif", "f.webp"};
     for (const auto& e : fs::directory_iterator(IMRESTORE_FUZZ_CRASHERS)) {
         if (e.path().filename().string().rfind("image_decode-", 0) != 0) continue;
         ++files;
@@ -911,7 +911,7 @@ TEST(ImageIoFuzzCrashers, DecodeWithoutFault) {
         for (Codec codec : build_codecs()) {
             SCOPED_TRACE(e.path().filename().string() + ", " + imr::codec_name(codec));
             try {
-                (void)imr::decode_image(names[(all[0] / 3) % 9], bytes, codec, uint64_t(1) << 20);
+                (void)imr::decode_image(imr::fuzz::image_name(all[0]), bytes, codec, imr::fuzz::kImageMaxPixels);
             } catch (const imr::Error&) {
             }
         }
