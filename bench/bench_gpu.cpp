@@ -330,6 +330,20 @@ Result bench_residual(Gpu& g, const Options& o, std::mt19937& rng, const std::st
 // eager framework runs Conv2d + ReLU).
 // residual: the layer also adds an output-shaped tensor (the model input),
 // fused here, a cudnnAddTensor more for cuDNN.
+// The distinct convolution layers of the bundled models on a 12 MP photo,
+// for the "model" and "variants" suites: the unshuffle CNN (denoise-fast,
+// deblock, deblur; half resolution) and the full-resolution CNN (denoise).
+struct ModelLayer {
+    const char* model;
+    int cin, cout, h, w;
+    bool relu, residual;
+};
+constexpr ModelLayer kModelLayers[] = {
+    {"unshuffle_cnn", 12, 64, 1500, 2000, true, false},  {"unshuffle_cnn", 64, 64, 1500, 2000, true, false},
+    {"unshuffle_cnn", 64, 12, 1500, 2000, false, false}, {"fullres_cnn", 3, 48, 3000, 4000, true, false},
+    {"fullres_cnn", 48, 48, 3000, 4000, true, false},    {"fullres_cnn", 48, 3, 3000, 4000, false, true},
+};
+
 // forced >= 0: that kernel variant (kernels/cuda/conv2d.cu's table) instead
 // of the planner's pick, and no cuDNN run; the name ends in the variant's.
 Result bench_model_conv(Gpu& g, const Options& o, std::mt19937& rng, const std::string& suite, int cin, int cout, int H,
@@ -639,46 +653,35 @@ int main(int argc, char** argv) {
     if (o.suite == "all" || o.suite == "conv")
         for (const auto& c : kConvSuite) report(bench_conv(g, o, rng, "gpumode_conv2d_v2", c[0], c[1], c[2], c[3]));
     if (o.suite == "all" || o.suite == "model") {
-        // 4000 x 3000 photo; the convolutions run on the 2000 x 1500 half-resolution planes.
-        const int H = 3000, W = 4000, h = H / 2, w = W / 2;
+        // 4000 x 3000 photo; the unshuffle CNN's convolutions run on the 2000 x
+        // 1500 half-resolution planes, between its two shuffles.
+        const int H = 3000, W = 4000;
+        auto run_layers = [&](const char* model) {
+            for (const ModelLayer& l : kModelLayers)
+                if (std::string(l.model) == model)
+                    report(bench_model_conv(g, o, rng, std::string(model) + "_12mp", l.cin, l.cout, l.h, l.w, l.relu,
+                                            l.residual));
+        };
         report(bench_model_shuffle(g, o, rng, H, W, true));
-        const std::string s2 = "unshuffle_cnn_12mp";
-        report(bench_model_conv(g, o, rng, s2, 12, 64, h, w, true));
-        report(bench_model_conv(g, o, rng, s2, 64, 64, h, w, true));
-        report(bench_model_conv(g, o, rng, s2, 64, 12, h, w, false));
+        run_layers("unshuffle_cnn");
         report(bench_model_shuffle(g, o, rng, H, W, false));
         // The denoise model's 14 convolutions (1 + 12 + 1) from the layers
         // above; the two shuffles add their own rows (cuDNN has none).
         const size_t k = results.size();
         report(model_total("unshuffle_cnn_12mp_total", "denoise 14 convs 4000x3000", results, k - 4, k - 1, 12));
         // The full-resolution CNN (10 convolutions of width 48, the last adding the input).
-        const std::string s1 = "fullres_cnn_12mp";
-        report(bench_model_conv(g, o, rng, s1, 3, 48, H, W, true));
-        report(bench_model_conv(g, o, rng, s1, 48, 48, H, W, true));
-        report(bench_model_conv(g, o, rng, s1, 48, 3, H, W, false, true));
+        run_layers("fullres_cnn");
         const size_t k1 = results.size();
         report(model_total("fullres_cnn_12mp_total", "full-res 10 convs 4000x3000", results, k1 - 3, k1, 8));
     }
     if (o.suite == "all" || o.suite == "variants") {
         // Every conv2d variant that can run each model layer; the planner's pick appears among them.
-        struct Layer {
-            const char* suite;
-            int cin, cout, H, W;
-            bool relu, residual;
-        };
-        const Layer layers[] = {
-            {"variants_unshuffle_cnn", 12, 64, 1500, 2000, true, false},
-            {"variants_unshuffle_cnn", 64, 64, 1500, 2000, true, false},
-            {"variants_unshuffle_cnn", 64, 12, 1500, 2000, false, false},
-            {"variants_fullres_cnn", 3, 48, 3000, 4000, true, false},
-            {"variants_fullres_cnn", 48, 48, 3000, 4000, true, false},
-            {"variants_fullres_cnn", 48, 3, 3000, 4000, false, true},
-        };
-        const std::vector<std::string> names = imr::cuda::conv2d_variants();
-        for (const Layer& l : layers)
-            for (int v = 0; v < int(names.size()); ++v) {
+        const int variants = int(imr::cuda::conv2d_variants().size());
+        for (const ModelLayer& l : kModelLayers)
+            for (int v = 0; v < variants; ++v) {
                 try {
-                    report(bench_model_conv(g, o, rng, l.suite, l.cin, l.cout, l.H, l.W, l.relu, l.residual, v));
+                    report(bench_model_conv(g, o, rng, std::string("variants_") + l.model, l.cin, l.cout, l.h, l.w,
+                                            l.relu, l.residual, v));
                 } catch (const imr::NotApplicable&) {
                 }
             }
