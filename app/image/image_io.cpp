@@ -124,7 +124,6 @@ std::vector<uint8_t> read_file(const std::string& path) {
             break;
         }
     }
-    if (data.empty()) throw Error(path + ": empty file");
     return data;
 }
 

@@ -50,7 +50,9 @@ int exif_payload_orientation(const uint8_t* p, size_t n) {
 // 256 symbols per table, code counts that fit their lengths (Kraft), tables
 // inside the segment. stb_image 2.27 builds its lookup tables from the counts
 // without these checks and writes past them on a crafted file (up to ~3.8 KB
-// beyond `size[257]`), so every JPEG is checked before any decoder sees it.
+// beyond `size[257]`); it decodes JPEG only in builds without libjpeg, but the
+// check runs for every JPEG, so each decoder path refuses such a file with
+// the same message before it sees it.
 std::string dht_problem(const uint8_t* p, size_t len) {
     size_t pos = 0;
     while (pos < len) {
@@ -235,7 +237,7 @@ Probe probe_jpeg(const std::vector<uint8_t>& d) {
             r.orientation = exif_payload_orientation(&d[pos + 4], len - 2);
             have_exif = true;
         }
-        if (m == 0xC4) {  // DHT: validated here because stb_image 2.27 trusts it (see dht_problem)
+        if (m == 0xC4) {  // DHT: validated before any decoder (see dht_problem)
             r.problem = dht_problem(&d[pos + 4], len - 2);
             if (!r.problem.empty()) return r;
         }
