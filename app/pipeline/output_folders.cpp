@@ -66,8 +66,9 @@ std::string probe_writable(const std::string& folder) {
     return ok ? "" : std::generic_category().message(err);
 }
 
-}  // namespace
-
+// The temporary files of dead imrestore processes in `folder`: names
+// matching ".*.tmp-PID-N*" whose PID is not running on this host, regular
+// files of this user, untouched for kStaleSeconds.
 std::vector<std::string> stale_temporary_files(const std::string& folder) {
     std::vector<std::string> stale;
     std::error_code ec;
@@ -85,6 +86,8 @@ std::vector<std::string> stale_temporary_files(const std::string& folder) {
     }
     return stale;
 }
+
+}  // namespace
 
 void prepare_output_folders(std::vector<FileJob>& jobs, bool force) {
     std::map<std::string, std::string> folder_error;  // folder -> "" (ready) or why not

@@ -19,9 +19,4 @@ namespace imr {
 // error of each of its jobs. Nothing is created.
 void prepare_output_folders(std::vector<FileJob>& jobs, bool force);
 
-// The temporary files of dead imrestore processes in `folder` (exposed for
-// the tests): names matching ".*.tmp-PID-N*" whose PID is not running on
-// this host, regular files of this user, untouched for 10 minutes.
-std::vector<std::string> stale_temporary_files(const std::string& folder);
-
 }  // namespace imr

@@ -1068,12 +1068,6 @@ std::vector<std::string> conv2d_variants() {
     return names;
 }
 
-int conv2d_variant_index(const std::string& name) {
-    for (int i = 0; i < kVariantCount; ++i)
-        if (name == kConv2dVariants[i].name) return i;
-    return -1;
-}
-
 Conv2dPlan plan_conv2d(const Conv2dArgs& a, int sm_count, int forced) {
     const Shape o = a.out_shape();
     const long long m = a.out_channels, n = (long long)o.n * o.h * o.w;

@@ -33,8 +33,6 @@ std::unique_ptr<PreparedWeights> prepare_conv2d(const Conv2dArgs& a, cudaStream_
 
 // Every variant's name, in table order.
 std::vector<std::string> conv2d_variants();
-// The index of a variant name, -1 if there is none.
-int conv2d_variant_index(const std::string& name);
 
 // Picks the variant and split for a shape on a GPU with `sm_count`
 // multiprocessors; forced >= 0 takes that variant instead (throws
