@@ -378,16 +378,17 @@ class CpuParams:
     params = PhotoPatches.params
 
 
-def make_batch(task, patches, feeder, batch, size, margin, gen):
+def make_batch(task, patches, feeder, batch, size, margin, gen, sigma_power=1.0):
     """(degraded, clean) float32 [B,3,P,P] on the device, drawn from the task's
-    training distribution."""
+    training distribution (denoise: sigma = NOISE_MAX * u ** sigma_power, u
+    uniform in [0, 1): a power above 1 draws low noise levels more often)."""
     dev = patches.device
     if task == "deblock":
         d, c = feeder.next()
         return d.float() / 255.0, c.float() / 255.0
     clean = patches.crops(batch, gen).float() / 255.0
     if task == "denoise":
-        sigma = torch.rand(batch, generator=gen, device=dev) * NOISE_MAX
+        sigma = torch.rand(batch, generator=gen, device=dev) ** sigma_power * NOISE_MAX
         return add_noise(clean, sigma, gen), clean
     # deblur: crop with a margin, blur (valid), round, crop, noise
     s = BLUR_S[0] + torch.rand(batch, generator=gen, device=dev) * (BLUR_S[1] - BLUR_S[0])
@@ -567,6 +568,10 @@ def describe(args, results, rf):
             f"Limits: {limits}")
 
 
+def loss_text(args):
+    return "MSE" if args.loss == "mse" else f"Charbonnier (eps {args.charbonnier_eps:g})"
+
+
 def git_commit():
     try:
         return subprocess.run(["git", "-C", HERE, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
@@ -575,8 +580,10 @@ def git_commit():
         return "unknown"
 
 
-def degradation_text(task):
+def degradation_text(task, sigma_power=1.0):
     if task == "denoise":
+        if sigma_power != 1.0:
+            return f"noise sigma {NOISE_MAX:g} * u^{sigma_power:g}, u uniform [0, 1), per patch"
         return f"noise sigma uniform [0, {NOISE_MAX:g}] per patch"
     if task == "deblock":
         return f"libjpeg (torchvision CPU codec) baseline 4:2:0 JPEG, quality uniform integer [{JPEG_Q[0]}, {JPEG_Q[1]}]"
@@ -622,7 +629,11 @@ def parse_args(argv=None):
     ap.add_argument("--warmup-steps", type=int, default=300)
     ap.add_argument("--weight-decay", type=float, default=0.0)
     ap.add_argument("--clip", type=float, default=1.0, help="gradient norm clipping")
+    ap.add_argument("--loss", choices=("charbonnier", "mse"), default="charbonnier",
+                    help="training loss of this call (mse: what PSNR measures, for a final fine-tune)")
     ap.add_argument("--charbonnier-eps", type=float, default=1e-3)
+    ap.add_argument("--sigma-power", type=float, default=1.0,
+                    help="denoise: sigma = 55 * u^P with u uniform (1: uniform; above 1: low levels more often)")
     ap.add_argument("--no-amp", action="store_true", help="fp32 training (default on CUDA: bf16 autocast)")
     ap.add_argument("--val-count", type=int, default=64, help="validation patches")
     ap.add_argument("--ckpt-every-s", type=float, default=60.0)
@@ -740,7 +751,8 @@ def main(argv=None):
         val = validation_set(args.task, hphotos, args.val_count, args.patch, margin)
 
     call = {"start_step": state["step"], "device": device_name(device), "minutes": args.minutes,
-            "precision": "bf16 autocast, channels_last" if amp else "fp32, channels_last"}
+            "precision": "bf16 autocast, channels_last" if amp else "fp32, channels_last",
+            "loss": loss_text(args), "degradation": degradation_text(args.task, args.sigma_power)}
     if not args.export_only:
         patches.device = device
         patches.to_device()
@@ -820,12 +832,15 @@ def train(args, model, opt, state, patches, feeder, val, gen_dev, gen_cpu, devic
             lr *= (state["step"] + 1) / args.warmup_steps
         for g in opt.param_groups:
             g["lr"] = lr
-        deg, clean = make_batch(args.task, patches, feeder, args.batch, args.patch, margin, gen_dev)
+        deg, clean = make_batch(args.task, patches, feeder, args.batch, args.patch, margin, gen_dev, args.sigma_power)
         deg = deg.contiguous(memory_format=torch.channels_last)
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
             out = model(deg)
         diff = out.float() - clean
-        loss = torch.sqrt(diff * diff + args.charbonnier_eps ** 2).mean()
+        if args.loss == "mse":
+            loss = (diff * diff).mean()
+        else:
+            loss = torch.sqrt(diff * diff + args.charbonnier_eps ** 2).mean()
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
@@ -893,7 +908,7 @@ def export(args, model, state, paths, device, nparams, log):
     wall = sum(c.get("train_seconds", 0) for c in calls)
     provenance = (
         f"weights/train.py (git {git_commit()}, sha256 {sha256_file(os.path.abspath(__file__))[:16]}); data: {data}; "
-        f"degradation: {degradation_text(args.task)}; architecture: "
+        f"degradation: {degradation_text(args.task)} (each call's own below where it differs); architecture: "
         + (f"unshuffle CNN, space_to_depth {args.factor}, {args.depth} conv3x3 (zero padding, bias) of width "
            f"{args.channels} with ReLU, depth_to_space {args.factor} + input, " if args.factor > 1 else
            f"full-resolution CNN, {args.depth} conv3x3 (zero padding, bias) of width {args.channels} with ReLU, "
@@ -901,10 +916,14 @@ def export(args, model, state, paths, device, nparams, log):
         + f"{nparams} parameters; training: {state['step']} steps of batch {hyper['batch']} x {hyper['patch']}x"
         f"{hyper['patch']} random crops (uniform over positions, 8 flips/rotations), AdamW (betas 0.9/0.99, "
         f"weight decay {hyper['weight_decay']:g}) lr {hyper['lr']:g} with {hyper['warmup_steps']} warm-up steps and "
-        f"cosine decay to {hyper['lr_min']:g} over the training time, Charbonnier loss (eps {hyper['charbonnier_eps']:g}), "
+        f"cosine decay to {hyper['lr_min']:g} over the training time (re-planned by each call over the time trained "
+        f"before plus its own, unless one schedule was given), Charbonnier loss (eps {hyper['charbonnier_eps']:g}) unless a call says otherwise, "
         f"gradient norm clip {hyper['clip']:g}; seed {args.seed}; "
         f"{len(calls)} call(s), {wall:.0f} s of training in total ("
         + ", ".join(f"steps {c['start_step']}-{c['end_step']} on {c['device']} in {c.get('precision', '?')}"
+                    + (f", {c['loss']} loss" if c.get("loss", "").startswith("MSE") else "")
+                    + (f", {c['degradation']}" if c.get("degradation", degradation_text(args.task))
+                       != degradation_text(args.task) else "")
                     for c in calls)
         + f"); torch {torch.__version__}, torchvision {torchvision.__version__}; evaluation: fp32 with TF32 off, "
         f"degradation seeds {EVAL_SEED}+level; written {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}")
