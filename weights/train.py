@@ -681,6 +681,7 @@ def main(argv=None):
         cfg = ck["config"]
         if args.export_only:
             args.task, args.channels, args.depth = cfg["task"], cfg["channels"], cfg["depth"]
+            args.factor = cfg.get("factor", args.factor)
             for k, v in ck.get("hyper", {}).items():
                 setattr(args, k, v)
         elif cfg != arch_config(args):
