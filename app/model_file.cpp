@@ -223,6 +223,12 @@ public:
         if (e.kind != RawEntry::Kind::Int) throw Error(where_ + ": attribute '" + name + "' must be an integer");
         return e.integer;
     }
+    double float_attribute(const char* name) override {
+        const RawEntry& e = attribute(name);
+        if (e.kind == RawEntry::Kind::Int) return double(e.integer);
+        if (e.kind != RawEntry::Kind::Float) throw Error(where_ + ": attribute '" + name + "' must be a number");
+        return e.real;
+    }
     int format_version() const override { return version_; }
 
 private:

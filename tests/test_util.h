@@ -133,6 +133,12 @@ public:
         H5Awrite(attr, H5T_NATIVE_LLONG, &value);
         H5Aclose(attr), H5Sclose(space);
     }
+    static void float_attr(hid_t obj, const char* name, double value) {
+        hid_t space = H5Screate(H5S_SCALAR);
+        hid_t attr = H5Acreate2(obj, name, H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT);
+        H5Awrite(attr, H5T_NATIVE_DOUBLE, &value);
+        H5Aclose(attr), H5Sclose(space);
+    }
     // Writes `dims` of the given file type, filled with `fill` (NaN works).
     static void dataset(hid_t obj, const char* name, std::vector<hsize_t> dims, hid_t file_type = H5T_IEEE_F32LE,
                         double fill = 0.01) {

@@ -49,6 +49,9 @@ public:
     virtual bool has_attribute(const char* name) = 0;
     virtual std::string string_attribute(const char* name) = 0;
     virtual long long int_attribute(const char* name) = 0;
+    // A number: a scalar float attribute of any width (read as float64) or an
+    // integer one (converted). Missing or another type: error.
+    virtual double float_attribute(const char* name) = 0;
     // The model file's format_version (a v2 feature in a v1 file is an error).
     virtual int format_version() const = 0;
 };
@@ -60,6 +63,7 @@ public:
     virtual void tensor(const char* name, const std::vector<float>& data, std::vector<int> shape) = 0;
     virtual void string_attribute(const char* name, const std::string& value) = 0;
     virtual void int_attribute(const char* name, long long value) = 0;
+    virtual void float_attribute(const char* name, double value) = 0;  // written as float64
 };
 
 // How a layer moves pixels. Sizes are in the layer's own input pixels.
