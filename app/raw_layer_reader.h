@@ -4,6 +4,9 @@
 // and what was expected.
 #pragma once
 
+#include <cmath>
+#include <limits>
+#include <sstream>
 #include <string>
 #include <utility>
 
@@ -41,9 +44,18 @@ public:
     }
     double float_attribute(const char* name) override {
         const RawEntry& e = attribute(name);
-        if (e.kind == RawEntry::Kind::Int) return double(e.integer);
-        if (e.kind != RawEntry::Kind::Float) throw Error(where_ + ": attribute '" + name + "' must be a number");
-        return e.real;
+        if (e.kind != RawEntry::Kind::Int && e.kind != RawEntry::Kind::Float)
+            throw Error(where_ + ": attribute '" + name + "' must be a number");
+        const double v = e.kind == RawEntry::Kind::Int ? double(e.integer) : e.real;
+        // The ops compute in float32: a value it cannot hold would become an
+        // infinity there, so it is refused here, for every layer alike.
+        if (!std::isfinite(v) || std::abs(v) > double(std::numeric_limits<float>::max())) {
+            std::ostringstream found;
+            found << v;
+            throw Error(where_ + ": attribute '" + name + "': expected a finite number within float32's range, found " +
+                        found.str());
+        }
+        return v;
     }
     int format_version() const override { return version_; }
 

@@ -15,6 +15,7 @@
 #include "model_isolation.h"
 #include "model_registry.h"
 #include "model_runner.h"
+#include "raw_layer_reader.h"
 #include "reference.h"
 #include "test_util.h"
 
@@ -439,6 +440,60 @@ TEST(ModelFile, BadFilesAreRefusedWithAClearMessage) {
             std::string msg = e.what();
             EXPECT_EQ(msg.rfind(path, 0), 0u) << "message does not start with the file: " << msg;
             EXPECT_NE(msg.find(c.expected), std::string::npos) << "expected '" << c.expected << "' in: " << msg;
+        }
+    }
+}
+
+// ------------------------------------------------------------------ float attributes
+
+// LayerReader::float_attribute as a layer reads it: written into a stage group
+// of a valid model, read back by the isolated reader (the child's HDF5 read,
+// the wire both ways), then through RawLayerReader.
+TEST(ModelFile, FloatAttributesRoundTripThroughTheIsolatedReader) {
+    ScratchDir dir("float-attributes");
+    const std::string path = dir / "m.h5";
+    standard_file(path, [](RawH5& f, hid_t s) {
+        hid_t g = f.conv2d(s, "0", 3, 3);
+        RawH5::float_attr(g, "f64", -0.37);
+        RawH5::float_attr(g, "f32", 2.5, H5T_IEEE_F32LE);
+        RawH5::float_attr(g, "tiny", 1e-30);
+        RawH5::int_attr(g, "int", -2);  // h5py writes attrs["x"] = 2 as an integer: a number is a number
+        RawH5::float_attr(g, "nan", std::nan(""));
+        RawH5::float_attr(g, "inf", -HUGE_VAL);
+        RawH5::float_attr(g, "big", 1e300);
+        RawH5::str_attr(g, "text", "2");
+        const hsize_t two = 2;
+        const double pair[2] = {1.0, 2.0};
+        hid_t space = H5Screate_simple(1, &two, nullptr);
+        hid_t attr = H5Acreate2(g, "pair", H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT);
+        H5Awrite(attr, H5T_NATIVE_DOUBLE, pair);
+        H5Aclose(attr), H5Sclose(space);
+    });
+    EXPECT_NO_THROW(load_model_file(path)) << "attributes no layer asks for are ignored";
+
+    const RawModel raw = read_model_isolated(path);
+    ASSERT_EQ(raw.stages.size(), 1u);
+    const std::string at = path + ": stage 0 (conv2d)";
+    RawLayerReader r(raw.stages[0], at, 2);
+    EXPECT_EQ(r.float_attribute("f64"), -0.37) << "float64 must come through unrounded";
+    EXPECT_EQ(r.float_attribute("f32"), 2.5);
+    EXPECT_EQ(r.float_attribute("tiny"), 1e-30);
+    EXPECT_EQ(r.float_attribute("int"), -2.0);
+    const std::pair<const char*, const char*> refused[] = {
+        {"nan", "attribute 'nan': expected a finite number within float32's range, found nan"},
+        {"inf", "attribute 'inf': expected a finite number within float32's range, found -inf"},
+        {"big", "attribute 'big': expected a finite number within float32's range, found 1e+300"},
+        {"text", "attribute 'text' must be a number"},
+        {"pair", "attribute 'pair' must be a single number"},
+        {"absent", "attribute 'absent' is missing"},
+    };
+    for (const auto& [name, expected] : refused) {
+        SCOPED_TRACE(name);
+        try {
+            r.float_attribute(name);
+            ADD_FAILURE() << "read without error";
+        } catch (const Error& e) {
+            EXPECT_EQ(std::string(e.what()), at + ": " + expected);
         }
     }
 }

@@ -133,9 +133,9 @@ public:
         H5Awrite(attr, H5T_NATIVE_LLONG, &value);
         H5Aclose(attr), H5Sclose(space);
     }
-    static void float_attr(hid_t obj, const char* name, double value) {
+    static void float_attr(hid_t obj, const char* name, double value, hid_t file_type = H5T_IEEE_F64LE) {
         hid_t space = H5Screate(H5S_SCALAR);
-        hid_t attr = H5Acreate2(obj, name, H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT);
+        hid_t attr = H5Acreate2(obj, name, file_type, space, H5P_DEFAULT, H5P_DEFAULT);
         H5Awrite(attr, H5T_NATIVE_DOUBLE, &value);
         H5Aclose(attr), H5Sclose(space);
     }

@@ -50,7 +50,8 @@ public:
     virtual std::string string_attribute(const char* name) = 0;
     virtual long long int_attribute(const char* name) = 0;
     // A number: a scalar float attribute of any width (read as float64) or an
-    // integer one (converted). Missing or another type: error.
+    // integer one (converted). Missing, another type, not finite or beyond
+    // float32's range (the ops compute in float32): error.
     virtual double float_attribute(const char* name) = 0;
     // The model file's format_version (a v2 feature in a v1 file is an error).
     virtual int format_version() const = 0;
