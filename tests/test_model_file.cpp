@@ -16,7 +16,6 @@
 #include "model_registry.h"
 #include "model_runner.h"
 #include "raw_layer_reader.h"
-#include "reference.h"
 #include "test_util.h"
 
 namespace imr {
@@ -730,7 +729,7 @@ TEST(ModelFile, WriterRefusesInvalidModels) {
 // ------------------------------------------------------------------ runner
 
 // The model as a chain of float64 reference ops (each layer's own reference,
-// kernels/reference.h), with the replicate padding to the size multiple done
+// on its op's in kernels/ops/), with the replicate padding to the size multiple done
 // here independently of the runner.
 std::vector<double> reference_model(const ModelFile& m, const std::vector<float>& input, Shape shape) {
     const int mult = m.size_multiple();

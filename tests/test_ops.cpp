@@ -1,4 +1,4 @@
-// Every op on every backend against the float64 reference (kernels/reference.h),
+// Every op on every backend against its float64 reference (kernels/ops/NAME.h),
 // from one table of cases per op, in the style of ggml's test-backend-ops.
 //
 // The suite is parameterized by backend ("cpu", "cuda"); test names end in
@@ -32,7 +32,6 @@
 #include <vector>
 
 #include "backend.h"
-#include "reference.h"
 
 namespace {
 

@@ -12,7 +12,7 @@
 //   size_t parameter_count() const
 //   bool adds_model_input() const              ends in "+ the model's input image"
 //   std::string describe() const               one line for `imrestore model`
-//   std::vector<double> reference(...) const   float64 forward (kernels/reference.h)
+//   std::vector<double> reference(...) const   float64 forward (its op's, kernels/ops/)
 //   std::unique_ptr<PreparedStage> prepare(Backend&) const  weights uploaded/packed once
 //
 // The list of kinds is the std::variant in stage.h. Every use goes through

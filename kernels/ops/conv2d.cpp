@@ -1,10 +1,22 @@
-// conv2d's argument check and the names of its padding modes and activations
-// (conv2d.h).
+// conv2d's argument check, float64 reference and the names of its padding
+// modes and activations (conv2d.h).
 #include "conv2d.h"
 
 #include "error.h"
+#include "reference_common.h"
 
 namespace imr {
+
+namespace {
+
+// The conv2d epilogue after the bias: activation, then the residual.
+double epilogue(const Conv2dArgs& a, double v, size_t i) {
+    if (a.activation == Activation::ReLU) v = v > 0 ? v : 0.0;
+    if (a.residual) v += double(a.residual[i]);
+    return v;
+}
+
+}  // namespace
 
 const char* pad_mode_name(PadMode mode) {
     switch (mode) {
@@ -46,6 +58,37 @@ void check_args(const Conv2dArgs& a) {
     if (a.input == a.output) fail("output must not alias input");
     if (a.residual == a.output) fail("output must not alias the residual");
     if (a.activation != Activation::None && a.activation != Activation::ReLU) fail("unknown activation");
+}
+
+std::vector<double> reference_conv2d(const Conv2dArgs& a) {
+    check_reference_args(a);
+    const Shape& s = a.in;
+    std::vector<double> padded = pad_planes(a.input, s.n * s.c, s.h, s.w, a.pad_before, a.pad_after, a.pad_mode);
+    std::vector<double> out =
+        correlate_padded(padded, s.n, s.c, s.h + a.pad_before + a.pad_after, s.w + a.pad_before + a.pad_after, a.weight,
+                         a.bias, a.out_channels, a.kernel);
+    for (size_t i = 0; i < out.size(); ++i) out[i] = epilogue(a, out[i], i);
+    return out;
+}
+
+double reference_conv2d_at(const Conv2dArgs& a, int n, int co, int y, int x) {
+    const Shape& s = a.in;
+    const int k = a.kernel;
+    double sum = a.bias ? double(a.bias[co]) : 0.0;
+    for (int ci = 0; ci < s.c; ++ci) {
+        for (int ky = 0; ky < k; ++ky) {
+            const int sy = reference_pad_index(y + ky - a.pad_before, s.h, a.pad_mode);
+            if (sy < 0) continue;
+            for (int kx = 0; kx < k; ++kx) {
+                const int sx = reference_pad_index(x + kx - a.pad_before, s.w, a.pad_mode);
+                if (sx < 0) continue;
+                sum += double(a.weight[((size_t(co) * s.c + ci) * k + ky) * k + kx]) *
+                       double(a.input[((size_t(n) * s.c + ci) * s.h + sy) * s.w + sx]);
+            }
+        }
+    }
+    const Shape o = a.out_shape();
+    return epilogue(a, sum, ((size_t(n) * o.c + co) * o.h + y) * o.w + x);
 }
 
 }  // namespace imr

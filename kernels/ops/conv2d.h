@@ -1,7 +1,10 @@
 // The conv2d op: what it computes, its arguments (and the padding modes and
-// activations they name) and their check. Its kernels: kernels/cpu/conv2d.cpp
-// (on kernels/cpu/direct_conv.cpp), kernels/cuda/conv2d.cu.
+// activations they name), their check and its float64 reference. Its
+// kernels: kernels/cpu/conv2d.cpp (on kernels/cpu/direct_conv.cpp),
+// kernels/cuda/conv2d.cu.
 #pragma once
+
+#include <vector>
 
 #include "op_args.h"
 
@@ -51,5 +54,12 @@ struct Conv2dArgs {
 // wider than the image allows, null pointers, aliasing). Every backend calls
 // it first.
 void check_args(const Conv2dArgs& a);
+
+// Output a.out_shape() of conv2d (bias, activation and residual included), in
+// float64. Calls check_args first.
+std::vector<double> reference_conv2d(const Conv2dArgs& a);
+
+// Output element (n, co, y, x) of conv2d.
+double reference_conv2d_at(const Conv2dArgs& a, int n, int co, int y, int x);
 
 }  // namespace imr

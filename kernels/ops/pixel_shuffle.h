@@ -1,6 +1,9 @@
-// The pixel_shuffle op: what it computes, its arguments and their check. Its
-// kernels: kernels/cpu/pixel_shuffle.cpp, kernels/cuda/pixel_shuffle.cu.
+// The pixel_shuffle op: what it computes, its arguments, their check and its
+// float64 reference. Its kernels: kernels/cpu/pixel_shuffle.cpp,
+// kernels/cuda/pixel_shuffle.cu.
 #pragma once
+
+#include <vector>
 
 #include "op_args.h"
 
@@ -35,5 +38,8 @@ struct PixelShuffleArgs {
 // (non-positive sizes, sizes not multiples of the factor, null pointers,
 // aliasing). Every backend calls it first.
 void check_args(const PixelShuffleArgs& a);
+
+// Output a.out_shape() of pixel_shuffle, in float64 (plus the residual).
+std::vector<double> reference_pixel_shuffle(const PixelShuffleArgs& a);
 
 }  // namespace imr

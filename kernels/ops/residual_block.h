@@ -1,6 +1,9 @@
-// The residual_block op: what it computes, its arguments and their check.
-// Its kernels: kernels/cpu/residual_block.cpp, kernels/cuda/residual_block.cu.
+// The residual_block op: what it computes, its arguments, their check and its
+// float64 reference. Its kernels: kernels/cpu/residual_block.cpp,
+// kernels/cuda/residual_block.cu.
 #pragma once
+
+#include <vector>
 
 #include "op_args.h"
 
@@ -27,5 +30,12 @@ struct ResidualBlockArgs {
 // (non-positive sizes, null pointers, output aliasing input). Every backend
 // calls it first.
 void check_args(const ResidualBlockArgs& a);
+
+// Output [N, C, H, W] of residual_block, in float64 (the hidden activation is
+// kept in float64 as well, never rounded to fp32). Calls check_args first.
+std::vector<double> reference_residual_block(const ResidualBlockArgs& a);
+
+// Output element (n, c, y, x) of residual_block.
+double reference_residual_block_at(const ResidualBlockArgs& a, int n, int c, int y, int x);
 
 }  // namespace imr
