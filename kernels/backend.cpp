@@ -3,25 +3,26 @@
 // argument check is in its own file (kernels/ops/).
 #include "backend.h"
 
-#include <iterator>
-
 namespace imr {
 
 namespace {
-constexpr const char* kOpNames[] = {"residual_block", "conv2d", "pixel_shuffle"};
-static_assert(std::size(kOpNames) == kOpCount, "one name per Op");
+constexpr const char* kOpNames[] = {
+#define IMR_OP_NAME(Enum, name, Args) #name,
+    IMR_FOR_EACH_OP(IMR_OP_NAME)
+#undef IMR_OP_NAME
+};
 }  // namespace
 
 const char* op_name(Op op) {
     return size_t(op) < kOpCount ? kOpNames[size_t(op)] : "?";
 }
 
-std::unique_ptr<PreparedWeights> Backend::prepare(const Conv2dArgs&) {
-    return nullptr;
-}
-std::unique_ptr<PreparedWeights> Backend::prepare(const ResidualBlockArgs&) {
-    return nullptr;
-}
+#define IMR_PREPARE_NOTHING(Enum, name, Args)                        \
+    std::unique_ptr<PreparedWeights> Backend::prepare(const Args&) { \
+        return nullptr;                                              \
+    }
+IMR_FOR_EACH_OP(IMR_PREPARE_NOTHING)
+#undef IMR_PREPARE_NOTHING
 
 std::vector<std::string> Backend::variants(Op) const {
     return {};

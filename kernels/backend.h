@@ -1,6 +1,9 @@
 // The op interface of imrestore: every backend (CPU, CUDA) implements the
 // same ops with the same arguments, so the pipeline, the tests and the
-// benchmarks never care which one runs.
+// benchmarks never care which one runs. The ops are listed in
+// kernels/ops/op_list.h; each has its own file there (what it computes, its
+// Args, check_args and float64 reference), and everything here that is per op
+// is generated from the list.
 //
 // Conventions: fp32, NCHW, stride 1. Pointers in *Args live in the backend's
 // memory (host memory for the CPU backend, device memory for CUDA); get such
@@ -15,19 +18,21 @@
 #include <vector>
 
 #include "error.h"
-#include "ops/conv2d.h"
-#include "ops/pixel_shuffle.h"
-#include "ops/residual_block.h"
+#include "ops/op_list.h"
 #include "system_memory.h"
 
 namespace imr {
 
-// The ops of the interface, for asking a backend what it supports and which
-// kernel variants it has. A new op goes before Count, and its name in
-// kOpNames (backend.cpp checks the two have the same length).
-enum class Op { ResidualBlock, Conv2d, PixelShuffle, Count };
+// The ops of the interface (one value per op of the list), for asking a
+// backend what it supports and which kernel variants it has.
+enum class Op {
+#define IMR_OP_ENUMERATOR(Enum, name, Args) Enum,
+    IMR_FOR_EACH_OP(IMR_OP_ENUMERATOR)
+#undef IMR_OP_ENUMERATOR
+        Count  // the number of ops, not an op
+};
 constexpr size_t kOpCount = size_t(Op::Count);
-const char* op_name(Op op);  // "residual_block", "conv2d", "pixel_shuffle"
+const char* op_name(Op op);  // the op's name in the list: "residual_block", "conv2d", ...
 
 // Times work queued on a backend: host clock on the CPU, events on the CUDA
 // stream. elapsed_ms() waits for the stop point to complete.
@@ -59,16 +64,21 @@ public:
     // Whether this backend implements `op`: a model with an op its backend
     // lacks is refused when it is prepared, before any image is read.
     virtual bool supports(Op op) const = 0;
-    virtual void residual_block(const ResidualBlockArgs& a) = 0;
-    virtual void conv2d(const Conv2dArgs& a) = 0;
-    virtual void pixel_shuffle(const PixelShuffleArgs& a) = 0;
+    // The ops, one method each, named after the op: residual_block(const
+    // ResidualBlockArgs&), conv2d(const Conv2dArgs&), ... (a backend declares
+    // them all with IMR_BACKEND_OP_OVERRIDES, below).
+#define IMR_BACKEND_OP_METHOD(Enum, name, Args) virtual void name(const Args& a) = 0;
+    IMR_FOR_EACH_OP(IMR_BACKEND_OP_METHOD)
+#undef IMR_BACKEND_OP_METHOD
 
     // Packs the weights (and biases) `a` points to for this backend's kernels;
-    // null when it has nothing to prepare. Only the channel counts and kernel
-    // size of `a` matter, not its image. The result must outlive its calls,
-    // and the weights must not change while it is used.
-    virtual std::unique_ptr<PreparedWeights> prepare(const Conv2dArgs& a);
-    virtual std::unique_ptr<PreparedWeights> prepare(const ResidualBlockArgs& a);
+    // null (the default, for every op) when it has nothing to prepare. Only
+    // the channel counts and kernel size of `a` matter, not its image. The
+    // result must outlive its calls, and the weights must not change while it
+    // is used.
+#define IMR_BACKEND_PREPARE(Enum, name, Args) virtual std::unique_ptr<PreparedWeights> prepare(const Args& a);
+    IMR_FOR_EACH_OP(IMR_BACKEND_PREPARE)
+#undef IMR_BACKEND_PREPARE
 
     // Kernel variants: the named configurations (tile shapes, pipelines,
     // kernels) this backend can run `op` with; its planner picks one per
@@ -82,6 +92,12 @@ public:
 
     virtual std::unique_ptr<BackendTimer> make_timer() = 0;
 };
+
+// In a backend's class: the declaration of every op method, `void NAME(const
+// Args& a) override;` for each op of the list, which the backend defines in
+// its NAME file. A backend that lacks one does not link.
+#define IMR_BACKEND_OP_OVERRIDE(Enum, name, Args) void name(const Args& a) override;
+#define IMR_BACKEND_OP_OVERRIDES IMR_FOR_EACH_OP(IMR_BACKEND_OP_OVERRIDE)
 
 // A buffer in a backend's memory, released when it goes out of scope.
 class DeviceBuffer {
