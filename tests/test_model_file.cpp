@@ -21,14 +21,11 @@
 namespace imr {
 namespace {
 
+using test::expect_matches_reference;
+using test::fresh_rng;
 using test::RawH5;
+using test::reference_model;
 using test::ScratchDir;
-
-std::mt19937 fresh_rng(unsigned* seed_out) {
-    unsigned seed = std::random_device{}();
-    *seed_out = seed;
-    return std::mt19937(seed);
-}
 
 TEST(ModelFile, WriteThenLoadGivesTheSameModel) {
     unsigned seed;
@@ -727,48 +724,6 @@ TEST(ModelFile, WriterRefusesInvalidModels) {
 }
 
 // ------------------------------------------------------------------ runner
-
-// The model as a chain of float64 reference ops (each layer's own reference,
-// on its op's in kernels/ops/), with the replicate padding to the size multiple done
-// here independently of the runner.
-std::vector<double> reference_model(const ModelFile& m, const std::vector<float>& input, Shape shape) {
-    const int mult = m.size_multiple();
-    Shape padded = shape;
-    padded.h = (shape.h + mult - 1) / mult * mult, padded.w = (shape.w + mult - 1) / mult * mult;
-    std::vector<float> image(padded.count());
-    for (int p = 0; p < shape.n * shape.c; ++p)
-        for (int y = 0; y < padded.h; ++y)
-            for (int x = 0; x < padded.w; ++x)
-                image[(size_t(p) * padded.h + y) * padded.w + x] =
-                    input[(size_t(p) * shape.h + std::min(y, shape.h - 1)) * shape.w + std::min(x, shape.w - 1)];
-    std::vector<float> x = image;
-    Shape in = padded;
-    std::vector<double> y;
-    for (const Stage& s : m.stages) {
-        ReferenceIO io;
-        io.input = x.data(), io.in = in, io.model_input = image.data();
-        y = std::visit([&](const auto& st) { return st.reference(io); }, s);
-        const Geometry g = stage_geometry(s);
-        in = {in.n, stage_out_channels(s), in.h / g.down * g.up, in.w / g.down * g.up};
-        x.assign(y.begin(), y.end());  // the next stage sees fp32, as the backends do
-    }
-    std::vector<double> out(shape.count());
-    for (int p = 0; p < shape.n * shape.c; ++p)
-        for (int yy = 0; yy < shape.h; ++yy)
-            for (int xx = 0; xx < shape.w; ++xx)
-                out[(size_t(p) * shape.h + yy) * shape.w + xx] = y[(size_t(p) * padded.h + yy) * padded.w + xx];
-    return out;
-}
-
-// Every element of `out` against the float64 chain. fp32 through the 4 stages
-// of test::small_model, reductions of at most 8*9=72 terms: 1e-5 of the
-// output scale is far above the rounding and far below any indexing error.
-void expect_matches_reference(const std::vector<float>& out, const std::vector<double>& ref, const char* what) {
-    double scale = 0;
-    for (double v : ref) scale = std::max(scale, std::abs(v));
-    ASSERT_EQ(out.size(), ref.size());
-    for (size_t i = 0; i < ref.size(); ++i) ASSERT_NEAR(out[i], ref[i], 1e-5 * scale) << what << ", element " << i;
-}
 
 TEST(ModelRunner, MatchesReferenceTiledOrNot) {
     unsigned seed;
