@@ -1,8 +1,8 @@
-// Model files (weights/README.md is the spec): what a model is (geometry,
-// limits, validation, description) and loading it from what the isolated
-// HDF5 reader (model_isolation.h) delivers, through each layer's own load.
-// Every failure becomes an imr::Error naming the file, the stage and the
-// dataset.
+// Model files (the spec: weights/README.md, and each layer's header in
+// app/layers/): what a model is (geometry, limits, validation, description)
+// and loading it from what the isolated HDF5 reader (model_isolation.h)
+// delivers, through each layer's own load. Every failure becomes an
+// imr::Error naming the file, the stage and the dataset.
 #include "model_file.h"
 
 #include <algorithm>
