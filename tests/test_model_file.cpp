@@ -841,6 +841,9 @@ private:
     const Op* lacks_;
 };
 
+// The whole runner on a backend without an op, for the ops of small_model;
+// LayerKind.IsRefusedOnABackendWithoutItsOpsAndNeverCallsThem
+// (test_layers.cpp) checks every layer kind and every op.
 TEST(ModelRunner, RefusesAModelWithAnOpItsBackendLacks) {
     std::mt19937 rng(3);
     const ModelFile m = test::small_model(rng);

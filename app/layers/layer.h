@@ -15,10 +15,12 @@
 //   std::vector<double> reference(...) const   float64 forward (its op's, kernels/ops/)
 //   std::unique_ptr<PreparedStage> prepare(Backend&) const  weights uploaded/packed once
 //
+// The comment at the top of each kind's header is the normative spec of its
+// stage in model files (weights/README.md specifies the file around them).
 // The list of kinds is the std::variant in stage.h. Every use goes through
 // std::visit, so a kind missing a member does not compile, and a new kind is
-// its file plus one entry in that list (and a row in the op tests for its
-// kernels).
+// its file, one entry in that list and an example model in
+// tests/test_layers.cpp (which runs every kind through the same tests).
 #pragma once
 
 #include <memory>
