@@ -37,17 +37,9 @@ using test::ScratchDir;
 template <class T>
 struct Kind {};
 
-// A 3-channel model of these stages, in the oldest format that holds them.
+// A 3-channel model named "example" of these stages (test::model_of).
 ModelFile model_of(std::vector<Stage> stages) {
-    ModelFile m;
-    m.name = "example";
-    m.task = "test";
-    m.description = "random weights for tests";
-    m.provenance = "tests/test_layers.cpp";
-    m.channels = 3;
-    m.stages = std::move(stages);
-    m.format_version = m.min_format_version();
-    return m;
+    return test::model_of("example", std::move(stages));
 }
 
 // example(Kind<T>{}, rng): a small valid model with at least one stage of
@@ -159,11 +151,18 @@ protected:
         return at;
     }
     std::string where(size_t i) const { return "stage " + std::to_string(i) + " (" + T::kOp + ")"; }
+    // The example written to path_ and read back as the layers see it.
+    RawModel written() const {
+        write_model_file(path_, model_);
+        return read_model_hdf5(path_);
+    }
 
     unsigned seed_ = 0;
     std::mt19937 rng_ = test::fresh_rng(&seed_);
     const ::testing::ScopedTrace trace_{__FILE__, __LINE__, "seed " + std::to_string(seed_)};
     const ModelFile model_ = example(Kind<T>{}, rng_);
+    const ScratchDir dir_{"layer"};
+    const std::string path_ = dir_ / "m.h5";
 };
 
 template <class V>
@@ -187,9 +186,8 @@ TYPED_TEST(LayerKind, ExampleIsAValidModelWithTheKind) {
 
 TYPED_TEST(LayerKind, WritesAndLoadsBackTheSameStages) {
     const ModelFile& m = this->model_;
-    ScratchDir dir("layer-round-trip");
-    write_model_file(dir / "m.h5", m);
-    const ModelFile back = load_model_file(dir / "m.h5");
+    write_model_file(this->path_, m);
+    const ModelFile back = load_model_file(this->path_);
     EXPECT_EQ(back.format_version, m.min_format_version()) << "written in the oldest format that holds it";
     ASSERT_EQ(back.stages.size(), m.stages.size());
     for (size_t i = 0; i < m.stages.size(); ++i) {
@@ -284,10 +282,8 @@ TYPED_TEST(LayerKind, RunsOnTheCpuAsItsReferenceSaysTiledOrNot) {
 // different stage (the example sets every optional one off its default, so an
 // entry that is written but never read fails here).
 TYPED_TEST(LayerKind, RefusesEachOfItsEntriesMissingOrReadsItAsOptional) {
-    ScratchDir dir("layer-missing");
-    const std::string path = dir / "m.h5";
-    write_model_file(path, this->model_);
-    const RawModel raw = read_model_hdf5(path);
+    const std::string& path = this->path_;
+    const RawModel raw = this->written();
     for (size_t i : this->of_kind()) {
         SCOPED_TRACE(this->where(i));
         for (const bool dataset : {false, true}) {
@@ -314,10 +310,8 @@ TYPED_TEST(LayerKind, RefusesEachOfItsEntriesMissingOrReadsItAsOptional) {
 // string), every float attribute not finite, every dataset of another rank or
 // holding a NaN: refused with a message naming it.
 TYPED_TEST(LayerKind, RefusesEachOfItsEntriesMistypedOrNotFinite) {
-    ScratchDir dir("layer-mistyped");
-    const std::string path = dir / "m.h5";
-    write_model_file(path, this->model_);
-    const RawModel raw = read_model_hdf5(path);
+    const std::string& path = this->path_;
+    const RawModel raw = this->written();
     for (size_t i : this->of_kind()) {
         SCOPED_TRACE(this->where(i));
         for (const auto& [name, entry] : raw.stages[i].attributes) {
@@ -353,13 +347,10 @@ TYPED_TEST(LayerKind, IsRefusedInAFileOfAnOlderFormatThanItNeeds) {
     for (size_t i : this->of_kind())
         needs = std::max(needs, std::get<TypeParam>(this->model_.stages[i]).min_format_version());
     if (needs == 1) GTEST_SKIP() << TypeParam::kOp << " is in every format";
-    ScratchDir dir("layer-old-format");
-    const std::string path = dir / "m.h5";
-    write_model_file(path, this->model_);
-    RawModel raw = read_model_hdf5(path);
+    RawModel raw = this->written();
     raw.root.attributes["format_version"].integer = needs - 1;
     try {
-        interpret_raw_model(raw, path);
+        interpret_raw_model(raw, this->path_);
         ADD_FAILURE() << "loaded from a file that says format_version " << needs - 1;
     } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("format_version " + std::to_string(needs)), std::string::npos) << e.what();

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model_file.h"
@@ -72,44 +73,39 @@ inline Conv2dStage random_conv2d(std::mt19937& rng, int in, int out, int k, PadM
     return c;
 }
 
-// The unshuffle CNN of the trained models, small: space_to_depth(2) -> conv
-// 12->c relu -> conv c->c relu -> conv c->12 -> depth_to_space(2) + input.
-inline ModelFile unshuffle_model(std::mt19937& rng, int c = 8) {
+// A 3-channel test model of these stages, in the oldest format that holds them.
+inline ModelFile model_of(const std::string& name, std::vector<Stage> stages) {
     ModelFile m;
-    m.name = "test-unshuffle";
+    m.name = name;
     m.task = "test";
     m.description = "random weights for tests";
     m.provenance = "tests/test_util.h";
     m.channels = 3;
-    m.format_version = 2;
-    SpaceToDepthStage s2d;
-    s2d.in_channels = 3, s2d.factor = 2;
-    m.stages.push_back(s2d);
-    Conv2dStage first = random_conv2d(rng, 12, c, 3, PadMode::Zero, true);
-    first.activation = Activation::ReLU;
-    m.stages.push_back(first);
-    Conv2dStage mid = random_conv2d(rng, c, c, 3, PadMode::Zero, true);
-    mid.activation = Activation::ReLU;
-    m.stages.push_back(mid);
-    m.stages.push_back(random_conv2d(rng, c, 12, 3, PadMode::Zero, true));
-    DepthToSpaceStage d2s;
-    d2s.in_channels = 12, d2s.factor = 2, d2s.add_model_input = true;
-    m.stages.push_back(d2s);
+    m.stages = std::move(stages);
+    m.format_version = m.min_format_version();
     return m;
 }
 
+// The unshuffle CNN of the trained models, small: space_to_depth(2) -> conv
+// 12->c relu -> conv c->c relu -> conv c->12 -> depth_to_space(2) + input.
+inline ModelFile unshuffle_model(std::mt19937& rng, int c = 8) {
+    SpaceToDepthStage s2d;
+    s2d.in_channels = 3, s2d.factor = 2;
+    Conv2dStage first = random_conv2d(rng, 12, c, 3, PadMode::Zero, true);
+    first.activation = Activation::ReLU;
+    Conv2dStage mid = random_conv2d(rng, c, c, 3, PadMode::Zero, true);
+    mid.activation = Activation::ReLU;
+    Conv2dStage last = random_conv2d(rng, c, 12, 3, PadMode::Zero, true);
+    DepthToSpaceStage d2s;
+    d2s.in_channels = 12, d2s.factor = 2, d2s.add_model_input = true;
+    return model_of("test-unshuffle", {s2d, first, mid, last, d2s});  // format v2
+}
+
 inline ModelFile small_model(std::mt19937& rng) {
-    ModelFile m;
-    m.name = "test-model";
-    m.task = "test";
-    m.description = "random weights for tests";
-    m.provenance = "tests/test_util.h";
-    m.channels = 3;
-    m.stages.push_back(random_residual_block(rng, 3, 8));
-    m.stages.push_back(random_conv2d(rng, 3, 5, 4, PadMode::Reflect, true));
-    m.stages.push_back(random_conv2d(rng, 5, 3, 3, PadMode::Replicate, false));
-    m.stages.push_back(random_residual_block(rng, 3, 32));
-    return m;
+    // Braced lists are evaluated left to right: the weights are drawn in this order.
+    return model_of("test-model",
+                    {random_residual_block(rng, 3, 8), random_conv2d(rng, 3, 5, 4, PadMode::Reflect, true),
+                     random_conv2d(rng, 5, 3, 3, PadMode::Replicate, false), random_residual_block(rng, 3, 32)});
 }
 
 // The model as a chain of float64 reference ops (each layer's own reference,
