@@ -1,8 +1,8 @@
-// Model files (weights/README.md is the spec): what a model is (geometry,
-// limits, validation, description) and loading it from what the isolated
-// HDF5 reader (model_isolation.h) delivers, through each layer's own load.
-// Every failure becomes an imr::Error naming the file, the stage and the
-// dataset.
+// Model files (the spec: weights/README.md, and each layer's header in
+// app/layers/): what a model is (geometry, limits, validation, description)
+// and loading it from what the isolated HDF5 reader (model_isolation.h)
+// delivers, through each layer's own load. Every failure becomes an
+// imr::Error naming the file, the stage and the dataset.
 #include "model_file.h"
 
 #include <algorithm>
@@ -14,6 +14,7 @@
 
 #include "model_hdf5.h"
 #include "model_isolation.h"
+#include "raw_layer_reader.h"
 
 namespace imr {
 
@@ -192,53 +193,6 @@ void validate_model(const ModelFile& m, const std::string& where) {
 }
 
 // ------------------------------------------------------------------ reading
-
-namespace {
-
-// LayerReader over one stage group as the isolated reader delivered it.
-class RawLayerReader : public LayerReader {
-public:
-    RawLayerReader(const RawGroup& group, std::string where, int format_version)
-        : group_(group), where_(std::move(where)), version_(format_version) {}
-    const std::string& where() const override { return where_; }
-    Tensor tensor(const char* name, int rank) override {
-        auto it = group_.datasets.find(name);
-        if (it == group_.datasets.end()) throw Error(where_ + ": dataset '" + name + "' is missing");
-        const RawEntry& e = it->second;
-        if (e.kind != RawEntry::Kind::Tensor) throw Error(where_ + ": " + e.text);
-        if (e.shape.size() != size_t(rank))
-            throw Error(where_ + ": dataset '" + name + "': expected rank " + std::to_string(rank) + ", found rank " +
-                        std::to_string(e.shape.size()) + " " + dims_string(e.shape));
-        return {e.shape, e.data};
-    }
-    bool has_tensor(const char* name) override { return group_.datasets.count(name) > 0; }
-    bool has_attribute(const char* name) override { return group_.attributes.count(name) > 0; }
-    std::string string_attribute(const char* name) override {
-        const RawEntry& e = attribute(name);
-        if (e.kind != RawEntry::Kind::String) throw Error(where_ + ": attribute '" + name + "' must be a string");
-        return e.text;
-    }
-    long long int_attribute(const char* name) override {
-        const RawEntry& e = attribute(name);
-        if (e.kind != RawEntry::Kind::Int) throw Error(where_ + ": attribute '" + name + "' must be an integer");
-        return e.integer;
-    }
-    int format_version() const override { return version_; }
-
-private:
-    const RawEntry& attribute(const char* name) const {
-        auto it = group_.attributes.find(name);
-        if (it == group_.attributes.end()) throw Error(where_ + ": attribute '" + name + "' is missing");
-        if (it->second.kind == RawEntry::Kind::Invalid) throw Error(where_ + ": " + it->second.text);
-        return it->second;
-    }
-
-    const RawGroup& group_;
-    std::string where_;
-    int version_;
-};
-
-}  // namespace
 
 ModelFile load_model_file(const std::string& path) {
     std::error_code ec;

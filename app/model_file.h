@@ -1,6 +1,7 @@
 // A restoration model: metadata plus an ordered list of typed stages, loaded
-// from an HDF5 file (format spec: weights/README.md) and validated once, at
-// load time, so nothing downstream has to check shapes again.
+// from an HDF5 file (format spec: weights/README.md for the file, each layer's
+// header in app/layers/ for its stage) and validated once, at load time, so
+// nothing downstream has to check shapes again.
 #pragma once
 
 #include <string>

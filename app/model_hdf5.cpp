@@ -108,6 +108,10 @@ RawEntry read_attribute(hid_t obj, const char* name) {
         if (points != 1) return invalid(what + " must be a single integer");
         e.kind = RawEntry::Kind::Int;
         if (H5Aread(attr.get(), H5T_NATIVE_LLONG, &e.integer) < 0) return invalid("cannot read " + what);
+    } else if (cls == H5T_FLOAT) {
+        if (points != 1) return invalid(what + " must be a single number");
+        e.kind = RawEntry::Kind::Float;
+        if (H5Aread(attr.get(), H5T_NATIVE_DOUBLE, &e.real) < 0) return invalid("cannot read " + what);
     } else {
         e.kind = RawEntry::Kind::Other;
     }
@@ -283,6 +287,13 @@ void write_int_attribute(hid_t obj, const char* name, long long value) {
         throw Error(std::string("cannot write attribute '") + name + "'");
 }
 
+void write_float_attribute(hid_t obj, const char* name, double value) {
+    H5Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+    H5Handle attr(H5Acreate2(obj, name, H5T_IEEE_F64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
+    if (!attr.valid() || H5Awrite(attr.get(), H5T_NATIVE_DOUBLE, &value) < 0)
+        throw Error(std::string("cannot write attribute '") + name + "'");
+}
+
 void write_tensor(hid_t group, const char* name, const std::vector<float>& data, const std::vector<int>& shape) {
     std::vector<hsize_t> dims(shape.begin(), shape.end());
     H5Handle space(H5Screate_simple(int(dims.size()), dims.data(), nullptr), H5Sclose);
@@ -303,6 +314,7 @@ public:
         write_string_attribute(group_, name, value);
     }
     void int_attribute(const char* name, long long value) override { write_int_attribute(group_, name, value); }
+    void float_attribute(const char* name, double value) override { write_float_attribute(group_, name, value); }
 
 private:
     hid_t group_;

@@ -5,7 +5,7 @@
 // a flag for 'stages', the stage count and the stage groups. A group: its
 // attribute count and attributes, its dataset count and datasets. An entry:
 // its name, kind byte and payload (string: length + bytes; int: 8 bytes;
-// tensor: rank, dims, floats; invalid: the reason). Every length is checked
+// float: a float64; tensor: rank, dims, floats; invalid: the reason). Every length is checked
 // against what is left and against the reader's limits while decoding.
 #include "model_isolation.h"
 
@@ -61,6 +61,9 @@ void put_group(std::string& out, const RawGroup& g) {
                     break;
                 case RawEntry::Kind::Int:
                     put_u64(out, (unsigned long long)e.integer);
+                    break;
+                case RawEntry::Kind::Float:
+                    out.append(reinterpret_cast<const char*>(&e.real), sizeof e.real);
                     break;
                 case RawEntry::Kind::Tensor:
                     put_u64(out, e.shape.size());
@@ -125,6 +128,9 @@ RawGroup get_group(WireReader& r, unsigned long long& floats, unsigned long long
                     break;
                 case RawEntry::Kind::Int:
                     e.integer = (long long)r.u64();
+                    break;
+                case RawEntry::Kind::Float:
+                    std::memcpy(&e.real, r.take(sizeof e.real), sizeof e.real);
                     break;
                 case RawEntry::Kind::Tensor: {
                     const unsigned long long rank = r.u64();

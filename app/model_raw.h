@@ -15,12 +15,13 @@
 namespace imr {
 
 struct RawEntry {
-    enum class Kind : unsigned char { String, Int, Tensor, Other, Invalid };
+    enum class Kind : unsigned char { String, Int, Tensor, Other, Float, Invalid };  // Invalid last (the wire check)
     Kind kind = Kind::Invalid;
     std::string text;  // String: the value; Invalid: why it could not be read ("expected float32, found float64")
     long long integer = 0;
     std::vector<unsigned long long> shape;  // Tensor
     std::vector<float> data;                // Tensor
+    double real = 0;                        // Float
 };
 
 struct RawGroup {

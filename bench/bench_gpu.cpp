@@ -47,7 +47,6 @@
 #include "cuda/conv2d.cuh"
 #include "cuda/pixel_shuffle.cuh"
 #include "cuda/residual_block.cuh"
-#include "reference.h"
 
 namespace {
 

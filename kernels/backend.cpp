@@ -1,55 +1,28 @@
-// Shared pieces of the op interface: argument checks every backend runs
-// first, and the choice of backend from a --device string.
+// Shared pieces of the op interface: the op names, what a Backend does by
+// default, and the choice of backend from a --device string. Each op's
+// argument check is in its own file (kernels/ops/).
 #include "backend.h"
-
-#include <iterator>
-#include <sstream>
 
 namespace imr {
 
-std::string Shape::str() const {
-    std::ostringstream s;
-    s << '[' << n << ',' << c << ',' << h << ',' << w << ']';
-    return s.str();
-}
-
-const char* pad_mode_name(PadMode mode) {
-    switch (mode) {
-        case PadMode::Zero:
-            return "zero";
-        case PadMode::Reflect:
-            return "reflect";
-        case PadMode::Replicate:
-            return "replicate";
-    }
-    return "?";
-}
-
-const char* activation_name(Activation a) {
-    switch (a) {
-        case Activation::None:
-            return "none";
-        case Activation::ReLU:
-            return "relu";
-    }
-    return "?";
-}
-
 namespace {
-constexpr const char* kOpNames[] = {"residual_block", "conv2d", "pixel_shuffle"};
-static_assert(std::size(kOpNames) == kOpCount, "one name per Op");
+constexpr const char* kOpNames[] = {
+#define IMR_OP_NAME(Enum, name, Args) #name,
+    IMR_FOR_EACH_OP(IMR_OP_NAME)
+#undef IMR_OP_NAME
+};
 }  // namespace
 
 const char* op_name(Op op) {
     return size_t(op) < kOpCount ? kOpNames[size_t(op)] : "?";
 }
 
-std::unique_ptr<PreparedWeights> Backend::prepare(const Conv2dArgs&) {
-    return nullptr;
-}
-std::unique_ptr<PreparedWeights> Backend::prepare(const ResidualBlockArgs&) {
-    return nullptr;
-}
+#define IMR_PREPARE_NOTHING(Enum, name, Args)                        \
+    std::unique_ptr<PreparedWeights> Backend::prepare(const Args&) { \
+        return nullptr;                                              \
+    }
+IMR_FOR_EACH_OP(IMR_PREPARE_NOTHING)
+#undef IMR_PREPARE_NOTHING
 
 std::vector<std::string> Backend::variants(Op) const {
     return {};
@@ -58,59 +31,6 @@ std::vector<std::string> Backend::variants(Op) const {
 void Backend::force_variant(Op op, const std::string& name) {
     if (!name.empty())
         throw Error(this->name() + ": " + op_name(op) + " has no kernel variant '" + name + "' (it has one kernel)");
-}
-
-namespace {
-bool positive(const Shape& s) {
-    return s.n > 0 && s.c > 0 && s.h > 0 && s.w > 0;
-}
-}  // namespace
-
-void check_args(const ResidualBlockArgs& a) {
-    auto fail = [&](const std::string& what) {
-        throw Error("residual_block " + a.shape.str() + " hidden " + std::to_string(a.hidden) + ": " + what);
-    };
-    if (!positive(a.shape) || a.hidden <= 0) fail("sizes must be positive");
-    if (!a.input || !a.output || !a.conv_in_weight || !a.conv_in_bias || !a.conv_out_weight || !a.conv_out_bias)
-        fail("null tensor pointer");
-    if (a.input == a.output) fail("output must not alias input");
-}
-
-void check_args(const Conv2dArgs& a) {
-    auto fail = [&](const std::string& what) {
-        throw Error("conv2d " + a.in.str() + " -> " + std::to_string(a.out_channels) + " channels, kernel " +
-                    std::to_string(a.kernel) + ", padding " + std::to_string(a.pad_before) + "/" +
-                    std::to_string(a.pad_after) + " " + pad_mode_name(a.pad_mode) + ": " + what);
-    };
-    if (!positive(a.in) || a.out_channels <= 0 || a.kernel <= 0) fail("sizes must be positive");
-    if (a.pad_before < 0 || a.pad_after < 0) fail("padding must not be negative");
-    Shape out = a.out_shape();
-    if (out.h <= 0 || out.w <= 0) fail("kernel is larger than the padded image");
-    // Reflect mirrors without repeating the edge, so it can extend by at most size-1.
-    if (a.pad_mode == PadMode::Reflect && (a.pad_before > a.in.h - 1 || a.pad_after > a.in.h - 1 ||
-                                           a.pad_before > a.in.w - 1 || a.pad_after > a.in.w - 1))
-        fail("reflect padding needs the image to be larger than the padding");
-    if (!a.input || !a.output || !a.weight) fail("null tensor pointer");
-    if (a.input == a.output) fail("output must not alias input");
-    if (a.residual == a.output) fail("output must not alias the residual");
-    if (a.activation != Activation::None && a.activation != Activation::ReLU) fail("unknown activation");
-}
-
-void check_args(const PixelShuffleArgs& a) {
-    const bool to_depth = a.direction == ShuffleDirection::ToDepth;
-    auto fail = [&](const std::string& what) {
-        throw Error(std::string("pixel_shuffle ") + (to_depth ? "to depth " : "to space ") + a.in.str() + ", factor " +
-                    std::to_string(a.factor) + ": " + what);
-    };
-    if (!positive(a.in) || a.factor <= 0) fail("sizes must be positive");
-    if (a.factor > 64) fail("factor must be at most 64");
-    if (to_depth && (a.in.h % a.factor || a.in.w % a.factor)) fail("height and width must be multiples of the factor");
-    if (!to_depth && a.in.c % (a.factor * a.factor)) fail("channels must be a multiple of factor * factor");
-    if (!to_depth && (size_t(a.in.h) * a.factor > size_t(1) << 30 || size_t(a.in.w) * a.factor > size_t(1) << 30))
-        fail("output is too large");
-    if (!a.input || !a.output) fail("null tensor pointer");
-    if (a.input == a.output) fail("output must not alias input");
-    if (a.residual == a.output) fail("output must not alias the residual");
 }
 
 std::unique_ptr<Backend> make_backend(const std::string& spec, int cpu_threads, std::string* note) {

@@ -8,6 +8,10 @@ their downscale is exercised) to within one 8-bit level of the independent
 float64 numpy forward pass (imrestore_model.restore_uint8). A model with a
 wrong shape written by plain h5py is refused with exit code 2.
 
+Every kind of stage the Python module knows (imrestore_model.OPS) must be in
+one of these models (a kind added there without a stage here fails); kinds
+only the C++ tool has are not the module's business and not needed here.
+
     python3 tests/python_interop_test.py path/to/imrestore
 (needs numpy and h5py; weights/ on PYTHONPATH)
 """
@@ -134,8 +138,9 @@ def main():
     failures = []
     with tempfile.TemporaryDirectory() as tmp:
         model_path = os.path.join(tmp, "random.h5")
-        im.write_model(model_path, "random", "test", "random weights", "tests/python_interop_test.py", 3,
-                       random_model(rng))
+        stages_v1 = random_model(rng)
+        used = {s["op"] for s in stages_v1}  # the kinds of stage this test runs
+        im.write_model(model_path, "random", "test", "random weights", "tests/python_interop_test.py", 3, stages_v1)
         info = run([exe, "model", model_path])
         if info.returncode != 0 or "receptive    14x14" not in info.stdout:
             failures.append(f"`imrestore model` exit {info.returncode}:\n{info.stdout}{info.stderr}")
@@ -153,6 +158,7 @@ def main():
         images_v2 = images + [("rgb-b.ppm", rng.integers(0, 256, (31, 40, 3), dtype=np.uint8)),
                               ("gray-b.pgm", rng.integers(0, 256, (28, 26), dtype=np.uint8))]
         for tag, stages, m in random_v2_models(rng):
+            used |= {s["op"] for s in stages}
             path = os.path.join(tmp, tag + ".h5")
             im.write_model(path, tag, "test", "random weights", "tests/python_interop_test.py", 3, stages)
             model = im.read_model(path)
@@ -163,6 +169,9 @@ def main():
             if info.returncode != 0:
                 failures.append(f"{tag}: `imrestore model` exit {info.returncode}:\n{info.stdout}{info.stderr}")
             check_restores(exe, tmp, tag, path, model, images_v2, failures)
+
+        for op in sorted(set(im.OPS) - used):
+            failures.append(f"imrestore_model knows op {op!r}, but no model of this test has a stage of it")
 
         bad = os.path.join(tmp, "bad.h5")
         with h5py.File(bad, "w") as f:

@@ -15,20 +15,17 @@
 #include "model_isolation.h"
 #include "model_registry.h"
 #include "model_runner.h"
-#include "reference.h"
+#include "raw_layer_reader.h"
 #include "test_util.h"
 
 namespace imr {
 namespace {
 
+using test::expect_matches_reference;
+using test::fresh_rng;
 using test::RawH5;
+using test::reference_model;
 using test::ScratchDir;
-
-std::mt19937 fresh_rng(unsigned* seed_out) {
-    unsigned seed = std::random_device{}();
-    *seed_out = seed;
-    return std::mt19937(seed);
-}
 
 TEST(ModelFile, WriteThenLoadGivesTheSameModel) {
     unsigned seed;
@@ -443,6 +440,60 @@ TEST(ModelFile, BadFilesAreRefusedWithAClearMessage) {
     }
 }
 
+// ------------------------------------------------------------------ float attributes
+
+// LayerReader::float_attribute as a layer reads it: written into a stage group
+// of a valid model, read back by the isolated reader (the child's HDF5 read,
+// the wire both ways), then through RawLayerReader.
+TEST(ModelFile, FloatAttributesRoundTripThroughTheIsolatedReader) {
+    ScratchDir dir("float-attributes");
+    const std::string path = dir / "m.h5";
+    standard_file(path, [](RawH5& f, hid_t s) {
+        hid_t g = f.conv2d(s, "0", 3, 3);
+        RawH5::float_attr(g, "f64", -0.37);
+        RawH5::float_attr(g, "f32", 2.5, H5T_IEEE_F32LE);
+        RawH5::float_attr(g, "tiny", 1e-30);
+        RawH5::int_attr(g, "int", -2);  // h5py writes attrs["x"] = 2 as an integer: a number is a number
+        RawH5::float_attr(g, "nan", std::nan(""));
+        RawH5::float_attr(g, "inf", -HUGE_VAL);
+        RawH5::float_attr(g, "big", 1e300);
+        RawH5::str_attr(g, "text", "2");
+        const hsize_t two = 2;
+        const double pair[2] = {1.0, 2.0};
+        hid_t space = H5Screate_simple(1, &two, nullptr);
+        hid_t attr = H5Acreate2(g, "pair", H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT);
+        H5Awrite(attr, H5T_NATIVE_DOUBLE, pair);
+        H5Aclose(attr), H5Sclose(space);
+    });
+    EXPECT_NO_THROW(load_model_file(path)) << "attributes no layer asks for are ignored";
+
+    const RawModel raw = read_model_isolated(path);
+    ASSERT_EQ(raw.stages.size(), 1u);
+    const std::string at = path + ": stage 0 (conv2d)";
+    RawLayerReader r(raw.stages[0], at, 2);
+    EXPECT_EQ(r.float_attribute("f64"), -0.37) << "float64 must come through unrounded";
+    EXPECT_EQ(r.float_attribute("f32"), 2.5);
+    EXPECT_EQ(r.float_attribute("tiny"), 1e-30);
+    EXPECT_EQ(r.float_attribute("int"), -2.0);
+    const std::pair<const char*, const char*> refused[] = {
+        {"nan", "attribute 'nan': expected a finite number within float32's range, found nan"},
+        {"inf", "attribute 'inf': expected a finite number within float32's range, found -inf"},
+        {"big", "attribute 'big': expected a finite number within float32's range, found 1e+300"},
+        {"text", "attribute 'text' must be a number"},
+        {"pair", "attribute 'pair' must be a single number"},
+        {"absent", "attribute 'absent' is missing"},
+    };
+    for (const auto& [name, expected] : refused) {
+        SCOPED_TRACE(name);
+        try {
+            r.float_attribute(name);
+            ADD_FAILURE() << "read without error";
+        } catch (const Error& e) {
+            EXPECT_EQ(std::string(e.what()), at + ": " + expected);
+        }
+    }
+}
+
 // ------------------------------------------------------------------ hostile files
 
 // A valid model file whose first conv2d stage gets `tweak` applied to its group.
@@ -674,48 +725,6 @@ TEST(ModelFile, WriterRefusesInvalidModels) {
 
 // ------------------------------------------------------------------ runner
 
-// The model as a chain of float64 reference ops (each layer's own reference,
-// kernels/reference.h), with the replicate padding to the size multiple done
-// here independently of the runner.
-std::vector<double> reference_model(const ModelFile& m, const std::vector<float>& input, Shape shape) {
-    const int mult = m.size_multiple();
-    Shape padded = shape;
-    padded.h = (shape.h + mult - 1) / mult * mult, padded.w = (shape.w + mult - 1) / mult * mult;
-    std::vector<float> image(padded.count());
-    for (int p = 0; p < shape.n * shape.c; ++p)
-        for (int y = 0; y < padded.h; ++y)
-            for (int x = 0; x < padded.w; ++x)
-                image[(size_t(p) * padded.h + y) * padded.w + x] =
-                    input[(size_t(p) * shape.h + std::min(y, shape.h - 1)) * shape.w + std::min(x, shape.w - 1)];
-    std::vector<float> x = image;
-    Shape in = padded;
-    std::vector<double> y;
-    for (const Stage& s : m.stages) {
-        ReferenceIO io;
-        io.input = x.data(), io.in = in, io.model_input = image.data();
-        y = std::visit([&](const auto& st) { return st.reference(io); }, s);
-        const Geometry g = stage_geometry(s);
-        in = {in.n, stage_out_channels(s), in.h / g.down * g.up, in.w / g.down * g.up};
-        x.assign(y.begin(), y.end());  // the next stage sees fp32, as the backends do
-    }
-    std::vector<double> out(shape.count());
-    for (int p = 0; p < shape.n * shape.c; ++p)
-        for (int yy = 0; yy < shape.h; ++yy)
-            for (int xx = 0; xx < shape.w; ++xx)
-                out[(size_t(p) * shape.h + yy) * shape.w + xx] = y[(size_t(p) * padded.h + yy) * padded.w + xx];
-    return out;
-}
-
-// Every element of `out` against the float64 chain. fp32 through the 4 stages
-// of test::small_model, reductions of at most 8*9=72 terms: 1e-5 of the
-// output scale is far above the rounding and far below any indexing error.
-void expect_matches_reference(const std::vector<float>& out, const std::vector<double>& ref, const char* what) {
-    double scale = 0;
-    for (double v : ref) scale = std::max(scale, std::abs(v));
-    ASSERT_EQ(out.size(), ref.size());
-    for (size_t i = 0; i < ref.size(); ++i) ASSERT_NEAR(out[i], ref[i], 1e-5 * scale) << what << ", element " << i;
-}
-
 TEST(ModelRunner, MatchesReferenceTiledOrNot) {
     unsigned seed;
     auto rng = fresh_rng(&seed);
@@ -832,6 +841,9 @@ private:
     const Op* lacks_;
 };
 
+// The whole runner on a backend without an op, for the ops of small_model;
+// LayerKind.IsRefusedOnABackendWithoutItsOpsAndNeverCallsThem
+// (test_layers.cpp) checks every layer kind and every op.
 TEST(ModelRunner, RefusesAModelWithAnOpItsBackendLacks) {
     std::mt19937 rng(3);
     const ModelFile m = test::small_model(rng);

@@ -1,5 +1,8 @@
-// Every op on every backend against the float64 reference (kernels/reference.h),
+// Every op on every backend against its float64 reference (kernels/ops/NAME.h),
 // from one table of cases per op, in the style of ggml's test-backend-ops.
+// The tests follow the op list (kernels/ops/op_list.h): one per op, named
+// after it, runs its table NAME_cases(); an op without a table does not
+// compile, and RejectsInvalidArgs fails for an op without a row there.
 //
 // The suite is parameterized by backend ("cpu", "cuda"); test names end in
 // /cpu and /cuda so ctest runs them as separate entries (tests/CMakeLists.txt).
@@ -18,6 +21,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -32,7 +36,6 @@
 #include <vector>
 
 #include "backend.h"
-#include "reference.h"
 
 namespace {
 
@@ -209,7 +212,7 @@ std::ostream& operator<<(std::ostream& o, const ResidualCase& k) {
 // need seconds each (and the float64 reference on 2 cores longer still).
 constexpr long kCpuMaxSolPixels = 600'000;
 
-std::vector<ResidualCase> residual_cases() {
+std::vector<ResidualCase> residual_block_cases() {
     std::vector<ResidualCase> cases = {
         // Tiny and odd: narrower than one 8-float vector, single pixels and rows.
         {1, 3, 1, 1, 32},
@@ -294,7 +297,7 @@ ConvCase fused(ConvCase c, Activation act, bool residual, bool gpu_only = false)
     c.act = act, c.residual = residual, c.gpu_only = gpu_only;
     return c;
 }
-std::vector<ConvCase> conv_cases() {
+std::vector<ConvCase> conv2d_cases() {
     const PadMode Z = PadMode::Zero, R = PadMode::Reflect, P = PadMode::Replicate;
     const Activation ReLU = Activation::ReLU, None = Activation::None;
     return {
@@ -440,16 +443,23 @@ protected:
         std::cout << "\n";
     }
 
+    // Runs an op's case table on this backend: one definition per op, for its
+    // case type (below), called by the op's test (generated from the op list
+    // at the end of this file).
+    template <class Case>
+    void run_cases(const std::vector<Case>& cases);
+
     static constexpr const char* kPrepared = "prepared";
     std::unique_ptr<Backend> backend_;
 };
 
-TEST_P(OpsTest, ResidualBlock) {
+template <>
+void OpsTest::run_cases(const std::vector<ResidualCase>& cases) {
     Backend& be = *backend_;
     double worst_fraction = 0;
     int skipped = 0;
     std::map<std::string, int> ran, not_applicable;
-    for (const ResidualCase& k : residual_cases()) {
+    for (const ResidualCase& k : cases) {
         if (!runs(k.gpu_only)) {
             ++skipped;
             continue;
@@ -504,12 +514,13 @@ TEST_P(OpsTest, ResidualBlock) {
               << " GPU-only cases not run on " << be.name() << "\n";
 }
 
-TEST_P(OpsTest, Conv2d) {
+template <>
+void OpsTest::run_cases(const std::vector<ConvCase>& cases) {
     Backend& be = *backend_;
     double worst_fraction = 0;
     int skipped = 0;
     std::map<std::string, int> ran, not_applicable;
-    for (const ConvCase& k : conv_cases()) {
+    for (const ConvCase& k : cases) {
         if (!runs(k.gpu_only)) {
             ++skipped;
             continue;
@@ -590,7 +601,7 @@ std::ostream& operator<<(std::ostream& o, const ShuffleCase& k) {
              << " C=" << k.c << " H=" << k.h << " W=" << k.w << " factor " << k.factor
              << (k.residual ? " + residual" : "");
 }
-std::vector<ShuffleCase> shuffle_cases() {
+std::vector<ShuffleCase> pixel_shuffle_cases() {
     const ShuffleDirection D = ShuffleDirection::ToDepth, S = ShuffleDirection::ToSpace;
     return {
         {1, 3, 2, 2, 2, D},     {2, 3, 14, 38, 2, D},          {1, 1, 9, 27, 3, D}, {3, 2, 8, 4, 4, D, true},
@@ -599,9 +610,10 @@ std::vector<ShuffleCase> shuffle_cases() {
     };
 }
 
-TEST_P(OpsTest, PixelShuffle) {
+template <>
+void OpsTest::run_cases(const std::vector<ShuffleCase>& cases) {
     Backend& be = *backend_;
-    for (const ShuffleCase& k : shuffle_cases()) {
+    for (const ShuffleCase& k : cases) {
         const uint64_t seed = draw_seed();
         std::ostringstream trace;
         trace << k << " on " << be.name() << ", seed " << seed;
@@ -633,6 +645,13 @@ TEST_P(OpsTest, PixelShuffle) {
 
 TEST_P(OpsTest, RejectsInvalidArgs) {
     Backend& be = *backend_;
+    // Each row's call must throw imr::Error. Rows are counted per op, so an
+    // op of the list without one fails at the end.
+    std::array<int, imr::kOpCount> rows{};
+    auto refuses = [&](Op op, const char* what, const auto& call) {
+        ++rows[size_t(op)];
+        EXPECT_THROW(call(), imr::Error) << what;
+    };
     DeviceBuffer input(be, 2 * 3 * 8 * 8), output(be, 2 * 3 * 8 * 8), weight(be, 3 * 3 * 9 * 9), bias(be, 32);
 
     Conv2dArgs conv;
@@ -644,19 +663,19 @@ TEST_P(OpsTest, RejectsInvalidArgs) {
 
     Conv2dArgs bad = conv;
     bad.kernel = 9;  // larger than the 8x8 image, no padding
-    EXPECT_THROW(be.conv2d(bad), imr::Error) << "kernel larger than the image";
+    refuses(Op::Conv2d, "kernel larger than the image", [&] { be.conv2d(bad); });
     bad = conv;
     bad.pad_before = bad.pad_after = 8, bad.pad_mode = PadMode::Reflect;  // reflect extends by at most 7
-    EXPECT_THROW(be.conv2d(bad), imr::Error) << "reflect padding as wide as the image";
+    refuses(Op::Conv2d, "reflect padding as wide as the image", [&] { be.conv2d(bad); });
     bad = conv;
     bad.output = const_cast<float*>(bad.input);
-    EXPECT_THROW(be.conv2d(bad), imr::Error) << "output aliasing input";
+    refuses(Op::Conv2d, "output aliasing input", [&] { be.conv2d(bad); });
     bad = conv;
     bad.out_channels = 0;
-    EXPECT_THROW(be.conv2d(bad), imr::Error) << "zero output channels";
+    refuses(Op::Conv2d, "zero output channels", [&] { be.conv2d(bad); });
     bad = conv;
     bad.weight = nullptr;
-    EXPECT_THROW(be.conv2d(bad), imr::Error) << "null weight";
+    refuses(Op::Conv2d, "null weight", [&] { be.conv2d(bad); });
 
     ResidualBlockArgs rb;
     rb.shape = {2, 3, 8, 8}, rb.hidden = 3;
@@ -667,24 +686,24 @@ TEST_P(OpsTest, RejectsInvalidArgs) {
     be.synchronize();
     ResidualBlockArgs rbad = rb;
     rbad.output = const_cast<float*>(rbad.input);
-    EXPECT_THROW(be.residual_block(rbad), imr::Error) << "output aliasing input";
+    refuses(Op::ResidualBlock, "output aliasing input", [&] { be.residual_block(rbad); });
     rbad = rb;
     rbad.hidden = 0;
-    EXPECT_THROW(be.residual_block(rbad), imr::Error) << "zero hidden channels";
+    refuses(Op::ResidualBlock, "zero hidden channels", [&] { be.residual_block(rbad); });
     rbad = rb;
     rbad.shape.w = 0;
-    EXPECT_THROW(be.residual_block(rbad), imr::Error) << "empty image";
+    refuses(Op::ResidualBlock, "empty image", [&] { be.residual_block(rbad); });
 
     bad = conv;
     bad.residual = bad.output;
-    EXPECT_THROW(be.conv2d(bad), imr::Error) << "output aliasing the residual";
+    refuses(Op::Conv2d, "output aliasing the residual", [&] { be.conv2d(bad); });
 
     EXPECT_THROW(be.force_variant(Op::Conv2d, "no-such-kernel"), imr::Error) << "unknown kernel variant";
     if (const std::unique_ptr<imr::PreparedWeights> prepared = be.prepare(conv)) {
         bad = conv;
         bad.out_channels = conv.out_channels - 1;
         bad.prepared = prepared.get();
-        EXPECT_THROW(be.conv2d(bad), imr::Error) << "weights prepared for another shape";
+        refuses(Op::Conv2d, "weights prepared for another shape", [&] { be.conv2d(bad); });
     }
 
     PixelShuffleArgs ps;
@@ -694,17 +713,33 @@ TEST_P(OpsTest, RejectsInvalidArgs) {
     be.synchronize();
     PixelShuffleArgs psbad = ps;
     psbad.factor = 3;  // 8 is not a multiple of 3
-    EXPECT_THROW(be.pixel_shuffle(psbad), imr::Error) << "size not a multiple of the factor";
+    refuses(Op::PixelShuffle, "size not a multiple of the factor", [&] { be.pixel_shuffle(psbad); });
     psbad = ps;
     psbad.direction = ShuffleDirection::ToSpace;  // 3 channels are not a multiple of 4
-    EXPECT_THROW(be.pixel_shuffle(psbad), imr::Error) << "channels not a multiple of factor^2";
+    refuses(Op::PixelShuffle, "channels not a multiple of factor^2", [&] { be.pixel_shuffle(psbad); });
     psbad = ps;
     psbad.factor = 0;
-    EXPECT_THROW(be.pixel_shuffle(psbad), imr::Error) << "zero factor";
+    refuses(Op::PixelShuffle, "zero factor", [&] { be.pixel_shuffle(psbad); });
     psbad = ps;
     psbad.output = const_cast<float*>(psbad.input);
-    EXPECT_THROW(be.pixel_shuffle(psbad), imr::Error) << "output aliasing input";
+    refuses(Op::PixelShuffle, "output aliasing input", [&] { be.pixel_shuffle(psbad); });
+
+    for (size_t i = 0; i < imr::kOpCount; ++i)
+        EXPECT_GT(rows[i], 0) << imr::op_name(Op(i)) << " has no row in RejectsInvalidArgs";
 }
+
+// One test per op of the list (kernels/ops/op_list.h), named after it
+// (OpsTest.Conv2d/cpu): it runs the op's case table NAME_cases() through
+// run_cases for the table's case type. A new op without its table does not
+// compile, without its run_cases does not link, and an empty table fails.
+#define IMR_OP_TEST(Enum, name, Args)                             \
+    TEST_P(OpsTest, Enum) {                                       \
+        const auto cases = name##_cases();                        \
+        ASSERT_FALSE(cases.empty()) << #name "_cases() is empty"; \
+        run_cases(cases);                                         \
+    }
+IMR_FOR_EACH_OP(IMR_OP_TEST)
+#undef IMR_OP_TEST
 
 INSTANTIATE_TEST_SUITE_P(Backends, OpsTest, ::testing::Values("cpu", "cuda"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });

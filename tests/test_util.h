@@ -1,14 +1,18 @@
-// Helpers shared by the app tests: a scratch folder, random models, and a raw
-// HDF5 writer that can write what imr::write_model_file refuses to (for the
-// bad-model tests).
+// Helpers shared by the app tests: a scratch folder, random models, a
+// model's float64 reference output, and a raw HDF5 writer that can write what
+// imr::write_model_file refuses to (for the bad-model tests).
 #pragma once
 
+#include <gtest/gtest.h>
 #include <hdf5.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model_file.h"
@@ -43,6 +47,14 @@ inline std::vector<float> random_vector(std::mt19937& rng, size_t n, float scale
     return v;
 }
 
+// A generator seeded from std::random_device; the seed goes to *seed_out
+// (print it, so a failure can be reproduced).
+inline std::mt19937 fresh_rng(unsigned* seed_out) {
+    unsigned seed = std::random_device{}();
+    *seed_out = seed;
+    return std::mt19937(seed);
+}
+
 inline ResidualBlockStage random_residual_block(std::mt19937& rng, int channels, int hidden, float scale = 0.05f) {
     ResidualBlockStage rb;
     rb.channels = channels, rb.hidden = hidden;
@@ -61,44 +73,81 @@ inline Conv2dStage random_conv2d(std::mt19937& rng, int in, int out, int k, PadM
     return c;
 }
 
-// The unshuffle CNN of the trained models, small: space_to_depth(2) -> conv
-// 12->c relu -> conv c->c relu -> conv c->12 -> depth_to_space(2) + input.
-inline ModelFile unshuffle_model(std::mt19937& rng, int c = 8) {
+// A 3-channel test model of these stages, in the oldest format that holds them.
+inline ModelFile model_of(const std::string& name, std::vector<Stage> stages) {
     ModelFile m;
-    m.name = "test-unshuffle";
+    m.name = name;
     m.task = "test";
     m.description = "random weights for tests";
     m.provenance = "tests/test_util.h";
     m.channels = 3;
-    m.format_version = 2;
-    SpaceToDepthStage s2d;
-    s2d.in_channels = 3, s2d.factor = 2;
-    m.stages.push_back(s2d);
-    Conv2dStage first = random_conv2d(rng, 12, c, 3, PadMode::Zero, true);
-    first.activation = Activation::ReLU;
-    m.stages.push_back(first);
-    Conv2dStage mid = random_conv2d(rng, c, c, 3, PadMode::Zero, true);
-    mid.activation = Activation::ReLU;
-    m.stages.push_back(mid);
-    m.stages.push_back(random_conv2d(rng, c, 12, 3, PadMode::Zero, true));
-    DepthToSpaceStage d2s;
-    d2s.in_channels = 12, d2s.factor = 2, d2s.add_model_input = true;
-    m.stages.push_back(d2s);
+    m.stages = std::move(stages);
+    m.format_version = m.min_format_version();
     return m;
 }
 
+// The unshuffle CNN of the trained models, small: space_to_depth(2) -> conv
+// 12->c relu -> conv c->c relu -> conv c->12 -> depth_to_space(2) + input.
+inline ModelFile unshuffle_model(std::mt19937& rng, int c = 8) {
+    SpaceToDepthStage s2d;
+    s2d.in_channels = 3, s2d.factor = 2;
+    Conv2dStage first = random_conv2d(rng, 12, c, 3, PadMode::Zero, true);
+    first.activation = Activation::ReLU;
+    Conv2dStage mid = random_conv2d(rng, c, c, 3, PadMode::Zero, true);
+    mid.activation = Activation::ReLU;
+    Conv2dStage last = random_conv2d(rng, c, 12, 3, PadMode::Zero, true);
+    DepthToSpaceStage d2s;
+    d2s.in_channels = 12, d2s.factor = 2, d2s.add_model_input = true;
+    return model_of("test-unshuffle", {s2d, first, mid, last, d2s});  // format v2
+}
+
 inline ModelFile small_model(std::mt19937& rng) {
-    ModelFile m;
-    m.name = "test-model";
-    m.task = "test";
-    m.description = "random weights for tests";
-    m.provenance = "tests/test_util.h";
-    m.channels = 3;
-    m.stages.push_back(random_residual_block(rng, 3, 8));
-    m.stages.push_back(random_conv2d(rng, 3, 5, 4, PadMode::Reflect, true));
-    m.stages.push_back(random_conv2d(rng, 5, 3, 3, PadMode::Replicate, false));
-    m.stages.push_back(random_residual_block(rng, 3, 32));
-    return m;
+    // Braced lists are evaluated left to right: the weights are drawn in this order.
+    return model_of("test-model",
+                    {random_residual_block(rng, 3, 8), random_conv2d(rng, 3, 5, 4, PadMode::Reflect, true),
+                     random_conv2d(rng, 5, 3, 3, PadMode::Replicate, false), random_residual_block(rng, 3, 32)});
+}
+
+// The model as a chain of float64 reference ops (each layer's own reference,
+// on its op's in kernels/ops/), with the replicate padding to the size multiple done
+// here independently of the runner.
+inline std::vector<double> reference_model(const ModelFile& m, const std::vector<float>& input, Shape shape) {
+    const int mult = m.size_multiple();
+    Shape padded = shape;
+    padded.h = (shape.h + mult - 1) / mult * mult, padded.w = (shape.w + mult - 1) / mult * mult;
+    std::vector<float> image(padded.count());
+    for (int p = 0; p < shape.n * shape.c; ++p)
+        for (int y = 0; y < padded.h; ++y)
+            for (int x = 0; x < padded.w; ++x)
+                image[(size_t(p) * padded.h + y) * padded.w + x] =
+                    input[(size_t(p) * shape.h + std::min(y, shape.h - 1)) * shape.w + std::min(x, shape.w - 1)];
+    std::vector<float> x = image;
+    Shape in = padded;
+    std::vector<double> y;
+    for (const Stage& s : m.stages) {
+        ReferenceIO io;
+        io.input = x.data(), io.in = in, io.model_input = image.data();
+        y = std::visit([&](const auto& st) { return st.reference(io); }, s);
+        const Geometry g = stage_geometry(s);
+        in = {in.n, stage_out_channels(s), in.h / g.down * g.up, in.w / g.down * g.up};
+        x.assign(y.begin(), y.end());  // the next stage sees fp32, as the backends do
+    }
+    std::vector<double> out(shape.count());
+    for (int p = 0; p < shape.n * shape.c; ++p)
+        for (int yy = 0; yy < shape.h; ++yy)
+            for (int xx = 0; xx < shape.w; ++xx)
+                out[(size_t(p) * shape.h + yy) * shape.w + xx] = y[(size_t(p) * padded.h + yy) * padded.w + xx];
+    return out;
+}
+
+// Every element of `out` against the float64 chain. fp32 through the 4 stages
+// of test::small_model, reductions of at most 8*9=72 terms: 1e-5 of the
+// output scale is far above the rounding and far below any indexing error.
+inline void expect_matches_reference(const std::vector<float>& out, const std::vector<double>& ref, const char* what) {
+    double scale = 0;
+    for (double v : ref) scale = std::max(scale, std::abs(v));
+    ASSERT_EQ(out.size(), ref.size());
+    for (size_t i = 0; i < ref.size(); ++i) ASSERT_NEAR(out[i], ref[i], 1e-5 * scale) << what << ", element " << i;
 }
 
 // Raw HDF5 writing, no validation.
@@ -131,6 +180,12 @@ public:
         hid_t space = H5Screate(H5S_SCALAR);
         hid_t attr = H5Acreate2(obj, name, H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT);
         H5Awrite(attr, H5T_NATIVE_LLONG, &value);
+        H5Aclose(attr), H5Sclose(space);
+    }
+    static void float_attr(hid_t obj, const char* name, double value, hid_t file_type = H5T_IEEE_F64LE) {
+        hid_t space = H5Screate(H5S_SCALAR);
+        hid_t attr = H5Acreate2(obj, name, file_type, space, H5P_DEFAULT, H5P_DEFAULT);
+        H5Awrite(attr, H5T_NATIVE_DOUBLE, &value);
         H5Aclose(attr), H5Sclose(space);
     }
     // Writes `dims` of the given file type, filled with `fill` (NaN works).

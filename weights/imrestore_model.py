@@ -1,10 +1,16 @@
-"""Read, write and run imrestore model files (formats v1 and v2, see weights/README.md).
+"""Read, write and run imrestore model files (formats v1 and v2).
+
+The format is specified by weights/README.md (the file, its root attributes,
+the stages group, the versions) and, for each kind of stage, by the comment at
+the top of its C++ header in app/layers/, which is normative.
 
 Python 3 with numpy and h5py (Debian: python3-numpy, python3-h5py). This
-module is the Python reference of the format: `write_model` writes what the
-C++ loader (app/model_file.h) reads, `read_model` refuses what it refuses, and
-`apply_model` computes what the CPU/CUDA backends compute (in float64), so it
-can evaluate a model file honestly without building the tool.
+module implements the format for the kinds in OPS (the ones the training
+writes): `write_model` writes what the C++ loader (app/model_file.h) reads,
+`read_model` refuses what it refuses, and `apply_model` computes what the
+CPU/CUDA backends compute (in float64), so it can evaluate a model file
+honestly without building the tool. A kind only the C++ tool has is refused
+here as unknown.
 
     import imrestore_model as im
     im.write_model("my.h5", "my", "denoise", "...", "...", 3, stages)

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include "reference.h"
-
 namespace imr {
 
 namespace {

@@ -12,13 +12,15 @@
 //   size_t parameter_count() const
 //   bool adds_model_input() const              ends in "+ the model's input image"
 //   std::string describe() const               one line for `imrestore model`
-//   std::vector<double> reference(...) const   float64 forward (kernels/reference.h)
+//   std::vector<double> reference(...) const   float64 forward (its op's, kernels/ops/)
 //   std::unique_ptr<PreparedStage> prepare(Backend&) const  weights uploaded/packed once
 //
+// The comment at the top of each kind's header is the normative spec of its
+// stage in model files (weights/README.md specifies the file around them).
 // The list of kinds is the std::variant in stage.h. Every use goes through
 // std::visit, so a kind missing a member does not compile, and a new kind is
-// its file plus one entry in that list (and a row in the op tests for its
-// kernels).
+// its file, one entry in that list and an example model in
+// tests/test_layers.cpp (which runs every kind through the same tests).
 #pragma once
 
 #include <memory>
@@ -49,6 +51,10 @@ public:
     virtual bool has_attribute(const char* name) = 0;
     virtual std::string string_attribute(const char* name) = 0;
     virtual long long int_attribute(const char* name) = 0;
+    // A number: a scalar float attribute of any width (read as float64) or an
+    // integer one (converted). Missing, another type, not finite or beyond
+    // float32's range (the ops compute in float32): error.
+    virtual double float_attribute(const char* name) = 0;
     // The model file's format_version (a v2 feature in a v1 file is an error).
     virtual int format_version() const = 0;
 };
@@ -60,6 +66,7 @@ public:
     virtual void tensor(const char* name, const std::vector<float>& data, std::vector<int> shape) = 0;
     virtual void string_attribute(const char* name, const std::string& value) = 0;
     virtual void int_attribute(const char* name, long long value) = 0;
+    virtual void float_attribute(const char* name, double value) = 0;  // written as float64
 };
 
 // How a layer moves pixels. Sizes are in the layer's own input pixels.

@@ -1,7 +1,5 @@
 #include "pixel_shuffle.h"
 
-#include "reference.h"
-
 namespace imr {
 
 namespace {

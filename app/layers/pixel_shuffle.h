@@ -1,8 +1,26 @@
 // space_to_depth and depth_to_space layers (format v2): blocks of f x f
 // pixels to channels and back, exactly torch.nn.PixelUnshuffle /
-// PixelShuffle (PixelShuffleArgs). A network that runs its convolutions at
-// 1/f of the resolution sees f times further for the same work per pixel;
-// depth_to_space may add the model's input on the way out (global residual).
+// PixelShuffle (the op: kernels/ops/pixel_shuffle.h). A network that runs its
+// convolutions at 1/f of the resolution sees f times further for the same
+// work per pixel; depth_to_space may add the model's input on the way out
+// (global residual).
+//
+// In a model file (this comment is the normative spec of the two stages; the
+// file around them: weights/README.md), no datasets:
+//   op = "space_to_depth", integer attribute factor f (2..8), required:
+//     [C, H, W] -> [C·f·f, H/f, W/f], out[c·f·f + dy·f + dx][y][x] = in[c][y·f + dy][x·f + dx]
+//     (torch.nn.PixelUnshuffle(f)). Window f, radius 0; the model's image
+//     sides are padded to a multiple of every such reduction (weights/README.md).
+//   op = "depth_to_space", integer attribute factor f (2..8), required, and
+//     integer attribute add_model_input (0 or 1, default 0): the inverse
+//     (torch.nn.PixelShuffle(f)), then + the model's input image if
+//     add_model_input is 1 (as conv2d's: only where the output is
+//     image-shaped). The channel count it receives must be a multiple of
+//     f·f. Window 1, radius 0.
+// Refused: factor missing, not an integer or outside 2..8; space_to_depth
+// beyond 4096 channels, or with add_model_input; depth_to_space of a channel
+// count that is not a multiple of f·f, or enlarging beyond the image's
+// resolution; add_model_input other than 0 or 1; either in a format v1 file.
 #pragma once
 
 #include "layer.h"

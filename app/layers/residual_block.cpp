@@ -1,7 +1,5 @@
 #include "residual_block.h"
 
-#include "reference.h"
-
 namespace imr {
 
 namespace {

@@ -1,7 +1,7 @@
-// The list of layer kinds a model can hold: add a kind here (and its file),
-// nowhere else. Everything that depends on the kind goes through std::visit
-// over this variant, so a kind that lacks a member of the layer interface
-// (layer.h) is a compile error.
+// The list of layer kinds a model can hold: add a kind here (its file, and
+// its example in tests/test_layers.cpp), nowhere else. Everything that
+// depends on the kind goes through std::visit over this variant, so a kind
+// that lacks a member of the layer interface (layer.h) is a compile error.
 #pragma once
 
 #include <string>

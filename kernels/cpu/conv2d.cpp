@@ -35,7 +35,8 @@ constexpr int kMaxBandRows = 8;
 constexpr int kTasksPerThread = 4;
 
 // Padded coordinate p -> source index in [0, size), or -1 for a zero.
-// (Deliberately not shared with kernels/reference.cpp: the oracle stays
+// (Deliberately not shared with the reference_pad_index of the float64
+// references, kernels/ops/reference_common.cpp: the oracle stays
 // independent of the code it judges.)
 int source_index(int p, int size, PadMode mode) {
     if (p >= 0 && p < size) return p;

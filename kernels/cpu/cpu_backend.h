@@ -1,10 +1,8 @@
 // The CPU backend (make_cpu_backend): host memory, a steady-clock timer, and
-// one file per op that defines its members here, in parallel over OpenMP
-// threads:
-//   conv2d.cpp          conv2d, prepare(Conv2dArgs)
-//   residual_block.cpp  residual_block, prepare(ResidualBlockArgs)
-//   pixel_shuffle.cpp   pixel_shuffle
-// A new op: its member below and its file. Public (not in an anonymous
+// one file per op of the list (kernels/ops/op_list.h), NAME.cpp, that defines
+// its member CpuBackend::NAME, in parallel over OpenMP threads. conv2d.cpp and
+// residual_block.cpp also define prepare() for their Args (the weights packed
+// for direct_conv.cpp). A new op: its file. Public (not in an anonymous
 // namespace) so tests can wrap it, e.g. to pretend memory is short.
 #pragma once
 
@@ -58,11 +56,10 @@ public:
     bool supports(Op) const override { return true; }
 
     // The ops, each defined in its own file (see the top of this header).
-    void residual_block(const ResidualBlockArgs& a) override;
+    IMR_BACKEND_OP_OVERRIDES
+    using Backend::prepare;  // the other ops: nothing to prepare
     std::unique_ptr<PreparedWeights> prepare(const ResidualBlockArgs& a) override;
-    void conv2d(const Conv2dArgs& a) override;
     std::unique_ptr<PreparedWeights> prepare(const Conv2dArgs& a) override;
-    void pixel_shuffle(const PixelShuffleArgs& a) override;
 
 protected:
     int threads_;

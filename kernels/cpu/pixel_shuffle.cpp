@@ -1,8 +1,8 @@
-// pixel_shuffle on the CPU (semantics in backend.h). A pure permutation plus
-// an optional add: memory-bound, 8 bytes per element moved (12 with the
-// residual). Parallel over rows of the wide ([C, H, W]) tensor: each such row
-// maps to f runs of contiguous deep-tensor columns, strided by f, so one pass
-// reads or writes every row of both tensors once.
+// pixel_shuffle on the CPU (semantics in kernels/ops/pixel_shuffle.h). A pure
+// permutation plus an optional add: memory-bound, 8 bytes per element moved
+// (12 with the residual). Parallel over rows of the wide ([C, H, W]) tensor:
+// each such row maps to f runs of contiguous deep-tensor columns, strided by
+// f, so one pass reads or writes every row of both tensors once.
 #include "cpu_backend.h"
 
 namespace imr::cpu {

@@ -1,7 +1,7 @@
 // CUDA conv2d: any batch, channels, kernel size, the three pad modes with
 // pad_before/pad_after, optional bias, fused activation and residual (see
-// backend.h for the semantics), run by one of the named kernel variants of
-// conv2d.cu's table.
+// kernels/ops/conv2d.h for the semantics), run by one of the named kernel
+// variants of conv2d.cu's table.
 #pragma once
 
 #include <cuda_runtime.h>

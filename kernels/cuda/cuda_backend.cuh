@@ -1,11 +1,9 @@
 // The CUDA backend (make_cuda_backend): one device, one stream per backend;
 // ops are queued on that stream (asynchronous to the host), memory is plain
-// cudaMalloc. Each op's file defines its members here:
-//   conv2d.cu          conv2d, prepare(Conv2dArgs) (the Winograd weights)
-//   residual_block.cu  residual_block
-//   pixel_shuffle.cu   pixel_shuffle
-// A new op: its member below and its .cu file (and, if it has kernel
-// variants, a case in variants()).
+// cudaMalloc. One file per op of the list (kernels/ops/op_list.h), NAME.cu,
+// defines its member CudaBackend::NAME with its kernels; conv2d.cu also
+// prepare(Conv2dArgs) (the Winograd weights). A new op: its .cu file (and, if
+// it has kernel variants, a case in variants()).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -87,11 +85,9 @@ public:
 
     bool supports(Op) const override { return true; }
     // The ops, each defined in its own file (see the top of this header).
-    using Backend::prepare;  // residual_block: nothing to prepare
+    IMR_BACKEND_OP_OVERRIDES
+    using Backend::prepare;  // the other ops: nothing to prepare
     std::unique_ptr<PreparedWeights> prepare(const Conv2dArgs& a) override;
-    void conv2d(const Conv2dArgs& a) override;
-    void residual_block(const ResidualBlockArgs& a) override;
-    void pixel_shuffle(const PixelShuffleArgs& a) override;
 
     // Kernel variants: conv2d's and residual_block's tables.
     std::vector<std::string> variants(Op op) const override;

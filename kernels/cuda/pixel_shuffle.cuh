@@ -1,4 +1,4 @@
-// CUDA pixel_shuffle (see backend.h for the semantics).
+// CUDA pixel_shuffle (see kernels/ops/pixel_shuffle.h for the semantics).
 #pragma once
 
 #include <cuda_runtime.h>

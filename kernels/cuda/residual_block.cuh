@@ -1,5 +1,5 @@
 // CUDA residual_block: output = input + conv_out(conv_in(input)) in one
-// kernel (see backend.h for the exact semantics).
+// kernel (see kernels/ops/residual_block.h for the exact semantics).
 #pragma once
 
 #include <cuda_runtime.h>

@@ -1,0 +1,65 @@
+// The conv2d op: what it computes, its arguments (and the padding modes and
+// activations they name), their check and its float64 reference. Its
+// kernels: kernels/cpu/conv2d.cpp (on kernels/cpu/direct_conv.cpp),
+// kernels/cuda/conv2d.cu.
+#pragma once
+
+#include <vector>
+
+#include "op_args.h"
+
+namespace imr {
+
+// What a convolution applies to its output after the bias.
+enum class Activation { None, ReLU };
+const char* activation_name(Activation a);
+
+// How the border is extended before a convolution. Zero: zeros; Reflect: mirror
+// without repeating the edge (numpy/torch "reflect"); Replicate: repeat the edge.
+enum class PadMode { Zero, Reflect, Replicate };
+const char* pad_mode_name(PadMode mode);
+
+// conv2d: the input [N, Cin, H, W] is padded by pad_before rows/columns at the
+// top/left and pad_after at the bottom/right (in pad_mode), then convolved
+// (cross-correlation, as torch) with weight [Cout, Cin, K, K], stride 1, plus
+// bias [Cout] when bias is not null, then the activation, then `residual`
+// (an output-shaped tensor) when it is not null:
+//   output = activation(conv(input) + bias) + residual
+// With no padding, bias, activation or residual this is GPU MODE's
+// conv2d_v2: output [N, Cout, H-K+1, W-K+1]. pad_before + pad_after = K-1
+// keeps the image size (what model files use). Fusing the activation and the
+// residual add into the convolution saves a pass over the output per layer.
+struct Conv2dArgs {
+    Shape in;  // [N, Cin, H, W]
+    int out_channels = 0;
+    int kernel = 0;  // K
+    int pad_before = 0, pad_after = 0;
+    PadMode pad_mode = PadMode::Zero;
+    const float* input = nullptr;
+    float* output = nullptr;  // must not alias input
+    const float* weight = nullptr;
+    const float* bias = nullptr;  // optional
+    Activation activation = Activation::None;
+    const float* residual = nullptr;            // optional, out_shape(); must not alias output
+    const PreparedWeights* prepared = nullptr;  // optional: Backend::prepare of these weights
+
+    Shape out_shape() const {
+        return {in.n, out_channels, in.h + pad_before + pad_after - kernel + 1,
+                in.w + pad_before + pad_after - kernel + 1};
+    }
+};
+
+// Throws imr::Error naming the op and its shapes if the arguments cannot run
+// (non-positive sizes, kernel larger than the padded image, reflect padding
+// wider than the image allows, null pointers, aliasing). Every backend calls
+// it first.
+void check_args(const Conv2dArgs& a);
+
+// Output a.out_shape() of conv2d (bias, activation and residual included), in
+// float64. Calls check_args first.
+std::vector<double> reference_conv2d(const Conv2dArgs& a);
+
+// Output element (n, co, y, x) of conv2d.
+double reference_conv2d_at(const Conv2dArgs& a, int n, int co, int y, int x);
+
+}  // namespace imr
