@@ -36,14 +36,15 @@ struct CommandHelp {
     }
 };
 
-namespace help_detail {
-
+// "a,b" -> {"a", "b"}; also a text into its lines (by '\n').
 inline std::vector<std::string> split(const std::string& s, char by) {
     std::vector<std::string> out;
     std::stringstream in(s);
     for (std::string part; std::getline(in, part, by);) out.push_back(part);
     return out;
 }
+
+namespace help_detail {
 
 inline std::string trim(const std::string& s) {
     const size_t b = s.find_first_not_of(' '), e = s.find_last_not_of(' ');
@@ -89,7 +90,7 @@ inline CommandHelp parse_help(const std::string& name, const std::string& text) 
     CommandHelp help;
     help.name = name;
     help.text = text;
-    const std::vector<std::string> lines = help_detail::split(text, '\n');
+    const std::vector<std::string> lines = split(text, '\n');
     std::string section;
     for (size_t i = 0; i < lines.size(); ++i) {
         const std::string& line = lines[i];
@@ -105,20 +106,25 @@ inline CommandHelp parse_help(const std::string& name, const std::string& text) 
     return help;
 }
 
-// --help of the main command and of each subcommand it lists, main first.
-inline std::vector<CommandHelp> all_command_help() {
-    ScratchDir dir("help");
-    RunResult main_help = imrestore("--help", dir);
-    EXPECT_EQ(main_help.code, 0) << main_help.err;
-    std::vector<CommandHelp> out = {parse_help("", main_help.out)};
-    for (const std::string& sub : std::vector<std::string>(out[0].subcommands)) {
-        RunResult r = imrestore(sub + " --help", dir);
-        EXPECT_EQ(r.code, 0) << sub << ": " << r.err;
-        out.push_back(parse_help(sub, r.out));
-    }
-    EXPECT_GE(out[0].options.size(), 10u) << "the help text's layout changed: parse_help read\n" << main_help.out;
-    EXPECT_GE(out[0].subcommands.size(), 4u) << "the help text's layout changed: parse_help read\n" << main_help.out;
-    return out;
+// --help of the main command and of each subcommand it lists, main first
+// (run once per test program).
+inline const std::vector<CommandHelp>& all_command_help() {
+    static const std::vector<CommandHelp> commands = [] {
+        ScratchDir dir("help");
+        RunResult main_help = imrestore("--help", dir);
+        EXPECT_EQ(main_help.code, 0) << main_help.err;
+        std::vector<CommandHelp> out = {parse_help("", main_help.out)};
+        for (const std::string& sub : std::vector<std::string>(out[0].subcommands)) {
+            RunResult r = imrestore(sub + " --help", dir);
+            EXPECT_EQ(r.code, 0) << sub << ": " << r.err;
+            out.push_back(parse_help(sub, r.out));
+        }
+        EXPECT_GE(out[0].options.size(), 10u) << "the help text's layout changed: parse_help read\n" << main_help.out;
+        EXPECT_GE(out[0].subcommands.size(), 4u) << "the help text's layout changed: parse_help read\n"
+                                                 << main_help.out;
+        return out;
+    }();
+    return commands;
 }
 
 }  // namespace imr::test

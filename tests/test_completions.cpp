@@ -36,20 +36,12 @@ const std::string kExe = IMRESTORE_EXE;
 using Words = std::set<std::string>;
 
 const std::vector<CommandHelp>& help() {
-    static const std::vector<CommandHelp> commands = test::all_command_help();
-    return commands;
+    return test::all_command_help();
 }
 
 // The command line that starts `command` ("" for the main command).
 std::string start(const std::string& command) {
     return command.empty() ? kExe : kExe + " " + command;
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-    std::vector<std::string> out;
-    std::istringstream in(text);
-    for (std::string line; std::getline(in, line);) out.push_back(line);
-    return out;
 }
 
 // What the shell's completion offers for each of `lines` (the cursor at its
@@ -67,7 +59,7 @@ std::map<std::string, Words> complete(Shell shell, const std::vector<std::string
     EXPECT_EQ(std::system(cmd.c_str()), 0) << slurp(io / "err");
     std::map<std::string, Words> out;
     std::string current;
-    for (const std::string& line : lines_of(slurp(io / "out"))) {
+    for (const std::string& line : test::split(slurp(io / "out"), '\n')) {
         if (line.rfind("<line>", 0) == 0) current = line.substr(6), out[current];
         if (line.rfind("<match>", 0) == 0) out[current].insert(line.substr(7));
     }
@@ -247,7 +239,7 @@ Words zsh_command_options(const std::string& script, const std::string& command)
     if (begin == std::string::npos) return {};
     const size_t end = script.find("\n}", begin);
     Words names;
-    for (const std::string& line : lines_of(script.substr(begin, end - begin))) {
+    for (const std::string& line : test::split(script.substr(begin, end - begin), '\n')) {
         const size_t first = line.find_first_not_of(' ');
         if (first != std::string::npos && line[first] == '\'') {
             const std::set<std::string> found = test::option_tokens(line);
@@ -269,11 +261,9 @@ TEST(ZshCompletion, ExtensionListsAreTheFormatsTheToolReadsAndWrites) {
     std::smatch read, write;
     ASSERT_TRUE(std::regex_search(script, read, std::regex(R"(\(#i\)\(([a-z0-9|]+)\))")));
     ASSERT_TRUE(std::regex_search(script, write, std::regex(R"(formats=\(([a-z0-9 ]+)\))")));
-    auto words = [](std::string list, char by) {
-        Words out;
-        std::istringstream in(list);
-        for (std::string w; std::getline(in, w, by);) out.insert(w);
-        return out;
+    auto words = [](const std::string& list, char by) {
+        const std::vector<std::string> split = test::split(list, by);
+        return Words(split.begin(), split.end());
     };
     EXPECT_EQ(words(read[1], '|'), extensions(false));
     EXPECT_EQ(words(write[1], ' '), extensions(true));

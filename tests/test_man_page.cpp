@@ -8,9 +8,9 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <map>
 #include <regex>
 #include <set>
+#include <sstream>
 
 #include "cli_help.h"
 #include "cli_run.h"
@@ -92,60 +92,70 @@ std::vector<Section> parse_man_page(const std::string& roff) {
     return sections;
 }
 
-class ManPage : public ::testing::Test {
-protected:
-    static void SetUpTestSuite() {
-        roff_ = new std::string(test::slurp(IMRESTORE_MAN_PAGE));
-        sections_ = new std::vector<Section>(parse_man_page(*roff_));
-        help_ = new std::vector<CommandHelp>(test::all_command_help());
-    }
-    static void TearDownTestSuite() { delete roff_, delete sections_, delete help_; }
+const std::string& page() {
+    static const std::string roff = test::slurp(IMRESTORE_MAN_PAGE);
+    return roff;
+}
 
-    static const Section* find(const std::string& heading) {
-        for (const Section& s : *sections_)
-            if (s.heading == heading) return &s;
-        return nullptr;
-    }
-    // The section documenting a command's options: OPTIONS for the main
-    // command, the .SS "imrestore NAME ..." of COMMANDS for the others.
-    static const Section* command_section(const std::string& command) {
-        if (command.empty()) return find("OPTIONS");
-        for (const Section& s : *sections_)
-            if (s.parent == "COMMANDS" && s.heading.rfind("imrestore " + command + " ", 0) == 0) return &s;
-        for (const Section& s : *sections_)
-            if (s.parent == "COMMANDS" && s.heading == "imrestore " + command) return &s;
-        return nullptr;
-    }
-    static const Entry* option_entry(const Section& s, const HelpOption& o) {
-        for (const Entry& e : s.entries) {
-            const std::set<std::string> names = option_tokens(e.tag);
-            if (names.count(o.names.back())) return &e;
-        }
-        return nullptr;
-    }
-    static std::string label(const std::string& command) { return command.empty() ? "imrestore" : command; }
+const std::vector<Section>& sections() {
+    static const std::vector<Section> parsed = parse_man_page(page());
+    return parsed;
+}
 
-    static std::string* roff_;
-    static std::vector<Section>* sections_;
-    static std::vector<CommandHelp>* help_;
-};
-std::string* ManPage::roff_ = nullptr;
-std::vector<Section>* ManPage::sections_ = nullptr;
-std::vector<CommandHelp>* ManPage::help_ = nullptr;
+const std::vector<CommandHelp>& help() {
+    return test::all_command_help();
+}
 
-TEST_F(ManPage, ConfiguredValuesAreFilledIn) {
+const Section* find(const std::string& heading) {
+    for (const Section& s : sections())
+        if (s.heading == heading) return &s;
+    return nullptr;
+}
+
+// The tags of a section's .TP entries ("0", "IMRESTORE_MODEL_PATH", ...).
+std::set<std::string> tags_of(const std::string& heading) {
+    const Section* s = find(heading);
+    EXPECT_NE(s, nullptr) << "no section " << heading;
+    std::set<std::string> tags;
+    if (s)
+        for (const Entry& e : s->entries) tags.insert(e.tag);
+    return tags;
+}
+
+// The section documenting a command's options: OPTIONS for the main command,
+// the .SS "imrestore NAME ..." of COMMANDS for the others.
+const Section* command_section(const std::string& command) {
+    if (command.empty()) return find("OPTIONS");
+    for (const Section& s : sections())
+        if (s.parent == "COMMANDS" &&
+            (s.heading == "imrestore " + command || s.heading.rfind("imrestore " + command + " ", 0) == 0))
+            return &s;
+    return nullptr;
+}
+
+const Entry* option_entry(const Section& s, const HelpOption& o) {
+    for (const Entry& e : s.entries)
+        if (option_tokens(e.tag).count(o.names.back())) return &e;
+    return nullptr;
+}
+
+std::string label(const std::string& command) {
+    return command.empty() ? "imrestore" : command;
+}
+
+TEST(ManPage, ConfiguredValuesAreFilledIn) {
     std::smatch left;
-    EXPECT_FALSE(std::regex_search(*roff_, left, std::regex("@[A-Z_]+@"))) << left.str() << " was not configured";
+    EXPECT_FALSE(std::regex_search(page(), left, std::regex("@[A-Z_]+@"))) << left.str() << " was not configured";
     test::ScratchDir dir("man");
     const std::string version = test::imrestore("--version", dir).out;  // "imrestore 0.1.0 (...)"
     const std::string number = version.substr(10, version.find(' ', 10) - 10);
-    EXPECT_NE(roff_->find(".TH IMRESTORE 1 "), std::string::npos);
-    EXPECT_NE(roff_->find("\"imrestore " + number + "\""), std::string::npos) << "the .TH line names " << version;
+    EXPECT_NE(page().find(".TH IMRESTORE 1 "), std::string::npos);
+    EXPECT_NE(page().find("\"imrestore " + number + "\""), std::string::npos) << "the .TH line names " << version;
 }
 
-TEST_F(ManPage, DescribesEveryCommand) {
+TEST(ManPage, DescribesEveryCommand) {
     std::set<std::string> documented;
-    for (const Section& s : *sections_)
+    for (const Section& s : sections())
         if (s.parent == "COMMANDS") {
             std::istringstream words(s.heading);
             std::string program, command;
@@ -153,7 +163,7 @@ TEST_F(ManPage, DescribesEveryCommand) {
             EXPECT_EQ(program, "imrestore") << "COMMANDS has a subsection " << s.heading;
             documented.insert(command);
         }
-    const std::set<std::string> listed(help_->front().subcommands.begin(), help_->front().subcommands.end());
+    const std::set<std::string> listed(help().front().subcommands.begin(), help().front().subcommands.end());
     EXPECT_EQ(documented, listed) << "the .SS subsections of COMMANDS and the Subcommands of --help";
     const Section* synopsis = find("SYNOPSIS");
     ASSERT_NE(synopsis, nullptr);
@@ -161,8 +171,8 @@ TEST_F(ManPage, DescribesEveryCommand) {
         EXPECT_NE(synopsis->text.find("imrestore " + command), std::string::npos) << command << " not in SYNOPSIS";
 }
 
-TEST_F(ManPage, DescribesEveryOptionOfEveryCommandAndNoOther) {
-    for (const CommandHelp& command : *help_) {
+TEST(ManPage, DescribesEveryOptionOfEveryCommandAndNoOther) {
+    for (const CommandHelp& command : help()) {
         SCOPED_TRACE(label(command.name));
         const Section* s = command_section(command.name);
         ASSERT_NE(s, nullptr) << "no section documents the options of " << label(command.name);
@@ -177,8 +187,8 @@ TEST_F(ManPage, DescribesEveryOptionOfEveryCommandAndNoOther) {
     }
 }
 
-TEST_F(ManPage, DefaultsAndChoicesAreTheOnesHelpShows) {
-    for (const CommandHelp& command : *help_) {
+TEST(ManPage, DefaultsAndChoicesAreTheOnesHelpShows) {
+    for (const CommandHelp& command : help()) {
         const Section* s = command_section(command.name);
         ASSERT_NE(s, nullptr);
         for (const HelpOption& o : command.options) {
@@ -202,9 +212,9 @@ TEST_F(ManPage, DefaultsAndChoicesAreTheOnesHelpShows) {
     }
 }
 
-TEST_F(ManPage, ExitStatusIsTheOneHelpGives) {
+TEST(ManPage, ExitStatusIsTheOneHelpGives) {
     // "Exit codes: 0 all restored (or skipped), 1 some file failed, ..."
-    const std::string& text = help_->front().text;
+    const std::string& text = help().front().text;
     const size_t at = text.find("Exit codes:");
     ASSERT_NE(at, std::string::npos) << "--help gives no exit codes";
     const std::string line = text.substr(at, text.find('\n', at) - at);
@@ -212,11 +222,7 @@ TEST_F(ManPage, ExitStatusIsTheOneHelpGives) {
     const std::regex code("(?::|,) (\\d+) ");
     for (auto it = std::sregex_iterator(line.begin(), line.end(), code); it != std::sregex_iterator(); ++it)
         from_help.insert((*it)[1]);
-    const Section* s = find("EXIT STATUS");
-    ASSERT_NE(s, nullptr);
-    std::set<std::string> documented;
-    for (const Entry& e : s->entries) documented.insert(e.tag);
-    EXPECT_EQ(documented, from_help) << line;
+    EXPECT_EQ(tags_of("EXIT STATUS"), from_help) << line;
 }
 
 // Every getenv("NAME") in app/ and kernels/, and every "IMRESTORE_..." string
@@ -235,18 +241,15 @@ std::set<std::string> environment_variables_read() {
     return names;
 }
 
-TEST_F(ManPage, EnvironmentListsEveryVariableTheCodeReads) {
+TEST(ManPage, EnvironmentListsEveryVariableTheCodeReads) {
     const std::set<std::string> read = environment_variables_read();
     EXPECT_GE(read.size(), 4u) << "the source scan found too little: " << IMRESTORE_SOURCE_DIR;
-    const Section* s = find("ENVIRONMENT");
-    ASSERT_NE(s, nullptr);
-    std::set<std::string> documented;
-    for (const Entry& e : s->entries) documented.insert(e.tag);
+    const std::set<std::string> documented = tags_of("ENVIRONMENT");
     for (const std::string& name : read) EXPECT_TRUE(documented.count(name)) << name << " is not in ENVIRONMENT";
 }
 
 // groff's own warnings (-ww) and, where mandoc is installed, its lint.
-TEST_F(ManPage, RendersWithoutWarnings) {
+TEST(ManPage, RendersWithoutWarnings) {
     test::ScratchDir dir("man");
     const std::string err = dir / "stderr.txt";
     bool checked = false;
