@@ -20,6 +20,7 @@
 #include "eval/eval_command.h"
 #include "model_registry.h"
 #include "pipeline/pipeline.h"
+#include "usage_error.h"
 #include "util/printable.h"
 
 namespace imr {
@@ -208,18 +209,18 @@ std::string report_json(const Options& o, const ModelFile& model, const Backend&
 }
 
 int run_restore(const Options& o) {
-    if (o.inputs.empty()) throw CLI::RequiredError("INPUT (an image file or folder; see --help)");
+    if (o.inputs.empty()) throw CLI::RequiredError("INPUT (an image file or folder)");
     Codec codec = parse_codec(o.codec);
     std::string format = o.format;  // "PNG" or ".png" -> "png"
     if (!format.empty() && format[0] == '.') format.erase(0, 1);
     for (char& c : format) c = char(std::tolower(static_cast<unsigned char>(c)));
     if (o.tile > 0 && o.tile < 16)
-        throw Error("--tile " + std::to_string(o.tile) +
-                    ": tiles under 16 pixels would be mostly halo; use 16 or more");
+        throw UsageError("--tile " + std::to_string(o.tile) +
+                         ": tiles under 16 pixels would be mostly halo; use 16 or more");
     std::vector<FileJob> jobs =
         plan_jobs(o.inputs, o.output, o.recursive, codec, format, o.suffix);  // usage errors first
     if (o.output == kStdio && (o.json || o.timing || o.bench))
-        throw Error("-o -: standard output carries the image; --json, --timing and --bench would mix into it");
+        throw UsageError("-o -: standard output carries the image; --json, --timing and --bench would mix into it");
     ModelFile model = load_model_file(resolve_model(o.model));
     std::string note;
     std::unique_ptr<Backend> backend = make_backend(o.device, o.threads, &note);
@@ -298,6 +299,14 @@ int run_restore(const Options& o) {
     }
     if (report.interrupted) return kExitInterrupted;
     return failed ? kExitFileFailed : kExitOk;
+}
+
+// The last line of a usage error: where the options are documented (as GNU
+// tools say it), for the command that was given: "imrestore eval --help".
+std::string usage_hint(const CLI::App& app) {
+    std::string command = "imrestore";
+    for (const CLI::App* sub : app.get_subcommands()) command += " " + sub->get_name();
+    return "Try '" + command + " --help' or 'man imrestore' for more information.";
 }
 
 // An error that stops the whole run: on stderr, and with --json as the report.
@@ -391,13 +400,17 @@ int cli_main(int argc, char** argv) {
     CLI::App app;
     Options o;
     setup(app, o);
+    // CLI11's own usage errors (unknown option, bad value), as ours are printed.
+    app.failure_message([](const CLI::App* failed, const CLI::Error& e) {
+        return "imrestore: " + printable(e.what()) + "\n" + usage_hint(*failed) + "\n";
+    });
     try {
         app.parse(argc, argv);
         bool subcommand = !app.get_subcommands().empty();
         if (subcommand && !o.inputs.empty())
-            throw Error("'" + o.inputs.front() + "' given before the command '" +
-                        app.get_subcommands().front()->get_name() +
-                        "': to restore a folder of that name, write it as ./models or ./model");
+            throw UsageError("'" + o.inputs.front() + "' given before the command '" +
+                             app.get_subcommands().front()->get_name() +
+                             "': to restore a folder of that name, write it as ./models or ./model");
         if (app.got_subcommand("models")) return run_models(o.models_json);
         if (app.got_subcommand("model")) return run_model_info(o.model_to_show);
         if (app.got_subcommand("degrade")) return run_degrade(o.degrade);
@@ -413,6 +426,10 @@ int cli_main(int argc, char** argv) {
                           << json_escape(e.what()) << "\"\n}\n";
         }
         return code == 0 ? kExitOk : kExitUsage;
+    } catch (const UsageError& e) {
+        report_error(o, e.what());
+        std::cerr << usage_hint(app) << "\n";
+        return kExitUsage;
     } catch (const Error& e) {
         report_error(o, e.what());
         return kExitUsage;

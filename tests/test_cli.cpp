@@ -76,6 +76,38 @@ TEST(Cli, HelpVersionAndModels) {
     EXPECT_EQ(bad_option.code, 2);
 }
 
+// Usage errors (exit 2) end by saying where the options are documented, for
+// the command given; other errors do not.
+TEST(Cli, UsageErrorsPointToTheDocs) {
+    ScratchDir dir("cli");
+    const std::string in = q(sample("chelsea.png"));
+    const std::vector<std::pair<std::string, std::string>> usage = {
+        {"--no-such-option " + in, "imrestore: The following argument was not expected: --no-such-option\n"},
+        {"--codec foo " + in, "imrestore: --codec: foo not in {auto,opencv,stb}\n"},
+        {"", "imrestore: INPUT (an image file or folder) is required\n"},
+        {in + " --tile 5", "imrestore: --tile 5: tiles under 16 pixels"},
+        {in + " --format xyz -o " + q(dir / "out/"), "imrestore: --format xyz: unknown output format '.xyz'"},
+        {"degrade --blur x " + in + " -o " + q(dir / "d/"), "imrestore: --blur: Value x not in range"},
+        {"degrade " + in + " -o " + q(dir / "d/"), "imrestore: degrade: nothing to do"},
+        {"eval " + in + " --noise 5 --baselines foo", "imrestore: --baselines foo: unknown 'foo'"},
+    };
+    for (const auto& [args, message] : usage) {
+        SCOPED_TRACE(args);
+        RunResult r = imrestore(args, dir);
+        EXPECT_EQ(r.code, 2);
+        EXPECT_EQ(r.err.rfind(message, 0), 0u) << r.err;
+        const std::string command = args.rfind("degrade", 0) == 0 ? "imrestore degrade"
+                                    : args.rfind("eval", 0) == 0  ? "imrestore eval"
+                                                                  : "imrestore";
+        const std::string hint = "Try '" + command + " --help' or 'man imrestore' for more information.\n";
+        EXPECT_TRUE(r.err.size() >= hint.size() && r.err.compare(r.err.size() - hint.size(), hint.size(), hint) == 0)
+            << r.err;
+    }
+    RunResult model = imrestore(in + " -m no-such-model -d cpu", dir);
+    EXPECT_EQ(model.code, 2);
+    EXPECT_EQ(model.err.find("man imrestore"), std::string::npos) << "not a usage error: " << model.err;
+}
+
 TEST(Cli, RestoresOneFileWithTiming) {
     ScratchDir dir("cli");
     std::string out = dir / "chelsea.png";

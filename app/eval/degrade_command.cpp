@@ -7,6 +7,7 @@
 
 #include "error.h"
 #include "pipeline/output_plan.h"
+#include "usage_error.h"
 #include "util/printable.h"
 
 namespace imr {
@@ -48,7 +49,7 @@ CLI::App* add_degrade_command(CLI::App& app, DegradeOptions& o) {
 int run_degrade(const DegradeOptions& o) {
     const Degradation& d = o.degradation;
     d.validate();
-    if (!d.any()) throw Error("degrade: nothing to do: give --blur, --noise and/or --jpeg");
+    if (!d.any()) throw UsageError("degrade: nothing to do: give --blur, --noise and/or --jpeg");
     std::string format = o.format;
     if (!format.empty() && format[0] == '.') format.erase(0, 1);
     const std::vector<FileJob> jobs = plan_jobs(o.inputs, o.output, o.recursive, Codec::Auto, format);

@@ -17,6 +17,7 @@
 #include "image/image_batch.h"
 #include "model_runner.h"
 #include "pipeline/pipeline.h"
+#include "usage_error.h"
 #include "util/printable.h"
 
 namespace imr {
@@ -77,7 +78,8 @@ std::vector<std::string> parse_baselines(const std::string& spec, const Degradat
         if (std::find(names.begin(), names.end(), name) == names.end()) {
             std::string list;
             for (const auto& n : names) list += " " + n;
-            throw Error("--baselines " + spec + ": unknown '" + name + "' (use auto, none, all or of:" + list + ")");
+            throw UsageError("--baselines " + spec + ": unknown '" + name + "' (use auto, none, all or of:" + list +
+                             ")");
         }
         if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
     }
@@ -314,11 +316,12 @@ int run_eval(const EvalOptions& o) {
     o.degradation.validate();
     const bool given = !o.degraded_dir.empty();
     if (given && o.degradation.any())
-        throw Error("eval: --degraded " + o.degraded_dir +
-                    " gives the degraded images; --blur/--noise/--jpeg would degrade the clean ones instead: use one "
-                    "or the other");
+        throw UsageError(
+            "eval: --degraded " + o.degraded_dir +
+            " gives the degraded images; --blur/--noise/--jpeg would degrade the clean ones instead: use one "
+            "or the other");
     if (!given && !o.degradation.any())
-        throw Error("eval: nothing to measure: give --noise, --jpeg and/or --blur, or --degraded DIR");
+        throw UsageError("eval: nothing to measure: give --noise, --jpeg and/or --blur, or --degraded DIR");
     std::error_code ec;
     if (given && !fs::is_directory(o.degraded_dir, ec))
         throw Error("--degraded " + o.degraded_dir + ": no such folder");

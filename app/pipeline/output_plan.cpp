@@ -7,7 +7,7 @@
 #include <map>
 #include <set>
 
-#include "error.h"
+#include "usage_error.h"
 
 namespace imr {
 
@@ -17,6 +17,19 @@ namespace {
 
 // NAME_MAX of Linux file systems (ext4, xfs, btrfs, tmpfs): bytes per name.
 constexpr size_t kMaxNameBytes = 255;
+
+// check_writable_format for an output the command line names, as a usage
+// error. `option` ("--format xyz") stands for `path` in the message when the
+// path was made up from it.
+void check_output_format(const std::string& path, Codec codec, const std::string& option = "") {
+    try {
+        check_writable_format(path, codec);
+    } catch (const Error& e) {
+        const std::string why = e.what();  // "PATH: what is wrong"
+        const bool about_path = why.compare(0, path.size(), path) == 0;
+        throw UsageError(option.empty() || !about_path ? why : option + why.substr(path.size()));
+    }
+}
 
 std::string strip_trailing_slashes(std::string p) {
     while (p.size() > 1 && p.back() == '/') p.pop_back();
@@ -82,23 +95,24 @@ std::vector<FileJob> plan_jobs(const std::vector<std::string>& inputs, const std
     std::vector<FileJob> jobs;
     std::error_code ec;
     if (suffix.empty() || suffix.find('/') != std::string::npos || suffix == "." || suffix == "..")
-        throw Error("--suffix '" + suffix + "': expected a non-empty name part without '/', e.g. .restored");
-    if (!format.empty()) check_writable_format("output." + format, codec);  // "--format xyz" fails here
+        throw UsageError("--suffix '" + suffix + "': expected a non-empty name part without '/', e.g. .restored");
+    if (!format.empty())
+        check_output_format("output." + format, codec, "--format " + format);  // "--format xyz" fails here
     // Pipes: "-" reads one image from stdin (format from its bytes); "-o -"
     // writes one image to stdout (format from --format).
     const bool stdin_in = std::find(inputs.begin(), inputs.end(), kStdio) != inputs.end();
-    if (stdin_in && inputs.size() > 1) throw Error("-: standard input is one image; give it alone");
+    if (stdin_in && inputs.size() > 1) throw UsageError("-: standard input is one image; give it alone");
     if (output == kStdio) {
         if (inputs.size() != 1 || fs::is_directory(inputs[0], ec))
-            throw Error("-o -: standard output takes one image; give one input file");
+            throw UsageError("-o -: standard output takes one image; give one input file");
         if (format.empty())
-            throw Error("-o -: say the format of the image on standard output with --format (png, jpg, ...)");
+            throw UsageError("-o -: say the format of the image on standard output with --format (png, jpg, ...)");
         return {{inputs[0], kStdio, ""}};
     }
     if (stdin_in) {
         if (output.empty() || output.back() == '/' || fs::is_directory(output, ec))
-            throw Error("-: the image from standard input needs an output file: -o FILE.EXT or -o -");
-        check_writable_format(output, codec);
+            throw UsageError("-: the image from standard input needs an output file: -o FILE.EXT or -o -");
+        check_output_format(output, codec);
         return {{kStdio, output, ""}};
     }
     const bool one_file_in = inputs.size() == 1 && !fs::is_directory(inputs[0], ec);  // or a missing one
@@ -109,13 +123,13 @@ std::vector<FileJob> plan_jobs(const std::vector<std::string>& inputs, const std
     // like an image) before any work, rather than failing every file later.
     if (!output.empty() && !one_file_in && !fs::is_directory(out_root, ec)) {
         if (fs::exists(out_root, ec))
-            throw Error("-o " + output + ": is a file, but several inputs (or a folder) need an output folder");
+            throw UsageError("-o " + output + ": is a file, but several inputs (or a folder) need an output folder");
         if (is_readable_extension(out_root.string()) && output.back() != '/')
-            throw Error("-o " + output +
-                        ": looks like an image file, but several inputs (or a folder) need an "
-                        "output folder (end it with '/' if a folder of that name is meant)");
+            throw UsageError("-o " + output +
+                             ": looks like an image file, but several inputs (or a folder) need an "
+                             "output folder (end it with '/' if a folder of that name is meant)");
     }
-    if (single_file_out) check_writable_format(output, codec);  // "-o out.xyz" fails here, not per file
+    if (single_file_out) check_output_format(output, codec);  // "-o out.xyz" fails here, not per file
     // Several folders into one -o each keep their own subfolder, named after
     // the folder: two folders of one name would collide.
     int folder_inputs = 0;
@@ -127,8 +141,8 @@ std::vector<FileJob> plan_jobs(const std::vector<std::string>& inputs, const std
         std::string name = canonical.filename().string();
         auto it = folder_names.find(name);
         if (!output.empty() && it != folder_names.end() && it->second.first != canonical)
-            throw Error("folders " + it->second.second + " and " + raw + " have the same name '" + name +
-                        "', so their files would collide in " + output + "; restore them in separate runs");
+            throw UsageError("folders " + it->second.second + " and " + raw + " have the same name '" + name +
+                             "', so their files would collide in " + output + "; restore them in separate runs");
         folder_names[name] = {canonical, raw};
     }
 
