@@ -4,6 +4,8 @@
 // tiff_directory.cpp, which they check.
 #pragma once
 
+#include <zlib.h>
+
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -188,6 +190,21 @@ inline Bytes with_chunks(Bytes png, const std::vector<Bytes>& chunks) {
         at += c.size();
     }
     return png;
+}
+
+inline Bytes zlib(const Bytes& data) {
+    uLongf size = compressBound(uLong(data.size()));
+    Bytes out(size);
+    if (compress2(out.data(), &size, data.data(), uLong(data.size()), 9) != Z_OK) return {};
+    out.resize(size);
+    return out;
+}
+
+// A PNG iCCP chunk of keyword "icc" and these zlib-compressed bytes.
+inline Bytes iccp(const Bytes& compressed) {
+    Bytes data = {'i', 'c', 'c', 0, 0};
+    data.insert(data.end(), compressed.begin(), compressed.end());
+    return png_chunk("iCCP", data);
 }
 
 // The markers of a JPEG's segments before its scan, in order ("E0 E1 E2 E2 DB ...").

@@ -4,7 +4,6 @@
 // malformed, never written where they do not belong. Metadata is built and
 // read back by hand (metadata_test_files.h), not with the code under test.
 #include <gtest/gtest.h>
-#include <zlib.h>
 
 #include <random>
 #include <string>
@@ -28,6 +27,7 @@ using test::exif_next_directory;
 using test::exif_tag;
 using test::ExifSpec;
 using test::icc_profile;
+using test::iccp;
 using test::jpeg_markers;
 using test::png_chunk;
 using test::png_chunk_types;
@@ -38,6 +38,7 @@ using test::webp_chunk_types;
 using test::with_chunks;
 using test::with_segments;
 using test::write_bytes;
+using test::zlib;
 
 // The formats that hold metadata and this build writes, by extension.
 std::vector<std::string> metadata_formats() {
@@ -360,20 +361,6 @@ TEST(Metadata, ExifOverTheJpegSegmentLimitIsLeftOutWithAWarning) {
 }
 
 // ---------------------------------------------------------------- malformed input
-
-Bytes zlib(const Bytes& data) {
-    uLongf size = compressBound(uLong(data.size()));
-    Bytes out(size);
-    EXPECT_EQ(compress2(out.data(), &size, data.data(), uLong(data.size()), 9), Z_OK);
-    out.resize(size);
-    return out;
-}
-
-Bytes iccp(const Bytes& compressed) {
-    Bytes data = {'i', 'c', 'c', 0, 0};
-    data.insert(data.end(), compressed.begin(), compressed.end());
-    return png_chunk("iCCP", data);
-}
 
 TEST(Metadata, MalformedPngMetadataIsDroppedNotAnError) {
     ScratchDir dir("metadata");
