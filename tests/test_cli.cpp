@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <random>
 #include <sstream>
@@ -637,31 +638,39 @@ std::vector<std::string> metadata_extensions() {
     return out;
 }
 
-TEST(Cli, CarriesIccAndExifIntoEveryFormat) {
-    ScratchDir dir("cli");
-    const PhotoWithMetadata photo(dir);
+// Restores each input of `photo` into every format that holds metadata,
+// with `options`, and hands `check` what was written.
+void restore_into_every_format(const PhotoWithMetadata& photo, const ScratchDir& dir, const std::string& options,
+                               const std::function<void(const std::string&, const std::string&, const Image&)>& check) {
     for (const std::string& in : photo.inputs)
         for (const std::string& ext : metadata_extensions()) {
             const std::string out = dir / ("out" + ext);
-            SCOPED_TRACE(in + " -> " + out);
-            RunResult r = imrestore(q(in) + " -o " + q(out) + " -d cpu -m sharpen -q --force", dir);
+            SCOPED_TRACE(in + " -> " + out + " " + options);
+            RunResult r = imrestore(q(in) + " -o " + q(out) + " -d cpu -m sharpen -q --force " + options, dir);
             ASSERT_EQ(r.code, 0) << r.err;
             EXPECT_EQ(r.err, "") << "no warnings";
-            const Image back = read_image(out);
-            EXPECT_EQ(back.metadata.icc, photo.icc);
-            EXPECT_EQ(test::exif_tag(back.metadata.exif, 0x010F), "TestMake");
-            EXPECT_EQ(test::exif_tag(back.metadata.exif, 0x829A, 0x8769), "1/250");
-            if (ext != ".tif") {  // (a TIFF's EXIF has neither: it is upright, its size is its own)
-                EXPECT_EQ(test::exif_tag(back.metadata.exif, 0x0112), "1");
-                EXPECT_EQ(test::exif_tag(back.metadata.exif, 0xA002, 0x8769), "300");
-            }
-            // Turned clockwise, not the other way: closer to the input turned
-            // by 6 than by 8 (same size), though restored.
-            ASSERT_EQ(back.width, 300);
-            ASSERT_EQ(back.height, 451);
-            const Image& upright = photo.upright.at(in);
-            EXPECT_LT(mean_difference(back, upright), 0.5 * mean_difference(back, test::oriented(upright, 3)));
+            check(in, ext, read_image(out));
         }
+}
+
+TEST(Cli, CarriesIccAndExifIntoEveryFormat) {
+    ScratchDir dir("cli");
+    const PhotoWithMetadata photo(dir);
+    restore_into_every_format(photo, dir, "", [&](const std::string& in, const std::string& ext, const Image& back) {
+        EXPECT_EQ(back.metadata.icc, photo.icc);
+        EXPECT_EQ(test::exif_tag(back.metadata.exif, 0x010F), "TestMake");
+        EXPECT_EQ(test::exif_tag(back.metadata.exif, 0x829A, 0x8769), "1/250");
+        if (ext != ".tif") {  // (a TIFF's EXIF has neither: it is upright, its size is its own)
+            EXPECT_EQ(test::exif_tag(back.metadata.exif, 0x0112), "1");
+            EXPECT_EQ(test::exif_tag(back.metadata.exif, 0xA002, 0x8769), "300");
+        }
+        // Turned clockwise, not the other way: closer to the input turned
+        // by 6 than by 8 (same size), though restored.
+        ASSERT_EQ(back.width, 300);
+        ASSERT_EQ(back.height, 451);
+        const Image& upright = photo.upright.at(in);
+        EXPECT_LT(mean_difference(back, upright), 0.5 * mean_difference(back, test::oriented(upright, 3)));
+    });
     // A real wide-gamut photo: its Adobe RGB profile stays, byte for byte.
     const std::vector<uint8_t> rocket_icc = read_image(sample("rocket.jpg")).metadata.icc;
     ASSERT_NE(std::string(rocket_icc.begin(), rocket_icc.end()).find("Adobe RGB (1998)"), std::string::npos);
@@ -682,17 +691,11 @@ TEST(Cli, CarriesIccAndExifIntoEveryFormat) {
 TEST(Cli, StripWritesNoMetadataButStillTurnsThePhoto) {
     ScratchDir dir("cli");
     const PhotoWithMetadata photo(dir);
-    for (const std::string& in : photo.inputs)
-        for (const std::string& ext : metadata_extensions()) {
-            const std::string out = dir / ("out" + ext);
-            SCOPED_TRACE(in + " -> " + out);
-            RunResult r = imrestore(q(in) + " -o " + q(out) + " -d cpu -m sharpen -q --force --strip", dir);
-            ASSERT_EQ(r.code, 0) << r.err;
-            const Image back = read_image(out);
-            EXPECT_TRUE(back.metadata.icc.empty());
-            EXPECT_TRUE(back.metadata.exif.empty());
-            EXPECT_EQ(back.width, 300);
-        }
+    restore_into_every_format(photo, dir, "--strip", [](const std::string&, const std::string&, const Image& back) {
+        EXPECT_TRUE(back.metadata.icc.empty());
+        EXPECT_TRUE(back.metadata.exif.empty());
+        EXPECT_EQ(back.width, 300);
+    });
     EXPECT_NE(imrestore("--help", dir).out.find("--strip"), std::string::npos);
 }
 
