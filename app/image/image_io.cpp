@@ -67,8 +67,8 @@
 //   metadata (metadata.cpp) and applied after decoding, with either codec, so
 //   alpha and 16-bit samples survive (OpenCV applies it only when it also
 //   drops alpha and depth); the carried EXIF then says Orientation 1. TIFF's
-//   orientation tag is left to the decoder (OpenCV's applies it to 8-bit
-//   images through libtiff) and not carried.
+//   orientation tag is left to the decoder (OpenCV 4.6's applies it, 8- and
+//   16-bit) and not carried.
 // - Metadata (ICC profile, EXIF) is found in the input's bytes and embedded in
 //   the encoder's output bytes by our own code (metadata.h), not by a codec,
 //   so every codec and build carries the same: JPEG, PNG, WebP and TIFF in and
