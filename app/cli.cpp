@@ -66,6 +66,7 @@ struct Options {
     int tile = 0;
     uint64_t max_pixels = 0;  // 0: the default (image_io.h)
     bool recursive = false, force = false, quiet = false, json = false, timing = false;
+    bool strip = false;  // write no ICC profile or EXIF
     int bench = 0;
     int bit_depth = 0;
     int quality = 95;
@@ -192,7 +193,10 @@ std::string report_json(const Options& o, const ModelFile& model, const Backend&
         s << (i ? "," : "") << "\n    {\"input\": \"" << json_escape(f.input) << "\", \"output\": \""
           << json_escape(f.output) << "\", \"status\": \"" << status_name(f.status) << "\", \"message\": \""
           << json_escape(f.message) << "\", \"width\": " << f.width << ", \"height\": " << f.height
-          << ", \"channels\": " << f.channels << ", \"bit_depth\": " << f.bit_depth << "}";
+          << ", \"channels\": " << f.channels << ", \"bit_depth\": " << f.bit_depth << ", \"warnings\": [";
+        for (size_t w = 0; w < f.warnings.size(); ++w)
+            s << (w ? ", " : "") << "\"" << json_escape(f.warnings[w]) << "\"";
+        s << "]}";
     }
     double seconds = r.wall_ms / 1e3;
     s << "\n  ],\n  \"summary\": {\"restored\": " << r.count(FileResult::Status::Restored)
@@ -248,6 +252,7 @@ int run_restore(const Options& o) {
     p.write.bit_depth = o.bit_depth;
     p.write.jpeg_quality = p.write.webp_quality = o.quality;
     p.write.png_compression = o.png_compression;
+    p.write.metadata = !o.strip;
     p.bench_repeats = o.bench;
     p.cancel = &g_cancel;
     std::signal(SIGPIPE, SIG_IGN);  // a closed output pipe is an error of that write (EPIPE), not death
@@ -257,6 +262,8 @@ int run_restore(const Options& o) {
     Progress progress(!o.quiet && isatty(STDERR_FILENO));
     PipelineReport report = run_pipeline(jobs, runner, p, [&](size_t done, size_t total, const FileResult& f) {
         progress.clear();
+        if (!o.quiet)
+            for (const std::string& w : f.warnings) std::cerr << "warning: " << printable(w) << "\n";
         if (f.status == FileResult::Status::Failed)
             std::cerr << "imrestore: " << printable(f.message) << "\n";
         else if (f.status == FileResult::Status::Skipped && !o.quiet)
@@ -357,6 +364,9 @@ void setup(CLI::App& app, Options& o) {
         ->check(CLI::IsMember({0, 8, 16}))
         ->capture_default_str();
     app.add_option("--quality", o.quality, "JPEG/WebP quality")->check(CLI::Range(1, 100))->capture_default_str();
+    app.add_flag("--strip", o.strip,
+                 "Write no metadata. Without it the ICC profile and EXIF (orientation reset to normal once "
+                 "applied) are carried into JPEG, PNG, WebP and TIFF outputs; BMP, TGA and PNM hold none");
     app.add_option("--png-compression", o.png_compression,
                    "PNG compression level (1: fastest; 6: ~4% smaller files, ~3x slower to encode)")
         ->check(CLI::Range(0, 9))

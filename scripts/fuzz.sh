@@ -4,6 +4,7 @@
 # the bundled models, printing executions and any crash.
 #   scripts/fuzz.sh [SECONDS] [TARGET...]     targets: fuzz_model_wire fuzz_model_file
 #                                             fuzz_image_decode fuzz_image_planes
+#                                             fuzz_image_metadata
 # Crashers land in build-fuzz/crashes/TARGET/; each one found should become a
 # regression test (tests/test_model_file.cpp) before it is fixed.
 set -uo pipefail
@@ -11,7 +12,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_model_wire fuzz_model_file fuzz_image_decode fuzz_image_planes)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_model_wire fuzz_model_file fuzz_image_decode fuzz_image_planes fuzz_image_metadata)
 build=build-fuzz
 mkdir -p "$build"
 CC=clang CXX=clang++ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DIMRESTORE_FUZZ=ON \
@@ -78,6 +79,36 @@ for ch, mode in ((3, 3), (4, 3), (1, 1), (2, 1)):
                 f.write(bytes([3 * names.index("psd")]) + psd(7, 5, ch, depth, mode, pb))
 PY
         max_len=65536
+    fi
+    if [ "$t" = fuzz_image_metadata ]; then
+        # Seeds: small files with an ICC profile and EXIF (orientation 6, an
+        # EXIF and a GPS directory) in every container, made with PIL, and
+        # the samples (rocket.jpg: Adobe RGB; chelsea.png:
+        # iCCP); the first byte picks the container (selector % 4).
+        { printf '\x04'; cat samples/rocket.jpg; } >"$corpus"/rocket.jpg
+        { printf '\x05'; cat samples/chelsea.png; } >"$corpus"/chelsea.png
+        /usr/bin/python3 - "$corpus" <<'PY' || echo "   (no PIL: starting from the samples only)"
+import io, os, sys
+from PIL import Image, ImageCms
+out = sys.argv[1]
+icc = ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes()
+for mode in ("RGB", "L"):
+    im = Image.open("samples/chelsea.png").convert(mode).crop((40, 40, 56, 52))
+    exif = Image.Exif()
+    exif[0x010F], exif[0x0112] = "Make", 6
+    exif[0x8769] = {0x829A: 1 / 250, 0xA002: im.width, 0xA003: im.height}
+    exif[0x8825] = {1: "N"}
+    exif = exif.tobytes()  # (PIL's TIFF writer takes directories only from bytes)
+    for i, fmt in enumerate(("JPEG", "PNG", "WEBP", "TIFF")):
+        if fmt == "WEBP" and mode == "L":
+            continue
+        buf = io.BytesIO()
+        profile = icc if mode == "RGB" else None
+        im.save(buf, fmt, exif=exif, **({"icc_profile": profile} if profile else {}))
+        with open(os.path.join(out, f"{mode}.{fmt.lower()}"), "wb") as f:
+            f.write(bytes([i + (4 if mode == "RGB" else 0) + 8 * 5]) + buf.getvalue())
+PY
+        max_len=262144
     fi
     echo "== $t: $seconds s"
     # -rss_limit_mb: the reader child has its own limits; this bounds the fuzzer.

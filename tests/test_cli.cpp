@@ -7,12 +7,15 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <random>
 #include <sstream>
 
 #include "backend.h"
 #include "cli_run.h"
 #include "image/image_io.h"
+#include "metadata_test_files.h"
 #include "test_util.h"
 
 namespace imr {
@@ -619,6 +622,138 @@ TEST(Cli, JsonReportAndTilingGiveTheSameImage) {
     ASSERT_EQ(tiled.code, 0) << tiled.err;
     EXPECT_TRUE(tiled.out.empty() && tiled.err.empty()) << "--quiet printed: " << tiled.out << tiled.err;
     EXPECT_LE(max_difference(read_image(dir / "whole.png"), read_image(dir / "tiled.png")), 1);
+}
+
+// ---------------------------------------------------------------- metadata
+
+// The chelsea sample (451x300) with an ICC profile (two JPEG chunks) and
+// EXIF saying "turn 90 degrees clockwise" (orientation 6), as a JPEG (APP1,
+// APP2) and a PNG (eXIf, iCCP), the metadata put in by hand; `upright`: how
+// each decodes turned, for comparing the restored pixels.
+struct PhotoWithMetadata {
+    test::Bytes icc = test::icc_profile("RGB ", 70000);
+    test::Bytes exif;
+    std::map<std::string, Image> upright;  // by input path
+    std::vector<std::string> inputs;
+
+    explicit PhotoWithMetadata(const ScratchDir& dir) {
+        test::ExifSpec spec;
+        spec.orientation = 6, spec.pixel_x = 451, spec.pixel_y = 300;
+        exif = test::exif_block(spec);
+        Image plain = read_image(sample("chelsea.png"));
+        plain.metadata = {};  // the sample's own profile and EXIF (a Pentax's)
+        write_image(dir / "plain.jpg", plain);
+        write_image(dir / "plain.png", plain);
+        std::vector<test::Bytes> jpeg_segments = test::app2_icc(icc);
+        jpeg_segments.insert(jpeg_segments.begin(), test::app1_exif(exif));
+        test::write_bytes(dir / "in.jpg", test::with_segments(test::read_bytes(dir / "plain.jpg"), jpeg_segments));
+        test::write_bytes(dir / "in.png",
+                          test::with_chunks(test::read_bytes(dir / "plain.png"),
+                                            {test::iccp(test::zlib(icc)), test::png_chunk("eXIf", exif)}));
+        for (const char* name : {"in.jpg", "in.png"}) {
+            inputs.push_back(dir / name);
+            upright[dir / name] = test::oriented(read_image(dir / (std::string("plain") + (name + 2))), 6);
+        }
+    }
+};
+
+double mean_difference(const Image& a, const Image& b) {
+    double sum = 0;
+    for (size_t i = 0; i < a.samples.size() && i < b.samples.size(); ++i)
+        sum += std::abs(int(a.samples[i]) - int(b.samples[i]));
+    return sum / double(std::max<size_t>(a.samples.size(), 1));
+}
+
+std::vector<std::string> metadata_extensions() {
+    std::vector<std::string> out = {".jpg", ".png"};
+    if (opencv_available()) out.insert(out.end(), {".webp", ".tif"});
+    return out;
+}
+
+// Restores each input of `photo` into every format that holds metadata,
+// with `options`, and hands `check` what was written.
+void restore_into_every_format(const PhotoWithMetadata& photo, const ScratchDir& dir, const std::string& options,
+                               const std::function<void(const std::string&, const std::string&, const Image&)>& check) {
+    for (const std::string& in : photo.inputs)
+        for (const std::string& ext : metadata_extensions()) {
+            const std::string out = dir / ("out" + ext);
+            SCOPED_TRACE(in + " -> " + out + " " + options);
+            RunResult r = imrestore(q(in) + " -o " + q(out) + " -d cpu -m sharpen -q --force " + options, dir);
+            ASSERT_EQ(r.code, 0) << r.err;
+            EXPECT_EQ(r.err, "") << "no warnings";
+            check(in, ext, read_image(out));
+        }
+}
+
+TEST(Cli, CarriesIccAndExifIntoEveryFormat) {
+    ScratchDir dir("cli");
+    const PhotoWithMetadata photo(dir);
+    restore_into_every_format(photo, dir, "", [&](const std::string& in, const std::string& ext, const Image& back) {
+        EXPECT_EQ(back.metadata.icc, photo.icc);
+        EXPECT_EQ(test::exif_tag(back.metadata.exif, 0x010F), "TestMake");
+        EXPECT_EQ(test::exif_tag(back.metadata.exif, 0x829A, 0x8769), "1/250");
+        if (ext != ".tif") {  // (a TIFF's EXIF has neither: it is upright, its size is its own)
+            EXPECT_EQ(test::exif_tag(back.metadata.exif, 0x0112), "1");
+            EXPECT_EQ(test::exif_tag(back.metadata.exif, 0xA002, 0x8769), "300");
+        }
+        // Turned clockwise, not the other way: closer to the input turned
+        // by 6 than by 8 (same size), though restored.
+        ASSERT_EQ(back.width, 300);
+        ASSERT_EQ(back.height, 451);
+        const Image& upright = photo.upright.at(in);
+        EXPECT_LT(mean_difference(back, upright), 0.5 * mean_difference(back, test::oriented(upright, 3)));
+    });
+    // A real wide-gamut photo: its Adobe RGB profile stays, byte for byte.
+    const std::vector<uint8_t> rocket_icc = read_image(sample("rocket.jpg")).metadata.icc;
+    ASSERT_NE(std::string(rocket_icc.begin(), rocket_icc.end()).find("Adobe RGB (1998)"), std::string::npos);
+    for (const std::string& ext : metadata_extensions()) {
+        RunResult r =
+            imrestore(q(sample("rocket.jpg")) + " -o " + q(dir / ("rocket" + ext)) + " -d cpu -m sharpen -q", dir);
+        ASSERT_EQ(r.code, 0) << r.err;
+        EXPECT_EQ(read_image(dir / ("rocket" + ext)).metadata.icc, rocket_icc) << ext;
+    }
+    // Standard output carries it too.
+    RunResult piped = imrestore(q(photo.inputs[0]) + " -o - --format png -d cpu -m sharpen -q", dir);
+    ASSERT_EQ(piped.code, 0) << piped.err;
+    const Image back = decode_image("-.png", std::vector<uint8_t>(piped.out.begin(), piped.out.end()));
+    EXPECT_EQ(back.metadata.icc, photo.icc);
+    EXPECT_EQ(test::exif_tag(back.metadata.exif, 0x0112), "1");
+}
+
+TEST(Cli, StripWritesNoMetadataButStillTurnsThePhoto) {
+    ScratchDir dir("cli");
+    const PhotoWithMetadata photo(dir);
+    restore_into_every_format(photo, dir, "--strip", [](const std::string&, const std::string&, const Image& back) {
+        EXPECT_TRUE(back.metadata.icc.empty());
+        EXPECT_TRUE(back.metadata.exif.empty());
+        EXPECT_EQ(back.width, 300);
+    });
+    EXPECT_NE(imrestore("--help", dir).out.find("--strip"), std::string::npos);
+}
+
+TEST(Cli, MalformedMetadataIsAWarningNotAFailure) {
+    ScratchDir dir("cli");
+    const PhotoWithMetadata photo(dir);
+    const std::string in = dir / "half.jpg", out = dir / "out.png";
+    test::write_bytes(in, test::with_segments(test::read_bytes(dir / "plain.jpg"),
+                                              {test::app1_exif(photo.exif), test::app2_icc(photo.icc)[0]}));
+    RunResult r = imrestore(q(in) + " -o " + q(out) + " -d cpu -m sharpen", dir);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.err.find("warning: " + in + ": ICC profile dropped: 1 of its 2 APP2 chunks are there\n"),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("1 restored, 0 skipped, 0 failed"), std::string::npos) << r.err;
+    const Image back = read_image(out);
+    EXPECT_TRUE(back.metadata.icc.empty());
+    EXPECT_EQ(test::exif_tag(back.metadata.exif, 0x010F), "TestMake");
+    EXPECT_EQ(back.width, 300);
+
+    RunResult json = imrestore(q(in) + " -o " + q(out) + " -d cpu -m sharpen --force --json", dir);
+    ASSERT_EQ(json.code, 0) << json.err;
+    EXPECT_NE(json.out.find("\"warnings\": [\"" + in + ": ICC profile dropped: "), std::string::npos) << json.out;
+    RunResult quiet = imrestore(q(in) + " -o " + q(out) + " -d cpu -m sharpen --force -q", dir);
+    ASSERT_EQ(quiet.code, 0) << quiet.err;
+    EXPECT_EQ(quiet.err, "");
 }
 
 TEST(Cli, DeviceCudaWithoutADeviceIsAClearError) {

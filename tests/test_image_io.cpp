@@ -20,6 +20,7 @@
 #include "image/image_batch.h"
 #include "image/image_io.h"
 #include "image_decode_input.h"
+#include "image_test_files.h"
 
 #ifdef IMRESTORE_WITH_OPENCV
 #include <opencv2/imgcodecs.hpp>
@@ -28,72 +29,24 @@
 namespace fs = std::filesystem;
 using imr::Codec;
 using imr::Image;
+using imr::test::build_codecs;
+using imr::test::oriented;
+using imr::test::png_chunk;
+using imr::test::put_be32;
+using imr::test::random_image;
+using imr::test::read_bytes;
+using imr::test::same_image;
+using imr::test::smooth_image;
+using imr::test::write_bytes;
 
 namespace {
 
 // ---------------------------------------------------------------- helpers
 
-std::vector<Codec> build_codecs() {
-    std::vector<Codec> out = {Codec::Auto, Codec::Stb};
-    if (imr::opencv_available()) out.push_back(Codec::OpenCV);
-    return out;
-}
-
-Image random_image(std::mt19937& rng, int w, int h, int channels, int depth) {
-    Image img;
-    img.width = w, img.height = h, img.channels = channels, img.bit_depth = depth;
-    img.samples.resize(size_t(w) * h * channels);
-    std::uniform_int_distribution<int> dist(0, img.max_value());
-    for (auto& v : img.samples) v = uint16_t(dist(rng));
-    return img;
-}
-
-// Smooth gradients plus a little noise: what lossy codecs are made for.
-Image smooth_image(std::mt19937& rng, int w, int h, int channels) {
-    Image img;
-    img.width = w, img.height = h, img.channels = channels, img.bit_depth = 8;
-    img.samples.resize(size_t(w) * h * channels);
-    std::uniform_int_distribution<int> noise(-4, 4);
-    for (int y = 0; y < h; ++y)
-        for (int x = 0; x < w; ++x)
-            for (int c = 0; c < channels; ++c) {
-                int v = 40 + (x * 150) / w + (y * 50) / h + c * 10 + noise(rng);
-                img.samples[(size_t(y) * w + x) * channels + c] = uint16_t(std::clamp(v, 0, 255));
-            }
-    return img;
-}
-
-::testing::AssertionResult same_image(const Image& a, const Image& b) {
-    if (a.width != b.width || a.height != b.height || a.channels != b.channels || a.bit_depth != b.bit_depth)
-        return ::testing::AssertionFailure()
-               << "shape " << a.width << "x" << a.height << "x" << a.channels << "@" << a.bit_depth << " vs " << b.width
-               << "x" << b.height << "x" << b.channels << "@" << b.bit_depth;
-    if (a.samples.size() != b.samples.size())
-        return ::testing::AssertionFailure() << "sample counts " << a.samples.size() << " vs " << b.samples.size();
-    for (size_t i = 0; i < a.samples.size(); ++i)
-        if (a.samples[i] != b.samples[i]) {
-            size_t px = i / size_t(a.channels);
-            return ::testing::AssertionFailure()
-                   << "first difference at x=" << px % size_t(a.width) << " y=" << px / size_t(a.width) << " channel "
-                   << i % size_t(a.channels) << ": " << a.samples[i] << " vs " << b.samples[i];
-        }
-    return ::testing::AssertionSuccess();
-}
-
 double mean_abs_diff(const Image& a, const Image& b) {
     double sum = 0;
     for (size_t i = 0; i < a.samples.size(); ++i) sum += std::abs(int(a.samples[i]) - int(b.samples[i]));
     return sum / double(a.samples.size());
-}
-
-std::vector<uint8_t> read_bytes(const fs::path& p) {
-    std::ifstream f(p, std::ios::binary);
-    return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-}
-
-void write_bytes(const fs::path& p, const std::vector<uint8_t>& bytes) {
-    std::ofstream f(p, std::ios::binary);
-    f.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
 }
 
 std::vector<std::string> list_dir(const fs::path& dir) {
@@ -120,28 +73,6 @@ template <class F>
         return ::testing::AssertionFailure() << "not an imr::Error: " << e.what();
     }
     return ::testing::AssertionFailure() << "no exception";
-}
-
-uint32_t crc32(const uint8_t* p, size_t n) {
-    uint32_t crc = 0xFFFFFFFFu;
-    for (size_t i = 0; i < n; ++i) {
-        crc ^= p[i];
-        for (int k = 0; k < 8; ++k) crc = crc & 1 ? 0xEDB88320u ^ (crc >> 1) : crc >> 1;
-    }
-    return ~crc;
-}
-
-void put_be32(std::vector<uint8_t>& out, uint32_t v) {
-    for (int s = 24; s >= 0; s -= 8) out.push_back(uint8_t(v >> s));
-}
-
-std::vector<uint8_t> png_chunk(const char* type, const std::vector<uint8_t>& data) {
-    std::vector<uint8_t> out;
-    put_be32(out, uint32_t(data.size()));
-    out.insert(out.end(), type, type + 4);
-    out.insert(out.end(), data.begin(), data.end());
-    put_be32(out, crc32(out.data() + 4, data.size() + 4));
-    return out;
 }
 
 // A big-endian TIFF block with IFD0 holding one Orientation (0x0112) SHORT.
@@ -202,51 +133,6 @@ std::vector<uint8_t> make_gif(int w, int h, const std::vector<uint8_t>& index, c
     out.push_back(0);     // block terminator
     out.push_back(0x3B);  // trailer
     return out;
-}
-
-// Orientation transforms built from flips and a transpose (independent of
-// the library's direct index formula).
-Image transpose(const Image& a) {
-    Image o = a;
-    o.width = a.height, o.height = a.width;
-    for (int y = 0; y < a.height; ++y)
-        for (int x = 0; x < a.width; ++x)
-            for (int c = 0; c < a.channels; ++c)
-                o.samples[(size_t(x) * o.width + y) * a.channels + c] =
-                    a.samples[(size_t(y) * a.width + x) * a.channels + c];
-    return o;
-}
-Image flip_h(const Image& a) {
-    Image o = a;
-    for (int y = 0; y < a.height; ++y)
-        for (int x = 0; x < a.width; ++x)
-            for (int c = 0; c < a.channels; ++c)
-                o.samples[(size_t(y) * a.width + x) * a.channels + c] =
-                    a.samples[(size_t(y) * a.width + (a.width - 1 - x)) * a.channels + c];
-    return o;
-}
-Image flip_v(const Image& a) {
-    return transpose(flip_h(transpose(a)));
-}
-Image oriented(const Image& a, int orientation) {
-    switch (orientation) {
-        case 2:
-            return flip_h(a);
-        case 3:
-            return flip_v(flip_h(a));
-        case 4:
-            return flip_v(a);
-        case 5:
-            return transpose(a);
-        case 6:
-            return flip_h(transpose(a));
-        case 7:
-            return flip_v(flip_h(transpose(a)));
-        case 8:
-            return flip_v(transpose(a));
-        default:
-            return a;
-    }
 }
 
 // ---------------------------------------------------------------- fixture

@@ -4,7 +4,11 @@
 //   formats.{h,cpp}      the format table: names, extensions, what each codec
 //                        reads and writes, what each format can hold;
 //   probe.{h,cpp}        sniffing the format from the bytes, structural and
-//                        size checks before decoding, EXIF orientation;
+//                        size checks before decoding, turning pixels upright;
+//   metadata.{h,cpp}     the ICC profile and EXIF: found in the file's bytes,
+//                        put into the encoder's (metadata_jpeg/png/webp/tiff.cpp,
+//                        one per container; tiff_directory.{h,cpp} for TIFF
+//                        directories, which EXIF is made of);
 //   codecs.h             the decoders/encoders below, declared for this file:
 //     codec_opencv.cpp   OpenCV (only in a build with OpenCV);
 //     codec_libjpeg.cpp  libjpeg(-turbo): JPEG wherever OpenCV does not take it;
@@ -14,9 +18,10 @@
 //     builtin_psd.cpp    the PSD reader (composite image);
 //   image_batch.{h,cpp}  images <-> the models' NCHW planes.
 // The atomic write itself is app/util/atomic_file.{h,cpp}.
-// Reading: whole file into memory, sniff, probe, decode, normalize channels,
-// apply EXIF orientation. Writing: check format/options/channels, convert the
-// bit depth, encode to memory, write atomically.
+// Reading: whole file into memory, sniff, probe, find the metadata, decode,
+// normalize channels, apply EXIF orientation. Writing: check
+// format/options/channels, convert the bit depth, encode to memory, embed the
+// metadata, write atomically.
 // A new format: a row in formats(), its magic in sniff(), size checks in
 // probe.cpp if its decoder trusts the header, and a case in read_image /
 // write_image if Codec::Auto should not prefer OpenCV where OpenCV has it.
@@ -58,10 +63,18 @@
 //   read as RGB.
 // - Gray+alpha is written as RGBA (R=G=B) to BMP, TIFF and WebP, and to PNG
 //   only when OpenCV is forced; 1-channel WebP is written as RGB.
-// - EXIF orientation (JPEG APP1, PNG eXIf, WebP EXIF) is parsed in probe.cpp
-//   and applied after decoding, with either codec, so alpha and 16-bit samples
-//   survive (OpenCV applies it only when it also drops alpha and depth).
-//   TIFF's orientation tag is not applied.
+// - EXIF orientation (JPEG APP1, PNG eXIf, WebP EXIF) is read from the
+//   metadata (metadata.cpp) and applied after decoding, with either codec, so
+//   alpha and 16-bit samples survive (OpenCV applies it only when it also
+//   drops alpha and depth); the carried EXIF then says Orientation 1. TIFF's
+//   orientation tag is left to the decoder (OpenCV 4.6's applies it, 8- and
+//   16-bit) and not carried.
+// - Metadata (ICC profile, EXIF) is found in the input's bytes and embedded in
+//   the encoder's output bytes by our own code (metadata.h), not by a codec,
+//   so every codec and build carries the same: JPEG, PNG, WebP and TIFF in and
+//   out, whatever the pair; BMP, TGA and PNM hold none and get none, silently;
+//   XMP is not carried. WriteOptions::metadata = false (--strip) writes none.
+//   Malformed metadata is dropped with a warning, never an error of the image.
 // - A JPEG without an end-of-image marker after its scan, and a PNG without
 //   IEND, are rejected as truncated (libjpeg would return a half-gray image).
 // - Writing never converts silently: 16-bit to an 8-bit-only format, or alpha
@@ -84,6 +97,7 @@
 #include "error.h"
 #include "image/codecs.h"
 #include "image/formats.h"
+#include "image/metadata.h"
 #include "image/probe.h"
 #include "util/atomic_file.h"
 
@@ -185,12 +199,13 @@ void check_writable_format(const std::string& path, Codec codec) {
     (void)writable_format(path, codec);
 }
 
-Image read_image(const std::string& path, Codec codec, uint64_t max_pixels) {
+Image read_image(const std::string& path, Codec codec, uint64_t max_pixels, std::vector<std::string>* warnings) {
     check_codec_available(path, codec);
-    return decode_image(path, read_file(path), codec, max_pixels);
+    return decode_image(path, read_file(path), codec, max_pixels, warnings);
 }
 
-Image decode_image(const std::string& path, const std::vector<uint8_t>& data, Codec codec, uint64_t max_pixels) {
+Image decode_image(const std::string& path, const std::vector<uint8_t>& data, Codec codec, uint64_t max_pixels,
+                   std::vector<std::string>* warnings) {
     check_codec_available(path, codec);
     if (data.empty()) throw Error(path + ": empty file");
     const std::string ext = lower_extension(path);
@@ -213,10 +228,9 @@ Image decode_image(const std::string& path, const std::vector<uint8_t>& data, Co
         throw Error(path + ": codec '" + codec_name(codec) + "' cannot read " + fmt.name + " (use auto)");
     }
 
-    Probe probe;  // structure and size; orientation for the formats that carry one
+    Probe probe;  // structure and size
     if (fmt.format == Format::Jpeg) probe = probe_jpeg(data);
     if (fmt.format == Format::Png) probe = probe_png(data);
-    if (fmt.format == Format::Webp) probe = probe_webp(data);
     if (!probe.problem.empty()) throw Error(path + ": cannot decode: " + probe.problem);
 
     // Size guard before any pixel memory is allocated, on every path: the
@@ -279,7 +293,15 @@ Image decode_image(const std::string& path, const std::vector<uint8_t>& data, Co
     if (fmt.format == Format::Bmp && data.size() >= 34 && le32(&data[14]) >= 40 && le32(&data[30]) == 0)
         drop_alpha_if_all(img, use_cv ? 0 : 255);  // 32-bit BI_RGB without alpha (BGRX); stb turns all-0 into 255
     if (fmt.format == Format::Gif || fmt.format == Format::Psd) drop_alpha_if_all(img, img.max_value());
-    apply_orientation(img, probe.orientation);
+
+    Dropped dropped;
+    img.metadata = find_metadata(fmt.format, data, dropped);
+    for (const std::string& why : dropped)
+        if (warnings) warnings->push_back(path + ": " + why);
+    // (A TIFF's EXIF, rebuilt from its tags, has no Orientation: see the top.)
+    const int orientation = exif_orientation(img.metadata.exif);
+    apply_orientation(img, orientation);
+    set_exif_upright(img.metadata.exif, orientation);
     return img;
 }
 
@@ -312,12 +334,13 @@ void check_can_write(const std::string& path, int channels, int bit_depth, const
         throw Error(path + ": PGM holds gray images only and the image is RGB (write it as .ppm)");
 }
 
-void write_image(const std::string& path, const Image& image, const WriteOptions& options, Codec codec) {
-    write_atomically(path, encode_image(path, image, options, codec), options.overwrite);
+void write_image(const std::string& path, const Image& image, const WriteOptions& options, Codec codec,
+                 std::vector<std::string>* warnings) {
+    write_atomically(path, encode_image(path, image, options, codec, warnings), options.overwrite);
 }
 
-std::vector<uint8_t> encode_image(const std::string& path, const Image& image, const WriteOptions& options,
-                                  Codec codec) {
+std::vector<uint8_t> encode_image(const std::string& path, const Image& image, const WriteOptions& options, Codec codec,
+                                  std::vector<std::string>* warnings) {
     const FormatInfo& fmt = writable_format(path, codec);
     const std::string ext = lower_extension(path);
 
@@ -371,6 +394,12 @@ std::vector<uint8_t> encode_image(const std::string& path, const Image& image, c
 #endif
     } else {
         bytes = encode_stb(path, *src, fmt, options);
+    }
+    if (options.metadata && !image.metadata.empty()) {
+        Dropped dropped;
+        embed_metadata(fmt.format, bytes, image.metadata, src->color_channels(), dropped);
+        for (const std::string& why : dropped)
+            if (warnings) warnings->push_back(path + ": " + why);
     }
     return bytes;
 }

@@ -1,4 +1,4 @@
-// Sniffing, structural checks and EXIF orientation (see probe.h).
+// Sniffing, structural and size checks, and turning pixels upright (see probe.h).
 #include "image/probe.h"
 
 #include <algorithm>
@@ -10,41 +10,6 @@
 
 namespace imr::imageio {
 namespace {
-
-// ---------------------------------------------------------------- EXIF orientation
-
-// Orientation tag (0x0112) of IFD0 in a TIFF-structured block (an EXIF payload
-// or a TIFF file); 1 when absent or malformed.
-int tiff_orientation(const uint8_t* t, size_t n) {
-    if (n < 8) return 1;
-    bool le;
-    if (t[0] == 'I' && t[1] == 'I')
-        le = true;
-    else if (t[0] == 'M' && t[1] == 'M')
-        le = false;
-    else
-        return 1;
-    auto u16 = [&](size_t at) { return le ? uint32_t(t[at]) | uint32_t(t[at + 1]) << 8 : be16(t + at); };
-    auto u32 = [&](size_t at) { return le ? le32(t + at) : be32(t + at); };
-    if (u16(2) != 42) return 1;
-    uint64_t ifd = u32(4);
-    if (ifd + 2 > n) return 1;
-    uint32_t count = u16(size_t(ifd));
-    for (uint32_t i = 0; i < count; ++i) {
-        uint64_t e = ifd + 2 + 12 * uint64_t(i);
-        if (e + 12 > n) return 1;
-        if (u16(size_t(e)) != 0x0112) continue;
-        if (u16(size_t(e) + 2) != 3) return 1;  // must be SHORT
-        uint32_t v = u16(size_t(e) + 8);
-        return v >= 1 && v <= 8 ? int(v) : 1;
-    }
-    return 1;
-}
-
-int exif_payload_orientation(const uint8_t* p, size_t n) {
-    if (n >= 6 && std::memcmp(p, "Exif\0\0", 6) == 0) p += 6, n -= 6;
-    return tiff_orientation(p, n);
-}
 
 // A DHT segment's Huffman tables must be a valid canonical code: at most
 // 256 symbols per table, code counts that fit their lengths (Kraft), tables
@@ -211,7 +176,6 @@ Probe probe_jpeg(const std::vector<uint8_t>& d) {
     Probe r;
     const size_t n = d.size();
     size_t pos = 2, scan = 0;
-    bool have_exif = false;
     while (pos + 2 <= n) {
         if (d[pos] != 0xFF) {
             r.problem = "corrupt JPEG marker structure at byte " + std::to_string(pos);
@@ -233,10 +197,6 @@ Probe probe_jpeg(const std::vector<uint8_t>& d) {
         if (pos + 4 > n) break;
         size_t len = be16(&d[pos + 2]);
         if (len < 2 || pos + 2 + len > n) break;
-        if (m == 0xE1 && !have_exif && len >= 8 && std::memcmp(&d[pos + 4], "Exif\0\0", 6) == 0) {
-            r.orientation = exif_payload_orientation(&d[pos + 4], len - 2);
-            have_exif = true;
-        }
         if (m == 0xC4) {  // DHT: validated before any decoder (see dht_problem)
             r.problem = dht_problem(&d[pos + 4], len - 2);
             if (!r.problem.empty()) return r;
@@ -283,28 +243,11 @@ Probe probe_png(const std::vector<uint8_t>& d) {
     while (pos + 12 <= n) {
         uint64_t len = be32(&d[pos]);
         if (pos + 12 + len > n) break;
-        const uint8_t* type = &d[pos + 4];
-        if (std::memcmp(type, "eXIf", 4) == 0) r.orientation = exif_payload_orientation(&d[pos + 8], size_t(len));
-        if (std::memcmp(type, "IEND", 4) == 0) return r;
+        if (std::memcmp(&d[pos + 4], "IEND", 4) == 0) return r;
         pos += size_t(12 + len);
     }
     r.problem = "truncated PNG file (no IEND chunk)";
     return r;
-}
-
-Probe probe_webp(const std::vector<uint8_t>& d) {
-    Probe r;
-    size_t pos = 12;
-    while (pos + 8 <= d.size()) {
-        uint64_t len = le32(&d[pos + 4]);
-        if (pos + 8 + len > d.size()) break;
-        if (std::memcmp(&d[pos], "EXIF", 4) == 0) {
-            r.orientation = exif_payload_orientation(&d[pos + 8], size_t(len));
-            break;
-        }
-        pos += size_t(8 + len + (len & 1));
-    }
-    return r;  // libwebp itself rejects truncated files
 }
 
 std::string size_problem(Format f, const std::vector<uint8_t>& d, uint64_t w, uint64_t h) {

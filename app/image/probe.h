@@ -1,7 +1,8 @@
 // What is learnt from a file's bytes before any decoder sees them: the
 // format (sniffed from magic bytes, never trusted from the extension), the
 // structural and size checks that refuse truncated or corrupt files before a
-// decoder allocates for them, and the EXIF orientation applied after decoding.
+// decoder allocates for them; and turning the decoded pixels upright per the
+// EXIF orientation (which metadata.h reads).
 // Private to app/image/.
 #pragma once
 
@@ -37,20 +38,18 @@ Format sniff(const std::vector<uint8_t>& d);
 // The first (up to) 4 bytes in hex, "89 50 4e 47", for error messages.
 std::string first_bytes_hex(const std::vector<uint8_t>& d);
 
-// What the structural checks found: orientation, PNG color type, or a problem.
+// What the structural checks found: size, PNG color type, or a problem.
 struct Probe {
-    int orientation = 1;
     int png_color_type = -1;
     uint64_t width = 0, height = 0, channels = 0;  // from the header, when parsed (0: unknown)
     std::string problem;                           // non-empty: the file is corrupt or truncated
 };
 
-// JPEG: marker structure, Huffman tables, SOF size, EXIF orientation, and an
-// end-of-image marker after the scan. PNG: IHDR, eXIf orientation, IEND. WebP: EXIF
-// orientation only (libwebp rejects truncated files itself).
+// JPEG: marker structure, Huffman tables, SOF size, and an end-of-image
+// marker after the scan. PNG: IHDR, IEND. (libwebp rejects truncated WebP
+// files itself.)
 Probe probe_jpeg(const std::vector<uint8_t>& d);
 Probe probe_png(const std::vector<uint8_t>& d);
-Probe probe_webp(const std::vector<uint8_t>& d);
 
 // Formats with little or no compression (BMP, TGA, PSD) and GIF (LZW gives
 // at most ~2730 pixels per byte) cannot hold more pixels than their size

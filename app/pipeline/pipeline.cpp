@@ -41,14 +41,16 @@ struct Decoded {
     size_t floats = 0;          // of planes (a pooled buffer may be larger)
     FileResult::Status status = FileResult::Status::Restored;  // Restored = go on
     std::string message;
+    std::vector<std::string> warnings;  // of reading (metadata dropped)
     double ms = 0, to_nchw_ms = 0;
 };
 
 struct Pending {
     size_t job;
-    Image image;
+    Image image;  // its metadata goes on to the writer with it
     std::vector<float> planes;
     size_t floats;  // of planes used (Decoded::floats)
+    std::vector<std::string> warnings;
 };
 
 // Standard input, whole (one image; "-" in messages).
@@ -119,10 +121,17 @@ WriteOptions with_overwrite(WriteOptions w, bool force) {
     return w;
 }
 
+// What a writer thread reports.
+struct WriteOutcome {
+    std::string error;                  // empty: written
+    std::vector<std::string> warnings;  // metadata that could not be written
+};
+
 struct Written {
     size_t job;
-    Image source;                    // dimensions only (no samples), for the report
-    std::future<std::string> error;  // empty string: written
+    Image source;                       // dimensions only (no samples), for the report
+    std::vector<std::string> warnings;  // of reading
+    std::future<WriteOutcome> outcome;
 };
 
 // Images decoded ahead, and encoded behind, at most: enough to fill the next
@@ -215,8 +224,9 @@ private:
         }
         auto t = std::chrono::steady_clock::now();
         try {
-            d.image = job.input == kStdio ? decode_image("-", read_stdin(), options_.codec, options_.max_pixels)
-                                          : read_image(job.input, options_.codec, options_.max_pixels);
+            d.image = job.input == kStdio
+                          ? decode_image("-", read_stdin(), options_.codec, options_.max_pixels, &d.warnings)
+                          : read_image(job.input, options_.codec, options_.max_pixels, &d.warnings);
             items_per_image(d.image, runner_.model().channels);  // throws if the channels cannot map
             // Refuse what cannot be written (16-bit or alpha to JPEG, ...) before any compute.
             check_can_write(to_stdout ? "-." + options_.stdout_format : job.output, d.image.channels, d.image.bit_depth,
@@ -250,8 +260,10 @@ private:
         return d;
     }
 
-    void finish(size_t job, FileResult::Status status, const std::string& message, const Image* image = nullptr) {
+    void finish(size_t job, FileResult::Status status, const std::string& message, const Image* image = nullptr,
+                std::vector<std::string> warnings = {}) {
         FileResult& r = report_.files[job];
+        r.warnings = std::move(warnings);
         r.input = jobs_[job].input;
         r.output = jobs_[job].output;
         r.status = status;
@@ -268,7 +280,8 @@ private:
         if (d.to_nchw_ms > 0) report_.timer.add("to-NCHW", d.to_nchw_ms);
         largest_image_bytes_ =
             std::max(largest_image_bytes_, d.image.samples.size() * sizeof(uint16_t) + d.floats * sizeof(float));
-        if (d.status != FileResult::Status::Restored) return finish(i, d.status, d.message);
+        if (d.status != FileResult::Status::Restored)
+            return finish(i, d.status, d.message, nullptr, std::move(d.warnings));
         if (!pending_.empty()) {
             int channels = runner_.model().channels;
             const Image& first = pending_.front().image;
@@ -277,7 +290,7 @@ private:
             const size_t batch_pixels = size_t(first.width) * first.height * (pending_.size() + 1);
             if (!same || int(pending_.size()) >= options_.batch || batch_pixels > kMaxBatchPixels) flush();
         }
-        pending_.push_back({i, std::move(d.image), std::move(d.planes), d.floats});
+        pending_.push_back({i, std::move(d.image), std::move(d.planes), d.floats, std::move(d.warnings)});
     }
 
     // Runs the model on the pending images (all of one size) and queues their
@@ -318,8 +331,9 @@ private:
             std::string why = dynamic_cast<const std::bad_alloc*>(&e)
                                   ? "out of host memory for a batch of " + shape.str() + " floats"
                                   : e.what();
-            for (const Pending& p : pending_)
-                finish(p.job, FileResult::Status::Failed, jobs_[p.job].input + ": " + why, &p.image);
+            for (Pending& p : pending_)
+                finish(p.job, FileResult::Status::Failed, jobs_[p.job].input + ": " + why, &p.image,
+                       std::move(p.warnings));
             pending_.clear();
             return;
         }
@@ -343,39 +357,43 @@ private:
             dims.width = p.image.width, dims.height = p.image.height, dims.channels = p.image.channels,
             dims.bit_depth = p.image.bit_depth;
             const std::string& path = jobs_[p.job].output;
-            writing_.push_back({p.job, dims,
+            writing_.push_back({p.job, dims, std::move(p.warnings),
                                 std::async(std::launch::async, [this, path, source = std::move(p.image),
                                                                 planes = std::move(planes)]() mutable {
-                                    return convert_and_write(path, source, std::move(planes));
+                                    return convert_and_write(path, std::move(source), std::move(planes));
                                 })});
         }
         if (pending_.size() > 1) pool_.give(std::move(output));
         pending_.clear();
     }
 
-    // On a worker thread: the model's output planes back to an image, then
-    // encoded and written; "" when written, else the message.
-    std::string convert_and_write(const std::string& path, const Image& source, std::vector<float> planes) {
+    // On a worker thread: the model's output planes back to an image with
+    // the source's metadata (moved, not copied), then encoded and written.
+    WriteOutcome convert_and_write(const std::string& path, Image source, std::vector<float> planes) {
         auto t = std::chrono::steady_clock::now();
         Image image;
+        WriteOutcome outcome;
         try {
             image = planes_to_image(planes.data(), runner_.model().channels, source, options_.write.bit_depth);
+            image.metadata = std::move(source.metadata);
         } catch (const std::exception& e) {
-            return path + ": " + e.what();
+            outcome.error = path + ": " + e.what();
+            return outcome;
         }
         pool_.give(std::move(planes));
         const double from_nchw_ms = ms_since(t);
         t = std::chrono::steady_clock::now();
-        std::string error;
+        std::string& error = outcome.error;
         try {
             if (path == kStdio) {
-                write_stdout(encode_image("-." + options_.stdout_format, image, write_options_, options_.codec));
+                write_stdout(encode_image("-." + options_.stdout_format, image, write_options_, options_.codec,
+                                          &outcome.warnings));
             } else {
                 fs::path parent = fs::path(path).parent_path();
                 std::error_code ec;
                 if (!parent.empty()) fs::create_directories(parent, ec);
                 if (ec) throw Error(path + ": cannot create folder " + parent.string() + ": " + ec.message());
-                write_image(path, image, write_options_, options_.codec);
+                write_image(path, image, write_options_, options_.codec, &outcome.warnings);
             }
         } catch (const std::exception& e) {
             error = e.what();
@@ -384,13 +402,14 @@ private:
         std::lock_guard<std::mutex> lock(timer_mutex_);
         from_nchw_ms_.push_back(from_nchw_ms);
         write_ms_.push_back(ms_since(t));
-        return error;
+        return outcome;
     }
 
     void collect_write() {
         Written w = std::move(writing_.front());
         writing_.pop_front();
-        std::string error = w.error.get();
+        WriteOutcome outcome = w.outcome.get();
+        const std::string& error = outcome.error;
         {
             std::lock_guard<std::mutex> lock(timer_mutex_);
             for (double ms : from_nchw_ms_) report_.timer.add("from-NCHW", ms);
@@ -398,7 +417,9 @@ private:
             from_nchw_ms_.clear(), write_ms_.clear();
         }
         if (!error.empty()) report_.megapixels -= double(w.source.width) * w.source.height / 1e6;
-        finish(w.job, error.empty() ? FileResult::Status::Restored : FileResult::Status::Failed, error, &w.source);
+        w.warnings.insert(w.warnings.end(), outcome.warnings.begin(), outcome.warnings.end());
+        finish(w.job, error.empty() ? FileResult::Status::Restored : FileResult::Status::Failed, error, &w.source,
+               std::move(w.warnings));
     }
 
     const std::vector<FileJob>& jobs_;

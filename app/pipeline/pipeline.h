@@ -33,7 +33,8 @@ struct FileResult {
     enum class Status { Restored, Skipped, Failed, NotRun };  // NotRun: the run was interrupted first
     std::string input, output;
     Status status = Status::NotRun;
-    std::string message;  // why it failed or was skipped
+    std::string message;                // why it failed or was skipped
+    std::vector<std::string> warnings;  // metadata dropped on reading or writing ("FILE: ICC profile dropped: why")
     int width = 0, height = 0, channels = 0, bit_depth = 0;
 };
 
