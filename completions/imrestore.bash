@@ -19,7 +19,7 @@ declare -gA _imrestore_valued=(
     [eval]='-m --model -d --device -j --threads --blur --noise --jpeg --seed --degraded --baselines'
 )
 declare -gA _imrestore_flags=(
-    [restore]='-h --help --version -r --recursive -f --force --timing --json -q --quiet'
+    [restore]='-h --help --version -r --recursive -f --force --strip --timing --json -q --quiet'
     [models]='-h --help --json'
     [model]='-h --help'
     [degrade]='-h --help -r --recursive -f --force -q --quiet'
