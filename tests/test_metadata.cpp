@@ -5,6 +5,7 @@
 // read back by hand (metadata_test_files.h), not with the code under test.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <random>
 #include <string>
 #include <vector>
@@ -423,6 +424,77 @@ TEST(Metadata, MalformedPngMetadataIsDroppedNotAnError) {
         } else {
             EXPECT_TRUE(same_image(back, pixels));
         }
+    }
+}
+
+// An EXIF directory of thousands of entries naming itself as its EXIF
+// directory: the reader's entry and value budgets once wrapped below zero when
+// a child used up what was left, after which such a 65 KB block expanded to
+// ~10^10 entries (memory without limit). Now the tree stays within its
+// budgets and the photo is read at once.
+TEST(Metadata, SelfNamingExifDirectoryStaysBounded) {
+    ScratchDir dir("metadata");
+    write_image(dir / "plain.png", photo(30, 20, 3, 11));
+    const Image pixels = read_image(dir / "plain.png");
+    const uint32_t pointers = 2700, shorts = 2700, count = pointers + shorts;
+    Bytes exif = {'I', 'I', 42, 0, 8, 0, 0, 0};
+    auto u16 = [&](uint32_t v) { exif.push_back(uint8_t(v)), exif.push_back(uint8_t(v >> 8)); };
+    auto u32 = [&](uint32_t v) { u16(v & 0xFFFF), u16(v >> 16); };
+    u16(count);
+    for (uint32_t i = 0; i < pointers; ++i) u16(0x8769), u16(4), u32(1), u32(8);  // EXIF directory: IFD0 itself
+    for (uint32_t i = 0; i < shorts; ++i) u16(0x0100), u16(3), u32(1), u32(1);
+    u32(0);
+    write_bytes(dir / "loop.png", with_chunks(read_bytes(dir / "plain.png"), {png_chunk("eXIf", exif)}));
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<std::string> warnings;
+    const Image back = read_image(dir / "loop.png", Codec::Auto, 0, &warnings);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_TRUE(same_image(back, pixels));
+    EXPECT_LT(seconds, 10.0) << "a bounded walk takes milliseconds";
+    // Written back out, whatever was kept stays a valid file of its format.
+    write_image(dir / "out.png", back);
+    EXPECT_TRUE(same_image(read_image(dir / "out.png"), pixels));
+}
+
+// Orientation as a LONG (some writers) is applied like the standard SHORT,
+// and every Orientation entry of IFD0 is reset, not only the first, so no
+// viewer turns the restored photo a second time.
+TEST(Metadata, EveryOrientationEntryIsAppliedAndReset) {
+    ScratchDir dir("metadata");
+    write_image(dir / "plain.png", photo(30, 20, 3, 12));
+    const Bytes plain = read_bytes(dir / "plain.png");
+    // IFD0 of little-endian EXIF with the given (type, value) Orientation entries.
+    auto exif_with = [](const std::vector<std::pair<uint16_t, uint32_t>>& orientations) {
+        Bytes b = {'I', 'I', 42, 0, 8, 0, 0, 0};
+        auto u16 = [&](uint32_t v) { b.push_back(uint8_t(v)), b.push_back(uint8_t(v >> 8)); };
+        auto u32 = [&](uint32_t v) { u16(v & 0xFFFF), u16(v >> 16); };
+        u16(uint32_t(orientations.size()));
+        for (const auto& [type, value] : orientations) {
+            u16(0x0112), u16(type), u32(1);
+            if (type == 3)
+                u16(value), u16(0);
+            else
+                u32(value);
+        }
+        u32(0);
+        return b;
+    };
+    const struct {
+        const char* name;
+        std::vector<std::pair<uint16_t, uint32_t>> orientations;
+    } cases[] = {{"LONG", {{4, 6}}}, {"two SHORTs", {{3, 6}, {3, 6}}}};
+    for (const auto& t : cases) {
+        SCOPED_TRACE(t.name);
+        write_bytes(dir / "o.png", with_chunks(plain, {png_chunk("eXIf", exif_with(t.orientations))}));
+        std::vector<std::string> warnings;
+        const Image back = read_image(dir / "o.png", Codec::Auto, 0, &warnings);
+        EXPECT_EQ(joined(warnings), "");
+        EXPECT_EQ(back.width, 20);  // orientation 6: turned a quarter
+        EXPECT_EQ(back.height, 30);
+        const Bytes& e = back.metadata.exif;
+        ASSERT_EQ(e.size(), 8 + 2 + 12 * t.orientations.size() + 4);
+        for (size_t i = 0; i < t.orientations.size(); ++i)
+            EXPECT_EQ(uint32_t(e[10 + 12 * i + 8]) | uint32_t(e[10 + 12 * i + 9]) << 8, 1u) << "entry " << i;
     }
 }
 

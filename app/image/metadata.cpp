@@ -98,8 +98,10 @@ int exif_orientation(const Bytes& exif) {
     if (!tiff::read_header(exif.data(), exif.size(), le, first) ||
         !tiff::read_directory(exif.data(), exif.size(), le, first, ifd0))
         return 1;
+    // The standard's SHORT, or a LONG some writers use: whatever is read here
+    // is applied, and set_exif_upright then resets it.
     const tiff::Entry* tag = ifd0.find(kOrientationTag);
-    if (!tag || tag->type != 3 || tag->count != 1) return 1;
+    if (!tag || (tag->type != 3 && tag->type != 4) || tag->count != 1) return 1;
     const uint32_t v = tiff::first_number(*tag, le);
     return v >= 1 && v <= 8 ? int(v) : 1;
 }
@@ -111,7 +113,10 @@ void set_exif_upright(Bytes& exif, int applied) {
     if (!tiff::read_header(exif.data(), exif.size(), le, first) ||
         !tiff::read_directory(exif.data(), exif.size(), le, first, ifd0))
         return;
-    if (const tiff::Entry* tag = ifd0.find(kOrientationTag)) tiff::patch_number(exif, *tag, 1, le);
+    // Every Orientation entry: a crafted IFD0 with two would otherwise keep
+    // the second, and a viewer that reads that one would turn the photo again.
+    for (const tiff::Entry& e : ifd0.entries)
+        if (e.tag == kOrientationTag) tiff::patch_number(exif, e, 1, le);
     if (applied <= 1 || applied > 8) return;
     tiff::unlink_next(exif, ifd0, le);  // the thumbnail: the old way up
     const tiff::Entry* sub = ifd0.find(tiff::kExifIfdTag);

@@ -13,6 +13,10 @@ namespace {
 // one (or a loop of offsets) is not followed.
 constexpr int kMaxDepth = 3;
 constexpr size_t kMaxEntries = 4096;
+// Entries looked at, kept or not: skipped ones (unknown type, no values)
+// cost no value bytes, so without this a crafted tree of 65535-entry
+// directories would be walked for seconds.
+constexpr size_t kMaxVisits = 16 * kMaxEntries;
 
 bool names_a_directory(uint16_t tag) {
     return tag == kExifIfdTag || tag == kGpsIfdTag || tag == kInteropIfdTag;
@@ -40,7 +44,7 @@ void put32(uint8_t* p, uint32_t v, bool le) {
 class Reader {
 public:
     Reader(const uint8_t* data, size_t size, bool le)
-        : d_(data), n_(size), le_(le), value_budget_(size), entry_budget_(kMaxEntries) {}
+        : d_(data), n_(size), le_(le), value_budget_(size), entry_budget_(kMaxEntries), visit_budget_(kMaxVisits) {}
 
     bool read(uint32_t offset, int depth, Directory& out) {
         if (uint64_t(offset) + 2 > n_) return false;
@@ -49,7 +53,8 @@ public:
         if (end > n_) return false;
         out.at = offset, out.next_at = size_t(end);
         out.next = end + 4 <= n_ ? get32(d_ + end, le_) : 0;
-        for (uint32_t i = 0; i < count && entry_budget_ > 0; ++i) {
+        for (uint32_t i = 0; i < count && entry_budget_ > 0 && visit_budget_ > 0; ++i) {
+            --visit_budget_;
             const size_t at = size_t(offset) + 2 + 12 * size_t(i);
             Entry e;
             e.tag = uint16_t(get16(d_ + at, le_)), e.type = uint16_t(get16(d_ + at + 2, le_));
@@ -58,6 +63,12 @@ public:
             if (bytes == 0 || bytes > value_budget_) continue;  // unknown type, no values, or beyond the budget
             const uint64_t from = bytes <= 4 ? at + 8 : get32(d_ + at + 8, le_);
             if (from + bytes > n_) continue;
+            // Charged before a child directory is read, so the child sees
+            // only what is left: charged after it, a child that used up the
+            // rest would wrap these counters below zero, and a directory
+            // that names itself would then be read ~count^3 times.
+            value_budget_ -= size_t(bytes);
+            --entry_budget_;
             e.value.assign(d_ + from, d_ + from + bytes);
             if (names_a_directory(e.tag)) {
                 if (depth >= kMaxDepth || e.count != 1 || (e.type != 4 && e.type != 13)) continue;
@@ -65,8 +76,6 @@ public:
                 if (!read(first_number(e, le_), depth + 1, child)) continue;
                 e.children.push_back(std::move(child));
             }
-            value_budget_ -= size_t(bytes);
-            --entry_budget_;
             out.entries.push_back(std::move(e));
         }
         return true;
@@ -76,7 +85,7 @@ private:
     const uint8_t* d_;
     size_t n_;
     bool le_;
-    size_t value_budget_, entry_budget_;
+    size_t value_budget_, entry_budget_, visit_budget_;
 };
 
 void align_word(std::vector<uint8_t>& out, size_t base) {

@@ -53,8 +53,9 @@ bool read_header(const uint8_t* data, size_t size, bool& little_endian, uint32_t
 // directory-offset tags name (up to 3 levels: IFD0, EXIF, interoperability).
 // False when the directory itself does not fit; entries that do not (a value
 // past the end, an unknown type, a child that cannot be read) are left out,
-// and so is everything past a total of `size` value bytes or 4096 entries, so
-// crafted offsets that overlap cannot make the tree larger than its source.
+// and so is everything past a total of `size` value bytes or 4096 entries
+// (65536 looked at), so crafted offsets that overlap or loop cannot make the
+// tree larger than its source or the walk long.
 bool read_directory(const uint8_t* data, size_t size, bool little_endian, uint32_t offset, Directory& out);
 
 // The first value of a SHORT or LONG entry (0 for other types).
