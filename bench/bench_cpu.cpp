@@ -134,15 +134,18 @@ void BM_ResidualBlock_OpenCV(benchmark::State& state) {
 
 // ---------------------------------------------------------------- conv2d
 // args: batch, channels (in = out), size, kernel, pad (zero, (K-1)/2 each side or 0)
+// [, output channels, image height when `model_shape`: S is then the width]
 struct ConvData {
     imr::Conv2dArgs a;
     std::vector<float> input, weight, bias, output;
-    explicit ConvData(const benchmark::State& state) {
+    explicit ConvData(const benchmark::State& state, bool model_shape = false) {
         const int n = int(state.range(0)), c = int(state.range(1)), s = int(state.range(2)), k = int(state.range(3));
         const int pad = int(state.range(4));
-        a.in = {n, c, s, s}, a.out_channels = c, a.kernel = k, a.pad_before = a.pad_after = pad;
-        input = normal(a.in.count(), 1.0f, 1), weight = normal(size_t(c) * c * k * k, 1.0f, 2);
-        bias = normal(size_t(c), 1.0f, 3), output.resize(a.out_shape().count());
+        const int cout = model_shape ? int(state.range(5)) : c;
+        const int h = model_shape ? int(state.range(6)) : s;
+        a.in = {n, c, h, s}, a.out_channels = cout, a.kernel = k, a.pad_before = a.pad_after = pad;
+        input = normal(a.in.count(), 1.0f, 1), weight = normal(size_t(cout) * c * k * k, 1.0f, 2);
+        bias = normal(size_t(cout), 1.0f, 3), output.resize(a.out_shape().count());
         a.input = input.data(), a.weight = weight.data(), a.bias = bias.data(), a.output = output.data();
     }
     double flops() const {
@@ -160,6 +163,29 @@ void BM_Conv2d_imr(benchmark::State& state) {
     }
     set_flops(state, d.flops());
     state.SetLabel(backend->description());
+}
+
+// Each conv2d kernel variant of the CPU backend (forced), on the default
+// model's layer shapes with its weights prepared once, as the tool runs them;
+// the label names the variant.
+void BM_Conv2d_imr_variant(benchmark::State& state, const std::string& variant) {
+    ConvData d(state, true);
+    auto backend = imr::make_cpu_backend(bench_threads());
+    backend->force_variant(imr::Op::Conv2d, variant);
+    const std::unique_ptr<imr::PreparedWeights> prepared = backend->prepare(d.a);
+    d.a.prepared = prepared.get();
+    try {
+        backend->conv2d(d.a);
+    } catch (const imr::NotApplicable& e) {
+        state.SkipWithError(e.what());
+        return;
+    }
+    for (auto _ : state) {
+        backend->conv2d(d.a);
+        benchmark::DoNotOptimize(d.output.data());
+    }
+    set_flops(state, d.flops());
+    state.SetLabel((variant.empty() ? std::string("planner") : variant) + ", " + backend->description());
 }
 
 void BM_Conv2d_OpenCV(benchmark::State& state) {
@@ -199,6 +225,24 @@ void conv_shapes(benchmark::internal::Benchmark* b) {
     b->ArgNames({"N", "C", "S", "K", "pad"})->Args({1, 64, 128, 8, 0})->Args({1, 64, 256, 3, 1});
     b->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
 }
+
+// The default `denoise` model's layers (3 -> 48, 48 -> 48, 48 -> 3, 3x3,
+// zero padding 1) on a 1000 x 750 image: 1/16 of a 12 MP photo.
+void model_layer_shapes(benchmark::internal::Benchmark* b) {
+    b->ArgNames({"N", "Cin", "W", "K", "pad", "Cout", "H"});
+    b->Args({1, 3, 1000, 3, 1, 48, 750})->Args({1, 48, 1000, 3, 1, 48, 750})->Args({1, 48, 1000, 3, 1, 3, 750});
+    b->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
+}
+
+const bool kVariantBenchmarks = [] {
+    std::vector<std::string> names{""};
+    for (const std::string& v : imr::make_cpu_backend(1)->variants(imr::Op::Conv2d)) names.push_back(v);
+    for (const std::string& v : names)
+        benchmark::RegisterBenchmark(("BM_Conv2d_imr_variant/" + (v.empty() ? std::string("planner") : v)).c_str(),
+                                     BM_Conv2d_imr_variant, v)
+            ->Apply(model_layer_shapes);
+    return true;
+}();
 
 BENCHMARK(BM_ResidualBlock_imr)->Apply(residual_shapes);
 BENCHMARK(BM_ResidualBlock_OpenCV)->Apply(residual_shapes);

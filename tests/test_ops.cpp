@@ -423,6 +423,7 @@ protected:
             }
             ++ran[way];
             be.synchronize();
+            way_ = way;
             check(out.download());
             expect_unchanged(be, input, host_input, "input");
         }
@@ -451,6 +452,7 @@ protected:
 
     static constexpr const char* kPrepared = "prepared";
     std::unique_ptr<Backend> backend_;
+    std::string way_;  // the way (ways()) whose result run_every_way is checking
 };
 
 template <>
@@ -518,6 +520,7 @@ template <>
 void OpsTest::run_cases(const std::vector<ConvCase>& cases) {
     Backend& be = *backend_;
     double worst_fraction = 0;
+    std::map<std::string, double> worst_by_way;  // per kernel variant: Winograd's error differs from direct's
     int skipped = 0;
     std::map<std::string, int> ran, not_applicable;
     for (const ConvCase& k : cases) {
@@ -575,8 +578,9 @@ void OpsTest::run_cases(const std::vector<ConvCase>& cases) {
             Op::Conv2d, a, os.count(), dx, x, ran, not_applicable, [&](Conv2dArgs& run) { be.conv2d(run); },
             [&](const std::vector<float>& got) {
                 // Every case: the fp32 bound; GPU MODE test shapes also by the benchmark's own rule.
-                worst_fraction =
-                    std::max(worst_fraction, expect_fp32_accurate(got, ref, index, os, long(k.cin) * k.k * k.k));
+                const double fraction = expect_fp32_accurate(got, ref, index, os, long(k.cin) * k.k * k.k);
+                worst_fraction = std::max(worst_fraction, fraction);
+                worst_by_way[way_] = std::max(worst_by_way[way_], fraction);
                 if (k.gpu_mode && !k.gpu_only) {
                     const Comparison r = compare(got, ref, index, kGpuModeTol, kGpuModeTol);
                     EXPECT_EQ(r.within, r.compared)
@@ -588,7 +592,10 @@ void OpsTest::run_cases(const std::vector<ConvCase>& cases) {
     }
     report_ways(Op::Conv2d, ran, not_applicable);
     std::cout << "[          ] worst error: " << worst_fraction << " of the fp32 bound; " << skipped
-              << " GPU-only cases not run on " << be.name() << "\n";
+              << " GPU-only cases not run on " << be.name() << "\n[          ] worst error per way:";
+    for (const auto& [way, fraction] : worst_by_way)
+        std::cout << " " << (way.empty() ? "planner" : way) << " " << fraction;
+    std::cout << "\n";
 }
 
 struct ShuffleCase {

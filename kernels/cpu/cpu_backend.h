@@ -2,13 +2,16 @@
 // one file per op of the list (kernels/ops/op_list.h), NAME.cpp, that defines
 // its member CpuBackend::NAME, in parallel over OpenMP threads. conv2d.cpp and
 // residual_block.cpp also define prepare() for their Args (the weights packed
-// for direct_conv.cpp). A new op: its file. Public (not in an anonymous
+// for direct_conv.cpp, and for winograd_conv.cpp where conv2d can use it).
+// conv2d has kernel variants (its table in conv2d.cpp). A new op: its file. Public (not in an anonymous
 // namespace) so tests can wrap it, e.g. to pretend memory is short.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "backend.h"
 
@@ -36,6 +39,9 @@ private:
     size_t size_ = 0;
 };
 
+// conv2d's kernel variants, in its table's order (conv2d.cpp).
+std::vector<std::string> conv2d_variants();
+
 class CpuBackend : public Backend {
 public:
     explicit CpuBackend(int threads);  // threads <= 0: one per hardware thread
@@ -61,9 +67,14 @@ public:
     std::unique_ptr<PreparedWeights> prepare(const ResidualBlockArgs& a) override;
     std::unique_ptr<PreparedWeights> prepare(const Conv2dArgs& a) override;
 
+    // Kernel variants: conv2d's table (conv2d.cpp); the other ops have one kernel.
+    std::vector<std::string> variants(Op op) const override;
+    void force_variant(Op op, const std::string& name) override;
+
 protected:
     int threads_;
-    Scratch conv_scratch_;  // conv2d's padded bands
+    std::array<int, kOpCount> forced_;  // per Op: a forced variant's index, -1: the planner
+    Scratch conv_scratch_;              // conv2d's padded bands
 };
 
 }  // namespace imr::cpu
