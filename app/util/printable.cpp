@@ -24,6 +24,26 @@ size_t utf8_length(const std::string& s, size_t i) {
     return n;
 }
 
+// Appends the two-character C escape of newline, tab, carriage return and
+// backslash (the same in printable text and in JSON); false for other bytes.
+bool append_short_escape(std::string& out, unsigned char c) {
+    switch (c) {
+        case '\n':
+            out += "\\n";
+            return true;
+        case '\t':
+            out += "\\t";
+            return true;
+        case '\r':
+            out += "\\r";
+            return true;
+        case '\\':
+            out += "\\\\";
+            return true;
+    }
+    return false;
+}
+
 }  // namespace
 
 std::string printable(const std::string& s) {
@@ -36,22 +56,7 @@ std::string printable(const std::string& s) {
             hex(out, c);
             ++i;
         } else if (n == 1 && (c < 0x20 || c == 0x7F || c == '\\')) {
-            switch (c) {
-                case '\n':
-                    out += "\\n";
-                    break;
-                case '\t':
-                    out += "\\t";
-                    break;
-                case '\r':
-                    out += "\\r";
-                    break;
-                case '\\':
-                    out += "\\\\";
-                    break;
-                default:
-                    hex(out, c);
-            }
+            if (!append_short_escape(out, c)) hex(out, c);
             ++i;
         } else if (n == 2 && c == 0xC2 && static_cast<unsigned char>(s[i + 1]) < 0xA0) {  // C1: U+0080..U+009F
             hex(out, c);
@@ -88,30 +93,16 @@ std::string json_escape(const std::string& in) {
             i += n;
             continue;
         }
-        switch (c) {
-            case '"':
-                out += "\\\"";
-                break;
-            case '\\':
-                out += "\\\\";
-                break;
-            case '\n':
-                out += "\\n";
-                break;
-            case '\t':
-                out += "\\t";
-                break;
-            case '\r':
-                out += "\\r";
-                break;
-            default:
-                if (c < 0x20) {
-                    char buf[8];
-                    std::snprintf(buf, sizeof buf, "\\u%04x", c);
-                    out += buf;
-                } else {
-                    out += char(c);
-                }
+        if (c == '"') {
+            out += "\\\"";
+        } else if (!append_short_escape(out, c)) {
+            if (c < 0x20) {
+                char buf[8];
+                std::snprintf(buf, sizeof buf, "\\u%04x", c);
+                out += buf;
+            } else {
+                out += char(c);
+            }
         }
         ++i;
     }
