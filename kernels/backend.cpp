@@ -3,6 +3,8 @@
 // argument check is in its own file (kernels/ops/).
 #include "backend.h"
 
+#include <algorithm>
+
 namespace imr {
 
 namespace {
@@ -29,8 +31,16 @@ std::vector<std::string> Backend::variants(Op) const {
 }
 
 void Backend::force_variant(Op op, const std::string& name) {
-    if (!name.empty())
+    if (name.empty()) {
+        forced_[size_t(op)] = -1;
+        return;
+    }
+    const std::vector<std::string> names = variants(op);
+    if (names.empty())
         throw Error(this->name() + ": " + op_name(op) + " has no kernel variant '" + name + "' (it has one kernel)");
+    const auto it = std::find(names.begin(), names.end(), name);
+    if (it == names.end()) throw Error(this->name() + ": " + op_name(op) + " has no kernel variant '" + name + "'");
+    forced_[size_t(op)] = int(it - names.begin());
 }
 
 std::unique_ptr<Backend> make_backend(const std::string& spec, int cpu_threads, std::string* note) {

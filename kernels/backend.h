@@ -11,6 +11,7 @@
 // backends that can be (CUDA); call synchronize() before reading results.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <memory>
 #include <stdexcept>
@@ -87,10 +88,25 @@ public:
     // Runs `op` on the named variant instead of the planner's pick, so the op
     // tests and benchmarks can reach every variant ("" restores the planner).
     // Shapes the variant cannot run then throw imr::NotApplicable. Throws
-    // imr::Error for a name variants(op) does not list.
-    virtual void force_variant(Op op, const std::string& name);
+    // imr::Error for a name variants(op) does not list. Backends read the
+    // choice with forced_variant; the lookup is the same for all of them.
+    void force_variant(Op op, const std::string& name);
 
     virtual std::unique_ptr<BackendTimer> make_timer() = 0;
+
+protected:
+    // The index in variants(op) of the variant force_variant chose, -1: the planner's pick.
+    int forced_variant(Op op) const {
+        return forced_[size_t(op)];
+    }
+
+private:
+    std::array<int, kOpCount> forced_ = make_unforced();
+    static std::array<int, kOpCount> make_unforced() {
+        std::array<int, kOpCount> a{};
+        a.fill(-1);
+        return a;
+    }
 };
 
 // In a backend's class: the declaration of every op method, `void NAME(const

@@ -241,7 +241,7 @@ std::unique_ptr<PreparedWeights> CpuBackend::prepare(const Conv2dArgs& a) {
 
 void CpuBackend::conv2d(const Conv2dArgs& a) {
     check_args(a);
-    const int forced = forced_[size_t(Op::Conv2d)];
+    const int forced = forced_variant(Op::Conv2d);
     const int v = forced >= 0 && forced < kVariantCount ? forced : plan_conv2d(a);
     kConv2dVariants[v].run(a, threads_, conv_scratch_);
 }

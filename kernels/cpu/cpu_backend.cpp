@@ -35,24 +35,10 @@ private:
 
 namespace cpu {
 
-CpuBackend::CpuBackend(int threads) : threads_(threads > 0 ? threads : omp_get_num_procs()) {
-    forced_.fill(-1);
-}
+CpuBackend::CpuBackend(int threads) : threads_(threads > 0 ? threads : omp_get_num_procs()) {}
 
 std::vector<std::string> CpuBackend::variants(Op op) const {
     return op == Op::Conv2d ? conv2d_variants() : std::vector<std::string>{};
-}
-
-void CpuBackend::force_variant(Op op, const std::string& name) {
-    const std::vector<std::string> names = variants(op);
-    if (name.empty() || names.empty()) {
-        Backend::force_variant(op, name);
-        forced_[size_t(op)] = -1;
-        return;
-    }
-    const auto it = std::find(names.begin(), names.end(), name);
-    if (it == names.end()) throw Error(this->name() + ": " + op_name(op) + " has no kernel variant '" + name + "'");
-    forced_[size_t(op)] = int(it - names.begin());
 }
 
 std::string CpuBackend::description() const {

@@ -69,12 +69,10 @@ public:
 
     // Kernel variants: conv2d's table (conv2d.cpp); the other ops have one kernel.
     std::vector<std::string> variants(Op op) const override;
-    void force_variant(Op op, const std::string& name) override;
 
 protected:
     int threads_;
-    std::array<int, kOpCount> forced_;  // per Op: a forced variant's index, -1: the planner
-    Scratch conv_scratch_;              // conv2d's padded bands
+    Scratch conv_scratch_;  // conv2d's padded bands
 };
 
 }  // namespace imr::cpu

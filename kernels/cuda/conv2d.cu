@@ -1169,7 +1169,7 @@ std::unique_ptr<PreparedWeights> CudaBackend::prepare(const Conv2dArgs& a) {
 
 void CudaBackend::conv2d(const Conv2dArgs& a) {
     use_device();
-    cuda::conv2d(a, stream_, sm_count_, forced(Op::Conv2d));
+    cuda::conv2d(a, stream_, sm_count_, forced_variant(Op::Conv2d));
 }
 
 }  // namespace imr::cuda

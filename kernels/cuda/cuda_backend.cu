@@ -54,7 +54,6 @@ __global__ void usability_probe() {}
 namespace cuda {
 
 CudaBackend::CudaBackend(int device) : device_(device) {
-    forced_.fill(-1);
     const std::string ctx = "cuda:" + std::to_string(device);
     check_cuda(cudaSetDevice(device), ctx, "cudaSetDevice");
     cudaDeviceProp prop{};
@@ -85,18 +84,6 @@ std::vector<std::string> CudaBackend::variants(Op op) const {
         default:
             return {};
     }
-}
-
-void CudaBackend::force_variant(Op op, const std::string& name) {
-    const std::vector<std::string> names = variants(op);
-    if (name.empty() || names.empty()) {
-        Backend::force_variant(op, name);
-        forced_[size_t(op)] = -1;
-        return;
-    }
-    const auto it = std::find(names.begin(), names.end(), name);
-    if (it == names.end()) throw Error(this->name() + ": " + op_name(op) + " has no kernel variant '" + name + "'");
-    forced_[size_t(op)] = int(it - names.begin());
 }
 
 std::unique_ptr<BackendTimer> CudaBackend::make_timer() {

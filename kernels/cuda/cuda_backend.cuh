@@ -91,17 +91,14 @@ public:
 
     // Kernel variants: conv2d's and residual_block's tables.
     std::vector<std::string> variants(Op op) const override;
-    void force_variant(Op op, const std::string& name) override;
 
     std::unique_ptr<BackendTimer> make_timer() override;
 
 private:
     void use_device() const { check_cuda(cudaSetDevice(device_), name(), "cudaSetDevice"); }
-    int forced(Op op) const { return forced_[size_t(op)]; }
 
     int device_;
     int sm_count_ = 0;
-    std::array<int, kOpCount> forced_;  // per Op: a forced variant's index, -1: the planner
     std::string description_;
     cudaStream_t stream_ = nullptr;
 };

@@ -394,7 +394,7 @@ void residual_block(const ResidualBlockArgs& a, cudaStream_t stream, int forced)
 
 void CudaBackend::residual_block(const ResidualBlockArgs& a) {
     use_device();
-    cuda::residual_block(a, stream_, forced(Op::ResidualBlock));
+    cuda::residual_block(a, stream_, forced_variant(Op::ResidualBlock));
 }
 
 }  // namespace imr::cuda
