@@ -29,8 +29,12 @@ public:
     // Largest tile side in pixels (0: as large as memory allows). Lets tests
     // and users force tiling; the result must not change.
     void set_max_tile(int pixels) { max_tile_ = pixels; }
+    int max_tile() const { return max_tile_; }
     const ModelFile& model() const { return model_; }
     Backend& backend() { return backend_; }
+    // Backend memory one image pixel needs in an untiled pass (activations,
+    // and a device's copy of the input).
+    size_t bytes_per_pixel() const;
 
 private:
     // The same as run(), for sides that are multiples of the model's size_multiple().
@@ -38,7 +42,6 @@ private:
     // One pass over a tensor that fits the backend: upload, stages, download.
     void run_pass(const float* input, float* output, Shape shape, StageTimer* timer);
     void run_tiled(const float* input, float* output, Shape shape, int tile, StageTimer* timer);
-    size_t bytes_per_pixel() const;  // backend memory one image pixel needs in a pass
     void reserve(size_t activations, size_t input);
 
     const ModelFile model_;

@@ -35,6 +35,18 @@ void StageTimer::add(const std::string& stage, double ms, double megapixels) {
     rows_.push_back({stage, {ms}, megapixels});
 }
 
+void StageTimer::merge(const StageTimer& other) {
+    for (const Row& o : other.rows_) {
+        auto it = std::find_if(rows_.begin(), rows_.end(), [&](const Row& r) { return r.name == o.name; });
+        if (it == rows_.end()) {
+            rows_.push_back(o);
+            continue;
+        }
+        it->samples_ms.insert(it->samples_ms.end(), o.samples_ms.begin(), o.samples_ms.end());
+        it->megapixels += o.megapixels;
+    }
+}
+
 double StageTimer::total_ms() const {
     double t = 0;
     for (const Row& r : rows_) t += r.total_ms();

@@ -22,6 +22,8 @@ public:
     };
 
     void add(const std::string& stage, double ms, double megapixels = 0);
+    // Every sample of `other` (a batch timed on another thread) added here.
+    void merge(const StageTimer& other);
     const std::vector<Row>& rows() const { return rows_; }
     double total_ms() const;
     bool empty() const { return rows_.empty(); }

@@ -4,6 +4,7 @@
 #include "backend.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 namespace imr {
 
@@ -25,6 +26,22 @@ const char* op_name(Op op) {
     }
 IMR_FOR_EACH_OP(IMR_PREPARE_NOTHING)
 #undef IMR_PREPARE_NOTHING
+
+float* Backend::alloc_host(size_t count) {
+    // 64-byte aligned (a cache line, an AVX-512 vector), the size rounded up
+    // to it as aligned_alloc wants.
+    constexpr size_t kAlign = 64;
+    const size_t bytes = std::max<size_t>(kAlign, (count * sizeof(float) + kAlign - 1) / kAlign * kAlign);
+    if (count > bytes / sizeof(float))
+        throw Error(name() + ": host buffer of " + std::to_string(count) + " floats: size overflows");
+    void* p = std::aligned_alloc(kAlign, bytes);
+    if (!p) throw OutOfMemory(name() + ": host buffer of " + std::to_string(bytes >> 20) + " MiB: out of memory");
+    return static_cast<float*>(p);
+}
+
+void Backend::release_host(float* p) noexcept {
+    std::free(p);
+}
 
 std::vector<std::string> Backend::variants(Op) const {
     return {};

@@ -62,6 +62,22 @@ public:
     // Bytes that could still be allocated (the CPU backend reports available RAM).
     virtual size_t free_memory() const = 0;
 
+    // Host memory for what is uploaded and downloaded: page-locked (pinned)
+    // on CUDA, where copies from it run at the bus's full speed instead of
+    // being staged through a driver buffer; plain aligned memory elsewhere
+    // (the default). Throws imr::OutOfMemory; release_host never throws.
+    virtual float* alloc_host(size_t count);
+    virtual void release_host(float* p) noexcept;
+
+    // Threads the ops run on where they run on the host (the CPU backend's
+    // -j); 0 for a device backend.
+    virtual int host_threads() const { return 0; }
+    // Another backend on the same device with its own queue (a CUDA stream),
+    // memory and scratch, for running a second model pass beside this one's:
+    // one thread may use each. `threads`: a host backend's thread count (0:
+    // the same as this one's); a device backend ignores it.
+    virtual std::unique_ptr<Backend> make_sibling(int threads) const = 0;
+
     // Whether this backend implements `op`: a model with an op its backend
     // lacks is refused when it is prepared, before any image is read.
     virtual bool supports(Op op) const = 0;
@@ -133,6 +149,35 @@ public:
 
     void reset() noexcept {
         if (backend_ && data_) backend_->release(data_);
+        backend_ = nullptr, data_ = nullptr, count_ = 0;
+    }
+    float* data() const { return data_; }
+    size_t count() const { return count_; }
+
+private:
+    Backend* backend_ = nullptr;
+    float* data_ = nullptr;
+    size_t count_ = 0;
+};
+
+// Host memory from Backend::alloc_host, released when it goes out of scope.
+class HostBuffer {
+public:
+    HostBuffer() = default;
+    HostBuffer(Backend& backend, size_t count) : backend_(&backend), data_(backend.alloc_host(count)), count_(count) {}
+    HostBuffer(HostBuffer&& o) noexcept { *this = std::move(o); }
+    HostBuffer& operator=(HostBuffer&& o) noexcept {
+        reset();
+        backend_ = o.backend_, data_ = o.data_, count_ = o.count_;
+        o.backend_ = nullptr, o.data_ = nullptr, o.count_ = 0;
+        return *this;
+    }
+    HostBuffer(const HostBuffer&) = delete;
+    HostBuffer& operator=(const HostBuffer&) = delete;
+    ~HostBuffer() { reset(); }
+
+    void reset() noexcept {
+        if (backend_ && data_) backend_->release_host(data_);
         backend_ = nullptr, data_ = nullptr, count_ = 0;
     }
     float* data() const { return data_; }

@@ -624,6 +624,43 @@ TEST(Cli, JsonReportAndTilingGiveTheSameImage) {
     EXPECT_LE(max_difference(read_image(dir / "whole.png"), read_image(dir / "tiled.png")), 1);
 }
 
+// A folder on two threads runs its small images on one-thread lanes at the
+// same time (app/pipeline/compute_lanes.h), in batches that finish out of
+// order. Every image must be the one it gives alone, byte for byte.
+TEST(Cli, ConcurrentLanesGiveTheSameImages) {
+    ScratchDir dir("cli-lanes");
+    const fs::path in = dir / "in";
+    fs::create_directories(in);
+    int n = 0;
+    // Two of each sample, the second inverted: batches of two images of one
+    // size whose outputs must not trade places.
+    for (int copy = 0; copy < 2; ++copy)
+        for (const char* name : {"chelsea.png", "camera.png", "coffee.png", "rocket.jpg"}) {
+            Image image = read_image(sample(name));
+            if (copy == 1)
+                for (uint16_t& v : image.samples) v = uint16_t(image.max_value() - v);
+            write_image(in / (std::string(name) + "-" + std::to_string(copy) + ".png"), image), ++n;
+        }
+    for (const char* threads : {"1", "2"}) {
+        RunResult r = imrestore(
+            q(in) + " -o " + q(dir / ("out" + std::string(threads))) + " -m sharpen -d cpu -b 2 --json -j " + threads,
+            dir);
+        ASSERT_EQ(r.code, 0) << r.err;
+        EXPECT_NE(r.out.find("\"restored\": " + std::to_string(n)), std::string::npos) << r.out;
+    }
+    // Each image alone (no batch, one lane) is the reference.
+    for (const auto& e : fs::directory_iterator(in)) {
+        const std::string name = e.path().filename();
+        SCOPED_TRACE(name);
+        RunResult alone =
+            imrestore(q(e.path()) + " -o " + q(dir / ("alone-" + name)) + " -m sharpen -d cpu -q -j 1", dir);
+        ASSERT_EQ(alone.code, 0) << alone.err;
+        const std::string expected = slurp(dir / ("alone-" + name));
+        EXPECT_TRUE(slurp(dir / ("out1/" + name)) == expected) << "one thread, batches of 2: not the image alone";
+        EXPECT_TRUE(slurp(dir / ("out2/" + name)) == expected) << "two lanes, batches of 2: not the image alone";
+    }
+}
+
 // ---------------------------------------------------------------- metadata
 
 // The chelsea sample (451x300) with an ICC profile (two JPEG chunks) and

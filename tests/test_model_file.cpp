@@ -15,6 +15,7 @@
 #include "model_isolation.h"
 #include "model_registry.h"
 #include "model_runner.h"
+#include "pipeline/compute_lanes.h"
 #include "raw_layer_reader.h"
 #include "test_util.h"
 
@@ -890,6 +891,73 @@ TEST(ModelRunner, TilesOnItsOwnWhenMemoryIsShort) {
     LowMemoryBackend tiny(1024);  // not even a 16-pixel tile
     ModelRunner hopeless(m, tiny);
     EXPECT_THROW(hopeless.run(input.data(), out.data(), shape, nullptr), Error);
+}
+
+// The CPU backend with a fixed thread count and claimed free memory, for
+// the lane policy (the machine's own would make it depend on the host).
+class FixedCpu : public cpu::CpuBackend {
+public:
+    FixedCpu(int threads, size_t free_bytes) : CpuBackend(threads), free_(free_bytes) {}
+    size_t free_memory() const override { return free_; }
+
+private:
+    size_t free_;
+};
+
+TEST(ComputeLanes, SmallImagesOfAFolderGetOneThreadLanesThatExcludeTheWideOne) {
+    unsigned seed;
+    auto rng = fresh_rng(&seed);
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    const ModelFile m = test::small_model(rng);
+    FixedCpu cpu(2, size_t(1) << 30);
+    ModelRunner main(m, cpu);
+    ComputeLanes lanes(main, 8, false);
+    const Shape small{1, 3, 37, 53};
+    const size_t a = lanes.pick(small);
+    ASSERT_NE(a, 0u) << "a folder of small images on 2 threads should get one-thread lanes";
+    EXPECT_EQ(lanes.runner(a).backend().host_threads(), 1);
+    lanes.set_busy(a, true);
+    const size_t b = lanes.pick(small);
+    EXPECT_NE(b, 0u);
+    EXPECT_NE(b, a);
+    lanes.set_busy(b, true);
+    const size_t c = lanes.pick(small);  // no third lane on 2 threads: one of the busy ones
+    EXPECT_TRUE(c == a || c == b) << c;
+    EXPECT_FALSE(lanes.idle(c));
+    // Twice the activations of this batch do not fit in half of 1 GiB: every
+    // thread on lane 0, which waits for the one-thread lanes, and they for it.
+    const Shape large{1, 3, 4000, 4000};
+    ASSERT_GT(double(main.bytes_per_pixel()) * 4000 * 4000 * 2, double(size_t(1) << 29));
+    EXPECT_EQ(lanes.pick(large), 0u);
+    EXPECT_FALSE(lanes.idle(0));
+    lanes.set_busy(a, false);
+    EXPECT_FALSE(lanes.idle(0));
+    lanes.set_busy(b, false);
+    EXPECT_TRUE(lanes.idle(0));
+    lanes.set_busy(0, true);
+    EXPECT_FALSE(lanes.idle(a));
+    lanes.set_busy(0, false);
+
+    // A lane's runner gives what lane 0's gives, bit for bit (tiling too: --tile
+    // reaches every lane).
+    main.set_max_tile(16);
+    ComputeLanes tiled(main, 8, false);
+    const size_t t = tiled.pick(small);
+    ASSERT_NE(t, 0u);
+    EXPECT_EQ(tiled.runner(t).max_tile(), 16);
+    std::vector<float> input = test::random_vector(rng, small.count(), 0.3f);
+    std::vector<float> on_main(small.count(), std::nanf("")), on_lane(small.count(), std::nanf(""));
+    main.run(input.data(), on_main.data(), small, nullptr);
+    tiled.runner(t).run(input.data(), on_lane.data(), small, nullptr);
+    EXPECT_EQ(0, std::memcmp(on_main.data(), on_lane.data(), on_main.size() * sizeof(float)));
+
+    // Lane 0 only: few files (a one-thread lane would leave a core idle), one
+    // thread, or --bench (single).
+    EXPECT_EQ(ComputeLanes(main, 3, false).pick(small), 0u);
+    EXPECT_EQ(ComputeLanes(main, 8, true).pick(small), 0u);
+    FixedCpu one(1, size_t(1) << 30);
+    ModelRunner on_one(m, one);
+    EXPECT_EQ(ComputeLanes(on_one, 8, false).pick(small), 0u);
 }
 
 TEST(ModelRunner, RefusesWrongChannelCount) {

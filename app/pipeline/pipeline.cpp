@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "image/image_batch.h"
+#include "pipeline/compute_lanes.h"
 #include "pipeline/output_folders.h"
 
 namespace imr {
@@ -37,8 +38,8 @@ double ms_since(std::chrono::steady_clock::time_point t) {
 // What reading one job gave: an image, or why there is none.
 struct Decoded {
     Image image;
-    std::vector<float> planes;  // the image as the model's NCHW input (image_to_planes), made by the decoder
-    size_t floats = 0;          // of planes (a pooled buffer may be larger)
+    HostBuffer planes;  // the image as the model's NCHW input (image_to_planes), made by the decoder
+    size_t floats = 0;  // of planes (a pooled buffer may be larger)
     FileResult::Status status = FileResult::Status::Restored;  // Restored = go on
     std::string message;
     std::vector<std::string> warnings;  // of reading (metadata dropped)
@@ -48,7 +49,7 @@ struct Decoded {
 struct Pending {
     size_t job;
     Image image;  // its metadata goes on to the writer with it
-    std::vector<float> planes;
+    HostBuffer planes;
     size_t floats;  // of planes used (Decoded::floats)
     std::vector<std::string> warnings;
 };
@@ -75,41 +76,43 @@ void write_stdout(const std::vector<uint8_t>& bytes) {
 
 // Float buffers for the images' planes and the model's output, kept for
 // reuse instead of being freed: a fresh 144 MB buffer (a 12 MP photo) costs
-// tens of milliseconds of page faults and zero-filling on first touch, on
-// the thread that feeds the GPU for the output. A buffer handed out may be
-// larger than asked for (at most twice; its size() is not the element
-// count: callers keep their own). The pool holds at most `max_bytes` of idle
-// buffers.
+// tens of milliseconds of page faults and zero-filling on first touch, and
+// on a GPU the buffers are page-locked (Backend::alloc_host), which costs
+// more to make but makes the copies to and from the device run at the bus's
+// speed. A buffer handed out may be larger than asked for (at most twice;
+// its count() is not the element count: callers keep their own). The pool
+// holds at most `max_bytes` of idle buffers. Thread-safe.
 class PlanesPool {
 public:
-    explicit PlanesPool(size_t max_bytes) : max_bytes_(max_bytes) {}
-    std::vector<float> take(size_t n) {
+    PlanesPool(Backend& backend, size_t max_bytes) : backend_(backend), max_bytes_(max_bytes) {}
+    HostBuffer take(size_t n) {
         {
             std::lock_guard<std::mutex> lock(mutex_);
             auto best = free_.end();
             for (auto it = free_.begin(); it != free_.end(); ++it)  // the smallest that fits, at most twice n
-                if (it->size() >= n && it->size() <= 2 * n && (best == free_.end() || it->size() < best->size()))
+                if (it->count() >= n && it->count() <= 2 * n && (best == free_.end() || it->count() < best->count()))
                     best = it;
             if (best != free_.end()) {
-                std::vector<float> v = std::move(*best);
+                HostBuffer b = std::move(*best);
                 free_.erase(best);
-                idle_bytes_ -= v.size() * sizeof(float);
-                return v;
+                idle_bytes_ -= b.count() * sizeof(float);
+                return b;
             }
         }
-        return std::vector<float>(n);
+        return HostBuffer(backend_, n);
     }
-    void give(std::vector<float> v) {
-        const size_t bytes = v.size() * sizeof(float);
+    void give(HostBuffer b) {
+        const size_t bytes = b.count() * sizeof(float);
         std::lock_guard<std::mutex> lock(mutex_);
         if (bytes == 0 || idle_bytes_ + bytes > max_bytes_) return;  // freed
         idle_bytes_ += bytes;
-        free_.push_back(std::move(v));
+        free_.push_back(std::move(b));
     }
 
 private:
+    Backend& backend_;
     std::mutex mutex_;
-    std::vector<std::vector<float>> free_;
+    std::vector<HostBuffer> free_;
     size_t idle_bytes_ = 0;
     const size_t max_bytes_;
 };
@@ -132,6 +135,20 @@ struct Written {
     Image source;                       // dimensions only (no samples), for the report
     std::vector<std::string> warnings;  // of reading
     std::future<WriteOutcome> outcome;
+};
+
+// What a compute lane's thread reports for one batch.
+struct BatchResult {
+    HostBuffer output;  // the model's output planes (pooled: may be larger than the batch)
+    std::string error;  // empty: output holds the batch
+    StageTimer timer;   // upload, stages, download of the real run
+    StageTimer bench;   // the --bench repeats
+};
+
+struct Computing {
+    std::vector<Pending> batch;
+    size_t lane;
+    std::future<BatchResult> done;
 };
 
 // Images decoded ahead, and encoded behind, at most: enough to fill the next
@@ -184,11 +201,13 @@ public:
                 reading.push_back(std::async(std::launch::async, [this, j = next_read] { return decode(j); }));
                 ++next_read;
             }
+            collect_finished_batches();  // their writes start while this thread waits for a decode
             Decoded d = reading.front().get();
             reading.pop_front();
             take(i, std::move(d));
         }
         if (!report_.interrupted) flush();
+        while (!computing_.empty()) collect_batch();  // also when interrupted: they are written, not dropped
         while (!writing_.empty()) collect_write();
         report_.wall_ms = ms_since(start);
         return std::move(report_);
@@ -253,7 +272,7 @@ private:
                 d.status = FileResult::Status::Failed;
                 d.message = job.input + ": " +
                             (dynamic_cast<const std::bad_alloc*>(&e) ? "out of memory for its planes" : e.what());
-                d.planes = {}, d.floats = 0;
+                d.planes.reset(), d.floats = 0;
             }
             d.to_nchw_ms = ms_since(t);
         }
@@ -293,16 +312,19 @@ private:
         pending_.push_back({i, std::move(d.image), std::move(d.planes), d.floats, std::move(d.warnings)});
     }
 
-    // Runs the model on the pending images (all of one size) and queues their
-    // writes; the conversion back from planes runs on the writer threads.
+    // Starts the model on the pending images (all of one size) on a compute
+    // lane's thread, once that lane may run (collecting earlier batches
+    // until it may); collect_batch queues their writes.
     void flush() {
         if (pending_.empty()) return;
         const int channels = runner_.model().channels;
         const Image& first = pending_.front().image;
         int items = 0;
         for (const Pending& p : pending_) items += items_per_image(p.image, channels);
-        Shape shape{items, channels, first.height, first.width};
-        std::vector<float> input, output;
+        const Shape shape{items, channels, first.height, first.width};
+        const size_t lane = lanes_.pick(shape);
+        while (!lanes_.idle(lane)) collect_batch();
+        HostBuffer input, output;
         try {
             if (pending_.size() == 1) {
                 input = std::move(pending_.front().planes);  // one image (every large photo): no copy
@@ -311,44 +333,100 @@ private:
                 input = pool_.take(shape.count());
                 size_t at = 0;
                 for (Pending& p : pending_) {
-                    std::copy(p.planes.begin(), p.planes.begin() + long(p.floats), input.begin() + long(at));
+                    std::copy(p.planes.data(), p.planes.data() + p.floats, input.data() + at);
                     at += p.floats;
                     pool_.give(std::move(p.planes));
                 }
             }
             output = pool_.take(shape.count());
-            runner_.run(input.data(), output.data(), shape, &report_.timer);
-            // --bench: the run above was the warm-up; rows per batch shape, since
-            // min/median over different sizes would mean nothing.
-            double mp = double(shape.n) * shape.h * shape.w / 1e6;
-            for (int r = 0; r < options_.bench_repeats; ++r) {
-                StageTimer once;
-                runner_.run(input.data(), output.data(), shape, &once);
-                for (const StageTimer::Row& row : once.rows())  // a tiled pass has a sample per tile
-                    report_.bench_timer.add(row.name + " " + shape.str(), row.total_ms(), mp);
-            }
-        } catch (const std::exception& e) {
-            std::string why = dynamic_cast<const std::bad_alloc*>(&e)
-                                  ? "out of host memory for a batch of " + shape.str() + " floats"
-                                  : e.what();
-            for (Pending& p : pending_)
-                finish(p.job, FileResult::Status::Failed, jobs_[p.job].input + ": " + why, &p.image,
-                       std::move(p.warnings));
+        } catch (const std::exception& e) {  // bad_alloc, imr::OutOfMemory
+            fail_batch(pending_, shape, e);
             pending_.clear();
             return;
         }
+        lanes_.set_busy(lane, true);
+        computing_.push_back({std::move(pending_), lane,
+                              std::async(std::launch::async, [this, lane, shape, input = std::move(input),
+                                                              output = std::move(output)]() mutable {
+                                  return compute(lanes_.runner(lane), shape, std::move(input), std::move(output));
+                              })});
+        pending_.clear();
+    }
+
+    // On a compute lane's thread: the model on one batch (and the --bench
+    // repeats), timed into the batch's own timers.
+    BatchResult compute(ModelRunner& runner, Shape shape, HostBuffer input, HostBuffer output) {
+        BatchResult r;
+        try {
+            runner.run(input.data(), output.data(), shape, &r.timer);
+            // --bench: the run above was the warm-up; rows per batch shape, since
+            // min/median over different sizes would mean nothing.
+            double mp = double(shape.n) * shape.h * shape.w / 1e6;
+            for (int i = 0; i < options_.bench_repeats; ++i) {
+                StageTimer once;
+                runner.run(input.data(), output.data(), shape, &once);
+                for (const StageTimer::Row& row : once.rows())  // a tiled pass has a sample per tile
+                    r.bench.add(row.name + " " + shape.str(), row.total_ms(), mp);
+            }
+            r.output = std::move(output);
+        } catch (const std::exception& e) {
+            r.error = dynamic_cast<const std::bad_alloc*>(&e)
+                          ? "out of host memory for a batch of " + shape.str() + " floats"
+                          : e.what();
+        }
         pool_.give(std::move(input));
+        return r;
+    }
+
+    void fail_batch(std::vector<Pending>& batch, const Shape& shape, const std::exception& e) {
+        const std::string why = dynamic_cast<const std::bad_alloc*>(&e)
+                                    ? "out of host memory for a batch of " + shape.str() + " floats"
+                                    : e.what();
+        for (Pending& p : batch)
+            finish(p.job, FileResult::Status::Failed, jobs_[p.job].input + ": " + why, &p.image, std::move(p.warnings));
+    }
+
+    void collect_finished_batches() {
+        while (!computing_.empty() &&
+               computing_.front().done.wait_for(std::chrono::seconds(0)) == std::future_status::ready)
+            collect_batch();
+    }
+
+    // The oldest batch: waits for its model run, then queues each image's
+    // write; the conversion back from planes runs on the writer threads.
+    void collect_batch() {
+        Computing c = std::move(computing_.front());
+        computing_.pop_front();
+        BatchResult r = c.done.get();
+        lanes_.set_busy(c.lane, false);
+        report_.timer.merge(r.timer);
+        report_.bench_timer.merge(r.bench);
+        std::vector<Pending>& batch = c.batch;
+        if (!r.error.empty()) {
+            for (Pending& p : batch)
+                finish(p.job, FileResult::Status::Failed, jobs_[p.job].input + ": " + r.error, &p.image,
+                       std::move(p.warnings));
+            return;
+        }
         // Each image's slice of the output goes to its writer thread (the
         // whole buffer when it is the only one).
         size_t offset = 0;
-        for (Pending& p : pending_) {
+        for (Pending& p : batch) {
             const size_t n = p.floats;
-            std::vector<float> planes;
-            if (pending_.size() == 1) {
-                planes = std::move(output);
+            HostBuffer planes;
+            if (batch.size() == 1) {
+                planes = std::move(r.output);
             } else {
-                planes = pool_.take(n);
-                std::copy(output.begin() + long(offset), output.begin() + long(offset + n), planes.begin());
+                try {
+                    planes = pool_.take(n);
+                } catch (const std::exception& e) {  // bad_alloc, imr::OutOfMemory
+                    finish(p.job, FileResult::Status::Failed,
+                           jobs_[p.job].input + ": out of memory for its output planes", &p.image,
+                           std::move(p.warnings));
+                    offset += n;
+                    continue;
+                }
+                std::copy(r.output.data() + offset, r.output.data() + offset + n, planes.data());
             }
             offset += n;
             while (writing_.size() >= in_flight_now()) collect_write();
@@ -363,13 +441,12 @@ private:
                                     return convert_and_write(path, std::move(source), std::move(planes));
                                 })});
         }
-        if (pending_.size() > 1) pool_.give(std::move(output));
-        pending_.clear();
+        if (batch.size() > 1) pool_.give(std::move(r.output));
     }
 
     // On a worker thread: the model's output planes back to an image with
     // the source's metadata (moved, not copied), then encoded and written.
-    WriteOutcome convert_and_write(const std::string& path, Image source, std::vector<float> planes) {
+    WriteOutcome convert_and_write(const std::string& path, Image source, HostBuffer planes) {
         auto t = std::chrono::steady_clock::now();
         Image image;
         WriteOutcome outcome;
@@ -426,9 +503,11 @@ private:
     ModelRunner& runner_;
     const PipelineOptions& options_;
     const ProgressFn& progress_;
-    const size_t lookahead_;                          // images in flight by count
-    const size_t in_flight_budget_;                   // bytes the images in flight may take
-    mutable PlanesPool pool_{in_flight_budget_ / 2};  // idle float buffers, reused (decoders take from it)
+    const size_t lookahead_;         // images in flight by count
+    const size_t in_flight_budget_;  // bytes the images in flight may take
+    // Idle float buffers, reused (decoders take from it), page-locked on a GPU.
+    mutable PlanesPool pool_{runner_.backend(), in_flight_budget_ / 2};
+    ComputeLanes lanes_{runner_, jobs_.size(), options_.bench_repeats > 0};
     size_t largest_image_bytes_ = 0;
     const WriteOptions write_options_;
     std::vector<Pending> pending_;
@@ -436,9 +515,11 @@ private:
     std::vector<double> write_ms_, from_nchw_ms_;  // from writer threads, moved into the timer on this thread
     size_t finished_ = 0;
     PipelineReport report_;
-    // Last, so that it is destroyed first: its futures join writer threads
-    // that still use the members above, also when an exception unwinds.
+    // Last, so that they are destroyed first: their futures join the writer
+    // and compute threads that still use the members above, also when an
+    // exception unwinds (the compute threads first: they use no writer).
     std::deque<Written> writing_;
+    std::deque<Computing> computing_;
 };
 
 }  // namespace

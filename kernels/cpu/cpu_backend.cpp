@@ -18,9 +18,6 @@ namespace imr {
 
 namespace {
 
-// Allocation alignment: one cache line (also a whole AVX-512 vector).
-constexpr size_t kAlignment = 64;
-
 class CpuTimer : public BackendTimer {
 public:
     void start() override { start_ = std::chrono::steady_clock::now(); }
@@ -45,19 +42,13 @@ std::string CpuBackend::description() const {
     return "CPU, " + std::to_string(threads_) + (threads_ == 1 ? " thread" : " threads");
 }
 
+// The CPU's own memory is host memory: the same aligned allocation.
 float* CpuBackend::alloc(size_t count) {
-    const size_t bytes =
-        std::max<size_t>(kAlignment, (count * sizeof(float) + kAlignment - 1) / kAlignment * kAlignment);
-    if (count > bytes / sizeof(float)) throw Error("cpu alloc of " + std::to_string(count) + " floats: size overflows");
-    void* p = std::aligned_alloc(kAlignment, bytes);
-    if (!p)
-        throw OutOfMemory("cpu alloc of " + std::to_string(count) + " floats (" + std::to_string(bytes >> 20) +
-                          " MiB): out of memory");
-    return static_cast<float*>(p);
+    return alloc_host(count);
 }
 
 void CpuBackend::release(float* p) noexcept {
-    std::free(p);
+    release_host(p);
 }
 
 void CpuBackend::upload(float* dst, const float* host_src, size_t count) {
@@ -70,6 +61,10 @@ void CpuBackend::download(float* host_dst, const float* src, size_t count) {
 
 size_t CpuBackend::free_memory() const {
     return host_memory_available();
+}
+
+std::unique_ptr<Backend> CpuBackend::make_sibling(int threads) const {
+    return std::make_unique<CpuBackend>(threads > 0 ? threads : threads_);
 }
 
 std::unique_ptr<BackendTimer> CpuBackend::make_timer() {

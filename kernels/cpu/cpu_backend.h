@@ -60,6 +60,8 @@ public:
     size_t free_memory() const override;
     std::unique_ptr<BackendTimer> make_timer() override;
     bool supports(Op) const override { return true; }
+    int host_threads() const override { return threads_; }
+    std::unique_ptr<Backend> make_sibling(int threads) const override;
 
     // The ops, each defined in its own file (see the top of this header).
     IMR_BACKEND_OP_OVERRIDES

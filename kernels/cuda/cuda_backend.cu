@@ -75,6 +75,31 @@ CudaBackend::CudaBackend(int device) : device_(device) {
     }
 }
 
+float* CudaBackend::alloc_host(size_t count) {
+    cudaSetDevice(device_);
+    void* p = nullptr;
+    if (cudaHostAlloc(&p, count * sizeof(float), cudaHostAllocPortable) == cudaSuccess) return static_cast<float*>(p);
+    cudaGetLastError();  // not sticky: clear it, and fall back to plain memory
+    float* plain = Backend::alloc_host(count);
+    std::lock_guard<std::mutex> lock(unpinned_mutex_);
+    unpinned_.insert(plain);
+    return plain;
+}
+
+void CudaBackend::release_host(float* p) noexcept {
+    if (!p) return;
+    {
+        std::lock_guard<std::mutex> lock(unpinned_mutex_);
+        if (unpinned_.erase(p)) {
+            Backend::release_host(p);
+            return;
+        }
+    }
+    // upload and download return after their copy, so no queued work uses it.
+    cudaSetDevice(device_);
+    cudaFreeHost(p);
+}
+
 std::vector<std::string> CudaBackend::variants(Op op) const {
     switch (op) {
         case Op::Conv2d:

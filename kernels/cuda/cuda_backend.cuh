@@ -11,7 +11,9 @@
 #include <algorithm>
 #include <array>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "backend.h"
@@ -62,8 +64,9 @@ public:
         use_device();
         check_cuda(cudaMemcpyAsync(dst, host_src, count * sizeof(float), cudaMemcpyHostToDevice, stream_),
                    name() + ": upload of " + std::to_string(count) + " floats", "cudaMemcpyAsync");
-        // Pageable host memory: the copy is staged before the call returns, but
-        // the caller may reuse host_src at once only after the stream is done.
+        // From pinned memory (alloc_host) the copy is asynchronous: wait for it,
+        // so the caller may reuse host_src at once (from pageable memory the
+        // driver stages it, and the wait is the same).
         check_cuda(cudaStreamSynchronize(stream_), name() + ": upload", "cudaStreamSynchronize");
     }
     void download(float* host_dst, const float* src, size_t count) override {
@@ -76,6 +79,16 @@ public:
         use_device();
         check_cuda(cudaStreamSynchronize(stream_), name(), "cudaStreamSynchronize");
     }
+    // Page-locked, so uploads and downloads run at the bus's speed without a
+    // staging copy (portable: usable from every stream and sibling). Where
+    // the driver refuses to lock more memory, plain memory instead (slower
+    // copies, same results); the pointers given out that way are remembered
+    // so release_host frees each the way it was allocated. Thread-safe (the
+    // decoder threads allocate).
+    float* alloc_host(size_t count) override;
+    void release_host(float* p) noexcept override;
+    std::unique_ptr<Backend> make_sibling(int) const override { return std::make_unique<CudaBackend>(device_); }
+
     size_t free_memory() const override {
         cudaSetDevice(device_);
         size_t free_b = 0, total_b = 0;
@@ -98,6 +111,8 @@ private:
     void use_device() const { check_cuda(cudaSetDevice(device_), name(), "cudaSetDevice"); }
 
     int device_;
+    std::mutex unpinned_mutex_;
+    std::unordered_set<float*> unpinned_;  // alloc_host's plain-memory fallbacks
     int sm_count_ = 0;
     std::string description_;
     cudaStream_t stream_ = nullptr;

@@ -1,0 +1,55 @@
+// Where the pipeline runs its batches. Lane 0 is the model runner the
+// pipeline was given (every CPU thread, or the GPU's stream); where it pays,
+// sibling lanes run other batches at the same time, each with its own
+// backend (Backend::make_sibling) and runner, used by one thread at a time:
+//  - a device backend (CUDA): one sibling on the same GPU, so one batch's
+//    upload and download overlap the other's compute, and the GPU does not
+//    wait for the host between batches;
+//  - the CPU with several threads, on a folder of images small enough that
+//    one copy of the activations per thread fits in memory: one one-thread
+//    lane per thread, as many one-thread processes would run (no barrier per
+//    layer, no thread waiting for another that a codec thread displaced),
+//    while a large image still gets every thread on lane 0. Lane 0 and the
+//    one-thread lanes never run at the same time.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "model_runner.h"
+
+namespace imr {
+
+class ComputeLanes {
+public:
+    // jobs: files in the run (one-thread lanes only for a folder with at
+    // least two images per thread); single: lane 0 only (--bench, whose
+    // timings must not share the device).
+    ComputeLanes(ModelRunner& main, size_t jobs, bool single);
+
+    // The lane a batch of `shape` runs on (made here, the first time it is
+    // needed). It may be busy: wait (collect batches) until idle(lane).
+    size_t pick(const Shape& shape);
+    // Whether `lane` may start now: it and every lane it excludes are idle.
+    bool idle(size_t lane) const;
+    void set_busy(size_t lane, bool busy) { lanes_[lane].busy = busy; }
+    ModelRunner& runner(size_t lane) { return lane == 0 ? main_ : *lanes_[lane].runner; }
+
+private:
+    struct Lane {
+        std::unique_ptr<Backend> backend;  // null for lane 0 (the caller's)
+        std::unique_ptr<ModelRunner> runner;
+        bool busy = false;
+        bool narrow = false;  // a one-thread CPU lane (excludes lane 0 and is excluded by it)
+    };
+    size_t add_lane(int threads, bool narrow);
+
+    ModelRunner& main_;
+    const bool device_;    // main_'s backend is a device (not host memory)
+    const int threads_;    // main_'s CPU threads (0 on a device)
+    const bool multiple_;  // siblings allowed at all
+    const size_t jobs_;
+    std::vector<Lane> lanes_;
+};
+
+}  // namespace imr
