@@ -1,0 +1,88 @@
+// Image <-> NCHW plane conversion (app/image/image_batch.cpp) on a 12 MP
+// photo, one thread: the per-image cost around every model run.
+//
+//   bench_image [--benchmark_filter=...]
+//
+// Arguments: image channels, bit depth, model channels. Bytes/s counts the
+// interleaved samples read or written (2 bytes each) plus the float planes.
+// planes_to_image returns a fresh Image, so its time includes allocating and
+// zero-filling the samples; BM_AllocSamples measures that part alone. glibc
+// maps a block that large afresh on every call (page faults), so to time the
+// conversion as with a warm allocator, keep freed memory in the heap:
+//
+//   GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=4000000000 bench_image
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "image/image_batch.h"
+
+namespace {
+
+constexpr int kWidth = 4000, kHeight = 3000;
+
+imr::Image photo(int channels, int bit_depth) {
+    imr::Image img;
+    img.width = kWidth, img.height = kHeight, img.channels = channels, img.bit_depth = bit_depth;
+    img.samples.resize(size_t(kWidth) * kHeight * channels);
+    std::mt19937 rng(1);
+    std::uniform_int_distribution<int> d(0, img.max_value());
+    for (uint16_t& s : img.samples) s = uint16_t(d(rng));
+    return img;
+}
+
+size_t plane_floats(const imr::Image& img, int model) {
+    return size_t(imr::items_per_image(img, model)) * model * img.width * img.height;
+}
+
+void set_bytes(benchmark::State& state, const imr::Image& img, size_t floats) {
+    state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(img.samples.size() * 2 + floats * 4));
+}
+
+void BM_ToPlanes(benchmark::State& state) {
+    const imr::Image img = photo(int(state.range(0)), int(state.range(1)));
+    const int model = int(state.range(2));
+    std::vector<float> planes(plane_floats(img, model));  // reused, as callers pool it
+    imr::image_to_planes(img, model, planes.data());      // first touch outside the timing
+    for (auto _ : state) {
+        imr::image_to_planes(img, model, planes.data());
+        benchmark::DoNotOptimize(planes.data());
+        benchmark::ClobberMemory();
+    }
+    set_bytes(state, img, planes.size());
+}
+
+void BM_FromPlanes(benchmark::State& state) {
+    const imr::Image img = photo(int(state.range(0)), int(state.range(1)));
+    const int model = int(state.range(2));
+    std::vector<float> planes(plane_floats(img, model));
+    imr::image_to_planes(img, model, planes.data());
+    for (auto _ : state) {
+        imr::Image out = imr::planes_to_image(planes.data(), model, img);
+        benchmark::DoNotOptimize(out.samples.data());
+    }
+    set_bytes(state, img, planes.size());
+}
+
+void BM_AllocSamples(benchmark::State& state) {
+    for (auto _ : state) {
+        std::vector<uint16_t> samples(size_t(kWidth) * kHeight * size_t(state.range(0)));
+        benchmark::DoNotOptimize(samples.data());
+    }
+}
+
+void cases(benchmark::internal::Benchmark* b) {
+    b->ArgNames({"ch", "bits", "model"});
+    b->Args({3, 8, 3})->Args({3, 16, 3})->Args({1, 8, 3})->Args({1, 8, 1})->Args({4, 8, 3})->Args({3, 8, 1});
+    b->Unit(benchmark::kMillisecond);
+}
+
+}  // namespace
+
+BENCHMARK(BM_ToPlanes)->Apply(cases);
+BENCHMARK(BM_FromPlanes)->Apply(cases);
+BENCHMARK(BM_AllocSamples)->Arg(3)->Unit(benchmark::kMillisecond);
+
+BENCHMARK_MAIN();
