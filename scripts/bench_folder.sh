@@ -13,7 +13,9 @@
 #   scripts/bench_folder.sh [IMRESTORE [extra imrestore args...]]
 #   e.g. scripts/bench_folder.sh build/imrestore -d cuda
 # Environment: COPIES_BIG (16), COPIES_SMALL (64), BIG_PHOTO, OUT (keep the
-# reports there), CORES (default nproc).
+# reports there), CORES (default nproc), SETS ("big small": which folders),
+# SPLIT=N: also run each folder as N one-thread processes (-j 1) splitting
+# its files, the run one process must not lose to (issue 10's CPU goal).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 exe=${1:-$root/build/imrestore}
@@ -34,7 +36,7 @@ for i in $(seq 1 "$copies_big"); do cp "$big" "$work/big/$i.jpg"; done
 for i in $(seq 1 "$copies_small"); do
     for f in "$root"/samples/*.png "$root"/samples/*.jpg; do cp "$f" "$work/small/$i-$(basename "$f")"; done
 done
-for set in big small; do
+for set in ${SETS:-big small}; do
     "$exe" "$work/$set" -o "$work/out-$set" -q --json "$@" >"$work/$set.json"
     [ -n "${OUT:-}" ] && mkdir -p "$OUT" && cp "$work/$set.json" "$OUT/bench_folder_$set.json"
     python3 - "$work/$set.json" "$set" "$cores" <<'PY'
@@ -51,4 +53,17 @@ print(f"{sys.argv[2]:5s}: {n} images, {s['megapixels']:.1f} MP in {wall:.0f} ms:
 for k, v in t.items():
     print(f"       {k:28s} {v['total_ms']:10.1f} ms total, {v['median_ms']:8.2f} ms median")
 PY
+    if [ -n "${SPLIT:-}" ]; then
+        # Files dealt round-robin into SPLIT folders of links, one process each.
+        files=("$work/$set"/*)
+        for k in $(seq 0 $((SPLIT - 1))); do mkdir -p "$work/split-$set/$k"; done
+        for i in "${!files[@]}"; do ln -s "${files[$i]}" "$work/split-$set/$((i % SPLIT))/"; done
+        t0=$(date +%s.%N)
+        for k in $(seq 0 $((SPLIT - 1))); do
+            "$exe" "$work/split-$set/$k" -o "$work/out-split-$set/$k" -q "$@" -j 1 &
+        done
+        wait
+        python3 -c "import sys; print(f'       {sys.argv[1]} one-thread processes splitting the files: {1000 * (float(sys.argv[3]) - float(sys.argv[2])):.0f} ms')" \
+            "$SPLIT" "$t0" "$(date +%s.%N)"
+    fi
 done

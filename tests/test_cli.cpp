@@ -624,41 +624,47 @@ TEST(Cli, JsonReportAndTilingGiveTheSameImage) {
     EXPECT_LE(max_difference(read_image(dir / "whole.png"), read_image(dir / "tiled.png")), 1);
 }
 
-// A folder on two threads runs its small images on one-thread lanes at the
-// same time (app/pipeline/compute_lanes.h), in batches that finish out of
-// order. Every image must be the one it gives alone, byte for byte.
-TEST(Cli, ConcurrentLanesGiveTheSameImages) {
-    ScratchDir dir("cli-lanes");
+// A folder runs on several compute lanes at once (app/pipeline/compute_lanes.h:
+// one-thread lanes on a 2-thread CPU, two streams on a GPU), in batches that
+// finish out of order. Every image must be the one it gives alone (no batch,
+// one lane), byte for byte; `runs` are the extra arguments of each folder
+// run, e.g. the device and thread count.
+void expect_folder_equals_each_image_alone(const std::string& name, const std::vector<std::string>& runs,
+                                           const std::string& alone_args) {
+    ScratchDir dir(name);
     const fs::path in = dir / "in";
     fs::create_directories(in);
     int n = 0;
     // Two of each sample, the second inverted: batches of two images of one
     // size whose outputs must not trade places.
     for (int copy = 0; copy < 2; ++copy)
-        for (const char* name : {"chelsea.png", "camera.png", "coffee.png", "rocket.jpg"}) {
-            Image image = read_image(sample(name));
+        for (const char* sample_name : {"chelsea.png", "camera.png", "coffee.png", "rocket.jpg"}) {
+            Image image = read_image(sample(sample_name));
             if (copy == 1)
                 for (uint16_t& v : image.samples) v = uint16_t(image.max_value() - v);
-            write_image(in / (std::string(name) + "-" + std::to_string(copy) + ".png"), image), ++n;
+            write_image(in / (std::string(sample_name) + "-" + std::to_string(copy) + ".png"), image), ++n;
         }
-    for (const char* threads : {"1", "2"}) {
+    for (size_t i = 0; i < runs.size(); ++i) {
         RunResult r = imrestore(
-            q(in) + " -o " + q(dir / ("out" + std::string(threads))) + " -m sharpen -d cpu -b 2 --json -j " + threads,
-            dir);
-        ASSERT_EQ(r.code, 0) << r.err;
+            q(in) + " -o " + q(dir / ("out" + std::to_string(i))) + " -m sharpen -b 2 --json " + runs[i], dir);
+        ASSERT_EQ(r.code, 0) << runs[i] << ": " << r.err;
         EXPECT_NE(r.out.find("\"restored\": " + std::to_string(n)), std::string::npos) << r.out;
     }
-    // Each image alone (no batch, one lane) is the reference.
     for (const auto& e : fs::directory_iterator(in)) {
-        const std::string name = e.path().filename();
-        SCOPED_TRACE(name);
+        const std::string file = e.path().filename();
+        SCOPED_TRACE(file);
         RunResult alone =
-            imrestore(q(e.path()) + " -o " + q(dir / ("alone-" + name)) + " -m sharpen -d cpu -q -j 1", dir);
+            imrestore(q(e.path()) + " -o " + q(dir / ("alone-" + file)) + " -m sharpen -q " + alone_args, dir);
         ASSERT_EQ(alone.code, 0) << alone.err;
-        const std::string expected = slurp(dir / ("alone-" + name));
-        EXPECT_TRUE(slurp(dir / ("out1/" + name)) == expected) << "one thread, batches of 2: not the image alone";
-        EXPECT_TRUE(slurp(dir / ("out2/" + name)) == expected) << "two lanes, batches of 2: not the image alone";
+        const std::string expected = slurp(dir / ("alone-" + file));
+        for (size_t i = 0; i < runs.size(); ++i)
+            EXPECT_TRUE(slurp(dir / ("out" + std::to_string(i) + "/" + file)) == expected)
+                << runs[i] << ", batches of 2: not the image alone";
     }
+}
+
+TEST(Cli, ConcurrentLanesGiveTheSameImages) {
+    expect_folder_equals_each_image_alone("cli-lanes", {"-d cpu -j 1", "-d cpu -j 2"}, "-d cpu -j 1");
 }
 
 // ---------------------------------------------------------------- metadata
@@ -826,6 +832,13 @@ TEST(Gpu, RestoresLikeTheCpu) {
             EXPECT_LE(max_difference(read_image(dir / ("cpu-" + stem)), read_image(dir / ("gpu-" + stem))), 1);
         }
     }
+}
+
+// Two lanes (streams) on the GPU, page-locked buffers; --bench keeps one lane.
+TEST(Gpu, ConcurrentLanesGiveTheSameImages) {
+    std::string why;
+    if (cuda_device_count(&why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
+    expect_folder_equals_each_image_alone("cli-gpu-lanes", {"-d cuda", "-d cuda --bench 1"}, "-d cuda");
 }
 
 }  // namespace

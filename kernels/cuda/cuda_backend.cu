@@ -78,8 +78,10 @@ CudaBackend::CudaBackend(int device) : device_(device) {
 float* CudaBackend::alloc_host(size_t count) {
     cudaSetDevice(device_);
     void* p = nullptr;
-    if (cudaHostAlloc(&p, count * sizeof(float), cudaHostAllocPortable) == cudaSuccess) return static_cast<float*>(p);
-    cudaGetLastError();  // not sticky: clear it, and fall back to plain memory
+    if (count * sizeof(float) <= kPinnedMaxBytes &&
+        cudaHostAlloc(&p, count * sizeof(float), cudaHostAllocPortable) == cudaSuccess)
+        return static_cast<float*>(p);
+    cudaGetLastError();  // not sticky: clear it, and use plain memory
     float* plain = Backend::alloc_host(count);
     std::lock_guard<std::mutex> lock(unpinned_mutex_);
     unpinned_.insert(plain);
