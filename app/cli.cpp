@@ -285,7 +285,8 @@ int run_restore(const Options& o) {
         if (o.timing || o.bench)
             std::cout << report.timer.table(title, report.megapixels, restored)
                       << "  (read+decode with to-NCHW, and from-NCHW with encode+write, run on worker threads beside\n"
-                         "   the compute, so the stage total can exceed the wall time: "
+                         "   the compute, and batches may run on several compute lanes at once, so the stage total\n"
+                         "   can exceed the wall time: "
                       << std::to_string(int(report.wall_ms + 0.5)) << " ms)\n";
         if (o.bench && report.bench_timer.empty())
             std::cout << "bench: nothing was computed (every file was skipped or failed; existing outputs are "

@@ -1,7 +1,8 @@
 // Per-stage timing, the one utility every part of the run reports through:
 // named stages in the order first seen, each a list of samples in ms.
 // The pipeline adds host steady-clock times (read, convert, write); the model
-// runner adds backend times (CUDA events on the GPU stream).
+// runner adds backend times (CUDA events on its lane's stream); batches timed
+// on compute lanes are merged in.
 #pragma once
 
 #include <chrono>

@@ -284,7 +284,7 @@ Result bench_residual(Gpu& g, const Options& o, std::mt19937& rng, const std::st
     a.hidden = HID;
     a.input = x.p, a.output = y.p, a.conv_in_weight = w1.p, a.conv_in_bias = b1.p, a.conv_out_weight = w2.p,
     a.conv_out_bias = b2.p;
-    imr::cuda::residual_block(a, g.stream);
+    imr::cuda::residual_block(a, g.stream, g.sm_count);
     ck(cudaStreamSynchronize(g.stream), "residual_block");
     const auto ours = download(y);
     // float64 check on sampled elements (host copies of the same data).
@@ -300,7 +300,7 @@ Result bench_residual(Gpu& g, const Options& o, std::mt19937& rng, const std::st
         const double d = std::fabs(ref - double(ours[i]));
         if (!(d <= r.err_vs_f64)) r.err_vs_f64 = d;
     }
-    r.ours_us = g.time_us([&] { imr::cuda::residual_block(a, g.stream); }, 10, o.runs);
+    r.ours_us = g.time_us([&] { imr::cuda::residual_block(a, g.stream, g.sm_count); }, 10, o.runs);
 #ifdef IMRESTORE_WITH_CUDNN
     if (o.cudnn) {
         DevBuf hid(size_t(B) * HID * H * W), yc(n);

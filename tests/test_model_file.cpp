@@ -904,6 +904,12 @@ private:
     size_t free_;
 };
 
+class NoSiblingCpu : public FixedCpu {
+public:
+    NoSiblingCpu() : FixedCpu(2, size_t(1) << 30) {}
+    std::unique_ptr<Backend> make_sibling(int) const override { throw OutOfMemory("no room for a sibling"); }
+};
+
 TEST(ComputeLanes, SmallImagesOfAFolderGetOneThreadLanesThatExcludeTheWideOne) {
     unsigned seed;
     auto rng = fresh_rng(&seed);
@@ -924,6 +930,10 @@ TEST(ComputeLanes, SmallImagesOfAFolderGetOneThreadLanesThatExcludeTheWideOne) {
     const size_t c = lanes.pick(small);  // no third lane on 2 threads: one of the busy ones
     EXPECT_TRUE(c == a || c == b) << c;
     EXPECT_FALSE(lanes.idle(c));
+    // The lane that frees is the one picked next, whichever it is.
+    lanes.set_busy(b, false);
+    EXPECT_EQ(lanes.pick(small), b);
+    lanes.set_busy(b, true);
     // Twice the activations of this batch do not fit in half of 1 GiB: every
     // thread on lane 0, which waits for the one-thread lanes, and they for it.
     const Shape large{1, 3, 4000, 4000};
@@ -958,6 +968,14 @@ TEST(ComputeLanes, SmallImagesOfAFolderGetOneThreadLanesThatExcludeTheWideOne) {
     FixedCpu one(1, size_t(1) << 30);
     ModelRunner on_one(m, one);
     EXPECT_EQ(ComputeLanes(on_one, 8, false).pick(small), 0u);
+
+    // A sibling that cannot be made: lane 0 runs everything, nothing throws.
+    NoSiblingCpu lonely;
+    ModelRunner on_lonely(m, lonely);
+    ComputeLanes without(on_lonely, 8, false);
+    EXPECT_EQ(without.pick(small), 0u);
+    without.set_busy(0, true);
+    EXPECT_EQ(without.pick(small), 0u);
 }
 
 TEST(ModelRunner, RefusesWrongChannelCount) {

@@ -27,8 +27,15 @@ ComputeLanes::ComputeLanes(ModelRunner& main, size_t jobs, bool single)
 
 size_t ComputeLanes::add_lane(int threads, bool narrow) {
     Lane lane;
-    lane.backend = main_.backend().make_sibling(threads);
-    lane.runner = std::make_unique<ModelRunner>(main_.model(), *lane.backend);
+    try {
+        lane.backend = main_.backend().make_sibling(threads);
+        lane.runner = std::make_unique<ModelRunner>(main_.model(), *lane.backend);
+    } catch (const std::exception&) {
+        // No sibling (out of device memory for its weights, no stream, ...):
+        // lane 0 runs everything from now on, which costs speed, not results.
+        multiple_ = false;
+        return 0;
+    }
     lane.runner->set_max_tile(main_.max_tile());
     lane.narrow = narrow;
     lanes_.push_back(std::move(lane));
@@ -37,6 +44,15 @@ size_t ComputeLanes::add_lane(int threads, bool narrow) {
 
 size_t ComputeLanes::pick(const Shape& shape) {
     if (!multiple_) return 0;
+    try {
+        return pick_lane(shape);
+    } catch (const std::exception&) {  // free_memory() failing (a CUDA error): as a missing sibling
+        multiple_ = false;
+        return 0;
+    }
+}
+
+size_t ComputeLanes::pick_lane(const Shape& shape) {
     // Memory every lane of this kind would hold for the batch, against what
     // the backend has free now (lanes already made hold theirs).
     const double pass_bytes = double(main_.bytes_per_pixel()) * shape.n * shape.h * shape.w;
@@ -46,7 +62,7 @@ size_t ComputeLanes::pick(const Shape& shape) {
         for (size_t i = 0; i < lanes_.size() && i < want; ++i)
             if (!lanes_[i].busy) return i;
         if (lanes_.size() < want) return add_lane(0, false);
-        return lanes_[0].busy ? 0 : lanes_.size() - 1;
+        return 0;  // all busy: any of them (the caller finishes a batch and picks again)
     }
     // CPU: one-thread lanes for a folder of images that fit once per thread.
     const bool narrow = jobs_ >= 2 * size_t(threads_) && pass_bytes * threads_ <= free_bytes;
@@ -58,8 +74,7 @@ size_t ComputeLanes::pick(const Shape& shape) {
         if (!lanes_[i].busy) return i;
     }
     if (made < size_t(threads_)) return add_lane(1, true);
-    // All busy: the first one; the caller waits for it (it collects batches
-    // oldest first, and each lane runs its batches in order).
+    // All busy: any of them (the caller finishes a batch and picks again).
     for (size_t i = 1; i < lanes_.size(); ++i)
         if (lanes_[i].narrow) return i;
     return 0;

@@ -28,7 +28,8 @@ public:
     ComputeLanes(ModelRunner& main, size_t jobs, bool single);
 
     // The lane a batch of `shape` runs on (made here, the first time it is
-    // needed). It may be busy: wait (collect batches) until idle(lane).
+    // needed). It may be busy, when every lane of its kind is: then finish
+    // the oldest batch and pick again, until idle(pick(shape)).
     size_t pick(const Shape& shape);
     // Whether `lane` may start now: it and every lane it excludes are idle.
     bool idle(size_t lane) const;
@@ -42,12 +43,13 @@ private:
         bool busy = false;
         bool narrow = false;  // a one-thread CPU lane (excludes lane 0 and is excluded by it)
     };
-    size_t add_lane(int threads, bool narrow);
+    size_t pick_lane(const Shape& shape);
+    size_t add_lane(int threads, bool narrow);  // 0 (and no more siblings) when one cannot be made
 
     ModelRunner& main_;
-    const bool device_;    // main_'s backend is a device (not host memory)
-    const int threads_;    // main_'s CPU threads (0 on a device)
-    const bool multiple_;  // siblings allowed at all
+    const bool device_;  // main_'s backend is a device (not host memory)
+    const int threads_;  // main_'s CPU threads (0 on a device)
+    bool multiple_;      // siblings allowed (until one fails to start)
     const size_t jobs_;
     std::vector<Lane> lanes_;
 };

@@ -77,7 +77,7 @@ void write_stdout(const std::vector<uint8_t>& bytes) {
 // Float buffers for the images' planes and the model's output, kept for
 // reuse instead of being freed: a fresh 144 MB buffer (a 12 MP photo) costs
 // tens of milliseconds of page faults and zero-filling on first touch, and
-// on a GPU the buffers are page-locked (Backend::alloc_host), which costs
+// on a GPU the small ones are page-locked (Backend::alloc_host), which costs
 // more to make but makes the copies to and from the device run at the bus's
 // speed. A buffer handed out may be larger than asked for (at most twice;
 // its count() is not the element count: callers keep their own). The pool
@@ -173,7 +173,8 @@ size_t in_flight(int batch) {
 
 // read -> batch -> model -> write. Reading runs ahead on worker threads and
 // writing runs behind on others (each bounded, so memory stays flat on a
-// folder of any size); the model runs on this thread, one batch at a time.
+// folder of any size); this thread gathers batches and hands each to a
+// compute lane (compute_lanes.h), whose own thread runs the model.
 class PipelineRun {
 public:
     PipelineRun(const std::vector<FileJob>& jobs, ModelRunner& runner, const PipelineOptions& options,
@@ -322,8 +323,10 @@ private:
         int items = 0;
         for (const Pending& p : pending_) items += items_per_image(p.image, channels);
         const Shape shape{items, channels, first.height, first.width};
-        const size_t lane = lanes_.pick(shape);
-        while (!lanes_.idle(lane)) collect_batch();
+        // Every lane of its kind busy: wait for the oldest batch, then pick
+        // again (the lane that frees first is not always the one picked).
+        size_t lane;
+        while (!lanes_.idle(lane = lanes_.pick(shape))) collect_batch();
         HostBuffer input, output;
         try {
             if (pending_.size() == 1) {
@@ -340,16 +343,19 @@ private:
             }
             output = pool_.take(shape.count());
         } catch (const std::exception& e) {  // bad_alloc, imr::OutOfMemory
-            fail_batch(pending_, shape, e);
+            fail_batch(pending_, batch_error(e, shape));
             pending_.clear();
             return;
         }
-        lanes_.set_busy(lane, true);
+        // The runner is looked up here: lanes_ may grow (reallocate) while the
+        // batch runs; the runner itself stays where it is.
+        ModelRunner& runner = lanes_.runner(lane);
         computing_.push_back({std::move(pending_), lane,
-                              std::async(std::launch::async, [this, lane, shape, input = std::move(input),
+                              std::async(std::launch::async, [this, &runner, shape, input = std::move(input),
                                                               output = std::move(output)]() mutable {
-                                  return compute(lanes_.runner(lane), shape, std::move(input), std::move(output));
+                                  return compute(runner, shape, std::move(input), std::move(output));
                               })});
+        lanes_.set_busy(lane, true);
         pending_.clear();
     }
 
@@ -370,18 +376,18 @@ private:
             }
             r.output = std::move(output);
         } catch (const std::exception& e) {
-            r.error = dynamic_cast<const std::bad_alloc*>(&e)
-                          ? "out of host memory for a batch of " + shape.str() + " floats"
-                          : e.what();
+            r.error = batch_error(e, shape);
         }
         pool_.give(std::move(input));
         return r;
     }
 
-    void fail_batch(std::vector<Pending>& batch, const Shape& shape, const std::exception& e) {
-        const std::string why = dynamic_cast<const std::bad_alloc*>(&e)
-                                    ? "out of host memory for a batch of " + shape.str() + " floats"
-                                    : e.what();
+    static std::string batch_error(const std::exception& e, const Shape& shape) {
+        return dynamic_cast<const std::bad_alloc*>(&e) ? "out of host memory for a batch of " + shape.str() + " floats"
+                                                       : e.what();
+    }
+
+    void fail_batch(std::vector<Pending>& batch, const std::string& why) {
         for (Pending& p : batch)
             finish(p.job, FileResult::Status::Failed, jobs_[p.job].input + ": " + why, &p.image, std::move(p.warnings));
     }
@@ -402,12 +408,7 @@ private:
         report_.timer.merge(r.timer);
         report_.bench_timer.merge(r.bench);
         std::vector<Pending>& batch = c.batch;
-        if (!r.error.empty()) {
-            for (Pending& p : batch)
-                finish(p.job, FileResult::Status::Failed, jobs_[p.job].input + ": " + r.error, &p.image,
-                       std::move(p.warnings));
-            return;
-        }
+        if (!r.error.empty()) return fail_batch(batch, r.error);
         // Each image's slice of the output goes to its writer thread (the
         // whole buffer when it is the only one).
         size_t offset = 0;

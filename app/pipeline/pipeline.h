@@ -24,8 +24,9 @@ struct PipelineOptions {
     std::string stdout_format = "png";  // a job whose output is "-" (kStdio) writes this format to stdout
     WriteOptions write;
     int bench_repeats = 0;  // >0: after each batch, re-run the compute this many times into bench timer
-    // When it becomes true (Ctrl-C), no new file is started; the images being
-    // written are finished, so no partial or temporary file stays behind.
+    // When it becomes true (Ctrl-C), no new file is started; the batches
+    // being computed and the images being written are finished, so no
+    // partial or temporary file stays behind.
     const std::atomic<bool>* cancel = nullptr;
 };
 

@@ -28,6 +28,14 @@ inline void check_launch(const std::string& context, const char* kernel) {
     if (err != cudaSuccess) throw_cuda(context, kernel, err);
 }
 
+// Raises `kernel`'s dynamic shared memory limit on the current device to at
+// least `bytes`; never lowers it. The limit belongs to the kernel, not to a
+// stream: two compute lanes (two backends, two threads) that launch one
+// kernel with different sizes would otherwise race, one lowering the limit
+// between the other's raise and its launch (seen on the H200: 19,188 of
+// 400,000 launches failed). Thread-safe; returns the CUDA error, if any.
+cudaError_t raise_smem_limit(const void* kernel, size_t bytes);
+
 // n / d and n % d for 0 <= n < 2^31 and a divisor fixed at launch: q =
 // umulhi(n, mul) >> shift with mul = ceil(2^(31+l) / d), l = ceil(log2 d)
 // (the round-up method CUTLASS's FastDivmod uses). Four instructions

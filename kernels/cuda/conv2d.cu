@@ -815,11 +815,11 @@ std::string context(const Conv2dArgs& a) {
            (a.residual ? ", + residual" : "");
 }
 
-// Raises a kernel's dynamic shared memory limit to `bytes` on the current
-// device. On every launch: the attribute is per device (a process may run
-// several backends), and setting it costs microseconds.
+// A kernel's dynamic shared memory limit raised to `bytes` (common.cuh), on
+// every launch: the limit is per device, and a process may run several
+// backends.
 void allow_smem(void (*kernel)(ConvParams), size_t bytes, const Conv2dArgs& a) {
-    const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes));
+    const cudaError_t err = raise_smem_limit(reinterpret_cast<const void*>(kernel), bytes);
     if (err != cudaSuccess) throw_cuda(context(a), "cudaFuncSetAttribute(max dynamic shared memory)", err);
 }
 

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <iterator>
+#include <map>
+#include <mutex>
 #include <string>
 
 #include "backend.h"
@@ -53,6 +55,20 @@ __global__ void usability_probe() {}
 
 namespace cuda {
 
+cudaError_t raise_smem_limit(const void* kernel, size_t bytes) {
+    static std::mutex mutex;
+    static std::map<std::pair<const void*, int>, size_t> raised;  // (kernel, device) -> limit set
+    int device = 0;
+    cudaError_t err = cudaGetDevice(&device);
+    if (err != cudaSuccess) return err;
+    std::lock_guard<std::mutex> lock(mutex);
+    size_t& limit = raised[{kernel, device}];
+    if (limit >= bytes) return cudaSuccess;
+    err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes));
+    if (err == cudaSuccess) limit = bytes;
+    return err;
+}
+
 CudaBackend::CudaBackend(int device) : device_(device) {
     const std::string ctx = "cuda:" + std::to_string(device);
     check_cuda(cudaSetDevice(device), ctx, "cudaSetDevice");
@@ -76,30 +92,51 @@ CudaBackend::CudaBackend(int device) : device_(device) {
 }
 
 float* CudaBackend::alloc_host(size_t count) {
+    const size_t bytes = count * sizeof(float);
+    if (bytes > kPinnedMaxBytes) return Backend::alloc_host(count);
+    {
+        std::lock_guard<std::mutex> lock(host_mutex_);
+        for (auto it = spare_.begin(); it != spare_.end(); ++it)
+            if (it->bytes >= bytes && it->bytes <= 2 * bytes) {
+                const Spare s = *it;
+                spare_.erase(it);
+                spare_bytes_ -= s.bytes;
+                pinned_[s.p] = s.bytes;
+                return s.p;
+            }
+    }
     cudaSetDevice(device_);
     void* p = nullptr;
-    if (count * sizeof(float) <= kPinnedMaxBytes &&
-        cudaHostAlloc(&p, count * sizeof(float), cudaHostAllocPortable) == cudaSuccess)
-        return static_cast<float*>(p);
-    cudaGetLastError();  // not sticky: clear it, and use plain memory
-    float* plain = Backend::alloc_host(count);
-    std::lock_guard<std::mutex> lock(unpinned_mutex_);
-    unpinned_.insert(plain);
-    return plain;
+    if (cudaHostAlloc(&p, std::max<size_t>(bytes, 1), cudaHostAllocPortable) != cudaSuccess) {
+        cudaGetLastError();  // not sticky: clear it, and use plain memory
+        return Backend::alloc_host(count);
+    }
+    std::lock_guard<std::mutex> lock(host_mutex_);
+    pinned_[static_cast<float*>(p)] = std::max<size_t>(bytes, 1);
+    return static_cast<float*>(p);
 }
 
 void CudaBackend::release_host(float* p) noexcept {
     if (!p) return;
+    std::vector<float*> to_free;  // the oldest spares beyond kSpareMaxBytes
     {
-        std::lock_guard<std::mutex> lock(unpinned_mutex_);
-        if (unpinned_.erase(p)) {
-            Backend::release_host(p);
+        std::lock_guard<std::mutex> lock(host_mutex_);
+        const auto it = pinned_.find(p);
+        if (it == pinned_.end()) {
+            Backend::release_host(p);  // plain memory
             return;
         }
+        spare_.push_back({p, it->second});
+        spare_bytes_ += it->second;
+        pinned_.erase(it);
+        while (spare_bytes_ > kSpareMaxBytes) {
+            to_free.push_back(spare_.front().p);
+            spare_bytes_ -= spare_.front().bytes;
+            spare_.erase(spare_.begin());
+        }
     }
-    // upload and download return after their copy, so no queued work uses it.
     cudaSetDevice(device_);
-    cudaFreeHost(p);
+    for (float* f : to_free) cudaFreeHost(f);
 }
 
 std::vector<std::string> CudaBackend::variants(Op op) const {

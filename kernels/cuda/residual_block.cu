@@ -314,21 +314,6 @@ std::string context(const ResidualBlockArgs& a) {
     return "residual_block " + a.shape.str() + " hidden " + std::to_string(a.hidden);
 }
 
-// Multiprocessors of the current device (looked up once per device).
-int sm_count(const std::string& ctx) {
-    static int cached[64] = {};
-    int dev = 0;
-    check_cuda(cudaGetDevice(&dev), ctx, "cudaGetDevice");
-    if (dev >= 64) dev = 63;  // only a heuristic input; never out of bounds
-    if (cached[dev] == 0) {
-        int n = 0;
-        check_cuda(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev), ctx,
-                   "cudaDeviceGetAttribute(multiprocessor count)");
-        cached[dev] = n;
-    }
-    return cached[dev];
-}
-
 // Small grids: when the tiles would fill at most half of the SMs (blocks <=
 // SMs / 2), each tile's hidden channels are split over two blocks (atomic add
 // of exactly two partial sums onto a zeroed output, so the result stays
@@ -348,7 +333,7 @@ void launch_fused(const ResidualBlockArgs& a, cudaStream_t stream, int sm_count)
     const int hidden_pad = (a.hidden + RB_HC - 1) / RB_HC * RB_HC;
     const size_t smem = fused_smem_bytes(hidden_pad);
     const auto kernel = residual_block_c3_v3_kernel;
-    check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)), context(a),
+    check_cuda(raise_smem_limit(reinterpret_cast<const void*>(kernel), smem), context(a),
                "cudaFuncSetAttribute(max dynamic shared memory)");
     const unsigned gx = (a.shape.w + RB_TILE_W - 1) / RB_TILE_W, gy = (a.shape.h + RB_TILE_H - 1) / RB_TILE_H;
     const long long blocks = (long long)gx * gy * a.shape.n;
@@ -380,21 +365,21 @@ std::vector<std::string> residual_block_variants() {
     return {"fused_c3_tile_28x64", "generic_per_output"};
 }
 
-void residual_block(const ResidualBlockArgs& a, cudaStream_t stream, int forced) {
+void residual_block(const ResidualBlockArgs& a, cudaStream_t stream, int sm_count, int forced) {
     check_args(a);
     if (a.shape.n > 65535) throw Error(context(a) + ": batch larger than 65535 is not supported on CUDA");
     const bool fused_fits = a.shape.c == RB_C && a.hidden <= RB_MAX_HIDDEN;
     if (forced == 0 && !fused_fits)
         throw NotApplicable(context(a) + ": variant fused_c3_tile_28x64 takes C = 3 and hidden <= 128 only");
     if (forced < 0 ? fused_fits : forced == 0)
-        launch_fused(a, stream, sm_count(context(a)));
+        launch_fused(a, stream, sm_count);
     else
         launch_generic(a, stream);
 }
 
 void CudaBackend::residual_block(const ResidualBlockArgs& a) {
     use_device();
-    cuda::residual_block(a, stream_, forced_variant(Op::ResidualBlock));
+    cuda::residual_block(a, stream_, sm_count_, forced_variant(Op::ResidualBlock));
 }
 
 }  // namespace imr::cuda

@@ -19,6 +19,7 @@ std::vector<std::string> residual_block_variants();
 // Checks the arguments (imr::Error naming the shapes) and queues the op on
 // `stream`, on the tiled kernel where it applies, else the generic one;
 // forced >= 0 takes that variant (imr::NotApplicable where it cannot run).
-void residual_block(const ResidualBlockArgs& a, cudaStream_t stream, int forced = -1);
+// sm_count: the device's multiprocessors (small grids split their work).
+void residual_block(const ResidualBlockArgs& a, cudaStream_t stream, int sm_count, int forced = -1);
 
 }  // namespace imr::cuda
