@@ -206,7 +206,7 @@ std::string report_json(const Options& o, const ModelFile& model, const Backend&
       << ", \"interrupted\": " << (r.interrupted ? "true" : "false") << ", \"wall_ms\": " << r.wall_ms
       << ", \"megapixels\": " << r.megapixels
       << ", \"megapixels_per_s\": " << (seconds > 0 ? r.megapixels / seconds : 0)
-      << "},\n  \"timing_ms\": " << r.timer.json();
+      << ", \"compute_lanes\": " << r.compute_lanes << "},\n  \"timing_ms\": " << r.timer.json();
     if (!r.bench_timer.empty()) s << ",\n  \"bench_ms\": " << r.bench_timer.json();
     s << "\n}\n";
     return s.str();

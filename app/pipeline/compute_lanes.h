@@ -13,6 +13,7 @@
 //    one-thread lanes never run at the same time.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -33,7 +34,14 @@ public:
     size_t pick(const Shape& shape);
     // Whether `lane` may start now: it and every lane it excludes are idle.
     bool idle(size_t lane) const;
-    void set_busy(size_t lane, bool busy) { lanes_[lane].busy = busy; }
+    void set_busy(size_t lane, bool busy) {
+        lanes_[lane].busy = busy;
+        lanes_[lane].used |= busy;
+    }
+    // Lanes that have run a batch (for the report).
+    int used() const {
+        return int(std::count_if(lanes_.begin(), lanes_.end(), [](const Lane& l) { return l.used; }));
+    }
     ModelRunner& runner(size_t lane) { return lane == 0 ? main_ : *lanes_[lane].runner; }
 
 private:
@@ -41,6 +49,7 @@ private:
         std::unique_ptr<Backend> backend;  // null for lane 0 (the caller's)
         std::unique_ptr<ModelRunner> runner;
         bool busy = false;
+        bool used = false;    // has run a batch
         bool narrow = false;  // a one-thread CPU lane (excludes lane 0 and is excluded by it)
     };
     size_t pick_lane(const Shape& shape);

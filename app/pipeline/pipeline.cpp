@@ -211,6 +211,7 @@ public:
         while (!computing_.empty()) collect_batch();  // also when interrupted: they are written, not dropped
         while (!writing_.empty()) collect_write();
         report_.wall_ms = ms_since(start);
+        report_.compute_lanes = lanes_.used();
         return std::move(report_);
     }
 

@@ -46,6 +46,7 @@ struct PipelineReport {
     double wall_ms = 0;
     double megapixels = 0;     // restored pixels
     bool interrupted = false;  // options.cancel became true
+    int compute_lanes = 0;     // lanes that ran a batch (compute_lanes.h)
     int count(FileResult::Status s) const;
 };
 
