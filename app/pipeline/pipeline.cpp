@@ -507,7 +507,8 @@ private:
     const ProgressFn& progress_;
     const size_t lookahead_;         // images in flight by count
     const size_t in_flight_budget_;  // bytes the images in flight may take
-    // Idle float buffers, reused (decoders take from it), page-locked on a GPU.
+    // Idle float buffers, reused (decoders take from it); on a GPU the small
+    // ones are page-locked.
     mutable PlanesPool pool_{runner_.backend(), in_flight_budget_ / 2};
     ComputeLanes lanes_{runner_, jobs_.size(), options_.bench_repeats > 0};
     size_t largest_image_bytes_ = 0;
