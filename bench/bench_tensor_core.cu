@@ -4,6 +4,7 @@
 //        bench/bench_tensor_core.cu kernels/cuda/conv2d_tensor_core.cu -lcudnn -o bench_tensor_core
 // Run:
 //   bench_tensor_core [--test] [--quick] [--bench] [--json FILE] [--runs N] [--commit SHA]
+//                     [--only NAME_PART] [--no-net] [--no-cudnn]   (--only: bench shapes whose name has it)
 //   (no mode flag: --test then --bench; --quick: a few small test cases, for
 //   compute-sanitizer --tool memcheck).
 //
@@ -476,7 +477,7 @@ struct CudnnConv {
 
 double flop_of(const BenchShape& s) { return 2.0 * s.n * s.h * s.w * double(s.cout) * s.cin * s.k * s.k; }
 
-void run_bench(int runs, std::string& json) {
+void run_bench(int runs, const std::string& only, bool net, bool use_cudnn, std::string& json) {
     Timer tm;
     cudnnHandle_t cudnn;
     ckd(cudnnCreate(&cudnn), "cudnnCreate");
@@ -486,12 +487,17 @@ void run_bench(int runs, std::string& json) {
         {"denoise first 3->48 (fp32 NCHW in)", 1, 3, 3000, 4000, 48, 3, true, false, true, false, F, false},
         {"denoise 48->48", 1, 48, 3000, 4000, 48, 3, false, false, true, false, F, true},
         {"denoise 48->48 16 warps", 1, 48, 3000, 4000, 48, 3, false, false, true, false, F, false, "k3_16x32_n48_w16"},
+        {"denoise 48->48 16x16 tile", 1, 48, 3000, 4000, 48, 3, false, false, true, false, F, false, "k3_16x16_n48"},
+        {"denoise 48->48 16x16 tile 8 warps", 1, 48, 3000, 4000, 48, 3, false, false, true, false, F, false, "k3_16x16_n48_w8"},
         {"denoise 48->48 bf16", 1, 48, 3000, 4000, 48, 3, false, false, true, false, B, true},
         {"denoise last 48->3 (fp32 NCHW out + residual)", 1, 48, 3000, 4000, 3, 3, false, true, false, true, F, false},
         {"64->64 12 MP", 1, 64, 3000, 4000, 64, 3, false, false, true, false, F, true},
+        {"64->64 12 MP 16x16 8 warps", 1, 64, 3000, 4000, 64, 3, false, false, true, false, F, false, "k3_16x16_n64_w8"},
+        {"128->128 3 MP 3 stages", 1, 128, 1500, 2000, 128, 3, false, false, true, false, F, false, "k3_16x16_n128_s3"},
         {"128->128 3 MP", 1, 128, 1500, 2000, 128, 3, false, false, true, false, F, true},
         {"256->256 0.75 MP", 1, 256, 750, 1000, 256, 3, false, false, true, false, F, true},
         {"512->512 0.19 MP", 1, 512, 375, 500, 512, 3, false, false, true, false, F, true},
+        {"512->512 0.19 MP 3 stages", 1, 512, 375, 500, 512, 3, false, false, true, false, F, false, "k3_16x16_n128_s3"},
         {"1x1 128->128 3 MP", 1, 128, 1500, 2000, 128, 1, false, false, true, false, F, true},
         {"1024->1024 0.05 MP", 1, 1024, 188, 250, 1024, 3, false, false, true, false, F, true},
     };
@@ -500,6 +506,7 @@ void run_bench(int runs, std::string& json) {
     json += "  \"bench\": [\n";
     bool first = true;
     for (const BenchShape& s : shapes) {
+        if (!only.empty() && std::string(s.name).find(only) == std::string::npos) continue;
         const int cs_in = tc_channel_stride(s.cin), cs_out = tc_channel_stride(s.cout);
         const size_t pix = size_t(s.n) * s.h * s.w;
         const bool bf = s.dtype == B;
@@ -532,7 +539,7 @@ void run_bench(int runs, std::string& json) {
         std::string algo;
         // cuDNN on the same data; our packed weights are cuDNN's KRSC layout when
         // Cin % 16 == 0 and Cout % 8 == 0, so the outputs are compared too.
-        if (s.cudnn && s.cin % 16 == 0 && s.cout % 8 == 0) {
+        if (use_cudnn && s.cudnn && s.cin % 16 == 0 && s.cout % 8 == 0) {
             CudnnConv c(cudnn, s, in.p, packed.p, out2.p);
             if (c.ok) {
                 cms = tm.median_ms([&] { c.run(in.p, packed.p, out2.p); }, 3, runs);
@@ -573,6 +580,7 @@ void run_bench(int runs, std::string& json) {
     // 48->48, 48->3 (fp32 NCHW out + the input as residual); 3x3 zero pad 1,
     // ReLU except the last.
     for (TcDType t : {F, B}) {
+        if (!net) break;
         const int H = 3000, W = 4000;
         const size_t pix = size_t(H) * W;
         DevBuf<float> x(pix * 3), y(pix * 3);
@@ -621,7 +629,8 @@ void run_bench(int runs, std::string& json) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    bool test = false, bench = false, quick = false;
+    bool test = false, bench = false, quick = false, net = true, use_cudnn = true;
+    std::string only;
     int runs = 20;
     std::string json_path, commit = "unknown";
     for (int i = 1; i < argc; ++i) {
@@ -632,8 +641,12 @@ int main(int argc, char** argv) {
         else if (a == "--runs" && i + 1 < argc) runs = std::atoi(argv[++i]);
         else if (a == "--json" && i + 1 < argc) json_path = argv[++i];
         else if (a == "--commit" && i + 1 < argc) commit = argv[++i];
+        else if (a == "--only" && i + 1 < argc) only = argv[++i];
+        else if (a == "--no-net") net = false;
+        else if (a == "--no-cudnn") use_cudnn = false;
         else {
-            std::fprintf(stderr, "usage: %s [--test] [--quick] [--bench] [--runs N] [--json FILE] [--commit SHA]\n", argv[0]);
+            std::fprintf(stderr, "usage: %s [--test] [--quick] [--bench] [--runs N] [--json FILE] [--commit SHA] [--only NAME_PART] "
+                         "[--no-net] [--no-cudnn]\n", argv[0]);
             return 2;
         }
     }
@@ -651,7 +664,7 @@ int main(int argc, char** argv) {
                        ",\n";
     int failures = 0;
     if (test) failures = run_tests(quick, json);
-    if (bench) run_bench(runs, json);
+    if (bench) run_bench(runs, only, net, use_cudnn, json);
     json += "  \"test_failures\": " + std::to_string(failures) + "\n}\n";
     if (!json_path.empty()) {
         FILE* f = std::fopen(json_path.c_str(), "w");

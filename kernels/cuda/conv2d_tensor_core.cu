@@ -46,7 +46,7 @@ namespace {
 // ---- tile configurations (tuned for the H200, sm_90, on mma.sync)
 // A block runs WARPS_M x WARPS_N warps; a warp owns MT x NT mma tiles
 // (16 pixels x 8 channels each) of the block's TH x TW pixels x BN channels.
-template <int KS_, int WARPS_M_, int WARPS_N_, int MT_, int NT_, int TW_>
+template <int KS_, int WARPS_M_, int WARPS_N_, int MT_, int NT_, int TW_, int STAGES_ = 2, int MIN_BLOCKS_ = 1>
 struct TileConfig {
     static constexpr int KS = KS_;                      // kernel size (1 or 3)
     static constexpr int WARPS_M = WARPS_M_;            // warps along the pixels
@@ -54,6 +54,8 @@ struct TileConfig {
     static constexpr int MT = MT_;                      // m16 tiles per warp (pixels / 16)
     static constexpr int NT = NT_;                      // n8 tiles per warp (channels / 8)
     static constexpr int TW = TW_;                      // tile width: a multiple of 16, so an m16 tile is one row run
+    static constexpr int STAGES = STAGES_;              // cp.async stages (items loading while one is multiplied: STAGES-1)
+    static constexpr int MIN_BLOCKS = MIN_BLOCKS_;      // blocks per SM the registers must allow (launch bounds)
     static constexpr int BM = WARPS_M * MT * 16;        // pixels per tile
     static constexpr int BN = WARPS_N * NT * 8;         // output channels per block
     static constexpr int TH = BM / TW;                  // tile height
@@ -79,10 +81,17 @@ using K3N128 = TileConfig<3, 4, 2, 4, 8, 16>;
 // 48 channels with 16 warps of 32 pixels (2 m16 tiles): twice the warps to
 // hide latency, 48 accumulators, but A:B loads 2:3 per 12 mma.
 using K3N48W16 = TileConfig<3, 16, 1, 2, 6, 32>;
+// 48 / 64 channels on 16 x 16 tiles, so that two blocks share an SM (48:
+// 42 KB weights + 2 x 36 KB halo = 112 KB each) and one block's loads,
+// barrier waits and epilogue overlap the other's mma.
+using K3N48T16 = TileConfig<3, 4, 1, 4, 6, 16, 2, 2>;    // 4 warps of 64 pixels
+using K3N48T16W8 = TileConfig<3, 8, 1, 2, 6, 16, 2, 2>;  // 8 warps of 32 pixels (<= 128 registers)
+using K3N64T16W8 = TileConfig<3, 8, 1, 2, 8, 16>;   // 64: weights 75 KB resident, 1 block of 8 warps
+// 128 channels, three stages of 16-channel chunks (163 KB) instead of two of 32.
+using K3N128S3 = TileConfig<3, 4, 2, 4, 8, 16, 3>;
 // 1x1: no halo, the same warp shapes.
 using K1N64 = TileConfig<1, 8, 1, 4, 8, 32>;   // Cout <= 64
 using K1N128 = TileConfig<1, 4, 2, 4, 8, 16>;  // Cout > 64
-constexpr int kStages = 2;  // cp.async stages: one item multiplied while the next loads
 
 // What a launch needs, flattened for the kernel.
 struct KernelParams {
@@ -185,30 +194,53 @@ template <class Cfg, class T>
 __device__ __forceinline__ void load_halo(const KernelParams& p, T* halo, TileCoord t, int c0) {
     const int groups = p.ck / 8;  // 16-byte groups per pixel row
     const int iy0 = t.y0 - p.pad_before, ix0 = t.x0 - p.pad_before;
-    for (int idx = threadIdx.x; idx < Cfg::HP * groups; idx += Cfg::THREADS) {
-        const int pix = idx / groups;
-        const int g = idx - pix * groups;
-        const int hy = pix / Cfg::HW;
-        int iy = iy0 + hy, ix = ix0 + (pix - hy * Cfg::HW);
-        const int c = c0 + g * 8;
-        const bool in_image =
-            map_coord(iy, p.h, p.pad_before, p.pad_after, p.pad) && map_coord(ix, p.w, p.pad_before, p.pad_after, p.pad);
-        T* dst = halo + pix * p.as + g * 8;
-        if (!p.in_nchw) {
-            const T* in = static_cast<const T*>(p.in);
-            const bool ok = in_image && c < p.cs_in;
+    const int total = Cfg::HP * groups;
+    if (!p.in_nchw) {
+        const T* in = static_cast<const T*>(p.in);
+        for (int idx = threadIdx.x; idx < total; idx += Cfg::THREADS) {
+            const int pix = idx / groups;
+            const int g = idx - pix * groups;
+            const int hy = pix / Cfg::HW;
+            int iy = iy0 + hy, ix = ix0 + (pix - hy * Cfg::HW);
+            const int c = c0 + g * 8;
+            const bool ok = map_coord(iy, p.h, p.pad_before, p.pad_after, p.pad) &&
+                            map_coord(ix, p.w, p.pad_before, p.pad_after, p.pad) && c < p.cs_in;
             const T* src = ok ? in + ((size_t(t.n) * p.h + iy) * p.w + ix) * p.cs_in + c : in;
-            cp_async16(smem_addr(dst), src, ok);
-        } else {  // fp32 NCHW (a network's first layer): plain loads, converted here
-            const float* in = static_cast<const float*>(p.in);
-            alignas(16) T v[8];
+            cp_async16(smem_addr(halo + pix * p.as + g * 8), src, ok);
+        }
+        return;
+    }
+    // fp32 NCHW (a network's first layer): plain loads, converted here; BATCH
+    // groups' loads are issued before their stores so their latencies overlap.
+    constexpr int BATCH = 4;
+    const float* in = static_cast<const float*>(p.in);
+    for (int base = threadIdx.x; base < total; base += BATCH * Cfg::THREADS) {
+        alignas(16) T v[BATCH][8];
+#pragma unroll
+        for (int b = 0; b < BATCH; ++b) {
+            const int idx = base + b * Cfg::THREADS;
+            const int pix = idx / groups;
+            const int g = idx - pix * groups;
+            const int hy = pix / Cfg::HW;
+            int iy = iy0 + hy, ix = ix0 + (pix - hy * Cfg::HW);
+            const int c = c0 + g * 8;
+            const bool in_image = idx < total && map_coord(iy, p.h, p.pad_before, p.pad_after, p.pad) &&
+                                  map_coord(ix, p.w, p.pad_before, p.pad_after, p.pad);
 #pragma unroll
             for (int j = 0; j < 8; ++j) {
                 const bool ok = in_image && c + j < p.cin;
-                v[j] = TypeOps<T>::from_float(ok ? __ldg(in + ((size_t(t.n) * p.cin + c + j) * p.h + iy) * p.w + ix)
-                                                 : 0.f);
+                v[b][j] = TypeOps<T>::from_float(
+                    ok ? __ldg(in + ((size_t(t.n) * p.cin + c + j) * p.h + iy) * p.w + ix) : 0.f);
             }
-            *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(v);
+        }
+#pragma unroll
+        for (int b = 0; b < BATCH; ++b) {
+            const int idx = base + b * Cfg::THREADS;
+            if (idx < total) {
+                const int pix = idx / groups;
+                *reinterpret_cast<uint4*>(halo + pix * p.as + (idx - pix * groups) * 8) =
+                    *reinterpret_cast<const uint4*>(v[b]);
+            }
         }
     }
 }
@@ -232,17 +264,16 @@ __device__ __forceinline__ void load_weights(const KernelParams& p, T* wt, int c
     }
 }
 
-template <class T>
-__device__ __forceinline__ float load_residual_f32(const KernelParams& p, size_t offset) {
-    return __ldg(static_cast<const float*>(p.residual) + offset);
-}
-
 // Bias, ReLU, residual, conversion and store of the block's accumulators.
+// bias_r: this lane's bias values (0 past cout). Within each row group the
+// residual loads are issued before the stores so their latencies overlap.
 template <class Cfg, class T>
-__device__ __forceinline__ void epilogue(const KernelParams& p, const float (&acc)[Cfg::MT][Cfg::NT][4], TileCoord t,
-                                         int wm0, int co_w0) {
+__device__ __forceinline__ void epilogue(const KernelParams& p, const float (&acc)[Cfg::MT][Cfg::NT][4],
+                                         const float (&bias_r)[Cfg::NT][2], TileCoord t, int wm0, int co_w0) {
     using Ops = TypeOps<T>;
+    using T2 = typename Ops::T2;
     const int lane = threadIdx.x & 31;
+    const int co_l = co_w0 + (lane & 3) * 2;  // + j * 8: this lane's channel pair
 #pragma unroll
     for (int i = 0; i < Cfg::MT; ++i) {
 #pragma unroll
@@ -251,37 +282,60 @@ __device__ __forceinline__ void epilogue(const KernelParams& p, const float (&ac
             const int py = m / Cfg::TW;
             const int oy = t.y0 + py, ox = t.x0 + (m - py * Cfg::TW);
             if (oy >= p.ho || ox >= p.wo) continue;
-            const size_t pixel = (size_t(t.n) * p.ho + oy) * p.wo + ox;
+            float v[Cfg::NT][2];
 #pragma unroll
-            for (int j = 0; j < Cfg::NT; ++j) {
-                const int co = co_w0 + j * 8 + (lane & 3) * 2;
-                float v[2] = {acc[i][j][2 * h], acc[i][j][2 * h + 1]};
+            for (int j = 0; j < Cfg::NT; ++j)
 #pragma unroll
                 for (int e = 0; e < 2; ++e) {
-                    if (p.bias && co + e < p.cout) v[e] += __ldg(p.bias + co + e);
-                    if (p.relu) v[e] = fmaxf(v[e], 0.f);
+                    v[j][e] = acc[i][j][2 * h + e] + bias_r[j][e];
+                    if (p.relu) v[j][e] = fmaxf(v[j][e], 0.f);
                 }
-                if (!p.out_nchw) {
-                    if (co >= p.cs_out) continue;
-                    const size_t off = pixel * p.cs_out + co;
-                    if (p.residual) {
-                        const float2 r =
-                            Ops::unpair(*reinterpret_cast<const typename Ops::T2*>(static_cast<const T*>(p.residual) + off));
-                        v[0] += r.x, v[1] += r.y;
+            if (!p.out_nchw) {
+                const size_t pix = ((size_t(t.n) * p.ho + oy) * p.wo + ox) * p.cs_out;
+                if (p.residual) {
+                    const T* __restrict__ res = static_cast<const T*>(p.residual) + pix;
+                    float2 r[Cfg::NT];
+#pragma unroll
+                    for (int j = 0; j < Cfg::NT; ++j) {
+                        const int co = co_l + j * 8;
+                        r[j] = co < p.cs_out ? Ops::unpair(*reinterpret_cast<const T2*>(res + co)) : float2{0.f, 0.f};
                     }
+#pragma unroll
+                    for (int j = 0; j < Cfg::NT; ++j) v[j][0] += r[j].x, v[j][1] += r[j].y;
+                }
+                T* __restrict__ out = static_cast<T*>(p.out) + pix;
+#pragma unroll
+                for (int j = 0; j < Cfg::NT; ++j) {
+                    const int co = co_l + j * 8;
                     // channels past cout (the stride's padding) are written as zeros
-                    *reinterpret_cast<typename Ops::T2*>(static_cast<T*>(p.out) + off) =
-                        Ops::pair(co < p.cout ? v[0] : 0.f, co + 1 < p.cout ? v[1] : 0.f);
-                } else {
+                    if (co < p.cs_out)
+                        *reinterpret_cast<T2*>(out + co) =
+                            Ops::pair(co < p.cout ? v[j][0] : 0.f, co + 1 < p.cout ? v[j][1] : 0.f);
+                }
+            } else {
+                const size_t plane = size_t(p.ho) * p.wo;
+                const size_t base = size_t(t.n) * p.cout * plane + size_t(oy) * p.wo + ox;
+                if (p.residual) {
+                    const float* __restrict__ res = static_cast<const float*>(p.residual) + base;
+                    float r[Cfg::NT][2];
+#pragma unroll
+                    for (int j = 0; j < Cfg::NT; ++j)
+#pragma unroll
+                        for (int e = 0; e < 2; ++e) {
+                            const int co = co_l + j * 8 + e;
+                            r[j][e] = co < p.cout ? __ldg(res + co * plane) : 0.f;
+                        }
+#pragma unroll
+                    for (int j = 0; j < Cfg::NT; ++j) v[j][0] += r[j][0], v[j][1] += r[j][1];
+                }
+                float* __restrict__ out = static_cast<float*>(p.out) + base;
+#pragma unroll
+                for (int j = 0; j < Cfg::NT; ++j)
 #pragma unroll
                     for (int e = 0; e < 2; ++e) {
-                        if (co + e >= p.cout) continue;
-                        const size_t off = ((size_t(t.n) * p.cout + co + e) * p.ho + oy) * p.wo + ox;
-                        float r = v[e];
-                        if (p.residual) r += load_residual_f32<T>(p, off);
-                        static_cast<float*>(p.out)[off] = r;
+                        const int co = co_l + j * 8 + e;
+                        if (co < p.cout) out[co * plane] = v[j][e];
                     }
-                }
             }
         }
     }
@@ -289,7 +343,7 @@ __device__ __forceinline__ void epilogue(const KernelParams& p, const float (&ac
 
 // The convolution kernel of one tile configuration; see the file's head.
 template <class Cfg, class T>
-__global__ void __launch_bounds__(Cfg::THREADS, 1) conv2d_tc_kernel(const KernelParams p) {
+__global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) conv2d_tc_kernel(const KernelParams p) {
     constexpr int KS = Cfg::KS, MT = Cfg::MT, NT = Cfg::NT;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     T* smem = reinterpret_cast<T*>(smem_raw);
@@ -299,7 +353,7 @@ __global__ void __launch_bounds__(Cfg::THREADS, 1) conv2d_tc_kernel(const Kernel
     const int wn0 = (warp / Cfg::WARPS_M) * NT * 8;   // the warp's first channel in the block
     const int co0 = blockIdx.y * Cfg::BN;
 
-    // Shared memory: [resident weights] then kStages x (halo [+ weights]).
+    // Shared memory: [resident weights] then STAGES x (halo [+ weights]).
     const int w_elems = Cfg::BN * p.ws;
     const int halo_elems = Cfg::HP * p.as;
     const int stage_elems = halo_elems + (p.resident ? 0 : w_elems);
@@ -312,13 +366,27 @@ __global__ void __launch_bounds__(Cfg::THREADS, 1) conv2d_tc_kernel(const Kernel
     auto issue = [&](int item) {
         const int tile = blockIdx.x + (item / p.nchunks) * gridDim.x;
         const int c0 = (item % p.nchunks) * p.ck;
-        T* st = stages + (item % kStages) * stage_elems;
+        T* st = stages + (item % Cfg::STAGES) * stage_elems;
         load_halo<Cfg, T>(p, st, tile_coord<Cfg>(p, tile), c0);
         if (!p.resident) load_weights<Cfg, T>(p, st + halo_elems, co0, c0);
     };
+    // Items (tile, chunk) 0 .. STAGES-2 in flight before the loop (the
+    // resident weights with the first); one cp.async group per item, empty
+    // past the last, so the group count stays what wait_group assumes.
     if (p.resident) load_weights<Cfg, T>(p, smem, co0, 0);
-    issue(0);
-    cp_async_commit();
+#pragma unroll
+    for (int s = 0; s < Cfg::STAGES - 1; ++s) {
+        if (s < items) issue(s);
+        cp_async_commit();
+    }
+    float bias_r[NT][2];  // this lane's bias values, loaded once
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+            const int co = co0 + wn0 + j * 8 + (lane & 3) * 2 + e;
+            bias_r[j][e] = p.bias && co < p.cout ? __ldg(p.bias + co) : 0.f;
+        }
 
     // Per-lane ldmatrix row offsets (halves). A (16 x 16, rows = pixels): lanes
     // 0-15 give rows 0-15 at k 0, lanes 16-31 the same rows at k 8. B (rows =
@@ -346,18 +414,14 @@ __global__ void __launch_bounds__(Cfg::THREADS, 1) conv2d_tc_kernel(const Kernel
             for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
 
     for (int item = 0; item < items; ++item) {
-        if (item + 1 < items) {
-            issue(item + 1);
-            cp_async_commit();
-            cp_async_wait<1>();
-        } else {
-            cp_async_wait<0>();
-        }
-        __syncthreads();
+        cp_async_wait<Cfg::STAGES - 2>();  // this item's group has landed (this thread's copies)
+        __syncthreads();                   // everyone's copies; and the stage read last iteration is free
+        if (item + Cfg::STAGES - 1 < items) issue(item + Cfg::STAGES - 1);
+        cp_async_commit();
 
         const int chunk = item % p.nchunks;
         const int c0 = chunk * p.ck;
-        const T* st = stages + (item % kStages) * stage_elems;
+        const T* st = stages + (item % Cfg::STAGES) * stage_elems;
         const uint32_t halo_base = smem_addr(st);
         const uint32_t w_base = smem_addr(p.resident ? smem : st + halo_elems);
         const int ksteps = min(p.ck, p.cin16 - c0) / 16;
@@ -390,7 +454,7 @@ __global__ void __launch_bounds__(Cfg::THREADS, 1) conv2d_tc_kernel(const Kernel
 
         if (chunk == p.nchunks - 1) {
             const int tile = blockIdx.x + (item / p.nchunks) * gridDim.x;
-            epilogue<Cfg, T>(p, acc, tile_coord<Cfg>(p, tile), wm0, co0 + wn0);
+            epilogue<Cfg, T>(p, acc, bias_r, tile_coord<Cfg>(p, tile), wm0, co0 + wn0);
 #pragma unroll
             for (int i = 0; i < MT; ++i)
 #pragma unroll
@@ -398,7 +462,6 @@ __global__ void __launch_bounds__(Cfg::THREADS, 1) conv2d_tc_kernel(const Kernel
 #pragma unroll
                     for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
         }
-        __syncthreads();  // the stage just read is the next issue's target
     }
 }
 
@@ -459,7 +522,7 @@ template <class Cfg>
 size_t smem_bytes(int ck, bool resident) {
     const size_t halo = size_t(Cfg::HP) * (ck + 8) * 2;
     const size_t wts = size_t(Cfg::BN) * (Cfg::KS * Cfg::KS * ck + 8) * 2;
-    return resident ? wts + kStages * halo : kStages * (halo + wts);
+    return resident ? wts + Cfg::STAGES * halo : Cfg::STAGES * (halo + wts);
 }
 
 template <class Cfg, class T>
@@ -476,7 +539,7 @@ void launch(const TcConvParams& a, cudaStream_t stream) {
     p.relu = a.relu;
 
     // Chunking: all of Cin with resident weights when it fits, else the
-    // widest chunk of 64, 32 or 16 channels that fits two stages.
+    // widest chunk of 64, 32 or 16 channels whose STAGES stages fit.
     size_t smem = 0;
     if (smem_bytes<Cfg>(p.cin16, true) <= size_t(dev.smem_optin)) {
         p.ck = p.cin16, p.resident = 1, smem = smem_bytes<Cfg>(p.ck, true);
@@ -538,7 +601,11 @@ const ConfigRow kConfigs[] = {
     IMR_TC_ROW("k3_16x32_n48", K3N48, 48),
     IMR_TC_ROW("k3_16x32_n64", K3N64, 64),
     IMR_TC_ROW("k3_16x16_n128", K3N128, 1024),
-    IMR_TC_ROW("k3_16x32_n48_w16", K3N48W16, 0),  // 16 warps of 32 pixels: tried against k3_16x32_n48
+    IMR_TC_ROW("k3_16x32_n48_w16", K3N48W16, 0),  // rows of max_cout 0: alternatives the benchmark tries
+    IMR_TC_ROW("k3_16x16_n48", K3N48T16, 0),
+    IMR_TC_ROW("k3_16x16_n48_w8", K3N48T16W8, 0),
+    IMR_TC_ROW("k3_16x16_n64_w8", K3N64T16W8, 0),
+    IMR_TC_ROW("k3_16x16_n128_s3", K3N128S3, 0),
     IMR_TC_ROW("k1_16x32_n64", K1N64, 64),
     IMR_TC_ROW("k1_16x16_n128", K1N128, 1024),
 };
