@@ -19,11 +19,16 @@ timeout 120 compute-sanitizer --tool memcheck ./bench_tc --quick > "$OUT/memchec
 tail -3 "$OUT/memcheck.log"
 timeout 200 ./bench_tc --bench --runs 20 --json "$OUT/bench.json" --commit "${COMMIT:-unknown}" 2>&1 | tee "$OUT/bench.log"
 # Hardware counters of single launches (--clock-control none: the clocks are left as found).
+STALLS=$(for r in barrier long_scoreboard short_scoreboard math_pipe_throttle wait mio_throttle lg_throttle not_selected selected dispatch_stall no_instruction branch_resolving; do printf 'smsp__average_warps_issue_stalled_%s_per_issue_active.ratio,' $r; done)
 if [ "${NCU:-0}" = 1 ]; then
-  for only in "denoise 48->48" "16x16 tile" "denoise last" "512->512 0.19 MP"; do
+  for only in ${NCU_SHAPES:-"denoise 48->48"}; do
+    only=${only//_/ }
+    f="$OUT/ncu-$(echo $only | tr -c 'a-z0-9\n' '_').txt"
     timeout 90 ncu --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
-      --section Occupancy --section SchedulerStats --section LaunchStats -k regex:conv2d_tc_kernel -c 1 \
-      ./bench_tc --bench --only "$only" --runs 1 --no-net --no-cudnn > "$OUT/ncu-$(echo $only | tr -c 'a-z0-9\n' '_').txt" 2>&1
+      --section Occupancy --section SchedulerStats -k regex:conv2d_tc_kernel -c 1 \
+      ./bench_tc --bench --only "$only" --runs 1 --no-net --no-cudnn > "$f" 2>&1
+    timeout 60 ncu --clock-control none --metrics "${STALLS}sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_tensor_op_hmma.sum,smsp__inst_executed.sum" \
+      -k regex:conv2d_tc_kernel -c 1 ./bench_tc --bench --only "$only" --runs 1 --no-net --no-cudnn >> "$f" 2>&1
     echo "ncu $only rc $?"
   done
 fi

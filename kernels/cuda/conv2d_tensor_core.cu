@@ -86,7 +86,8 @@ using K3N48W16 = TileConfig<3, 16, 1, 2, 6, 32>;
 // barrier waits and epilogue overlap the other's mma.
 using K3N48T16 = TileConfig<3, 4, 1, 4, 6, 16, 2, 2>;    // 4 warps of 64 pixels
 using K3N48T16W8 = TileConfig<3, 8, 1, 2, 6, 16, 2, 2>;  // 8 warps of 32 pixels (<= 128 registers)
-using K3N64T16W8 = TileConfig<3, 8, 1, 2, 8, 16>;   // 64: weights 75 KB resident, 1 block of 8 warps
+using K3N64T16W8 = TileConfig<3, 8, 1, 2, 8, 16>;
+using K3N8T16W8 = TileConfig<3, 8, 1, 2, 1, 16, 2, 2>;   // last layers: 80 KB, two blocks per SM   // 64: weights 75 KB resident, 1 block of 8 warps
 // 128 channels, three stages of 16-channel chunks (163 KB) instead of two of 32.
 using K3N128S3 = TileConfig<3, 4, 2, 4, 8, 16, 3>;
 // 1x1: no halo, the same warp shapes.
@@ -97,7 +98,7 @@ using K1N128 = TileConfig<1, 4, 2, 4, 8, 16>;  // Cout > 64
 struct KernelParams {
     const void* in;
     void* out;
-    const void* weight;  // T [cout8][K*K][cin16]
+    const void* weight;  // T [cout8][cin16/16][K*K][16]
     const float* bias;
     const void* residual;
     int n, h, w, cin, cs_in, cin16;  // cs_in: NHWC channel stride
@@ -189,78 +190,85 @@ __device__ __forceinline__ TileCoord tile_coord(const KernelParams& p, int tile)
     return {n, ty * Cfg::TH, (r - ty * p.tiles_x) * Cfg::TW};
 }
 
-// Stages the halo tile of channels [c0, c0 + ck) into `halo` (HP rows of as halves).
+// A thread's walk over the 16-byte groups of a rows x R copy: group
+// idx = tid + k * THREADS is (row, rem) = (idx / R, idx % R), stepped by
+// adding (THREADS / R, THREADS % R) with a carry, so the loaders divide once
+// per kernel, not once per 16 bytes.
+struct Walk {
+    int row, rem;    // the thread's first group
+    int drow, drem;  // the step
+    int r;           // groups per row
+    __device__ __forceinline__ void init(int groups_per_row, int threads) {
+        r = groups_per_row;
+        row = threadIdx.x / r, rem = threadIdx.x - row * r;
+        drow = threads / r, drem = threads - drow * r;
+    }
+    __device__ __forceinline__ void step(int& rw, int& rm) const {
+        rm += drem, rw += drow;
+        if (rm >= r) rm -= r, ++rw;
+    }
+};
+
+// Stages the halo tile of channels [c0, c0 + ck) into `halo` (HP rows of as
+// halves). NHWC: ck/8 cp.async groups per pixel. fp32 NCHW (a network's first
+// layer, one chunk): one scalar per (channel < cin, pixel), converted here;
+// the other channels of the stage stay the zeros written at the start.
 template <class Cfg, class T>
-__device__ __forceinline__ void load_halo(const KernelParams& p, T* halo, TileCoord t, int c0) {
-    const int groups = p.ck / 8;  // 16-byte groups per pixel row
+__device__ __forceinline__ void load_halo(const KernelParams& p, T* halo, TileCoord t, int c0, const Walk& wk) {
     const int iy0 = t.y0 - p.pad_before, ix0 = t.x0 - p.pad_before;
-    const int total = Cfg::HP * groups;
     if (!p.in_nchw) {
         const T* in = static_cast<const T*>(p.in);
-        for (int idx = threadIdx.x; idx < total; idx += Cfg::THREADS) {
-            const int pix = idx / groups;
-            const int g = idx - pix * groups;
+        const T* img = in + size_t(t.n) * p.h * p.w * p.cs_in + c0;
+        const uint32_t base = smem_addr(halo);
+        int pix = wk.row, g = wk.rem;
+        for (; pix < Cfg::HP; wk.step(pix, g)) {
             const int hy = pix / Cfg::HW;
             int iy = iy0 + hy, ix = ix0 + (pix - hy * Cfg::HW);
-            const int c = c0 + g * 8;
             const bool ok = map_coord(iy, p.h, p.pad_before, p.pad_after, p.pad) &&
-                            map_coord(ix, p.w, p.pad_before, p.pad_after, p.pad) && c < p.cs_in;
-            const T* src = ok ? in + ((size_t(t.n) * p.h + iy) * p.w + ix) * p.cs_in + c : in;
-            cp_async16(smem_addr(halo + pix * p.as + g * 8), src, ok);
+                            map_coord(ix, p.w, p.pad_before, p.pad_after, p.pad) && c0 + g * 8 < p.cs_in;
+            const T* src = ok ? img + size_t(iy * p.w + ix) * p.cs_in + g * 8 : in;
+            cp_async16(base + 2 * (pix * p.as + g * 8), src, ok);
         }
         return;
     }
-    // fp32 NCHW (a network's first layer): plain loads, converted here; BATCH
-    // groups' loads are issued before their stores so their latencies overlap.
-    constexpr int BATCH = 4;
-    const float* in = static_cast<const float*>(p.in);
-    for (int base = threadIdx.x; base < total; base += BATCH * Cfg::THREADS) {
-        alignas(16) T v[BATCH][8];
+    const float* in = static_cast<const float*>(p.in) + size_t(t.n) * p.cin * p.h * p.w;
+    const size_t plane = size_t(p.h) * p.w;
+    constexpr int BATCH = 4;  // loads issued before their stores, so their latencies overlap
+    for (int base = threadIdx.x; base < p.cin * Cfg::HP; base += BATCH * Cfg::THREADS) {
+        float v[BATCH];
 #pragma unroll
         for (int b = 0; b < BATCH; ++b) {
             const int idx = base + b * Cfg::THREADS;
-            const int pix = idx / groups;
-            const int g = idx - pix * groups;
+            const int c = idx / Cfg::HP, pix = idx - c * Cfg::HP;
             const int hy = pix / Cfg::HW;
             int iy = iy0 + hy, ix = ix0 + (pix - hy * Cfg::HW);
-            const int c = c0 + g * 8;
-            const bool in_image = idx < total && map_coord(iy, p.h, p.pad_before, p.pad_after, p.pad) &&
-                                  map_coord(ix, p.w, p.pad_before, p.pad_after, p.pad);
-#pragma unroll
-            for (int j = 0; j < 8; ++j) {
-                const bool ok = in_image && c + j < p.cin;
-                v[b][j] = TypeOps<T>::from_float(
-                    ok ? __ldg(in + ((size_t(t.n) * p.cin + c + j) * p.h + iy) * p.w + ix) : 0.f);
-            }
+            const bool ok = idx < p.cin * Cfg::HP && map_coord(iy, p.h, p.pad_before, p.pad_after, p.pad) &&
+                            map_coord(ix, p.w, p.pad_before, p.pad_after, p.pad);
+            v[b] = ok ? __ldg(in + c * plane + size_t(iy) * p.w + ix) : 0.f;
         }
 #pragma unroll
         for (int b = 0; b < BATCH; ++b) {
             const int idx = base + b * Cfg::THREADS;
-            if (idx < total) {
-                const int pix = idx / groups;
-                *reinterpret_cast<uint4*>(halo + pix * p.as + (idx - pix * groups) * 8) =
-                    *reinterpret_cast<const uint4*>(v[b]);
-            }
+            const int c = idx / Cfg::HP, pix = idx - c * Cfg::HP;
+            if (idx < p.cin * Cfg::HP) halo[pix * p.as + c] = TypeOps<T>::from_float(v[b]);
         }
     }
 }
 
-// Stages the weights of channels [co0, co0 + BN) x taps x [c0, c0 + ck) into
-// `wt` (BN rows of ws halves: the taps one after another, ck channels each).
+// Stages the weights of channels [co0, co0 + BN) x [c0, c0 + ck) into `wt`:
+// BN rows of ws halves. The packed layout [cout8][cin16/16][K*K][16] makes a
+// chunk's row one contiguous run of K*K*ck halves (16-channel slices, each
+// tap after tap), copied as is.
 template <class Cfg, class T>
-__device__ __forceinline__ void load_weights(const KernelParams& p, T* wt, int co0, int c0) {
+__device__ __forceinline__ void load_weights(const KernelParams& p, T* wt, int co0, int c0, const Walk& wk) {
     constexpr int KK = Cfg::KS * Cfg::KS;
-    const int groups = p.ck / 8;
     const T* w = static_cast<const T*>(p.weight);
-    for (int idx = threadIdx.x; idx < Cfg::BN * KK * groups; idx += Cfg::THREADS) {
-        const int co = idx / (KK * groups);
-        const int r = idx - co * (KK * groups);
-        const int tap = r / groups;
-        const int g = r - tap * groups;
-        const int gco = co0 + co, c = c0 + g * 8;
-        const bool ok = gco < p.cout8 && c < p.cin16;
-        const T* src = ok ? w + (size_t(gco) * KK + tap) * p.cin16 + c : w;
-        cp_async16(smem_addr(wt + co * p.ws + tap * p.ck + g * 8), src, ok);
+    const T* src0 = w + size_t(co0) * KK * p.cin16 + c0 * KK;
+    const uint32_t base = smem_addr(wt);
+    int co = wk.row, g = wk.rem;
+    for (; co < Cfg::BN; wk.step(co, g)) {
+        const bool ok = co0 + co < p.cout8 && g * 8 < (p.cin16 - c0) * KK;  // a partial last chunk ends early
+        cp_async16(base + 2 * (co * p.ws + g * 8), ok ? src0 + size_t(co) * KK * p.cin16 + g * 8 : w, ok);
     }
 }
 
@@ -363,17 +371,25 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) conv2d_tc_kerne
     const int items = my_tiles * p.nchunks;
     if (items == 0) return;
 
+    Walk halo_walk, w_walk;
+    halo_walk.init(p.ck / 8, Cfg::THREADS);
+    w_walk.init(Cfg::KS * Cfg::KS * p.ck / 8, Cfg::THREADS);
     auto issue = [&](int item) {
         const int tile = blockIdx.x + (item / p.nchunks) * gridDim.x;
         const int c0 = (item % p.nchunks) * p.ck;
         T* st = stages + (item % Cfg::STAGES) * stage_elems;
-        load_halo<Cfg, T>(p, st, tile_coord<Cfg>(p, tile), c0);
-        if (!p.resident) load_weights<Cfg, T>(p, st + halo_elems, co0, c0);
+        load_halo<Cfg, T>(p, st, tile_coord<Cfg>(p, tile), c0, halo_walk);
+        if (!p.resident) load_weights<Cfg, T>(p, st + halo_elems, co0, c0, w_walk);
     };
     // Items (tile, chunk) 0 .. STAGES-2 in flight before the loop (the
     // resident weights with the first); one cp.async group per item, empty
     // past the last, so the group count stays what wait_group assumes.
-    if (p.resident) load_weights<Cfg, T>(p, smem, co0, 0);
+    if (p.in_nchw) {  // channels past cin must read as zeros: the NCHW loader writes only the others
+        for (int i = threadIdx.x; i < Cfg::STAGES * stage_elems / 8; i += Cfg::THREADS)
+            reinterpret_cast<uint4*>(stages)[i] = make_uint4(0, 0, 0, 0);
+        __syncthreads();
+    }
+    if (p.resident) load_weights<Cfg, T>(p, smem, co0, 0, w_walk);
 #pragma unroll
     for (int s = 0; s < Cfg::STAGES - 1; ++s) {
         if (s < items) issue(s);
@@ -430,7 +446,7 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) conv2d_tc_kerne
 #pragma unroll
             for (int kx = 0; kx < KS; ++kx) {
                 const uint32_t a_tap = halo_base + 2 * (ky * Cfg::HW + kx) * p.as;
-                const uint32_t b_tap = w_base + 2 * (ky * KS + kx) * p.ck;
+                const uint32_t b_tap = w_base + 2 * (ky * KS + kx) * 16;
                 for (int ks = 0; ks < ksteps; ++ks) {
                     uint32_t a[MT][4];
 #pragma unroll
@@ -439,11 +455,11 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) conv2d_tc_kerne
 #pragma unroll
                     for (int j = 0; j < NT / 2; ++j) {
                         uint32_t r[4];
-                        ldmatrix_x4(r, b_tap + 2 * (b_off[j] + ks * 16));
+                        ldmatrix_x4(r, b_tap + 2 * (b_off[j] + ks * KS * KS * 16));
                         b[2 * j][0] = r[0], b[2 * j][1] = r[1], b[2 * j + 1][0] = r[2], b[2 * j + 1][1] = r[3];
                     }
                     if constexpr (NT % 2)
-                        ldmatrix_x2(b[NT - 1][0], b[NT - 1][1], b_tap + 2 * (b_off[NT / 2] + ks * 16));
+                        ldmatrix_x2(b[NT - 1][0], b[NT - 1][1], b_tap + 2 * (b_off[NT / 2] + ks * KS * KS * 16));
 #pragma unroll
                     for (int i = 0; i < MT; ++i)
 #pragma unroll
@@ -465,14 +481,14 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) conv2d_tc_kerne
     }
 }
 
-// ---- weight packing: fp32 [cout][cin][k][k] -> T [cout8][k*k][cin16]
+// ---- weight packing: fp32 [cout][cin][k][k] -> T [cout8][cin16/16][k*k][16]
 template <class T>
 __global__ void pack_weights_kernel(const float* w, int cout, int cin, int k, T* out) {
     const int cout8 = (cout + 7) / 8 * 8, cin16 = (cin + 15) / 16 * 16, kk = k * k;
     const size_t total = size_t(cout8) * kk * cin16;
     for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total; i += size_t(gridDim.x) * blockDim.x) {
-        const int ci = int(i % cin16);
-        const int tap = int(i / cin16 % kk);
+        const int tap = int(i / 16 % kk);
+        const int ci = int(i / (16 * kk) % (cin16 / 16)) * 16 + int(i % 16);
         const int co = int(i / (size_t(cin16) * kk));
         const float v = co < cout && ci < cin ? w[(size_t(co) * cin + ci) * kk + tap] : 0.f;
         out[i] = TypeOps<T>::from_float(v);
@@ -554,6 +570,7 @@ void launch(const TcConvParams& a, cudaStream_t stream) {
         if (!p.ck) bad("no chunk fits shared memory");
     }
     p.nchunks = (p.cin16 + p.ck - 1) / p.ck;
+    if (p.in_nchw && p.nchunks != 1) bad("fp32 NCHW input takes at most " + std::to_string(p.ck) + " channels here");
     p.as = p.ck + 8, p.ws = Cfg::KS * Cfg::KS * p.ck + 8;
     p.tiles_x = (p.wo + Cfg::TW - 1) / Cfg::TW, p.tiles_y = (p.ho + Cfg::TH - 1) / Cfg::TH;
     const size_t tiles = size_t(p.n) * p.tiles_x * p.tiles_y;
@@ -605,6 +622,7 @@ const ConfigRow kConfigs[] = {
     IMR_TC_ROW("k3_16x16_n48", K3N48T16, 0),
     IMR_TC_ROW("k3_16x16_n48_w8", K3N48T16W8, 0),
     IMR_TC_ROW("k3_16x16_n64_w8", K3N64T16W8, 0),
+    IMR_TC_ROW("k3_16x16_n8_w8", K3N8T16W8, 0),
     IMR_TC_ROW("k3_16x16_n128_s3", K3N128S3, 0),
     IMR_TC_ROW("k1_16x32_n64", K1N64, 64),
     IMR_TC_ROW("k1_16x16_n128", K1N128, 1024),

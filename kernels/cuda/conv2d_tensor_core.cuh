@@ -13,8 +13,11 @@
 //     NchwF32) and the last may write fp32 NCHW (output_layout NchwF32), its
 //     residual then fp32 NCHW as well: no conversion pass at the network's ends.
 //   - Weights: tc_conv_prepare_weights packs fp32 [Cout, Cin, K, K] into
-//     T [Cout8][K*K][Cin16] (Cout padded to 8, Cin to 16, zeros in the padding);
-//     tc_conv_weights_bytes says how many bytes that takes.
+//     T [Cout8][Cin16/16][K*K][16] (Cout padded to 8, Cin to 16, zeros in the
+//     padding: 16-channel slices, tap after tap, so any chunk of whole slices
+//     is one contiguous run per output channel); tc_conv_weights_bytes says
+//     how many bytes that takes.
+//   - fp32 NCHW input: up to 64 channels (one chunk; meant for C = 3).
 #pragma once
 
 #include <cuda_runtime.h>
