@@ -503,21 +503,14 @@ void run_bench(int runs, const std::string& only, bool net, bool use_cudnn, std:
     const TcDType F = TcDType::F16, B = TcDType::BF16;
     const std::vector<BenchShape> shapes = {
         {"denoise first 3->48 (fp32 NCHW in)", 1, 3, 3000, 4000, 48, 3, true, false, true, false, F, false},
-        {"denoise first 3->48 16x16 8 warps", 1, 3, 3000, 4000, 48, 3, true, false, true, false, F, false, "k3_16x16_n48_w8"},
         {"denoise 48->48", 1, 48, 3000, 4000, 48, 3, false, false, true, false, F, true},
-        {"denoise 48->48 16 warps", 1, 48, 3000, 4000, 48, 3, false, false, true, false, F, false, "k3_16x32_n48_w16"},
-        {"denoise 48->48 16x16 tile", 1, 48, 3000, 4000, 48, 3, false, false, true, false, F, false, "k3_16x16_n48"},
-        {"denoise 48->48 16x16 tile 8 warps", 1, 48, 3000, 4000, 48, 3, false, false, true, false, F, false, "k3_16x16_n48_w8"},
+        {"denoise 48->48 16x32 wide warps", 1, 48, 3000, 4000, 48, 3, false, false, true, false, F, false, "k3_16x32_n48_wide_warps"},
         {"denoise 48->48 bf16", 1, 48, 3000, 4000, 48, 3, false, false, true, false, B, true},
         {"denoise last 48->3 (fp32 NCHW out + residual)", 1, 48, 3000, 4000, 3, 3, false, true, false, true, F, false},
-        {"denoise last 48->3 16x16 8 warps", 1, 48, 3000, 4000, 3, 3, false, true, false, true, F, false, "k3_16x16_n8_w8"},
         {"64->64 12 MP", 1, 64, 3000, 4000, 64, 3, false, false, true, false, F, true},
-        {"64->64 12 MP 16x16 8 warps", 1, 64, 3000, 4000, 64, 3, false, false, true, false, F, false, "k3_16x16_n64_w8"},
-        {"128->128 3 MP 3 stages", 1, 128, 1500, 2000, 128, 3, false, false, true, false, F, false, "k3_16x16_n128_s3"},
         {"128->128 3 MP", 1, 128, 1500, 2000, 128, 3, false, false, true, false, F, true},
         {"256->256 0.75 MP", 1, 256, 750, 1000, 256, 3, false, false, true, false, F, true},
         {"512->512 0.19 MP", 1, 512, 375, 500, 512, 3, false, false, true, false, F, true},
-        {"512->512 0.19 MP 3 stages", 1, 512, 375, 500, 512, 3, false, false, true, false, F, false, "k3_16x16_n128_s3"},
         {"1x1 128->128 3 MP", 1, 128, 1500, 2000, 128, 1, false, false, true, false, F, true},
         {"1024->1024 0.05 MP", 1, 1024, 188, 250, 1024, 3, false, false, true, false, F, true},
     };
