@@ -507,6 +507,7 @@ void run_bench(int runs, const std::string& only, bool net, bool use_cudnn, std:
         {"denoise 48->48 16x32 wide warps", 1, 48, 3000, 4000, 48, 3, false, false, true, false, F, false, "k3_16x32_n48_wide_warps"},
         {"denoise 48->48 bf16", 1, 48, 3000, 4000, 48, 3, false, false, true, false, B, true},
         {"denoise last 48->3 (fp32 NCHW out + residual)", 1, 48, 3000, 4000, 3, 3, false, true, false, true, F, false},
+        {"denoise last 48->3 4 warps", 1, 48, 3000, 4000, 3, 3, false, true, false, true, F, false, "k3_16x16_n8_w4"},
         {"64->64 12 MP", 1, 64, 3000, 4000, 64, 3, false, false, true, false, F, true},
         {"128->128 3 MP", 1, 128, 1500, 2000, 128, 3, false, false, true, false, F, true},
         {"256->256 0.75 MP", 1, 256, 750, 1000, 256, 3, false, false, true, false, F, true},

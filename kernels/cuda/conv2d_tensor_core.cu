@@ -81,6 +81,9 @@ using K3N64 = TileConfig<3, 8, 1, 2, 8, 16>;        // Cout 49..64: ~200 registe
 // The v1-v3 shape, kept to compare: 16 x 32 pixels, 8 warps of 64 pixels
 // (4 m16 tiles: fewer ldmatrix per mma, 2 warps per scheduler).
 using K3N48Wide = TileConfig<3, 8, 1, 4, 6, 32>;
+// Last layers with 4 warps of 64 pixels: half the per-warp tile overhead
+// (loads, barrier, tile decode) per pixel, 8 warps per SM. Tried against K3N8.
+using K3N8W4 = TileConfig<3, 4, 1, 4, 1, 16, 2, 2>;
 // 3x3, Cout > 64: 128 channels per block, 2 x 4 warps of 64 x 64 (A:B loads
 // 4:4 per 32 mma, 128 accumulators), tile 16 x 16 (halo 1.27x), chunks of 32
 // input channels with their weights streamed per chunk; more output
@@ -162,16 +165,15 @@ __device__ __forceinline__ void ldmatrix_x2(uint32_t& r0, uint32_t& r1, uint32_t
 
 // Maps a padded-image coordinate i into [0, n); false: a zero (or a position
 // outside the padded image, which only outputs beyond the image read).
+// Written with selects, not branches (the loaders run it per 16 bytes).
 __device__ __forceinline__ bool map_coord(int& i, int n, int pad_before, int pad_after, int pad) {
-    if (i < -pad_before || i >= n + pad_after) return false;
-    if (pad == int(TcPad::Zero)) return unsigned(i) < unsigned(n);
-    if (pad == int(TcPad::Replicate)) {
-        i = min(max(i, 0), n - 1);
-    } else {  // Reflect, the edge not repeated; the host checks pad < n
-        i = i < 0 ? -i : i;
-        i = i >= n ? 2 * n - 2 - i : i;
-    }
-    return true;
+    const bool padded_image = i >= -pad_before && i < n + pad_after;
+    const int reflected = i < 0 ? -i : (i >= n ? 2 * n - 2 - i : i);  // the edge not repeated; pad < n (host check)
+    const int replicated = min(max(i, 0), n - 1);
+    const bool zero = pad == int(TcPad::Zero);
+    const bool inside = unsigned(i) < unsigned(n);
+    i = zero ? i : (pad == int(TcPad::Reflect) ? reflected : replicated);
+    return padded_image && (!zero || inside);
 }
 
 struct TileCoord {
@@ -241,7 +243,8 @@ __device__ __forceinline__ void load_halo(const KernelParams& p, T* halo, TileCo
             int iy = iy0 + hy, ix = ix0 + (pix - hy * Cfg::HW);
             const bool ok = idx < p.cin * Cfg::HP && map_coord(iy, p.h, p.pad_before, p.pad_after, p.pad) &&
                             map_coord(ix, p.w, p.pad_before, p.pad_after, p.pad);
-            v[b] = ok ? __ldg(in + c * plane + size_t(iy) * p.w + ix) : 0.f;
+            const float x = __ldg(in + (ok ? c * plane + size_t(iy) * p.w + ix : 0));  // unconditional: no branch
+            v[b] = ok ? x : 0.f;
         }
 #pragma unroll
         for (int b = 0; b < BATCH; ++b) {
@@ -463,42 +466,38 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) conv2d_tc_kerne
         const uint32_t halo_base = smem_addr(st);
         const uint32_t w_base = smem_addr(p.resident ? smem : st + halo_elems);
         const int ksteps = min(p.ck, p.cin16 - c0) / 16;
-        // k steps in groups of up to 4, the taps unrolled: every ldmatrix
-        // address is a per-group register plus a compile-time offset (tap and
-        // k step), so the loop is ldmatrix and mma with almost no arithmetic.
-        for (int ks0 = 0; ks0 < ksteps; ks0 += 4) {
-            uint32_t b_addr[(NT + 1) / 2];
+        // Per k step (16 input channels) the K*K taps, unrolled: the ldmatrix
+        // addresses are a register per m16 tile / n16 pair plus compile-time
+        // offsets, and the compiler can load tap t+1's fragments while tap
+        // t's mma run (no branch inside the unrolled body).
+        const uint32_t row_bytes = Cfg::HW * as_bytes;  // one halo row of pixels
+        for (int ks = 0; ks < ksteps; ++ks) {
+            uint32_t a_base[MT], b_base[(NT + 1) / 2];
 #pragma unroll
-            for (int j = 0; j < (NT + 1) / 2; ++j) b_addr[j] = w_base + 2 * b_off[j] + ks0 * KS * KS * 32;
-            const uint32_t a_grp = halo_base + ks0 * 32;
+            for (int i = 0; i < MT; ++i) a_base[i] = halo_base + 2 * a_off[i] + ks * 32;
+#pragma unroll
+            for (int j = 0; j < (NT + 1) / 2; ++j) b_base[j] = w_base + 2 * b_off[j] + ks * KS * KS * 32;
 #pragma unroll
             for (int ky = 0; ky < KS; ++ky) {
 #pragma unroll
                 for (int kx = 0; kx < KS; ++kx) {
-                    const uint32_t a_tap = a_grp + (ky * Cfg::HW + kx) * as_bytes;
-                    uint32_t a_addr[MT];
+                    const uint32_t a_tap = ky * row_bytes + kx * as_bytes;
+                    const int b_imm = (ky * KS + kx) * 32;  // the tap's 16 channels in the weight row
+                    uint32_t a[MT][4];
 #pragma unroll
-                    for (int i = 0; i < MT; ++i) a_addr[i] = a_tap + 2 * a_off[i];
+                    for (int i = 0; i < MT; ++i) ldmatrix_x4(a[i], a_base[i] + a_tap);
+                    uint32_t b[NT][2];
 #pragma unroll
-                    for (int u = 0; u < 4; ++u) {
-                        if (ks0 + u >= ksteps) break;
-                        const int b_imm = ((ky * KS + kx) + u * KS * KS) * 32;  // tap, then k step
-                        uint32_t a[MT][4];
-#pragma unroll
-                        for (int i = 0; i < MT; ++i) ldmatrix_x4(a[i], a_addr[i] + u * 32);
-                        uint32_t b[NT][2];
-#pragma unroll
-                        for (int j = 0; j < NT / 2; ++j) {
-                            uint32_t r[4];
-                            ldmatrix_x4(r, b_addr[j] + b_imm);
-                            b[2 * j][0] = r[0], b[2 * j][1] = r[1], b[2 * j + 1][0] = r[2], b[2 * j + 1][1] = r[3];
-                        }
-                        if constexpr (NT % 2) ldmatrix_x2(b[NT - 1][0], b[NT - 1][1], b_addr[NT / 2] + b_imm);
-#pragma unroll
-                        for (int i = 0; i < MT; ++i)
-#pragma unroll
-                            for (int j = 0; j < NT; ++j) TypeOps<T>::mma(acc[i][j], a[i], b[j][0], b[j][1]);
+                    for (int j = 0; j < NT / 2; ++j) {
+                        uint32_t r[4];
+                        ldmatrix_x4(r, b_base[j] + b_imm);
+                        b[2 * j][0] = r[0], b[2 * j][1] = r[1], b[2 * j + 1][0] = r[2], b[2 * j + 1][1] = r[3];
                     }
+                    if constexpr (NT % 2) ldmatrix_x2(b[NT - 1][0], b[NT - 1][1], b_base[NT / 2] + b_imm);
+#pragma unroll
+                    for (int i = 0; i < MT; ++i)
+#pragma unroll
+                        for (int j = 0; j < NT; ++j) TypeOps<T>::mma(acc[i][j], a[i], b[j][0], b[j][1]);
                 }
             }
         }
@@ -654,6 +653,7 @@ const ConfigRow kConfigs[] = {
     IMR_TC_ROW("k3_16x16_n64", K3N64, 64),
     IMR_TC_ROW("k3_16x16_n128", K3N128, 1024),
     IMR_TC_ROW("k3_16x32_n48_wide_warps", K3N48Wide, 0),  // max_cout 0: never picked, tests and benchmarks only
+    IMR_TC_ROW("k3_16x16_n8_w4", K3N8W4, 0),
     IMR_TC_ROW("k1_16x32_n64", K1N64, 64),
     IMR_TC_ROW("k1_16x16_n128", K1N128, 1024),
 };
