@@ -70,7 +70,9 @@ template <class P>
 struct DevBuf {
     P* p = nullptr;
     size_t n = 0;
-    explicit DevBuf(size_t count) : n(count) { ck(cudaMalloc(&p, std::max<size_t>(count, 1) * sizeof(P)), "cudaMalloc"); }
+    explicit DevBuf(size_t count) : n(count) {
+        ck(cudaMalloc(&p, std::max<size_t>(count, 1) * sizeof(P)), "cudaMalloc");
+    }
     ~DevBuf() { cudaFree(p); }
     DevBuf(const DevBuf&) = delete;
     DevBuf& operator=(const DevBuf&) = delete;
@@ -101,8 +103,12 @@ float from_bits(TcDType t, uint16_t b) {
     std::memcpy(&h, &b, 2);
     return __bfloat162float(h);
 }
-const char* dtype_name(TcDType t) { return t == TcDType::F16 ? "fp16" : "bf16"; }
-const char* pad_name(TcPad p) { return p == TcPad::Zero ? "zero" : p == TcPad::Reflect ? "reflect" : "replicate"; }
+const char* dtype_name(TcDType t) {
+    return t == TcDType::F16 ? "fp16" : "bf16";
+}
+const char* pad_name(TcPad p) {
+    return p == TcPad::Zero ? "zero" : p == TcPad::Reflect ? "reflect" : "replicate";
+}
 
 // ------------------------------------------------------------------ test
 struct Case {
@@ -196,7 +202,9 @@ std::vector<CaseResult> run_case(const Case& c, TcDType t, std::mt19937& rng, bo
             if (std::fabs(wr[i]) > std::fabs(wr[big])) big = i;
         wr[big] = -wr[big];
     }
-    const double u_out = c.out_nchw ? std::ldexp(1.0, -24) : t == TcDType::F16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
+    const double u_out = c.out_nchw          ? std::ldexp(1.0, -24)
+                         : t == TcDType::F16 ? std::ldexp(1.0, -11)
+                                             : std::ldexp(1.0, -8);
     const double tiny = (!c.out_nchw && t == TcDType::F16) ? std::ldexp(1.0, -24) : 1e-30;
     const double g = (double(c.cin) * kk + 2) * std::ldexp(1.0, -23);
     std::vector<double> ref(r.size()), tol(r.size());
@@ -239,10 +247,10 @@ std::vector<CaseResult> run_case(const Case& c, TcDType t, std::mt19937& rng, bo
         if (cfg >= 0 && (picked_only || tc_conv2d_config_kernel_at(cfg) != c.k)) continue;
         p.force_config = cfg < 0 ? nullptr : tc_conv2d_config_name_at(cfg);
         if (cfg >= 0 && std::string(p.force_config) == tc_conv2d_config_name([&] {
-                TcConvParams q = p;
-                q.force_config = nullptr;
-                return q;
-            }()))
+                            TcConvParams q = p;
+                            q.force_config = nullptr;
+                            return q;
+                        }()))
             continue;  // the picked row ran as cfg -1
         ck(cudaMemset(dout.p, 0xFF, out_bytes), "poison");
         tc_conv2d(p, nullptr);
@@ -344,7 +352,8 @@ int run_tests(bool quick, std::string& json) {
                 caught ? "PASS" : "FAIL", neg.worst);
     failures += !caught;
     std::printf("%d runs, worst err/tol %.3f\n", runs, worst);
-    json += "  \"test_runs\": " + std::to_string(runs) + ",\n  \"worst_err_over_tol\": " + std::to_string(worst) + ",\n";
+    json +=
+        "  \"test_runs\": " + std::to_string(runs) + ",\n  \"worst_err_over_tol\": " + std::to_string(worst) + ",\n";
     return failures;
 }
 
@@ -493,7 +502,9 @@ __global__ void krsc_kernel(const float* w, int cout, int cin, int kk, int is_bf
     }
 }
 
-double flop_of(const BenchShape& s) { return 2.0 * s.n * s.h * s.w * double(s.cout) * s.cin * s.k * s.k; }
+double flop_of(const BenchShape& s) {
+    return 2.0 * s.n * s.h * s.w * double(s.cout) * s.cin * s.k * s.k;
+}
 
 void run_bench(int runs, const std::string& only, bool net, bool use_cudnn, std::string& json) {
     Timer tm;
@@ -504,7 +515,8 @@ void run_bench(int runs, const std::string& only, bool net, bool use_cudnn, std:
     const std::vector<BenchShape> shapes = {
         {"denoise first 3->48 (fp32 NCHW in)", 1, 3, 3000, 4000, 48, 3, true, false, true, false, F, false},
         {"denoise 48->48", 1, 48, 3000, 4000, 48, 3, false, false, true, false, F, true},
-        {"denoise 48->48 16x32 wide warps", 1, 48, 3000, 4000, 48, 3, false, false, true, false, F, false, "k3_16x32_n48_wide_warps"},
+        {"denoise 48->48 16x32 wide warps", 1, 48, 3000, 4000, 48, 3, false, false, true, false, F, false,
+         "k3_16x32_n48_wide_warps"},
         {"denoise 48->48 bf16", 1, 48, 3000, 4000, 48, 3, false, false, true, false, B, true},
         {"denoise last 48->3 (fp32 NCHW out + residual)", 1, 48, 3000, 4000, 3, 3, false, true, false, true, F, false},
         {"denoise last 48->3 4 warps", 1, 48, 3000, 4000, 3, 3, false, true, false, true, F, false, "k3_16x16_n8_w4"},
@@ -581,12 +593,13 @@ void run_bench(int runs, const std::string& only, bool net, bool use_cudnn, std:
                     cms ? 100 * flop_of(s) / cms * 1e-9 / kPeakTflops : 0.0, diff, algo.c_str());
         std::fflush(stdout);
         char buf[768];
-        std::snprintf(buf, sizeof buf,
-                      "%s    {\"shape\": \"%s\", \"dtype\": \"%s\", \"n\": %d, \"cin\": %d, \"h\": %d, \"w\": %d, "
-                      "\"cout\": %d, \"k\": %d, \"config\": \"%s\", \"ms\": %.4f, \"tflops\": %.2f, "
-                      "\"pct_of_790\": %.2f, \"cudnn_ms\": %.4f, \"cudnn_algo\": \"%s\", \"max_diff_vs_cudnn_rel\": %.3g}",
-                      first ? "" : ",\n", s.name, dtype_name(s.dtype), s.n, s.cin, s.h, s.w, s.cout, s.k,
-                      tc_conv2d_config_name(p), ms, tf, 100 * tf / kPeakTflops, cms, algo.c_str(), diff);
+        std::snprintf(
+            buf, sizeof buf,
+            "%s    {\"shape\": \"%s\", \"dtype\": \"%s\", \"n\": %d, \"cin\": %d, \"h\": %d, \"w\": %d, "
+            "\"cout\": %d, \"k\": %d, \"config\": \"%s\", \"ms\": %.4f, \"tflops\": %.2f, "
+            "\"pct_of_790\": %.2f, \"cudnn_ms\": %.4f, \"cudnn_algo\": \"%s\", \"max_diff_vs_cudnn_rel\": %.3g}",
+            first ? "" : ",\n", s.name, dtype_name(s.dtype), s.n, s.cin, s.h, s.w, s.cout, s.k,
+            tc_conv2d_config_name(p), ms, tf, 100 * tf / kPeakTflops, cms, algo.c_str(), diff);
         json += buf;
         first = false;
     }
@@ -631,8 +644,9 @@ void run_bench(int runs, const std::string& only, bool net, bool use_cudnn, std:
         };
         const double ms = tm.median_ms(net, 2, std::max(5, runs / 2));
         const double fl = 2.0 * pix * 9 * (3 * 48 + 8 * 48 * 48 + 48 * 3);
-        std::printf("\ndenoise network 12 MP %s: %.3f ms (%.1f TFLOP/s useful, goal <= 12 ms; PyTorch best 27.0 ms: %.2fx)\n",
-                    dtype_name(t), ms, fl / ms * 1e-9, 27.0 / ms);
+        std::printf(
+            "\ndenoise network 12 MP %s: %.3f ms (%.1f TFLOP/s useful, goal <= 12 ms; PyTorch best 27.0 ms: %.2fx)\n",
+            dtype_name(t), ms, fl / ms * 1e-9, 27.0 / ms);
         char buf[256];
         std::snprintf(buf, sizeof buf, "  \"denoise_network_12mp_%s_ms\": %.4f,\n", dtype_name(t), ms);
         json += buf;
@@ -651,18 +665,30 @@ int main(int argc, char** argv) {
     std::string json_path, commit = "unknown";
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
-        if (a == "--test") test = true;
-        else if (a == "--bench") bench = true;
-        else if (a == "--quick") test = quick = true;
-        else if (a == "--runs" && i + 1 < argc) runs = std::atoi(argv[++i]);
-        else if (a == "--json" && i + 1 < argc) json_path = argv[++i];
-        else if (a == "--commit" && i + 1 < argc) commit = argv[++i];
-        else if (a == "--only" && i + 1 < argc) only = argv[++i];
-        else if (a == "--no-net") net = false;
-        else if (a == "--no-cudnn") use_cudnn = false;
+        if (a == "--test")
+            test = true;
+        else if (a == "--bench")
+            bench = true;
+        else if (a == "--quick")
+            test = quick = true;
+        else if (a == "--runs" && i + 1 < argc)
+            runs = std::atoi(argv[++i]);
+        else if (a == "--json" && i + 1 < argc)
+            json_path = argv[++i];
+        else if (a == "--commit" && i + 1 < argc)
+            commit = argv[++i];
+        else if (a == "--only" && i + 1 < argc)
+            only = argv[++i];
+        else if (a == "--no-net")
+            net = false;
+        else if (a == "--no-cudnn")
+            use_cudnn = false;
         else {
-            std::fprintf(stderr, "usage: %s [--test] [--quick] [--bench] [--runs N] [--json FILE] [--commit SHA] [--only NAME_PART] "
-                         "[--no-net] [--no-cudnn]\n", argv[0]);
+            std::fprintf(
+                stderr,
+                "usage: %s [--test] [--quick] [--bench] [--runs N] [--json FILE] [--commit SHA] [--only NAME_PART] "
+                "[--no-net] [--no-cudnn]\n",
+                argv[0]);
             return 2;
         }
     }
@@ -676,8 +702,8 @@ int main(int argc, char** argv) {
                 prop.l2CacheSize >> 20, drv, rt, cudnnGetVersion());
     std::string json = "{\n  \"device\": \"" + std::string(prop.name) + "\",\n  \"commit\": \"" + commit +
                        "\",\n  \"driver\": " + std::to_string(drv) + ",\n  \"runtime\": " + std::to_string(rt) +
-                       ",\n  \"cudnn\": " + std::to_string(cudnnGetVersion()) + ",\n  \"runs\": " + std::to_string(runs) +
-                       ",\n";
+                       ",\n  \"cudnn\": " + std::to_string(cudnnGetVersion()) +
+                       ",\n  \"runs\": " + std::to_string(runs) + ",\n";
     int failures = 0;
     if (test) failures = run_tests(quick, json);
     if (bench) run_bench(runs, only, net, use_cudnn, json);

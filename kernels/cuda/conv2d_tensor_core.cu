@@ -29,8 +29,6 @@
 //           Cs_out*2, or Cout*4 fp32) + residual (as output) + weights;
 //   H200: 790 TFLOP/s dense fp16/bf16 (measured, wgmma), 4.27 TB/s copy.
 //   12 MP 48 -> 48 3x3: 0.498 TFLOP = 0.63 ms; 2.30 GB = 0.54 ms.
-#include "conv2d_tensor_core.cuh"
-
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -40,6 +38,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "conv2d_tensor_core.cuh"
+
 namespace imr::cuda::tc {
 namespace {
 
@@ -48,21 +48,21 @@ namespace {
 // (16 pixels x 8 channels each) of the block's TH x TW pixels x BN channels.
 template <int KS_, int WARPS_M_, int WARPS_N_, int MT_, int NT_, int TW_, int STAGES_ = 2, int MIN_BLOCKS_ = 1>
 struct TileConfig {
-    static constexpr int KS = KS_;                      // kernel size (1 or 3)
-    static constexpr int WARPS_M = WARPS_M_;            // warps along the pixels
-    static constexpr int WARPS_N = WARPS_N_;            // warps along the output channels
-    static constexpr int MT = MT_;                      // m16 tiles per warp (pixels / 16)
-    static constexpr int NT = NT_;                      // n8 tiles per warp (channels / 8)
-    static constexpr int TW = TW_;                      // tile width: a multiple of 16, so an m16 tile is one row run
-    static constexpr int STAGES = STAGES_;              // cp.async stages (items loading while one is multiplied: STAGES-1)
-    static constexpr int MIN_BLOCKS = MIN_BLOCKS_;      // blocks per SM the registers must allow (launch bounds)
-    static constexpr int BM = WARPS_M * MT * 16;        // pixels per tile
-    static constexpr int BN = WARPS_N * NT * 8;         // output channels per block
-    static constexpr int TH = BM / TW;                  // tile height
+    static constexpr int KS = KS_;                  // kernel size (1 or 3)
+    static constexpr int WARPS_M = WARPS_M_;        // warps along the pixels
+    static constexpr int WARPS_N = WARPS_N_;        // warps along the output channels
+    static constexpr int MT = MT_;                  // m16 tiles per warp (pixels / 16)
+    static constexpr int NT = NT_;                  // n8 tiles per warp (channels / 8)
+    static constexpr int TW = TW_;                  // tile width: a multiple of 16, so an m16 tile is one row run
+    static constexpr int STAGES = STAGES_;          // cp.async stages (items loading while one is multiplied: STAGES-1)
+    static constexpr int MIN_BLOCKS = MIN_BLOCKS_;  // blocks per SM the registers must allow (launch bounds)
+    static constexpr int BM = WARPS_M * MT * 16;    // pixels per tile
+    static constexpr int BN = WARPS_N * NT * 8;     // output channels per block
+    static constexpr int TH = BM / TW;              // tile height
     static constexpr int THREADS = 32 * WARPS_M * WARPS_N;
-    static constexpr int HH = TH + KS - 1;              // halo tile rows
-    static constexpr int HW = TW + KS - 1;              // halo tile columns
-    static constexpr int HP = HH * HW;                  // halo pixels
+    static constexpr int HH = TH + KS - 1;  // halo tile rows
+    static constexpr int HW = TW + KS - 1;  // halo tile columns
+    static constexpr int HP = HH * HW;      // halo pixels
     static_assert(TW % 16 == 0 && BM % TW == 0, "an m16 tile must lie in one tile row");
 };
 
@@ -148,7 +148,9 @@ __device__ __forceinline__ uint32_t smem_addr(const void* p) {
 __device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool valid) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
 }
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void cp_async_commit() {
+    asm volatile("cp.async.commit_group;\n" ::);
+}
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
@@ -530,16 +532,18 @@ __global__ void pack_weights_kernel(const float* w, int cout, int cin, int k, T*
 }
 
 void check_cuda(cudaError_t e, const char* what) {
-    if (e != cudaSuccess) throw std::runtime_error(std::string("tensor-core conv2d: ") + what + ": " + cudaGetErrorString(e));
+    if (e != cudaSuccess)
+        throw std::runtime_error(std::string("tensor-core conv2d: ") + what + ": " + cudaGetErrorString(e));
 }
 
-[[noreturn]] void bad(const std::string& what) { throw std::invalid_argument("tensor-core conv2d: " + what); }
+[[noreturn]] void bad(const std::string& what) {
+    throw std::invalid_argument("tensor-core conv2d: " + what);
+}
 
 void check_params(const TcConvParams& p) {
     const std::string shape = "input [" + std::to_string(p.n) + ", " + std::to_string(p.in_channels) + ", " +
-                              std::to_string(p.h) + ", " + std::to_string(p.w) + "], " +
-                              std::to_string(p.in_channels) + " -> " + std::to_string(p.out_channels) + ", kernel " +
-                              std::to_string(p.kernel);
+                              std::to_string(p.h) + ", " + std::to_string(p.w) + "], " + std::to_string(p.in_channels) +
+                              " -> " + std::to_string(p.out_channels) + ", kernel " + std::to_string(p.kernel);
     if (p.n <= 0 || p.h <= 0 || p.w <= 0) bad("non-positive size: " + shape);
     if (p.in_channels < 1 || p.in_channels > 1024 || p.out_channels < 1 || p.out_channels > 1024)
         bad("channels outside 1..1024: " + shape);
@@ -549,7 +553,8 @@ void check_params(const TcConvParams& p) {
     if (p.pad == TcPad::Reflect && (p.pad_before >= std::min(p.h, p.w) || p.pad_after >= std::min(p.h, p.w)))
         bad("reflect padding must be smaller than the image: " + shape);
     if (!p.input || !p.output || !p.weights) bad("null input, output or weights: " + shape);
-    if (p.output == p.input || (p.residual && p.output == p.residual)) bad("output aliases input or residual: " + shape);
+    if (p.output == p.input || (p.residual && p.output == p.residual))
+        bad("output aliases input or residual: " + shape);
     if (size_t(p.n) * p.h * p.w * tc_channel_stride(std::max(p.in_channels, p.out_channels)) >= (size_t(1) << 40))
         bad("tensor too large: " + shape);
 }
@@ -700,10 +705,18 @@ void tc_conv2d(const TcConvParams& p, cudaStream_t stream) {
     (p.dtype == TcDType::F16 ? row.run_f16 : row.run_bf16)(p, stream);
 }
 
-const char* tc_conv2d_config_name(const TcConvParams& p) { return pick_config(p).name; }
+const char* tc_conv2d_config_name(const TcConvParams& p) {
+    return pick_config(p).name;
+}
 
-int tc_conv2d_config_count() { return int(sizeof kConfigs / sizeof kConfigs[0]); }
-const char* tc_conv2d_config_name_at(int i) { return kConfigs[i].name; }
-int tc_conv2d_config_kernel_at(int i) { return kConfigs[i].kernel; }
+int tc_conv2d_config_count() {
+    return int(sizeof kConfigs / sizeof kConfigs[0]);
+}
+const char* tc_conv2d_config_name_at(int i) {
+    return kConfigs[i].name;
+}
+int tc_conv2d_config_kernel_at(int i) {
+    return kConfigs[i].kernel;
+}
 
 }  // namespace imr::cuda::tc

@@ -26,28 +26,30 @@
 
 namespace imr::cuda::tc {
 
-enum class TcDType { F16, BF16 };                  // storage type of activations and packed weights
-enum class TcPad { Zero, Reflect, Replicate };     // as imr::PadMode (kernels/ops/conv2d.h)
-enum class TcLayout { NhwcHalf, NchwF32 };         // NhwcHalf: T, channel stride tc_channel_stride(C)
+enum class TcDType { F16, BF16 };               // storage type of activations and packed weights
+enum class TcPad { Zero, Reflect, Replicate };  // as imr::PadMode (kernels/ops/conv2d.h)
+enum class TcLayout { NhwcHalf, NchwF32 };      // NhwcHalf: T, channel stride tc_channel_stride(C)
 
 // The channel stride of an NHWC activation of C channels (C rounded up to 8).
-constexpr int tc_channel_stride(int channels) { return (channels + 7) / 8 * 8; }
+constexpr int tc_channel_stride(int channels) {
+    return (channels + 7) / 8 * 8;
+}
 
 struct TcConvParams {
-    int n = 0, h = 0, w = 0;               // input batch and image size
-    int in_channels = 0, out_channels = 0; // 1..1024 each
-    int kernel = 3;                        // 1 or 3
-    int pad_before = 0, pad_after = 0;     // as Conv2dArgs: output (h + pb + pa - K + 1) x (w + pb + pa - K + 1)
+    int n = 0, h = 0, w = 0;                // input batch and image size
+    int in_channels = 0, out_channels = 0;  // 1..1024 each
+    int kernel = 3;                         // 1 or 3
+    int pad_before = 0, pad_after = 0;      // as Conv2dArgs: output (h + pb + pa - K + 1) x (w + pb + pa - K + 1)
     TcPad pad = TcPad::Zero;
     TcDType dtype = TcDType::F16;
     TcLayout input_layout = TcLayout::NhwcHalf;
     TcLayout output_layout = TcLayout::NhwcHalf;  // the residual has the output's layout and type
     const void* input = nullptr;
-    void* output = nullptr;          // must not alias input or residual
-    const void* weights = nullptr;   // tc_conv_prepare_weights of the same shape and dtype
-    const float* bias = nullptr;     // optional, [out_channels]
-    bool relu = false;               // max(0, .) after the bias
-    const void* residual = nullptr;  // optional, output-shaped, added after the activation
+    void* output = nullptr;              // must not alias input or residual
+    const void* weights = nullptr;       // tc_conv_prepare_weights of the same shape and dtype
+    const float* bias = nullptr;         // optional, [out_channels]
+    bool relu = false;                   // max(0, .) after the bias
+    const void* residual = nullptr;      // optional, output-shaped, added after the activation
     const char* force_config = nullptr;  // tests and benchmarks: a configuration by name (null: picked by shape)
     int out_h() const { return h + pad_before + pad_after - kernel + 1; }
     int out_w() const { return w + pad_before + pad_after - kernel + 1; }
@@ -58,8 +60,8 @@ size_t tc_conv_weights_bytes(int out_channels, int in_channels, int kernel);
 
 // Packs fp32 weights [cout, cin, k, k] (device memory) into `packed` (device
 // memory of tc_conv_weights_bytes), rounded to dtype, on `stream`.
-void tc_conv_prepare_weights(const float* weights_f32, int out_channels, int in_channels, int kernel,
-                             TcDType dtype, void* packed, cudaStream_t stream);
+void tc_conv_prepare_weights(const float* weights_f32, int out_channels, int in_channels, int kernel, TcDType dtype,
+                             void* packed, cudaStream_t stream);
 
 // Runs the convolution on `stream`:
 //   output = relu?(conv(pad(input), weights) + bias) + residual
