@@ -8,7 +8,9 @@
 //   (no mode flag: --test then --bench; --quick: a few small test cases, for
 //   compute-sanitizer --tool memcheck).
 //
-// Test: each case against a float64 CPU reference computed from the SAME
+// Test: each case, on every configuration row of its kernel size (forced by
+// name; --quick: only the row tc_conv2d picks), against a float64 CPU
+// reference computed from the SAME
 // rounded inputs and weights (the fp32 inputs rounded to the storage type T
 // on the host with round-to-nearest-even, as the kernel rounds them), fresh
 // random values per case, the output poisoned with NaN (0xFF bytes) before

@@ -28,7 +28,10 @@
 //   bytes = input (N*H*W*Cs_in*2, or *4 for fp32 NCHW) + output (N*Ho*Wo*
 //           Cs_out*2, or Cout*4 fp32) + residual (as output) + weights;
 //   H200: 790 TFLOP/s dense fp16/bf16 (measured, wgmma), 4.27 TB/s copy.
-//   12 MP 48 -> 48 3x3: 0.498 TFLOP = 0.63 ms; 2.30 GB = 0.54 ms.
+//   12 MP 48 -> 48 3x3: 0.498 TFLOP = 0.63 ms; 2.30 GB = 0.54 ms. Measured
+//   (v5): 1.60 ms, 39% of 790; mma.sync's own ceiling is lower (ncu: 6
+//   tensor-pipe cycles per HMMA.16816, ~640 TFLOP/s at 1.8 GHz), and the pipe
+//   is 51% busy. Per shape: docs/performance.md, "Tensor-core convolution".
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -70,9 +73,9 @@ struct TileConfig {
 // 16 x 16 pixels, 8 warps of 32 pixels (2 m16 tiles) x all channels, at most
 // 128 registers, and shared memory for two blocks per SM (48 -> 48: 42 KB
 // resident weights + 2 x 36 KB halo = 112 KB each): 16 warps per SM, one
-// block's loads, barrier and epilogue overlapping the other's mma. H200 (v3):
-// 48 -> 48 1.76 ms against 2.13 ms for the 16 x 32 tile of 8 warps of 64
-// pixels (one block per SM), 1.86 ms with 16 such warps of 32 pixels.
+// block's loads, barrier and epilogue overlapping the other's mma. H200, 48 ->
+// 48 at 12 MP: 1.60 ms (v5; 39% of 790) against 1.71 ms for the 16 x 32 tile
+// of 8 warps of 64 pixels (one block per SM; 2.13 vs 1.76 ms in v3).
 using K3N8 = TileConfig<3, 8, 1, 2, 1, 16, 2, 2>;   // last layers (Cout <= 8, e.g. 48 -> 3)
 using K3N16 = TileConfig<3, 8, 1, 2, 2, 16, 2, 2>;  // Cout 9..16
 using K3N32 = TileConfig<3, 8, 1, 2, 4, 16, 2, 2>;  // Cout 17..32
@@ -82,7 +85,8 @@ using K3N64 = TileConfig<3, 8, 1, 2, 8, 16>;        // Cout 49..64: ~200 registe
 // (4 m16 tiles: fewer ldmatrix per mma, 2 warps per scheduler).
 using K3N48Wide = TileConfig<3, 8, 1, 4, 6, 32>;
 // Last layers with 4 warps of 64 pixels: half the per-warp tile overhead
-// (loads, barrier, tile decode) per pixel, 8 warps per SM. Tried against K3N8.
+// (loads, barrier, tile decode) per pixel, but 8 warps per SM. Tried against
+// K3N8 and lost: 48 -> 3 at 12 MP 1.62 ms against 1.13 ms (v5).
 using K3N8W4 = TileConfig<3, 4, 1, 4, 1, 16, 2, 2>;
 // 3x3, Cout > 64: 128 channels per block, 2 x 4 warps of 64 x 64 (A:B loads
 // 4:4 per 32 mma, 128 accumulators), tile 16 x 16 (halo 1.27x), chunks of 32
@@ -407,14 +411,14 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) conv2d_tc_kerne
         load_halo<Cfg, T>(p, st, tile_coord<Cfg>(p, tile), c0, halo_walk);
         if (!p.resident) load_weights<Cfg, T>(p, st + halo_elems, co0, c0, w_walk);
     };
-    // Items (tile, chunk) 0 .. STAGES-2 in flight before the loop (the
-    // resident weights with the first); one cp.async group per item, empty
-    // past the last, so the group count stays what wait_group assumes.
     if (p.in_nchw) {  // channels past cin must read as zeros: the NCHW loader writes only the others
         for (int i = threadIdx.x; i < Cfg::STAGES * stage_elems / 8; i += Cfg::THREADS)
             reinterpret_cast<uint4*>(stages)[i] = make_uint4(0, 0, 0, 0);
         __syncthreads();
     }
+    // Items (tile, chunk) 0 .. STAGES-2 in flight before the loop (the
+    // resident weights with the first); one cp.async group per item, empty
+    // past the last, so the group count stays what wait_group assumes.
     if (p.resident) load_weights<Cfg, T>(p, smem, co0, 0, w_walk);
 #pragma unroll
     for (int s = 0; s < Cfg::STAGES - 1; ++s) {

@@ -17,7 +17,9 @@
 //     padding: 16-channel slices, tap after tap, so any chunk of whole slices
 //     is one contiguous run per output channel); tc_conv_weights_bytes says
 //     how many bytes that takes.
-//   - fp32 NCHW input: up to 64 channels (one chunk; meant for C = 3).
+//   - fp32 NCHW input (meant for C = 3): only as many channels as one chunk
+//     of the picked configuration holds (at least 16); tc_conv2d throws beyond.
+//   - Stride 1 only (stride 2 is not implemented yet).
 #pragma once
 
 #include <cuda_runtime.h>
