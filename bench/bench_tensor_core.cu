@@ -1,7 +1,8 @@
 // Test and benchmark of the tensor-core convolution (kernels/cuda/conv2d_tensor_core.cu),
 // standalone (not in CMake's targets). Build from the repository root:
-//   nvcc -std=c++17 -O3 -gencode=arch=compute_90,code=sm_90 -Ikernels/cuda \
+//   nvcc -std=c++17 -O3 -gencode=arch=compute_90,code=sm_90 -Ikernels/cuda
 //        bench/bench_tensor_core.cu kernels/cuda/conv2d_tensor_core.cu -lcudnn -o bench_tensor_core
+//   (one line; cuDNN headers in /usr/include/x86_64-linux-gnu/ on the GPU host)
 // Run:
 //   bench_tensor_core [--test] [--quick] [--bench] [--json FILE] [--runs N] [--commit SHA]
 //                     [--only NAME_PART] [--no-net] [--no-cudnn]   (--only: bench shapes whose name has it)
@@ -85,25 +86,18 @@ float round_to(TcDType t, float v) {
     return t == TcDType::F16 ? __half2float(__float2half_rn(v)) : __bfloat162float(__float2bfloat16_rn(v));
 }
 uint16_t bits_of(TcDType t, float v) {
-    uint16_t b;
-    if (t == TcDType::F16) {
-        const __half h = __float2half_rn(v);
-        std::memcpy(&b, &h, 2);
-    } else {
-        const __nv_bfloat16 h = __float2bfloat16_rn(v);
-        std::memcpy(&b, &h, 2);
-    }
-    return b;
+    if (t == TcDType::F16) return __half_raw(__float2half_rn(v)).x;
+    return __nv_bfloat16_raw(__float2bfloat16_rn(v)).x;
 }
 float from_bits(TcDType t, uint16_t b) {
     if (t == TcDType::F16) {
-        __half h;
-        std::memcpy(&h, &b, 2);
-        return __half2float(h);
+        __half_raw r;
+        r.x = b;
+        return __half2float(__half(r));
     }
-    __nv_bfloat16 h;
-    std::memcpy(&h, &b, 2);
-    return __bfloat162float(h);
+    __nv_bfloat16_raw r;
+    r.x = b;
+    return __bfloat162float(__nv_bfloat16(r));
 }
 const char* dtype_name(TcDType t) {
     return t == TcDType::F16 ? "fp16" : "bf16";
