@@ -559,8 +559,9 @@ void check_params(const TcConvParams& p) {
     if (!p.input || !p.output || !p.weights) bad("null input, output or weights: " + shape);
     if (p.output == p.input || (p.residual && p.output == p.residual))
         bad("output aliases input or residual: " + shape);
-    if (size_t(p.n) * p.h * p.w * tc_channel_stride(std::max(p.in_channels, p.out_channels)) >= (size_t(1) << 40))
-        bad("tensor too large: " + shape);
+    if (size_t(p.n) * p.h * p.w * tc_channel_stride(std::max(p.in_channels, p.out_channels)) >= (size_t(1) << 40) ||
+        size_t(p.h + p.pad_before + p.pad_after) * (p.w + p.pad_before + p.pad_after) >= (size_t(1) << 31))
+        bad("tensor too large: " + shape);  // the kernels index pixels within an image in 32 bits
 }
 
 struct DeviceInfo {
