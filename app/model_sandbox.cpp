@@ -1,0 +1,149 @@
+// The reader child's seccomp filter (model_sandbox.h).
+//
+// libseccomp rather than a hand-written BPF program: it checks the
+// architecture in the filter (a call made through another ABI, i386's int
+// 0x80 or x32 numbers on x86-64, is stopped, not misread as a native call),
+// compares arguments of 64-bit width correctly, and names system calls for
+// the parent's message; it is Debian's libseccomp2, which systemd and
+// container runtimes use.
+//
+// The allow-list was measured: strace -f of `imrestore model NAME` on every
+// bundled model and of the test suite's model files (weights/README.md lists
+// what the reader child does after the filter goes on).
+#include "model_sandbox.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <seccomp.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+namespace imr {
+
+namespace {
+
+int g_result_fd = -1;  // where the SIGSYS handler reports
+
+// A call the filter stopped (SECCOMP_RET_TRAP: the call did not run). Writes
+// 'S' and the call's number, then ends the process by SIGSYS: the signal is
+// blocked while its handler runs, and SA_RESETHAND has put back the default
+// action, so the self-sent SIGSYS kills the process as soon as the handler
+// returns. Only async-signal-safe calls, all of them allowed by the filter.
+extern "C" void on_stopped_syscall(int, siginfo_t* info, void*) {
+    const int32_t number = info->si_syscall;
+    char record[1 + sizeof number] = {'S'};
+    std::memcpy(record + 1, &number, sizeof number);
+    (void)!write(g_result_fd, record, sizeof record);
+    syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), SIGSYS);
+}
+
+// Every descriptor but result_fd closed; 0, 1 (and 2 unless keep_stderr) on
+// /dev/null, so that a message glibc writes before it aborts goes nowhere.
+// Returns the result pipe's new number, or -1.
+int close_other_descriptors(int result_fd, bool keep_stderr) {
+    const int fd = result_fd > 2 ? result_fd : fcntl(result_fd, F_DUPFD, 3);
+    if (fd < 0) return -1;
+    const int null = open("/dev/null", O_RDWR);
+    if (null < 0) return -1;
+    for (int stdio = 0; stdio < (keep_stderr ? 2 : 3); ++stdio)
+        if (null != stdio && dup2(null, stdio) < 0) return -1;
+    if (syscall(SYS_close_range, 3u, unsigned(fd - 1), 0u) != 0 ||
+        syscall(SYS_close_range, unsigned(fd + 1), ~0u, 0u) != 0) {
+        // Kernels before 5.9: one close per possible descriptor.
+        rlimit files{};
+        getrlimit(RLIMIT_NOFILE, &files);
+        for (rlim_t i = 3; i < files.rlim_cur && i < (1u << 20); ++i)
+            if (int(i) != fd) close(int(i));
+    }
+    return fd;
+}
+
+// The filter. Default: SECCOMP_RET_TRAP (on_stopped_syscall). Each rule says
+// why reading a model needs the call.
+std::string install_filter(int result_fd) {
+    scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_TRAP);
+    if (!ctx) return "seccomp_init failed";
+    int rc = 0;
+    auto allow = [&](int call, std::initializer_list<scmp_arg_cmp> args = {}) {
+        if (rc == 0) rc = seccomp_rule_add_array(ctx, SCMP_ACT_ALLOW, call, unsigned(args.size()), args.begin());
+    };
+    // Memory (malloc, libhdf5's buffers, std::vector): anonymous mappings
+    // only, never executable, so no new code can appear in the process.
+    const scmp_arg_cmp no_exec_prot = SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0);
+    allow(SCMP_SYS(brk));
+    allow(SCMP_SYS(mmap), {no_exec_prot, SCMP_A3(SCMP_CMP_MASKED_EQ, MAP_ANONYMOUS, MAP_ANONYMOUS)});
+    allow(SCMP_SYS(mprotect), {no_exec_prot});
+    allow(SCMP_SYS(munmap));
+    allow(SCMP_SYS(mremap));
+    allow(SCMP_SYS(madvise));
+    // The answer, to the pipe; fd 2 is /dev/null (glibc's last words before
+    // it aborts) or, in sanitizer builds, the real stderr for their reports.
+    for (int fd : {result_fd, 2}) {
+        allow(SCMP_SYS(write), {SCMP_A0(SCMP_CMP_EQ, unsigned(fd))});
+        allow(SCMP_SYS(writev), {SCMP_A0(SCMP_CMP_EQ, unsigned(fd))});
+    }
+    // abort() (libhdf5's assertions, glibc's heap checks) ends the process
+    // by SIGABRT sent to itself, as on_stopped_syscall does with SIGSYS; and
+    // the handler's return.
+    allow(SCMP_SYS(rt_sigprocmask));
+    allow(SCMP_SYS(rt_sigreturn));
+    allow(SCMP_SYS(getpid));
+    allow(SCMP_SYS(gettid));
+    allow(SCMP_SYS(tgkill), {SCMP_A0(SCMP_CMP_EQ, unsigned(getpid()))});
+    // Waits and clocks a C++ runtime may use (uncontended locks never wait;
+    // the clocks are normally answered by the vDSO without a system call).
+    allow(SCMP_SYS(futex));
+    allow(SCMP_SYS(clock_gettime));
+    allow(SCMP_SYS(exit));
+    allow(SCMP_SYS(exit_group));
+    if (kSandboxAllowsReadingFiles) {
+        // A sanitizer report: /proc/self/maps, the binaries' symbols (read
+        // or mapped readable). Opened read-only; nothing is created.
+        allow(SCMP_SYS(openat), {SCMP_A2(SCMP_CMP_MASKED_EQ, O_ACCMODE | O_CREAT | O_TRUNC, O_RDONLY)});
+        allow(SCMP_SYS(open), {SCMP_A1(SCMP_CMP_MASKED_EQ, O_ACCMODE | O_CREAT | O_TRUNC, O_RDONLY)});
+        allow(SCMP_SYS(mmap), {no_exec_prot, SCMP_A3(SCMP_CMP_MASKED_EQ, MAP_SHARED, 0)});
+        for (int call : {SCMP_SYS(read), SCMP_SYS(pread64), SCMP_SYS(lseek), SCMP_SYS(close), SCMP_SYS(fstat),
+                         SCMP_SYS(newfstatat), SCMP_SYS(readlink), SCMP_SYS(readlinkat), SCMP_SYS(sched_yield)})
+            allow(call);
+    }
+    if (rc == 0) rc = seccomp_load(ctx);  // sets SECCOMP_FILTER_FLAG... and checks the kernel
+    seccomp_release(ctx);
+    return rc == 0 ? "" : std::string("seccomp: ") + std::strerror(-rc);
+}
+
+}  // namespace
+
+std::string confine_model_reader(int& result_fd) {
+    result_fd = close_other_descriptors(result_fd, kSandboxAllowsReadingFiles);
+    if (result_fd < 0) return std::string("cannot close the other file descriptors: ") + std::strerror(errno);
+    g_result_fd = result_fd;
+    clearenv();
+    // No set-uid program could gain privileges from here on; also what lets
+    // an unprivileged process install a filter.
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return std::string("no_new_privs: ") + std::strerror(errno);
+    struct sigaction action {};
+    action.sa_sigaction = on_stopped_syscall;
+    action.sa_flags = SA_SIGINFO | SA_RESETHAND;
+    sigemptyset(&action.sa_mask);
+    if (sigaction(SIGSYS, &action, nullptr) != 0) return std::string("sigaction: ") + std::strerror(errno);
+    return install_filter(result_fd);
+}
+
+std::string syscall_name(long number) {
+    if (number < 0 || number > 4095) return "";  // x86-64 has ~460; x32 numbers (bit 30) are not native
+    char* name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, int(number));
+    if (!name) return "";
+    std::string s = name;
+    std::free(name);
+    return s;
+}
+
+}  // namespace imr
