@@ -70,6 +70,13 @@ void attempt(const char* name) {
         // another call there; the filter's architecture check stops it.
         long result = 20;
         asm volatile("int $0x80" : "+a"(result) : : "memory");
+    } else if (action == "abort") {
+        abort();
+    } else if (action == "double-free") {
+        // glibc notices, prints its complaint to stderr (/dev/null here), aborts.
+        char* volatile p = static_cast<char*>(std::malloc(64));
+        std::free(p);
+        std::free(p);
     } else if (action == "x32-abi") {
         syscall(0x40000000 | SYS_getpid);
     }
