@@ -361,9 +361,19 @@ RawModel read_model_isolated(const std::string& path) {
     }
     ReaderExit r = run_reader(path, timeout_s, nullptr);
     if (sandbox_refused(r)) {
+        // The reader says so; a reader a hostile file took over could say
+        // it too, so the kernel is asked again, by a process that reads no
+        // model file.
+        const std::string why = seccomp_refusal();
+        if (why.empty()) {
+            std::string claim;
+            for (char c : r.answer.substr(1, 200))
+                if (c >= ' ' && c <= '~') claim += c;
+            throw Error(path + ": the model reader could not confine itself (" + claim + ")");
+        }
         // Read here, so the unsandboxed child parses the very bytes checked.
         const std::string bytes = read_model_file_bytes(path);
-        check_unsandboxed_reading(path, bytes, r.answer.substr(1, 200));
+        check_unsandboxed_reading(path, bytes, why);
         r = run_reader(path, timeout_s, &bytes);
     }
     std::string& bytes = r.answer;

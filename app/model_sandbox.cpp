@@ -20,8 +20,10 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -135,6 +137,27 @@ std::string confine_model_reader(int& result_fd) {
     sigemptyset(&action.sa_mask);
     if (sigaction(SIGSYS, &action, nullptr) != 0) return std::string("sigaction: ") + std::strerror(errno);
     return install_filter(result_fd);
+}
+
+std::string seccomp_refusal() {
+    static const std::string refusal = [] {
+        const pid_t pid = fork();
+        if (pid < 0) return std::string("cannot start a process to ask the kernel: ") + std::strerror(errno);
+        if (pid == 0) {
+            // An empty filter (everything allowed), installed as the reader's is.
+            scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+            int rc = ctx ? seccomp_attr_set(ctx, SCMP_FLTATR_API_SYSRAWRC, 1) : -ENOMEM;
+            if (rc == 0) rc = seccomp_load(ctx);
+            _exit(rc == 0 ? 0 : std::min(-rc, 255));
+        }
+        int status = 0;
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return std::string();
+        return std::string("seccomp: ") +
+               (WIFEXITED(status) ? std::strerror(WEXITSTATUS(status)) : "the test process died");
+    }();
+    return refusal;
 }
 
 std::string syscall_name(long number) {

@@ -29,6 +29,12 @@ constexpr bool kSandboxAllowsReadingFiles = false;
 // the child must then not read the file (model_isolation.cpp decides).
 std::string confine_model_reader(int& result_fd);
 
+// Whether this kernel lets a process install a seccomp filter: "" if so,
+// otherwise why not. Asked once per process, of a throwaway child that reads
+// no model file, so its answer can be trusted where a reader child's claim
+// that the kernel refused its sandbox cannot.
+std::string seccomp_refusal();
+
 // The name of system call `number` on this architecture, from a child the
 // filter stopped ("openat"); "" for a number out of range or unknown. The
 // number comes from an untrusted process: it is only looked up.

@@ -199,6 +199,15 @@ TEST(Sandbox, EveryForbiddenActionStopsTheReaderAndTheToolSaysWhich) {
                       ": the HDF5 library crashed (Aborted) reading this file: a damaged or hostile model file\n")
             << action;
     }
+    // A reader that claims the kernel refused its sandbox (as one on such a
+    // kernel does) is not believed: the kernel is asked again, and nothing
+    // is read without the sandbox, even where the user allows that.
+    for (const std::string env : {"", "IMRESTORE_ALLOW_UNSANDBOXED_MODELS=1 "}) {
+        const ToolRun r = run_imrestore(env + hostile("claim-refused"), "model " + q(model), dir);
+        EXPECT_EQ(r.code, 2) << r.err;
+        EXPECT_EQ(r.err,
+                  "imrestore: " + model + ": the model reader could not confine itself (]0;ownedseccomp: refused)\n");
+    }
     // The stand-in itself works: without an action, the model loads.
     EXPECT_EQ(run_imrestore(hostile("none"), "model " + q(model), dir).code, 0);
     if (kSandboxAllowsReadingFiles) {
