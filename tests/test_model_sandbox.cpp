@@ -173,7 +173,7 @@ TEST(Sandbox, EveryForbiddenActionStopsTheReaderAndTheToolSaysWhich) {
         {"ptrace", "", {"ptrace"}},
         {"kill", "", {"kill"}},
         {"write-stdout", "", {"write"}},
-        {"ignore-sigsys", "", {"rt_sigaction"}},
+        {"change-sigsys-handler", "", {"rt_sigaction"}},
         {"x32-abi", "", {""}},
     };
     if (!kSandboxAllowsReadingFiles) cases.push_back({"read-file", secret, {"openat"}});
