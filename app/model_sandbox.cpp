@@ -73,7 +73,11 @@ int close_other_descriptors(int result_fd, bool keep_stderr) {
 std::string install_filter(int result_fd) {
     scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_TRAP);
     if (!ctx) return "seccomp_init failed";
-    int rc = 0;
+    // A call through another ABI ends the process at once, unnamed (its
+    // number would mean another call); the kernel's own error code if it
+    // refuses the filter, for the message.
+    int rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+    if (rc == 0) rc = seccomp_attr_set(ctx, SCMP_FLTATR_API_SYSRAWRC, 1);
     auto allow = [&](int call, std::initializer_list<scmp_arg_cmp> args = {}) {
         if (rc == 0) rc = seccomp_rule_add_array(ctx, SCMP_ACT_ALLOW, call, unsigned(args.size()), args.begin());
     };
@@ -116,7 +120,7 @@ std::string install_filter(int result_fd) {
                          SCMP_SYS(newfstatat), SCMP_SYS(readlink), SCMP_SYS(readlinkat), SCMP_SYS(sched_yield)})
             allow(call);
     }
-    if (rc == 0) rc = seccomp_load(ctx);  // sets SECCOMP_FILTER_FLAG... and checks the kernel
+    if (rc == 0) rc = seccomp_load(ctx);
     seccomp_release(ctx);
     return rc == 0 ? "" : std::string("seccomp: ") + std::strerror(-rc);
 }
