@@ -49,9 +49,11 @@ void silence_hdf5() {
 // ------------------------------------------------------------------ the in-memory driver
 
 // A read-only HDF5 file driver over the bytes of a file already in memory.
-// libhdf5 1.10's core driver ("file image") still opens the path it is given
-// (to refuse a file that exists) and may lock it; this one makes no system
-// call at all, so the reader runs under a filter that forbids opening files.
+// libhdf5 1.10.8's core driver with a file image still tries to open the
+// name it is given (to refuse one that exists) and asks for the working
+// folder (strace shows openat and getcwd); this one makes no system call at
+// all, so the reader runs under a filter that forbids opening files, and
+// there is no file to lock.
 struct ImageFile {
     H5FD_t base;  // first: libhdf5 casts between the two
     const std::string* bytes;
