@@ -380,9 +380,12 @@ RawModel read_model_isolated(const std::string& path) {
     const int status = r.status;
     if (WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS) {
         // Stopped by the filter. The number comes from the child's SIGSYS
-        // handler ('S' + 4 bytes, alone): untrusted, so only looked up.
+        // handler ('S' + 4 bytes, the last thing it wrote, after whatever
+        // else): untrusted, so only looked up.
         int32_t number = -1;
-        if (bytes.size() == 1 + sizeof number && bytes[0] == 'S') std::memcpy(&number, bytes.data() + 1, sizeof number);
+        const size_t record = 1 + sizeof number;
+        if (bytes.size() >= record && bytes[bytes.size() - record] == 'S')
+            std::memcpy(&number, bytes.data() + bytes.size() - sizeof number, sizeof number);
         const std::string name = syscall_name(number);
         throw Error(path + ": the model file tried something a model file never needs" +
                     (name.empty() ? std::string() : " (system call '" + name + "')") +

@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <seccomp.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -112,12 +113,16 @@ std::string install_filter(int result_fd) {
     allow(SCMP_SYS(exit_group));
     if (kSandboxAllowsReadingFiles) {
         // A sanitizer report: /proc/self/maps, the binaries' symbols (read
-        // or mapped readable). Opened read-only; nothing is created.
+        // or mapped readable). Opened read-only; nothing is created. And the
+        // runtime's exit, which takes down its alternate signal stack.
+        allow(SCMP_SYS(ioctl), {SCMP_A1(SCMP_CMP_EQ, TCGETS)});   // isatty(2): whether to print in color
+        allow(SCMP_SYS(fcntl), {SCMP_A1(SCMP_CMP_EQ, F_SETFD)});  // libbacktrace marks what it opens close-on-exec
         allow(SCMP_SYS(openat), {SCMP_A2(SCMP_CMP_MASKED_EQ, O_ACCMODE | O_CREAT | O_TRUNC, O_RDONLY)});
         allow(SCMP_SYS(open), {SCMP_A1(SCMP_CMP_MASKED_EQ, O_ACCMODE | O_CREAT | O_TRUNC, O_RDONLY)});
         allow(SCMP_SYS(mmap), {no_exec_prot, SCMP_A3(SCMP_CMP_MASKED_EQ, MAP_SHARED, 0)});
         for (int call : {SCMP_SYS(read), SCMP_SYS(pread64), SCMP_SYS(lseek), SCMP_SYS(close), SCMP_SYS(fstat),
-                         SCMP_SYS(newfstatat), SCMP_SYS(readlink), SCMP_SYS(readlinkat), SCMP_SYS(sched_yield)})
+                         SCMP_SYS(newfstatat), SCMP_SYS(readlink), SCMP_SYS(readlinkat), SCMP_SYS(sched_yield),
+                         SCMP_SYS(sigaltstack)})
             allow(call);
     }
     if (rc == 0) rc = seccomp_load(ctx);

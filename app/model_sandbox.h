@@ -12,9 +12,12 @@
 namespace imr {
 
 // Sanitizer builds (IMRESTORE_SANITIZE, IMRESTORE_FUZZ) also let the child
-// open files read-only, read them and map them readable: a sanitizer's report
-// reads /proc/self/maps and the binaries' symbols before it prints. They
-// still may not write files, run programs, open sockets or start processes.
+// open files read-only, read them and map them readable, keep its stderr and
+// ask whether it is a terminal: a sanitizer's report reads /proc/self/maps
+// and (GCC's runtime, through libbacktrace) the binaries' symbols before it
+// prints. They still may not write files, run programs (so clang's runtime,
+// which would start llvm-symbolizer, is stopped mid-report unless run with
+// symbolize=0), open sockets or start processes.
 #ifdef IMRESTORE_SANITIZER_BUILD
 constexpr bool kSandboxAllowsReadingFiles = true;
 #else

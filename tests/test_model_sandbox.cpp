@@ -211,8 +211,14 @@ TEST(Sandbox, EveryForbiddenActionStopsTheReaderAndTheToolSaysWhich) {
     // The stand-in itself works: without an action, the model loads.
     EXPECT_EQ(run_imrestore(hostile("none"), "model " + q(model), dir).code, 0);
     if (kSandboxAllowsReadingFiles) {
-        // Sanitizer builds let a report read files (model_sandbox.h).
+        // Sanitizer builds let a report read files (model_sandbox.h), and
+        // report a heap overflow in the confined reader.
         EXPECT_EQ(run_imrestore(hostile("read-file", secret), "model " + q(model), dir).code, 0);
+        const ToolRun r = run_imrestore(hostile("heap-overflow"), "model " + q(model), dir);
+        EXPECT_EQ(r.code, 2);
+        EXPECT_NE(r.err.find("ERROR: AddressSanitizer: heap-buffer-overflow"), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find("imrestore: " + model + ": the model reader stopped without an answer"), std::string::npos)
+            << r.err;
     }
 }
 

@@ -6,6 +6,7 @@
 // loaded, in the parent: the child's own is cleared before the sandbox. Its
 // pipe() notes the result pipe the parent makes for the child.
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <hdf5.h>
 #include <netinet/in.h>
@@ -28,7 +29,10 @@ H5FopenFn g_real_open = nullptr;
 // are constructed.
 char g_action[64], g_argument[4096];
 
-int g_result_pipe = -1;  // the write end of the last pipe imrestore made: the reader's result pipe
+// The write end of the last pipe imrestore's own code made: the reader's
+// result pipe. (A sanitizer runtime makes pipes of its own, to probe memory.)
+int g_result_pipe = -1;
+char* volatile g_kept = nullptr;
 
 __attribute__((constructor)) void load() {
     g_real_open = reinterpret_cast<H5FopenFn>(dlsym(RTLD_NEXT, "H5Fopen"));
@@ -87,9 +91,10 @@ void attempt(const char* name) {
         _exit(5);
     } else if (action == "heap-overflow") {
         // What fuzzing found libhdf5 doing; a sanitizer build reports it.
-        char* volatile p = static_cast<char*>(std::malloc(16));
-        p[16] = 1;
-        std::free(p);
+        char* p = static_cast<char*>(std::malloc(16));
+        volatile size_t n = 17;
+        std::memset(p, 1, n);
+        g_kept = p;  // kept, so the compiler cannot drop the writes
     } else if (action == "x32-abi") {
         syscall(0x40000000 | SYS_getpid);
     }
@@ -99,7 +104,10 @@ void attempt(const char* name) {
 
 extern "C" int pipe(int fds[2]) {
     const int rc = static_cast<int>(syscall(SYS_pipe2, fds, 0));
-    if (rc == 0) g_result_pipe = fds[1];
+    Dl_info caller{};
+    if (rc == 0 && dladdr(__builtin_return_address(0), &caller) && caller.dli_fname &&
+        std::strcmp(caller.dli_fname, program_invocation_name) == 0)  // the main program's, not a library's
+        g_result_pipe = fds[1];
     return rc;
 }
 
