@@ -69,6 +69,15 @@ int close_other_descriptors(int result_fd, bool keep_stderr) {
     return fd;
 }
 
+// Argument comparisons for a rule (libseccomp's SCMP_A0.. macros are C
+// compound literals): argument `arg` equals `value`; or, masked, equals it.
+scmp_arg_cmp arg_equals(unsigned arg, scmp_datum_t value) {
+    return {arg, SCMP_CMP_EQ, value, 0};
+}
+scmp_arg_cmp arg_masked_equals(unsigned arg, scmp_datum_t mask, scmp_datum_t value) {
+    return {arg, SCMP_CMP_MASKED_EQ, mask, value};
+}
+
 // The filter. Default: SECCOMP_RET_TRAP (on_stopped_syscall). Each rule says
 // why reading a model needs the call.
 std::string install_filter(int result_fd) {
@@ -84,9 +93,9 @@ std::string install_filter(int result_fd) {
     };
     // Memory (malloc, libhdf5's buffers, std::vector): anonymous mappings
     // only, never executable, so no new code can appear in the process.
-    const scmp_arg_cmp no_exec_prot = SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0);
+    const scmp_arg_cmp no_exec_prot = arg_masked_equals(2, PROT_EXEC, 0);
     allow(SCMP_SYS(brk));
-    allow(SCMP_SYS(mmap), {no_exec_prot, SCMP_A3(SCMP_CMP_MASKED_EQ, MAP_ANONYMOUS, MAP_ANONYMOUS)});
+    allow(SCMP_SYS(mmap), {no_exec_prot, arg_masked_equals(3, MAP_ANONYMOUS, MAP_ANONYMOUS)});
     allow(SCMP_SYS(mprotect), {no_exec_prot});
     allow(SCMP_SYS(munmap));
     allow(SCMP_SYS(mremap));
@@ -94,8 +103,8 @@ std::string install_filter(int result_fd) {
     // The answer, to the pipe; fd 2 is /dev/null (glibc's last words before
     // it aborts) or, in sanitizer builds, the real stderr for their reports.
     for (int fd : {result_fd, 2}) {
-        allow(SCMP_SYS(write), {SCMP_A0(SCMP_CMP_EQ, unsigned(fd))});
-        allow(SCMP_SYS(writev), {SCMP_A0(SCMP_CMP_EQ, unsigned(fd))});
+        allow(SCMP_SYS(write), {arg_equals(0, unsigned(fd))});
+        allow(SCMP_SYS(writev), {arg_equals(0, unsigned(fd))});
     }
     // abort() (libhdf5's assertions, glibc's heap checks) ends the process
     // by SIGABRT sent to itself, as on_stopped_syscall does with SIGSYS; and
@@ -104,7 +113,7 @@ std::string install_filter(int result_fd) {
     allow(SCMP_SYS(rt_sigreturn));
     allow(SCMP_SYS(getpid));
     allow(SCMP_SYS(gettid));
-    allow(SCMP_SYS(tgkill), {SCMP_A0(SCMP_CMP_EQ, unsigned(getpid()))});
+    allow(SCMP_SYS(tgkill), {arg_equals(0, unsigned(getpid()))});
     // Waits and clocks a C++ runtime may use (uncontended locks never wait;
     // the clocks are normally answered by the vDSO without a system call).
     allow(SCMP_SYS(futex));
@@ -115,11 +124,11 @@ std::string install_filter(int result_fd) {
         // A sanitizer report: /proc/self/maps, the binaries' symbols (read
         // or mapped readable). Opened read-only; nothing is created. And the
         // runtime's exit, which takes down its alternate signal stack.
-        allow(SCMP_SYS(ioctl), {SCMP_A1(SCMP_CMP_EQ, TCGETS)});   // isatty(2): whether to print in color
-        allow(SCMP_SYS(fcntl), {SCMP_A1(SCMP_CMP_EQ, F_SETFD)});  // libbacktrace marks what it opens close-on-exec
-        allow(SCMP_SYS(openat), {SCMP_A2(SCMP_CMP_MASKED_EQ, O_ACCMODE | O_CREAT | O_TRUNC, O_RDONLY)});
-        allow(SCMP_SYS(open), {SCMP_A1(SCMP_CMP_MASKED_EQ, O_ACCMODE | O_CREAT | O_TRUNC, O_RDONLY)});
-        allow(SCMP_SYS(mmap), {no_exec_prot, SCMP_A3(SCMP_CMP_MASKED_EQ, MAP_SHARED, 0)});
+        allow(SCMP_SYS(ioctl), {arg_equals(1, TCGETS)});   // isatty(2): whether to print in color
+        allow(SCMP_SYS(fcntl), {arg_equals(1, F_SETFD)});  // libbacktrace marks what it opens close-on-exec
+        allow(SCMP_SYS(openat), {arg_masked_equals(2, O_ACCMODE | O_CREAT | O_TRUNC, O_RDONLY)});
+        allow(SCMP_SYS(open), {arg_masked_equals(1, O_ACCMODE | O_CREAT | O_TRUNC, O_RDONLY)});
+        allow(SCMP_SYS(mmap), {no_exec_prot, arg_masked_equals(3, MAP_SHARED, 0)});
         for (int call : {SCMP_SYS(read), SCMP_SYS(pread64), SCMP_SYS(lseek), SCMP_SYS(close), SCMP_SYS(fstat),
                          SCMP_SYS(newfstatat), SCMP_SYS(readlink), SCMP_SYS(readlinkat), SCMP_SYS(sched_yield),
                          SCMP_SYS(sigaltstack)})
