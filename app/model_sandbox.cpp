@@ -120,10 +120,16 @@ std::string install_filter(int result_fd) {
     allow(SCMP_SYS(clock_gettime));
     allow(SCMP_SYS(exit));
     allow(SCMP_SYS(exit_group));
-    if (kSandboxAllowsReadingFiles) {
+    if (kSandboxWidenedForSanitizers) {
         // A sanitizer report: /proc/self/maps, the binaries' symbols (read
         // or mapped readable). Opened read-only; nothing is created. And the
         // runtime's exit, which takes down its alternate signal stack.
+        // The runtime probes whether memory is readable by writing it into
+        // a pipe of its own (IsAccessibleMemoryRange, e.g. on the first C++
+        // exception): new pipes, and writes to any descriptor (the others
+        // are /dev/null, the result pipe and files opened read-only).
+        allow(SCMP_SYS(pipe2));
+        allow(SCMP_SYS(write));
         allow(SCMP_SYS(ioctl), {arg_equals(1, TCGETS)});   // isatty(2): whether to print in color
         allow(SCMP_SYS(fcntl), {arg_equals(1, F_SETFD)});  // libbacktrace marks what it opens close-on-exec
         allow(SCMP_SYS(openat), {arg_masked_equals(2, O_ACCMODE | O_CREAT | O_TRUNC, O_RDONLY)});
@@ -142,7 +148,7 @@ std::string install_filter(int result_fd) {
 }  // namespace
 
 std::string confine_model_reader(int& result_fd) {
-    result_fd = close_other_descriptors(result_fd, kSandboxAllowsReadingFiles);
+    result_fd = close_other_descriptors(result_fd, kSandboxWidenedForSanitizers);
     if (result_fd < 0) return std::string("cannot close the other file descriptors: ") + std::strerror(errno);
     g_result_fd = result_fd;
     clearenv();

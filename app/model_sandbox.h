@@ -13,15 +13,16 @@ namespace imr {
 
 // Sanitizer builds (IMRESTORE_SANITIZE, IMRESTORE_FUZZ) also let the child
 // open files read-only, read them and map them readable, keep its stderr and
-// ask whether it is a terminal: a sanitizer's report reads /proc/self/maps
-// and (GCC's runtime, through libbacktrace) the binaries' symbols before it
-// prints. They still may not write files, run programs (so clang's runtime,
+// ask whether it is a terminal, make pipes and write to any descriptor: a
+// sanitizer's report reads /proc/self/maps and (GCC's runtime, through
+// libbacktrace) the binaries' symbols before it prints, and the runtime
+// probes memory by writing it into a pipe of its own. They still may not write files, run programs (so clang's runtime,
 // which would start llvm-symbolizer, is stopped mid-report unless run with
 // symbolize=0), open sockets or start processes.
 #ifdef IMRESTORE_SANITIZER_BUILD
-constexpr bool kSandboxAllowsReadingFiles = true;
+constexpr bool kSandboxWidenedForSanitizers = true;
 #else
-constexpr bool kSandboxAllowsReadingFiles = false;
+constexpr bool kSandboxWidenedForSanitizers = false;
 #endif
 
 // In the reader child: moves result_fd above the standard streams (it is
