@@ -154,8 +154,10 @@ bool kernel_runs_i386_calls() {
 }
 
 TEST(Sandbox, EveryForbiddenActionStopsTheReaderAndTheToolSaysWhich) {
+    if (const std::string refusal = seccomp_refusal(); !refusal.empty())
+        GTEST_SKIP() << "this kernel refuses seccomp (" << refusal << "): there is no sandbox to test";
     ScratchDir dir("sandbox-actions");
-    const std::string model = dir / "user-model.h5";  // a user's file: the same path the bundled ones take
+    const std::string model = dir / "user-model.h5";  // a copy outside the bundled folders: a user's model
     fs::copy_file(std::string(IMRESTORE_SOURCE_WEIGHTS) + "/sharpen.h5", model);
     const std::string written = dir / "written.txt", secret = dir / "secret.txt";
     std::ofstream(secret) << "not for a model file";
@@ -259,6 +261,7 @@ TEST(Sandbox, WhereSeccompIsRefusedOnlyBundledModelsAreRead) {
         EXPECT_EQ(run_imrestore("IMRESTORE_ALLOW_UNSANDBOXED_MODELS=yes", "model " + q(path), dir, true).code, 2);
     }
     // Where seccomp works, the same files load, without a warning.
+    if (!seccomp_refusal().empty()) return;
     r = run_imrestore("", "model " + q(own), dir);
     EXPECT_EQ(r.code, 0);
     EXPECT_EQ(r.err, "");

@@ -6,7 +6,7 @@
 // loaded, in the parent: the child's own is cleared before the sandbox. Its
 // pipe() notes the result pipe the parent makes for the child.
 #include <dlfcn.h>
-#include <errno.h>
+#include <errno.h>  // program_invocation_name
 #include <fcntl.h>
 #include <hdf5.h>
 #include <netinet/in.h>
