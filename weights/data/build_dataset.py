@@ -441,11 +441,20 @@ SEED = 20240611
 # also gives NATIVE_CROP-square crops at a scale of 1/1 .. 1/NATIVE_MAX_FACTOR
 # (drawn per photo), one per NATIVE_MP_PER_CROP megapixels of the source
 # (at least 1, at most NATIVE_MAX_CROPS), at distinct cells of a grid, stored
-# as NAME@nativeK.png.
+# as NAME@nativeK.png. Only sources that are not JPEGs or whose JPEG quality
+# (estimated from the luma quantization table) is at least NATIVE_MIN_QUALITY
+# give crops: at native scale a JPEG's block artifacts are still there, and
+# below about 84 (the quality of the lomiri and mate sources the first set
+# took its crops from) they are plain to see in smooth areas.
 NATIVE_CROP = 512
 NATIVE_MAX_FACTOR = 1.5
-NATIVE_MP_PER_CROP = 0.8
-NATIVE_MAX_CROPS = 12
+NATIVE_MP_PER_CROP = 0.5
+NATIVE_MAX_CROPS = 20
+NATIVE_MIN_QUALITY = 84
+# The IJG (libjpeg) luma quantization table at quality 50, natural order.
+IJG_LUMA = np.array([16, 11, 10, 16, 24, 40, 51, 61, 12, 12, 14, 19, 26, 58, 60, 55, 14, 13, 16, 24, 40, 57, 69, 56,
+                     14, 17, 22, 29, 51, 87, 80, 62, 18, 22, 37, 56, 68, 109, 103, 77, 24, 35, 55, 64, 81, 104, 113,
+                     92, 49, 64, 78, 87, 103, 121, 120, 101, 72, 92, 95, 98, 112, 100, 103, 99], dtype=np.float64)
 PNG_LEVEL = 6  # zlib level of the stored PNGs (the pixels, not the bytes, are what matters)
 
 # Gray sources are resampled in gray, then stored as RGB with R = G = B.
@@ -527,14 +536,27 @@ def target_long(name, split, long_side):
     return int(min(t, long_side / MIN_FACTOR))
 
 
+def jpeg_quality(im):
+    """The IJG quality whose luma table is closest on average to the file's (100
+    for a file that is not a JPEG). Other encoders' tables have other shapes, so
+    this is an estimate, good to a few quality points."""
+    tables = getattr(im, "quantization", None)
+    if im.format != "JPEG" or not tables:
+        return 100.0
+    scale = float(np.mean(np.asarray(tables[0], dtype=np.float64) / IJG_LUMA) * 100.0)
+    return (200.0 - scale) / 2.0 if scale <= 100.0 else 5000.0 / scale
+
+
 def decode(name, data):
-    im = ImageOps.exif_transpose(Image.open(io.BytesIO(data)))
+    im = Image.open(io.BytesIO(data))
+    quality = jpeg_quality(im)
+    im = ImageOps.exif_transpose(im)
     # 8-bit gray stays gray while resampling; everything else goes to 8-bit RGB
     if im.mode not in ("L", "RGB"):
         if im.mode in ("I;16", "I;16B", "I"):
             raise ValueError(f"{name}: unexpected {im.mode} image")
         im = im.convert("RGB")
-    return im
+    return im, quality
 
 
 def png_bytes(im):
@@ -576,7 +598,7 @@ def native_crops(name, im):
 def process(job):
     """One source -> its stored photo(s). Runs in a worker process."""
     name, split, data = job
-    im = decode(name, data)
+    im, quality = decode(name, data)
     orig = im.size
     t = target_long(name, split, max(orig))
     stored = im
@@ -584,11 +606,11 @@ def process(job):
         s = t / max(orig)
         stored = im.resize((max(1, round(orig[0] * s)), max(1, round(orig[1] * s))), Image.LANCZOS)
     outs = [(name, f"{stored.size[0]}x{stored.size[1]}", png_bytes(stored))]
-    if split == "train" and max(orig) > NATIVE_MAX:
+    if split == "train" and max(orig) > NATIVE_MAX and quality >= NATIVE_MIN_QUALITY:
         rgb = im.convert("RGB")
         for k, (how, png) in enumerate(native_crops(name, rgb)):
             outs.append((f"{name}@native{k}", how, png))
-    return name, orig, signature(im), outs
+    return name, orig, quality, signature(im), outs
 
 
 def write_if_changed(path, data):
@@ -677,7 +699,7 @@ def main(argv=None):
     rows, info, written = [], {}, {"train": set(), "heldout": set()}
     counts = {"train": [0, 0, 0], "heldout": [0, 0, 0]}  # photos, bytes, pixels
     with multiprocessing.get_context("fork").Pool(max(1, args.jobs)) as pool:
-        for name, orig, sig, outs in pool.imap(process, jobs):
+        for name, orig, quality, sig, outs in pool.imap(process, jobs):
             _, split, origin, path, lic = meta[name]
             info[name] = (orig, sig)
             w, h = orig
@@ -694,7 +716,7 @@ def main(argv=None):
                 counts[split][1] += len(png)
                 counts[split][2] += px
                 log(f"{'wrote    ' if changed else 'unchanged'} {split:7s} {out_name:36s} "
-                    f"{w}x{h} -> {stored}  {len(png) / 1e6:6.2f} MB")
+                    f"{w}x{h} (JPEG quality ~{quality:.0f}) -> {stored}  {len(png) / 1e6:6.2f} MB")
                 rows.append((out_name, split, origin_label(origin), path, lic, f"{w}x{h}", stored,
                              sha256_bytes(png)))
     check_duplicates(info)

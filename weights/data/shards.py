@@ -84,9 +84,9 @@ def read_shard(path):
             im.load()
         except OSError as ex:
             raise ShardError(f"{path}: {e['file']}: cannot decode: {ex}") from ex
-        a = np.asarray(im.convert("RGB"))
+        a = np.array(im.convert("RGB"))  # a writable copy (torch.from_numpy shares it)
         if a.shape != (e["height"], e["width"], 3):
             raise ShardError(f"{path}: {e['file']} decodes to {a.shape[1]}x{a.shape[0]}, "
                              f"the index says {e['width']}x{e['height']}")
-        photos.append((e["name"], np.ascontiguousarray(a)))
+        photos.append((e["name"], a))
     return index, photos
