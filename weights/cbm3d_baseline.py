@@ -230,7 +230,8 @@ def main(argv=None):
     ap.add_argument("--imrestore", default=None, help="make the noisy inputs with this imrestore binary's degrade")
     ap.add_argument("--check-only", action="store_true",
                     help="with --imrestore: only compare the Python noise with imrestore degrade's")
-    ap.add_argument("--save", default=None, help="also write the noisy and CBM3D images here (DIR/noiseS/...)")
+    ap.add_argument("--save", default=None,
+                    help="also write the clean, noisy and CBM3D images here (DIR/clean, DIR/noiseS/{noisy,cbm3d})")
     ap.add_argument("--crop", type=int, default=0, help="the centre N x N of each photo only (quick checks)")
     ap.add_argument("--limit", type=int, default=0, help="the first N photos only (quick checks)")
     args = ap.parse_args(argv)
@@ -246,6 +247,10 @@ def main(argv=None):
     print(f"{len(photos)} photos, {mp:.2f} MP; sigma {', '.join(f'{s:g}' for s in args.sigma)}; seed {args.seed}; "
           f"{args.jobs} processes", flush=True)
 
+    if args.save:  # the clean references too, so that imrestore eval can check the numbers
+        os.makedirs(os.path.join(args.save, "clean"), exist_ok=True)
+        for name, a in photos:
+            Image.fromarray(a).save(os.path.join(args.save, "clean", name))
     given = {}
     if args.imrestore:
         with tempfile.TemporaryDirectory(prefix="cbm3d-") as tmp:

@@ -3,7 +3,13 @@
 task, and write it as an imrestore model file (format v2).
 
     python3 weights/train.py --task denoise --channels 64 --depth 14 --minutes 9 \\
-        --out OUT_DIR [--name denoise] [--resume OUT_DIR/denoise.ckpt] [--seed 1]
+        --out OUT_DIR [--name denoise] [--resume OUT_DIR/denoise.ckpt] [--seed 1] \\
+        [--shard weights/data/shards/train-KK.tar --heldout-shard weights/data/shards/heldout.tar]
+
+The photos come from weights/data/train and weights/data/heldout, or from the
+shards weights/data/pack_shards.py packs for the GPU host: each call then
+takes one training shard (the next one: the end of the log names it) and the
+last checkpoint.
 
 Writes OUT_DIR/NAME.ckpt (model + optimizer + step + RNG state, every
 --ckpt-every-s seconds and at the end), and at the end OUT_DIR/NAME.h5 (the

@@ -33,15 +33,12 @@ import io
 import multiprocessing
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
 
 import numpy as np
 from PIL import Image, ImageOps
-
-Image.MAX_IMAGE_PIXELS = 200_000_000  # the largest source is 26 MP; PIL's default guard stops at 179 MP anyway
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CACHE = os.path.join(HERE, "cache")
@@ -457,7 +454,6 @@ IJG_LUMA = np.array([16, 11, 10, 16, 24, 40, 51, 61, 12, 12, 14, 19, 26, 58, 60,
                      92, 49, 64, 78, 87, 103, 121, 120, 101, 72, 92, 95, 98, 112, 100, 103, 99], dtype=np.float64)
 PNG_LEVEL = 6  # zlib level of the stored PNGs (the pixels, not the bytes, are what matters)
 
-# Gray sources are resampled in gray, then stored as RGB with R = G = B.
 # Names and sizes of the literature's test sets: a source that matches one is
 # refused (the sets are the independent measure; none is used here).
 TEST_SET_NAMES = re.compile(

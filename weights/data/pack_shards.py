@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Pack weights/data/train and weights/data/heldout into shards for the GPU host.
 
-    /usr/bin/python3 weights/data/pack_shards.py [--out DIR] [--max-mib 40] [--codec jpeg97|webp] [-j N]
+    /usr/bin/python3 weights/data/pack_shards.py [--out DIR] [--max-mib 24] [--codec jpeg97|webp] [-j N]
 
 At most 64 MiB travels to the GPU host per call (code, data and checkpoints
 together), so the training photos go as shards of at most --max-mib MiB each
@@ -98,7 +98,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", default=HERE, help="folder with MANIFEST.tsv, train/ and heldout/ (default: this one)")
     ap.add_argument("--out", default=os.path.join(HERE, "shards"))
-    ap.add_argument("--max-mib", type=float, default=40.0, help="largest training shard (MiB, default 40)")
+    ap.add_argument("--max-mib", type=float, default=24.0, help="largest training shard (MiB, default 24)")
     ap.add_argument("--codec", choices=sorted(CODECS), default="jpeg97", help="training shards' codec")
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
     args = ap.parse_args(argv)
