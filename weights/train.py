@@ -982,6 +982,7 @@ def export(args, model, state, paths, device, nparams, log):
         f"{len(calls)} call(s), {wall:.0f} s of training in total ("
         + ", ".join(f"steps {c['start_step']}-{c['end_step']} on {c['device']} in {c.get('precision', '?')}"
                     + (f", {c['loss']} loss" if c.get("loss", "").startswith("MSE") else "")
+                    + (f", {c['train_seconds']:.0f} s" if "train_seconds" in c else "")
                     + (f", training photos from {c['shard']}" if c.get("shard") else "")
                     + (f", {c['degradation']}" if c.get("degradation", degradation_text(args.task))
                        != degradation_text(args.task) else "")
