@@ -280,7 +280,7 @@ SOURCES = [
     # --- KDE/plasma-workspace-wallpapers: the photographs of its history that
     # bookworm's plasma-workspace-wallpapers no longer has (its largest size;
     # Dance_of_the_Spirits and EventDay are renders)
-    kde("alps", "Alps", "2560x1600", "LGPL-3", "Lukas Karas"),
+    kde("alps", "Alps", "2560x1600", "LGPL-3", "Lukáš Karas"),
     kde("blue-flower", "BlueFlower", "2560x1600", "LGPL-3", "Sinisa Tatic"),
     kde("fog", "Fog", "2560x1600", "LGPL-3", "Sigi Sagi"),
     kde("forest-fog", "ForestFog", "2560x1600", "LGPL-3", "Alfred Deak"),
@@ -291,7 +291,7 @@ SOURCES = [
     kde("landmannalaugar", "Landmannalaugar", "2560x1600", "LGPL-3", "Pierre-Yves Dirand"),
     kde("poppy", "Poppy", "2560x1600", "LGPL-3", "Sinisa Tatic"),
     kde("spray", "Spray", "2560x1600", "LGPL-3", "Andreas Kainz"),
-    kde("sunset", "Sunset", "2560x1600", "LGPL-3", "Lukas Karas"),
+    kde("sunset", "Sunset", "2560x1600", "LGPL-3", "Lukáš Karas"),
     kde("tauplitz", "Tauplitz", "2560x1440", "LGPL-3", "Sinisa Tatic"),
     kde("walmendinger-horn", "WalmendingerHorn", "2560x1440", "LGPL-3", "Robert Fitsy"),
     kde("water", "Water", "2560x1600", "LGPL-3", "Andreas Kainz"),
