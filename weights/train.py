@@ -3,7 +3,13 @@
 task, and write it as an imrestore model file (format v2).
 
     python3 weights/train.py --task denoise --channels 64 --depth 14 --minutes 9 \\
-        --out OUT_DIR [--name denoise] [--resume OUT_DIR/denoise.ckpt] [--seed 1]
+        --out OUT_DIR [--name denoise] [--resume OUT_DIR/denoise.ckpt] [--seed 1] \\
+        [--shard weights/data/shards/train-KK.tar --heldout-shard weights/data/shards/heldout.tar]
+
+The photos come from weights/data/train and weights/data/heldout, or from the
+shards weights/data/pack_shards.py packs for the GPU host: each call then
+takes one training shard (the next one: the end of the log names it) and the
+last checkpoint.
 
 Writes OUT_DIR/NAME.ckpt (model + optimizer + step + RNG state, every
 --ckpt-every-s seconds and at the end), and at the end OUT_DIR/NAME.h5 (the
@@ -216,6 +222,31 @@ def load_folder(folder, threads=4):
     names = [os.path.basename(p) for p in paths]
     digest = hashlib.sha256("".join(f"{n} {d}\n" for n, (_, d) in zip(names, loaded)).encode()).hexdigest()
     return names, [img for img, _ in loaded], digest
+
+
+def load_shard(path, split):
+    """The photos of a shard (weights/data/shards.py; pack_shards.py writes them) as
+    load_folder returns them, plus the shard's index."""
+    sys.path.insert(0, os.path.join(HERE, "data"))
+    import shards
+
+    try:
+        index, photos = shards.read_shard(path)
+    except shards.ShardError as e:
+        raise SystemExit(f"train.py: {e}")
+    if index["split"] != split:
+        raise SystemExit(f"train.py: {path} is a {index['split']} shard, not {split}")
+    if not photos:
+        raise SystemExit(f"train.py: {path} holds no photos")
+    images = [torch.from_numpy(a).permute(2, 0, 1).contiguous() for _, a in photos]
+    return [n for n, _ in photos], images, shards.digest(index), index
+
+
+def shard_text(path, index, digest):
+    """How the provenance names a shard."""
+    return (f"{os.path.basename(path)} ({index['split']} shard {index['shard'] + 1} of {index['shards']}, "
+            f"{len(index['images'])} photos, {index['codec']}, sha256 {digest}; manifest sha256 "
+            f"{index['manifest_sha256']})")
 
 
 class PhotoPatches:
@@ -618,6 +649,12 @@ def parse_args(argv=None):
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--train-dir", default=os.path.join(HERE, "data", "train"))
     ap.add_argument("--heldout-dir", default=os.path.join(HERE, "data", "heldout"))
+    ap.add_argument("--shard", default=None,
+                    help="train on the photos of this shard (weights/data/pack_shards.py) instead of --train-dir; "
+                         "each call takes the next shard and --resume's checkpoint")
+    ap.add_argument("--heldout-shard", default=None,
+                    help="the held-out photos from this shard (weights/data/shards/heldout.tar) instead of "
+                         "--heldout-dir")
     ap.add_argument("--manifest", default=None,
                     help="dataset manifest whose sha256 goes into the provenance (default: the first of "
                          "MANIFEST.{tsv,json,csv,txt} (or lower case) next to the train folder)")
@@ -697,14 +734,26 @@ def main(argv=None):
     # Data (CPU), then the JPEG worker processes (forked before CUDA starts).
     feeder = None
     train_info = {}
+    shard_index = None
     if not args.export_only:
-        tnames, tphotos, tdigest = load_folder(args.train_dir)
-        train_info = {"photos": len(tnames), "digest": tdigest, "pixels": sum(p[0].numel() for p in tphotos)}
-        manifest = find_manifest(args)
-        if manifest:
-            train_info["manifest"] = f"{os.path.relpath(manifest, os.path.join(HERE, '..'))} sha256 {sha256_file(manifest)}"
-        log(f"train: {len(tnames)} photos, {train_info['pixels'] / 1e6:.1f} MP, set sha256 {tdigest[:16]}")
-    hnames, hphotos, hdigest = load_folder(args.heldout_dir)
+        if args.shard:
+            tnames, tphotos, tdigest, shard_index = load_shard(args.shard, "train")
+            train_info = {"photos": len(tnames), "digest": tdigest, "shard": shard_text(args.shard, shard_index, tdigest)}
+        else:
+            tnames, tphotos, tdigest = load_folder(args.train_dir)
+            train_info = {"photos": len(tnames), "digest": tdigest}
+            manifest = find_manifest(args)
+            if manifest:
+                train_info["manifest"] = f"{os.path.relpath(manifest, os.path.join(HERE, '..'))} sha256 {sha256_file(manifest)}"
+        train_info["pixels"] = sum(p[0].numel() for p in tphotos)
+        log(f"train: {len(tnames)} photos, {train_info['pixels'] / 1e6:.1f} MP, set sha256 {tdigest[:16]}"
+            + (f", {train_info['shard']}" if args.shard else ""))
+    if args.heldout_shard:
+        hnames, hphotos, hdigest, hindex = load_shard(args.heldout_shard, "heldout")
+        heldout_source = shard_text(args.heldout_shard, hindex, hdigest)
+    else:
+        hnames, hphotos, hdigest = load_folder(args.heldout_dir)
+        heldout_source = "weights/data/heldout"
     log(f"held out: {len(hnames)} photos, {sum(p[0].numel() for p in hphotos) / 1e6:.1f} MP, set sha256 {hdigest[:16]}")
     if not args.export_only:
         patches = PhotoPatches(tphotos, args.patch + 2 * margin, None)
@@ -754,6 +803,8 @@ def main(argv=None):
     call = {"start_step": state["step"], "device": device_name(device), "minutes": args.minutes,
             "precision": "bf16 autocast, channels_last" if amp else "fp32, channels_last",
             "loss": loss_text(args), "degradation": degradation_text(args.task, args.sigma_power)}
+    if shard_index is not None:
+        call["shard"] = train_info["shard"]
     if not args.export_only:
         patches.device = device
         patches.to_device()
@@ -778,13 +829,16 @@ def main(argv=None):
         for r in state["final_eval"]:
             log(f"held-out {r['level']}: input {r['input_psnr']:.2f} dB -> output {r['output_psnr']:.2f} dB "
                 f"({r['photos']} photos, fp32, {call['eval_seconds']} s)")
-    state["heldout_info"] = {"photos": len(hnames), "digest": hdigest}
+    state["heldout_info"] = {"photos": len(hnames), "digest": hdigest, "source": heldout_source}
     call["end_step"] = state["step"]
     if not args.export_only:
         state["calls"] = list(state["calls"]) + [call]
         save_ckpt(paths["ckpt"], model, opt, state, gen_dev, gen_cpu, args)
         log(f"wrote {paths['ckpt']}")
     export(args, model, state, paths, device, nparams, log)
+    if shard_index is not None:
+        k = (shard_index["shard"] + 1) % shard_index["shards"]
+        log(f"next call: --shard train-{k:02d}.tar ({k + 1} of {shard_index['shards']}) --resume {paths['ckpt']}")
     log(f"done in {time.time() - START:.0f} s (budget {args.minutes * 60:.0f} s)")
     return 0
 
@@ -902,10 +956,15 @@ def export(args, model, state, paths, device, nparams, log):
     hi = state.get("heldout_info") or {}
     calls = state.get("calls") or []
     hyper = hyper_config(args)
-    data = f"{ti.get('photos', '?')} training photos from weights/data/train (set sha256 {ti.get('digest', '?')}"
-    if ti.get("manifest"):
-        data += f"; manifest {ti['manifest']}"
-    data += f"), {hi.get('photos', '?')} held-out photos from weights/data/heldout (set sha256 {hi.get('digest', '?')})"
+    if any(c.get("shard") for c in calls):
+        data = "training photos from the shards of weights/data/pack_shards.py (each call's below)"
+    else:
+        data = f"{ti.get('photos', '?')} training photos from weights/data/train (set sha256 {ti.get('digest', '?')}"
+        if ti.get("manifest"):
+            data += f"; manifest {ti['manifest']}"
+        data += ")"
+    data += (f", {hi.get('photos', '?')} held-out photos from {hi.get('source', 'weights/data/heldout')} "
+             f"(set sha256 {hi.get('digest', '?')})")
     wall = sum(c.get("train_seconds", 0) for c in calls)
     provenance = (
         f"weights/train.py (git {git_commit()}, sha256 {sha256_file(os.path.abspath(__file__))[:16]}); data: {data}; "
@@ -923,6 +982,8 @@ def export(args, model, state, paths, device, nparams, log):
         f"{len(calls)} call(s), {wall:.0f} s of training in total ("
         + ", ".join(f"steps {c['start_step']}-{c['end_step']} on {c['device']} in {c.get('precision', '?')}"
                     + (f", {c['loss']} loss" if c.get("loss", "").startswith("MSE") else "")
+                    + (f", {c['train_seconds']:.0f} s" if "train_seconds" in c else "")
+                    + (f", training photos from {c['shard']}" if c.get("shard") else "")
                     + (f", {c['degradation']}" if c.get("degradation", degradation_text(args.task))
                        != degradation_text(args.task) else "")
                     for c in calls)

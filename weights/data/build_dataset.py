@@ -1,31 +1,38 @@
 #!/usr/bin/python3
-"""Build imrestore's training and held-out photo sets from Debian packages.
+"""Build imrestore's training and held-out photo sets from Debian packages and
+pinned public GitHub repositories.
 
 Usage (from the repository root or anywhere):
 
-    /usr/bin/python3 weights/data/build_dataset.py
+    /usr/bin/python3 weights/data/build_dataset.py [-j N] [--repo OWNER/NAME=GITDIR ...]
 
-Needs: apt-get (with bookworm sources configured), dpkg-deb, python3-numpy,
-python3-pil. Writes
+Needs: apt-get (with bookworm sources configured), dpkg-deb, git,
+python3-numpy, python3-pil. Writes
 
     weights/data/cache/*.deb          downloaded packages (git-ignored)
     weights/data/train/NAME.png       training photos (git-ignored)
     weights/data/heldout/NAME.png     held-out photos (git-ignored)
     weights/data/MANIFEST.tsv         one line per photo (committed)
 
-Every source file is pinned by its SHA-256, every package by its version, and
-the target sizes come from a fixed seed per photo name, so a rebuild gives the
-same bytes. See weights/data/README.md for the sources, licenses and the
-files that were rejected (and why).
+and reads the repositories' photos from local git copies (git-ignored, made
+once, see weights/data/README.md): weights/data/cache/repos/OWNER+NAME.git
+unless --repo names another git directory. Every Debian package is pinned by
+its version, every repository photo by its commit, every source file by its
+SHA-256, and the target sizes come from a fixed seed per photo name, so a
+rebuild gives the same pixels. See weights/data/README.md for the sources,
+licenses and the files that were rejected (and why).
 
-OpenCV's sample images (opencv-doc, samples/data) are never used here: they
-are reserved for independent evaluation.
+The literature's test sets (Kodak24, CBSD68/BSD68/BSDS500, McMaster, LIVE1,
+Set12, Urban100, Classic5, SIDD, DND, RNI15, PolyU, Nam) and OpenCV's sample
+images are never used here: they are the independent measure.
 """
 
+import argparse
 import hashlib
 import io
+import multiprocessing
 import os
-import shutil
+import re
 import subprocess
 import sys
 import tempfile
@@ -35,6 +42,7 @@ from PIL import Image, ImageOps
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CACHE = os.path.join(HERE, "cache")
+REPO_CACHE = os.path.join(CACHE, "repos")
 TRAIN = os.path.join(HERE, "train")
 HELDOUT = os.path.join(HERE, "heldout")
 MANIFEST = os.path.join(HERE, "MANIFEST.tsv")
@@ -50,6 +58,17 @@ PACKAGES = {
     "python-matplotlib-data": "3.6.3-1",
 }
 
+# Public GitHub repositories. A photo's origin is "OWNER/NAME@COMMIT": the
+# file is read with `git cat-file blob COMMIT:PATH` from a local copy
+# (git clone --mirror), so a photo a later commit removed or re-encoded is
+# still the same bytes.
+BUDGIE = "BuddiesOfBudgie/budgie-backgrounds"
+POP = "pop-os/wallpapers"
+ELEMENTARY = "elementary/wallpapers"
+KDE = "KDE/plasma-workspace-wallpapers"
+REPOS = (BUDGIE, POP, ELEMENTARY, KDE)
+KDE_OLD = "b76da38ddbff8b9a0384904bc649a1dc7228273e"  # the last commit with KDE's older photos
+
 # License strings, from each package's /usr/share/doc/PKG/copyright, or where
 # that file has no per-file entry, from the upstream statement named here.
 L_PLASMA = ("GPL-2+ (debian/copyright, Files: *); LGPL-3 per the wallpaper's "
@@ -59,14 +78,43 @@ L_SKIMAGE_CC0T = ("CC0-1.0 (CC0Textures, per skimage/data/_fetchers.py); "
                   "package BSD-3-Clause")
 L_SKLEARN = ("CC-BY-2.0, by danielbuechele / vultilion on Flickr (per "
              "sklearn/datasets/images/README.txt); package BSD-3-Clause")
+L_BUDGIE = ("CC0-1.0 (budgie-backgrounds LICENSE and README: every image CC0 or public domain, "
+            "checked by the maintainers); author not named in the repository")
+L_POP = ("public domain: an Unsplash photo of the CC0 era (before June 2017), "
+         "pop-os/wallpapers README 'Unsplash photos are in the public domain'")
+L_ELEM_CC0 = ("CC0-1.0: Unsplash photo published before June 8, 2017, per elementary/wallpapers "
+              "debian/copyright (branch deb-packaging, commit 10cc954)")
+L_ELEM_PD = ("public domain: listed under 'Unsplash photos are public domain' in elementary/wallpapers "
+             "debian/copyright (commits 17a0e34 and bedc005)")
+L_ELEM_BY2 = ("CC-BY-2.0: listed under 'Licensed under Attribution 2.0 Generic' in elementary/wallpapers "
+              "debian/copyright (commit 17a0e34)")
 
 SK = "/usr/lib/python3/dist-packages/skimage/data/"
 LW16 = "/usr/share/backgrounds/"
 MATE = "/usr/share/backgrounds/mate/nature/"
 PL = "/usr/share/wallpapers/"
 
-# (name, split, package, path in package, license)
-# split: "train" or "heldout". Held-out photos are never in train.
+
+def budgie(name, split, commit, file):
+    return ("budgie-" + name, split, f"{BUDGIE}@{commit}", "backgrounds/" + file, L_BUDGIE)
+
+
+def pop(name, split, commit, file, author):
+    return ("pop-" + name, split, f"{POP}@{commit}", "original/" + file, f"{L_POP}; {author} on Unsplash")
+
+
+def kde(name, folder, size, lic, author):
+    return ("kde-" + name, "train", f"{KDE}@{KDE_OLD}", f"{folder}/contents/images/{size}.jpg",
+            f"{lic} (the wallpaper's metadata.desktop, X-KDE-PluginInfo-License), {author}")
+
+
+def elementary(name, split, commit, file, lic, author):
+    return ("elementary-" + name, split, f"{ELEMENTARY}@{commit}", file, f"{lic}; {author}")
+
+
+# (name, split, origin, path, license): origin is a Debian package of PACKAGES or
+# "OWNER/NAME@COMMIT" of REPOS. split: "train" or "heldout"; a held-out photo's
+# source gives nothing to train (no crop, no other size).
 SOURCES = [
     # --- lomiri-wallpapers-16.04: photos from the Ubuntu Touch wallpaper contest
     ("lomiri-bridge", "train", "lomiri-wallpapers-16.04", LW16 + "Bridge_by_Sander_Klootwijk.jpg",
@@ -157,10 +205,101 @@ SOURCES = [
     ("matplotlib-hopper", "heldout", "python-matplotlib-data",
      "/usr/share/matplotlib/mpl-data/sample_data/grace_hopper.jpg",
      "matplotlib license (debian/copyright, Files: *); an official US Navy portrait of Grace Hopper, public domain"),
+    # --- BuddiesOfBudgie/budgie-backgrounds (CC0): 31 of its 45 images in the
+    # history are photographs (see README.md for the 14 left out)
+    budgie("apollo-11-earth", "train", "d71f028a822f78064227b4b15a8590d98bfea8ec", "apollo-11-earth.jpg"),
+    budgie("beacon-street-sunset", "train", "82067426f1dde366e9c9038fdbe457c2527525dd", "beacon-street-sunset.jpg"),
+    budgie("blue-periwinkle", "train", "82067426f1dde366e9c9038fdbe457c2527525dd", "blue-periwinkle.jpg"),
+    budgie("budgie-branch", "train", "fcb382c85ea7c4b191f216b3db4c0f51a2dee2d2", "budgie-branch.jpg"),
+    budgie("canyon-wren", "heldout", "82067426f1dde366e9c9038fdbe457c2527525dd", "canyon-wren.jpg"),
+    budgie("casa-mila", "train", "82067426f1dde366e9c9038fdbe457c2527525dd", "casa-mila.jpg"),
+    budgie("cave-opening", "train", "d6f0cc58521db1dff323cadb9e453047ba3eab39", "cave-opening.jpg"),
+    budgie("colorful-wall", "train", "efaa910dd6350cd0babfb1d42e8d5992bba1fe65", "colorful-wall.jpg"),
+    budgie("dragonfly-on-lavender", "train", "d71f028a822f78064227b4b15a8590d98bfea8ec", "dragonfly-on-lavender.jpg"),
+    budgie("extreme-desert-hike", "train", "82067426f1dde366e9c9038fdbe457c2527525dd", "extreme-desert-hike.jpg"),
+    budgie("fragrant-chamomile", "train", "8a5ac073f2a012def5cc88e1b2dc22104ebcd472", "fragrant-chamomile.jpg"),
+    budgie("high-trestle-trail", "train", "82067426f1dde366e9c9038fdbe457c2527525dd", "high-trestle-trail.jpg"),
+    budgie("kitten-on-lawn", "train", "d71f028a822f78064227b4b15a8590d98bfea8ec", "kitten-on-lawn.jpg"),
+    budgie("lake-sherburne", "train", "82067426f1dde366e9c9038fdbe457c2527525dd", "lake-sherburne.jpg"),
+    budgie("midsummer-sunrise", "train", "1d6018c10b9b570a0f3ff23a43c5b9651a14d31e", "midsummer-sunrise.jpg"),
+    budgie("motherboard-circuits", "heldout", "d71f028a822f78064227b4b15a8590d98bfea8ec", "motherboard-circuits.jpg"),
+    budgie("noche-bogota", "train", "a2c417cd7fcde1a611edca8a9a12b908af287ae0", "noche-bogota.jpg"),
+    budgie("oakland-zoo-otters", "heldout", "82067426f1dde366e9c9038fdbe457c2527525dd", "oakland-zoo-otters.jpg"),
+    budgie("orange-hallway", "heldout", "d71f028a822f78064227b4b15a8590d98bfea8ec", "orange-hallway.jpg"),
+    budgie("perched-osprey", "train", "82067426f1dde366e9c9038fdbe457c2527525dd", "perched-osprey.jpg"),
+    budgie("piazza-gae-aulenti", "heldout", "82067426f1dde366e9c9038fdbe457c2527525dd", "piazza-gae-aulenti.jpg"),
+    budgie("roman-colosseum", "heldout", "82067426f1dde366e9c9038fdbe457c2527525dd", "roman-colosseum.jpg"),
+    budgie("san-francisco-skyline", "train", "3f0a0c1e48d1499adc2a773a3aa30633ef1330d7", "san-francisco-skyline.jpg"),
+    budgie("singaporean-cityscape", "train", "82067426f1dde366e9c9038fdbe457c2527525dd", "singaporean-cityscape.jpg"),
+    budgie("solaris-grapes", "heldout", "d71f028a822f78064227b4b15a8590d98bfea8ec", "solaris-grapes.jpg"),
+    budgie("spiral-firework", "heldout", "d71f028a822f78064227b4b15a8590d98bfea8ec", "spiral-firework.jpg"),
+    budgie("sunset-beach", "train", "58757f330b6f91a068f48052de6201078959136a", "sunset-beach.jpg"),
+    budgie("taipei-city", "heldout", "538f8dbf36e5ba470c50cef2a20b2655c0a3f632", "taipei-city.jpg"),
+    budgie("tea-gardens", "heldout", "82067426f1dde366e9c9038fdbe457c2527525dd", "tea-gardens.jpg"),
+    budgie("the-spices-of-life", "heldout", "82067426f1dde366e9c9038fdbe457c2527525dd", "the-spices-of-life.jpg"),
+    budgie("tunnel-zion-park", "train", "1c2fcc0d1a98cb08874d9abf3f61768af7354063", "tunnel-zion-park.jpg"),
+    # --- pop-os/wallpapers: the Unsplash photos of the CC0 era (the numeric
+    # Unsplash ids of 2016-2017); tony-webster-97532 is budgie's
+    # high-trestle-trail (dropped as a duplicate)
+    pop("star-trails", "train", "faff16d941928c0f384384b892357a6ed029d44c", "ahmadreza-sajadi-10140.jpg", "Ahmadreza Sajadi"),
+    pop("ceiling", "train", "f49279e2bff9fe0f1e252f9b50129aa3b5534b6b", "ferdinand-stohr-149422.jpg", "Ferdinand Stohr"),
+    pop("dish", "train", "e2b47e889d4ea5a45ebe43a9bd1fec7b209bde49", "galen-crout-175291.jpg", "Galen Crout"),
+    pop("canyon", "train", "e2b47e889d4ea5a45ebe43a9bd1fec7b209bde49", "jad-limcaco-183877.jpg", "Jad Limcaco"),
+    pop("dunes", "train", "e2b47e889d4ea5a45ebe43a9bd1fec7b209bde49", "jared-evans-119758.jpg", "Jared Evans"),
+    pop("colorado-sign", "heldout", "e2b47e889d4ea5a45ebe43a9bd1fec7b209bde49", "kait-herzog-8242.jpg", "Kait Herzog"),
+    pop("moon", "heldout", "e2b47e889d4ea5a45ebe43a9bd1fec7b209bde49", "nasa-45068.jpg", "NASA"),
+    pop("earth-night", "train", "e2b47e889d4ea5a45ebe43a9bd1fec7b209bde49", "nasa-53884.jpg", "NASA"),
+    pop("jellyfish", "train", "e2b47e889d4ea5a45ebe43a9bd1fec7b209bde49", "ng-32703.jpg", "NG"),
+    pop("facade", "heldout", "e2b47e889d4ea5a45ebe43a9bd1fec7b209bde49", "samuel-zeller-337041.jpg", "Samuel Zeller"),
+    pop("mountain-lake", "heldout", "e2b47e889d4ea5a45ebe43a9bd1fec7b209bde49", "sean-afnan-244576.jpg", "Sean Afnan"),
+    pop("wire-shapes", "train", "e2b47e889d4ea5a45ebe43a9bd1fec7b209bde49", "sebastien-gabriel-232361.jpg", "Sebastien Gabriel"),
+    pop("spacex-dragon", "train", "e2b47e889d4ea5a45ebe43a9bd1fec7b209bde49", "spacex-81773.jpg", "SpaceX"),
+    # --- elementary/wallpapers: only the photos its debian/copyright (any
+    # version) puts in the public domain / CC0 or under CC-BY-2.0; its
+    # "Photo by SpaceX" is pop's spacex-81773 (the same Unsplash photo)
+    elementary("antelope-canyon", "train", "f28b86144ba01d788ac61ad198ca16fa9477913f", "backgrounds/Ashim DSilva.jpg",
+               L_ELEM_CC0, "Ashim D'Silva"),
+    elementary("lantern", "heldout", "f28b86144ba01d788ac61ad198ca16fa9477913f", "backgrounds/Mr. Lee.jpg",
+               L_ELEM_CC0, "Mr. Lee"),
+    elementary("pier", "train", "f28b86144ba01d788ac61ad198ca16fa9477913f", "backgrounds/Sunset by the Pier.jpg",
+               L_ELEM_CC0, "Sunset by the Pier (Unsplash ces8_Bo7bhQ)"),
+    elementary("misty-forest", "train", "e9de543b5baf50877cb272949066c58e7b854dab", "backgrounds/Carmine De Fazio.jpg",
+               L_ELEM_PD, "Carmine De Fazio"),
+    elementary("jetty-water", "train", "4e65210469917e447298c94fbb1e712215171d6d", "backgrounds/Jonas Nilsson Lee.jpg",
+               L_ELEM_PD, "Jonas Nilsson Lee"),
+    elementary("conifer", "train", "58f43b8083c6384e15b4625febb5ab5c78f1bd3f", "backgrounds/Pablo Garcia Saldana.jpg",
+               L_ELEM_PD, "Pablo Garcia Saldana"),
+    elementary("cliff-coast", "train", "25bd0b102fb1ef2ba3341a0f318e1599db1bded1", "backgrounds/Rob Bye.jpg",
+               L_ELEM_PD, "Rob Bye"),
+    elementary("glacier", "train", "d35939109fb60ea1aaf56f85738834077d0bbd58", "backgrounds/Ryan Schroeder.jpg",
+               L_ELEM_PD, "Ryan Schroeder"),
+    elementary("vieste-coast", "train", "1d88437c9476541fbafaf80544016d46f4eee7ef", "Edoardo Brogiolo - Vieste Coast.jpg",
+               L_ELEM_BY2, "Edoardo Brogiolo"),
+    elementary("water-lily", "heldout", "fc2a33cebd9ec53f1b7bd116613c22edfb3e50c6", "Water Lily.jpg",
+               L_ELEM_BY2, "TANAKA Juuyoh"),
+    # --- KDE/plasma-workspace-wallpapers: the photographs of its history that
+    # bookworm's plasma-workspace-wallpapers no longer has (its largest size;
+    # Dance_of_the_Spirits and EventDay are renders)
+    kde("alps", "Alps", "2560x1600", "LGPL-3", "Lukáš Karas"),
+    kde("blue-flower", "BlueFlower", "2560x1600", "LGPL-3", "Sinisa Tatic"),
+    kde("fog", "Fog", "2560x1600", "LGPL-3", "Sigi Sagi"),
+    kde("forest-fog", "ForestFog", "2560x1600", "LGPL-3", "Alfred Deak"),
+    kde("forest-house", "ForestHouse", "2560x1600", "LGPL-3", "Alfred Deak"),
+    kde("heron", "GereatHeron", "2560x1600", "LGPL-3", "Alfred Deak"),
+    kde("green-leaves", "Green_Leaves", "1920x1200", "GPL-2+", "Orlin R. Bertsch"),
+    kde("indian-summer", "IndianSummer", "2560x1600", "LGPL-3", "Robert Fitsy"),
+    kde("landmannalaugar", "Landmannalaugar", "2560x1600", "LGPL-3", "Pierre-Yves Dirand"),
+    kde("poppy", "Poppy", "2560x1600", "LGPL-3", "Sinisa Tatic"),
+    kde("spray", "Spray", "2560x1600", "LGPL-3", "Andreas Kainz"),
+    kde("sunset", "Sunset", "2560x1600", "LGPL-3", "Lukáš Karas"),
+    kde("tauplitz", "Tauplitz", "2560x1440", "LGPL-3", "Sinisa Tatic"),
+    kde("walmendinger-horn", "WalmendingerHorn", "2560x1440", "LGPL-3", "Robert Fitsy"),
+    kde("water", "Water", "2560x1600", "LGPL-3", "Andreas Kainz"),
+    kde("whisker-grass", "Whisker_Grass", "1920x1200", "GPL-2+", "Orlin R. Bertsch"),
 ]
 
 # SHA-256 of each source file, checked on every run (filled from the first
-# build; a mismatch means the package changed and the output would too).
+# build; a mismatch means the source changed and the output would too).
 SOURCE_SHA256 = {
     "lomiri-bridge": "bd86b081f9975e2b83527f71e49b9271a8ab40885428395969d9f7d834d7f050",
     "lomiri-dragonfly": "af5af17841009732def24b09bb1e669a1b09d2b4bdeee7812c371101c30d2bb3",
@@ -209,27 +348,121 @@ SOURCE_SHA256 = {
     "sklearn-china": "8378025ad2519d649d02e32bd98990db4ab572357d9f09841c2fbfbb4fefad29",
     "sklearn-flower": "a77f6ec41e353afdf8bdff2ea981b2955535d8d83294f8cfa49cf4e423dd5638",
     "matplotlib-hopper": "a8ca6d734765703b09728ab47fe59f473d93ae3967fc24c7c0288c3c7adb7130",
+    "budgie-apollo-11-earth": "dd757459f981c3dca8b455af4a5d211fbf035a6f4e993b94170117b7040d9780",
+    "budgie-beacon-street-sunset": "5e9ca463019146cf3f525b117348fbfdfef7e0a59a094f575c3fba69523e5a67",
+    "budgie-blue-periwinkle": "312a76bf05affc7db4555127fd856d1387ebdd45f5d86b64cd2e6c428380b2e4",
+    "budgie-budgie-branch": "39c857b552ecf1a52498acc129477f111d4265424eb58461b9ff925cc038fd05",
+    "budgie-canyon-wren": "72e363a4fc3284e238e8405bfd038a91b2d2c14c4e9391e98496baab6ec46f4a",
+    "budgie-casa-mila": "2fd00623841a22aec673eed8afd5d43c87d56171b26ae95f3436df8c0f22bf3f",
+    "budgie-cave-opening": "bca556dbfbea9d4f5164a0b826051a2fd3de586ad29e204b5e0baf9189716d8e",
+    "budgie-colorful-wall": "02dee502121d94795e6a7ebdf1fa3e9c7421c625663b095aa690f9f5b135c3b4",
+    "budgie-dragonfly-on-lavender": "021ebeec65d9a7528891c48fdf0f493ec19510414cdf0419de9ba6ac3ada114a",
+    "budgie-extreme-desert-hike": "dbf6fad925bc0f84059f9a77c3ebe5990371b0268eebe5d43a7f268bc4946c08",
+    "budgie-fragrant-chamomile": "07a5a77f0424b82443f8ed1028657ef7c5739ac3deb578c69ae7d2cdf17b12cd",
+    "budgie-high-trestle-trail": "d1687deb1239112b75a2d4a47ac1717cc15116c3b06d7237b61b551554e7b6b4",
+    "budgie-kitten-on-lawn": "2ff32f39e1dfad2904d42e3920914921da8534802380f61e60d397f8c88fe48e",
+    "budgie-lake-sherburne": "3328b2304962a173153e9e4c81a2bec3c24fb4ffa4b5af6aac0774dc89e1cb06",
+    "budgie-midsummer-sunrise": "06403e93d5a4be8fc3e52376454ca36d2f5054238f3cc3cf0cf28b7512daade7",
+    "budgie-motherboard-circuits": "8e4ccff571da0f07f956022d69c3e2088368ae3c6b9240ef9f9bda2d3fe79f3b",
+    "budgie-noche-bogota": "75423e19e49f6e44883a3579e30187a3ce378f499599b49426e3f1eab1012902",
+    "budgie-oakland-zoo-otters": "9e98f21823674735b79a030632008a9229eed93ffbd0c4844263397f64fba24a",
+    "budgie-orange-hallway": "3385f07e77a0936b522cdf026ab2b012a8996bbaf34d2e0186fb08cec5504a6f",
+    "budgie-perched-osprey": "588cf665d3b152be3cbca439a680aa06df43e573d1c2ed6aedc432a6684fd9a9",
+    "budgie-piazza-gae-aulenti": "b3121c9e8b4921d84cded6b63a2d1c5868b96af802cc11810ec61a8b6416f684",
+    "budgie-roman-colosseum": "4995228348caa1e905c455d4ad5023869e76ac35564c766372060bcf96de1ea1",
+    "budgie-san-francisco-skyline": "420542dd4669dcf0b8f149670f9c7fba2e507173204478dce994cd8d1b6712dd",
+    "budgie-singaporean-cityscape": "5c7c5912eb5443231e61d85d17465b714fce43f19084c68a87a1a04543414fb3",
+    "budgie-solaris-grapes": "c146dbefff40e9d7f8243df370c71d9d8ccf12c2e4ec6a884279fca9b46ccf8b",
+    "budgie-spiral-firework": "87d1eb8ff0d721616a2af4cc4a4364446ded961d18a3677d7194c2b5912e1a88",
+    "budgie-sunset-beach": "8c4c390a1c8dda60528be59e3252af04fa9c178171e46fddf2bff9d21f5038a3",
+    "budgie-taipei-city": "81a0db1c47decd00d57a540acc1cf5b6412faf245b022f32a32c350a12e254f5",
+    "budgie-tea-gardens": "85eeef1f155d97fa6350b610df3297aae0508c8c51387a6193f3330b03825597",
+    "budgie-the-spices-of-life": "c0ee71e79b11e7794cd81f4b384f58866ef552f03d1a7ee67a8d4cc151890976",
+    "budgie-tunnel-zion-park": "20935928b1a03e208fd155733bfc31c863fd797101e911e4d1a7ad041332920c",
+    "pop-star-trails": "779c4f5254ae4134c8fdc06993348e4547fe74772f93f9b12f11cd519594e86d",
+    "pop-ceiling": "9b2d5b4c8947597b2537664411dc22848b7153f9ab78d30f6e23a920007e043b",
+    "pop-dish": "498a22bca8f7b83f4aecc874975948912c7ddee076dd2fe3fe74ffa2b942f481",
+    "pop-canyon": "e21ab14095b67545c6d85847084a6fcd8487b7b5fdc539bcbfd7528c5e24c1f9",
+    "pop-dunes": "e598152fcaf25d87146f33a4c998695f4025349df8866f30fe9b1a7770b34484",
+    "pop-colorado-sign": "d84fe9ae28db69cae2b060a46f92b4f7b602d5e55e86af7b2342a8635a5f9c9f",
+    "pop-moon": "d42066cebbc222d61e4d5587e02bc8fd21755e539ad9e86d50f5c184591af92a",
+    "pop-earth-night": "53ed4645ec6fc4c8f1010de268f60ce6a46bdacf9bb6e0e51b7f0e17a5e7b318",
+    "pop-jellyfish": "635c2be1c524be973795d0ff4789ef91e5abdbd85f83ec312238a19d929a2b2d",
+    "pop-facade": "b4662ff39e657d10e0cc67be3f929ca892e8778952cf95e90b3a9e4715c3048d",
+    "pop-mountain-lake": "86f0e7c4e33ca843ccc5efb5b1d59d49e982b6703d4e0fc07b309b1c930f7346",
+    "pop-wire-shapes": "695f81159737cbfcee4861c1342641e8955e307435090342e7b129465df881f6",
+    "pop-spacex-dragon": "98787812ae097935fcceff83c3d8d7adc39ee81fb00fefbb3824699f04ac0ce9",
+    "elementary-antelope-canyon": "bf2fdee8ddab837f0d978801d451ebf5e6f9d82461af0ece37a28051d4a406c0",
+    "elementary-lantern": "6796ce736bcb92e18ede68efaa743412e1208018c1823ba8b6309c34167260df",
+    "elementary-pier": "b13f5a16af1cecb399a1c533b00a4fc935a3e8ce80b2b34ed435eadb3f1b9481",
+    "elementary-misty-forest": "a83044c1e65c110825bf2d56cc69bc708f7ac7815472a2cf329f9a474e30cda1",
+    "elementary-jetty-water": "e0ab1136282ee6ef366d79a6013fc80c80d504d790096e404a832f68d303b894",
+    "elementary-conifer": "18caf7202cf62d5ed104a5e6638b8095fc6fcd30167048958b71f9342b9cc9ad",
+    "elementary-cliff-coast": "ff4b0650dcb9a84157a87fe5b4fba0d9766ce04976b32f7a8ee105126e3127e9",
+    "elementary-glacier": "b850060237404725cf11b87fa2a86fbd5ef56334200b3b800e83d025c56e0734",
+    "elementary-vieste-coast": "f74a5c1ee679cf5aadf04bd22812b4a830aba5788643482ebe295b9cf00391d4",
+    "elementary-water-lily": "8392e75e9850c7ff867563a42b06acd75e56d7405fb8d659737e1013c3feef79",
+    "kde-alps": "e7c022170cef3a0339bba4c672badcc4033474c03a4cd6a44197b88158609381",
+    "kde-blue-flower": "1f0011e0436cbf385b73f32ef70249c84c2ce4432af4f5904f4bfc86935d936a",
+    "kde-fog": "5b7882e68afb629fde1c3f734c6410a9aae9022ef584d40bb374ab022fc19009",
+    "kde-forest-fog": "a3b7293a991f50ae2910ae09910f427720f012f57c7f1e76afaf6b108b10d90b",
+    "kde-forest-house": "c0196c6d145dad59a5d3edf9a72e337d22c3aad9d1c975a006a92bba76c9bf64",
+    "kde-heron": "067da9ee048ad9e3b083f1af18ac327498a9e817880cd251b4fd4a2b39f4f0d8",
+    "kde-green-leaves": "7423bf9fd52f631f4b2f8c4a56fbf51f57b3b241702e7e07374814b9569c8de1",
+    "kde-indian-summer": "e5b64a673023d8bd2b612b75863646a37ce36cee92305243085959371a50488d",
+    "kde-landmannalaugar": "c4e72f397324ed231a4e4b0c5ca4361d9f23860a9854bb35a2a78f801d716ec2",
+    "kde-poppy": "bc29968be3ea989d7520bae0e2ed8b5869679976cb469da3a74df0694533eca5",
+    "kde-spray": "db13ea132d70dafcbd6c7fe5c756e7538701d3df0a84bc2f7eba8d894fcddcc1",
+    "kde-sunset": "254d2a8a65d5fbc4e9f0f39b02d5055e0a63b3581ae6df4cea8e692ffdb3bfb4",
+    "kde-tauplitz": "cbb795559b34225cbbd0aa5fac2599f26bff30562fa1cc47d24d881172d755ae",
+    "kde-walmendinger-horn": "c5fcdf2cc84a785a5a99272839f85c5435038bc2509948538d131c377dbea816",
+    "kde-water": "8dc1b72294ae7a2d7fb513a7ced25717db5fee93c12aa709835146b469e78073",
+    "kde-whisker-grass": "fe6cb814844d12b8d43bcc4180c32b83fa77a30bd5df6bb070d39ce933f7985b",
 }
 
-# Target long side (pixels), drawn per photo from a fixed seed. Sources whose
-# long side is at most NATIVE_MAX are kept at their own size (no resampling);
-# larger ones are downscaled by at least 2 (factor >= MIN_FACTOR), which
-# averages away their JPEG artifacts and sensor noise.
-TRAIN_LONG = (1100, 1700)
+
+# Target sizes, drawn per photo from a fixed seed. Sources whose long side is
+# at most NATIVE_MAX are kept at their own size (no resampling). Larger
+# training sources are downscaled by exactly TRAIN_FACTOR, held-out ones to a
+# long side in HELDOUT_LONG but by at least MIN_FACTOR: downscaling by 2 or
+# more averages away JPEG artifacts, chroma subsampling and sensor noise.
+TRAIN_FACTOR = 2.0
 HELDOUT_LONG = (800, 1100)
 NATIVE_MAX = 1000
 MIN_FACTOR = 2.0
 SEED = 20240611
 # Downscaling by >= 2 leaves training photos cleaner and smoother at the pixel
-# level than photos straight from a camera (the native-resolution held-out
-# photos): a denoiser trained only on them takes fine grain and texture for
-# noise and smooths it away (seen: -3 dB against a bilateral filter on
-# sklearn-china). So each large training source also gives one NATIVE_CROP
-# square crop at a scale of 1/1 .. 1/NATIVE_MAX_FACTOR (drawn per photo),
-# stored as NAME@native.png.
+# level than photos straight from a camera: a denoiser trained only on them
+# takes fine grain and texture for noise and smooths it away (seen: -3 dB
+# against a bilateral filter on sklearn-china). So each large training source
+# also gives NATIVE_CROP-square crops at a scale of 1/1 .. 1/NATIVE_MAX_FACTOR
+# (drawn per photo), one per NATIVE_MP_PER_CROP megapixels of the source
+# (at least 1, at most NATIVE_MAX_CROPS), at distinct cells of a grid, stored
+# as NAME@nativeK.png. Only sources that are not JPEGs or whose JPEG quality
+# (estimated from the luma quantization table) is at least NATIVE_MIN_QUALITY
+# give crops: at native scale a JPEG's block artifacts are still there, and
+# below about 84 (the quality of the lomiri and mate sources the first set
+# took its crops from) they are plain to see in smooth areas.
 NATIVE_CROP = 512
 NATIVE_MAX_FACTOR = 1.5
-TRAIN_BUDGET_BYTES = 45 * 1000 * 1000
+NATIVE_MP_PER_CROP = 0.5
+NATIVE_MAX_CROPS = 20
+NATIVE_MIN_QUALITY = 84
+# The IJG (libjpeg) luma quantization table at quality 50, natural order.
+IJG_LUMA = np.array([16, 11, 10, 16, 24, 40, 51, 61, 12, 12, 14, 19, 26, 58, 60, 55, 14, 13, 16, 24, 40, 57, 69, 56,
+                     14, 17, 22, 29, 51, 87, 80, 62, 18, 22, 37, 56, 68, 109, 103, 77, 24, 35, 55, 64, 81, 104, 113,
+                     92, 49, 64, 78, 87, 103, 121, 120, 101, 72, 92, 95, 98, 112, 100, 103, 99], dtype=np.float64)
+PNG_LEVEL = 6  # zlib level of the stored PNGs (the pixels, not the bytes, are what matters)
+
+# Names and sizes of the literature's test sets: a source that matches one is
+# refused (the sets are the independent measure; none is used here).
+TEST_SET_NAMES = re.compile(
+    r"kodim|kodak|bsds|cbsd|bsd68|mcmaster|live1|set12|urban100|classic5|sidd|\bdnd\b|rni15|polyu|"
+    r"lena|lenna|peppers|baboon|mandrill|barbara|monarch|starfish|cameraman|opencv", re.I)
+TEST_SET_SIZES = {(768, 512), (512, 768), (481, 321), (321, 481), (500, 500), (256, 256)}
+# Two sources whose 32x32 gray thumbnails correlate above this (and whose
+# aspect ratios agree within 3%) are the same photo: the build stops.
+DUPLICATE_CORRELATION = 0.95
 
 
 def log(*a):
@@ -238,6 +471,20 @@ def log(*a):
 
 def sha256_bytes(b):
     return hashlib.sha256(b).hexdigest()
+
+
+def seeded_rng(*parts):
+    key = ":".join(str(p) for p in (SEED,) + parts)
+    return np.random.default_rng(int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "little"))
+
+
+def is_repo(origin):
+    return "@" in origin and origin.split("@")[0] in REPOS
+
+
+def origin_label(origin):
+    """The manifest's source column: PKG=VERSION or OWNER/NAME@COMMIT."""
+    return origin if is_repo(origin) else f"{origin}={PACKAGES[origin]}"
 
 
 def fetch_deb(pkg, ver):
@@ -255,53 +502,111 @@ def fetch_deb(pkg, ver):
     sys.exit(f"apt-get download {pkg}={ver} gave no .deb in {CACHE}")
 
 
+def repo_dir(repo, overrides):
+    d = overrides.get(repo) or os.path.join(REPO_CACHE, repo.replace("/", "+") + ".git")
+    if not os.path.isdir(d):
+        sys.exit(f"{repo}: no git copy at {d}; make one with\n"
+                 f"    git clone --mirror https://github.com/{repo} {d}\n"
+                 f"or name another with --repo {repo}=GITDIR")
+    return d
+
+
+def read_repo_file(gitdir, repo, commit, path):
+    r = subprocess.run(["git", "--git-dir", gitdir, "cat-file", "blob", f"{commit}:{path}"],
+                       capture_output=True)
+    if r.returncode != 0 or not r.stdout:
+        sys.exit(f"{repo}@{commit}:{path}: not readable from {gitdir} "
+                 f"({r.stderr.decode(errors='replace').strip() or 'empty'}); a shallow or partial "
+                 f"clone lacks old commits: use git clone --mirror")
+    return r.stdout
+
+
 def target_long(name, split, long_side):
     """The stored long side for a source of long side `long_side`."""
     if long_side <= NATIVE_MAX:
         return long_side
-    lo, hi = TRAIN_LONG if split == "train" else HELDOUT_LONG
-    seed = int.from_bytes(hashlib.sha256(f"{SEED}:{name}".encode()).digest()[:8], "little")
-    t = int(np.random.default_rng(seed).integers(lo, hi + 1))
+    if split == "train":
+        return int(round(long_side / TRAIN_FACTOR))
+    lo, hi = HELDOUT_LONG
+    t = int(seeded_rng(name).integers(lo, hi + 1))
     return int(min(t, long_side / MIN_FACTOR))
 
 
-def convert(name, split, data):
+def jpeg_quality(im):
+    """The IJG quality whose luma table is closest on average to the file's (100
+    for a file that is not a JPEG). Other encoders' tables have other shapes, so
+    this is an estimate, good to a few quality points."""
+    tables = getattr(im, "quantization", None)
+    if im.format != "JPEG" or not tables:
+        return 100.0
+    scale = float(np.mean(np.asarray(tables[0], dtype=np.float64) / IJG_LUMA) * 100.0)
+    return (200.0 - scale) / 2.0 if scale <= 100.0 else 5000.0 / scale
+
+
+def decode(name, data):
     im = Image.open(io.BytesIO(data))
+    quality = jpeg_quality(im)
     im = ImageOps.exif_transpose(im)
-    orig = im.size
     # 8-bit gray stays gray while resampling; everything else goes to 8-bit RGB
     if im.mode not in ("L", "RGB"):
         if im.mode in ("I;16", "I;16B", "I"):
-            sys.exit(f"{name}: unexpected {im.mode} image")
+            raise ValueError(f"{name}: unexpected {im.mode} image")
         im = im.convert("RGB")
-    w, h = orig
-    t = target_long(name, split, max(w, h))
-    if t != max(w, h):
-        s = t / max(w, h)
-        size = (max(1, round(w * s)), max(1, round(h * s)))
-        im = im.resize(size, Image.LANCZOS)
-    im = im.convert("RGB")
+    return im, quality
+
+
+def png_bytes(im):
     buf = io.BytesIO()
-    im.save(buf, format="PNG", compress_level=9)
-    return orig, im.size, buf.getvalue()
+    im.convert("RGB").save(buf, format="PNG", compress_level=PNG_LEVEL)
+    return buf.getvalue()
 
 
-def native_crop(name, data):
-    """NATIVE_CROP x NATIVE_CROP crop of the source at a scale of 1/1 .. 1/NATIVE_MAX_FACTOR, as PNG bytes."""
-    im = ImageOps.exif_transpose(Image.open(io.BytesIO(data))).convert("RGB")
-    seed = int.from_bytes(hashlib.sha256(f"{SEED}:native:{name}".encode()).digest()[:8], "little")
-    rng = np.random.default_rng(seed)
+def signature(im):
+    """32x32 gray thumbnail, zero mean, unit norm: for the duplicate check."""
+    a = np.asarray(im.convert("L").resize((32, 32), Image.BOX), dtype=np.float64).ravel()
+    a -= a.mean()
+    return a / max(np.linalg.norm(a), 1e-9)
+
+
+def native_crops(name, im):
+    """[(how, PNG bytes)]: NATIVE_CROP-square crops of the source at one scale of
+    1/1 .. 1/NATIVE_MAX_FACTOR (drawn per photo), at distinct cells of the grid
+    of NATIVE_CROP squares over the rescaled source (a seeded offset and choice)."""
+    rng = seeded_rng("native", name)
     f = float(rng.uniform(1.0, NATIVE_MAX_FACTOR))
     w, h = im.size
+    count = int(min(NATIVE_MAX_CROPS, max(1, round(w * h / 1e6 / NATIVE_MP_PER_CROP))))
     size = (max(NATIVE_CROP, round(w / f)), max(NATIVE_CROP, round(h / f)))
     if size != (w, h):
         im = im.resize(size, Image.LANCZOS)
-    x = int(rng.integers(0, size[0] - NATIVE_CROP + 1))
-    y = int(rng.integers(0, size[1] - NATIVE_CROP + 1))
-    im = im.crop((x, y, x + NATIVE_CROP, y + NATIVE_CROP))
-    buf = io.BytesIO()
-    im.save(buf, format="PNG", compress_level=9)
-    return f"1/{f:.3f} crop {NATIVE_CROP}x{NATIVE_CROP} at {x},{y}", buf.getvalue()
+    nx, ny = size[0] // NATIVE_CROP, size[1] // NATIVE_CROP
+    ox = int(rng.integers(0, size[0] - nx * NATIVE_CROP + 1))
+    oy = int(rng.integers(0, size[1] - ny * NATIVE_CROP + 1))
+    cells = rng.choice(nx * ny, size=min(count, nx * ny), replace=False)
+    out = []
+    for c in sorted(int(c) for c in cells):
+        x, y = ox + (c % nx) * NATIVE_CROP, oy + (c // nx) * NATIVE_CROP
+        crop = im.crop((x, y, x + NATIVE_CROP, y + NATIVE_CROP))
+        out.append((f"1/{f:.3f} crop {NATIVE_CROP}x{NATIVE_CROP} at {x},{y}", png_bytes(crop)))
+    return out
+
+
+def process(job):
+    """One source -> its stored photo(s). Runs in a worker process."""
+    name, split, data = job
+    im, quality = decode(name, data)
+    orig = im.size
+    t = target_long(name, split, max(orig))
+    stored = im
+    if t != max(orig):
+        s = t / max(orig)
+        stored = im.resize((max(1, round(orig[0] * s)), max(1, round(orig[1] * s))), Image.LANCZOS)
+    outs = [(name, f"{stored.size[0]}x{stored.size[1]}", png_bytes(stored))]
+    if split == "train" and max(orig) > NATIVE_MAX and quality >= NATIVE_MIN_QUALITY:
+        rgb = im.convert("RGB")
+        for k, (how, png) in enumerate(native_crops(name, rgb)):
+            outs.append((f"{name}@native{k}", how, png))
+    return name, orig, quality, signature(im), outs
 
 
 def write_if_changed(path, data):
@@ -316,84 +621,123 @@ def write_if_changed(path, data):
     return True
 
 
-def main():
+def check_sources():
     names = [s[0] for s in SOURCES]
     assert len(names) == len(set(names)), "duplicate names"
-    for s in SOURCES:
-        assert s[1] in ("train", "heldout"), s
-        assert "opencv" not in s[2].lower() and "opencv" not in s[3].lower(), s
-        if os.path.basename(s[3]) in ("chelsea.png", "coffee.png", "camera.png", "rocket.jpg"):
-            assert s[1] == "heldout", s
+    for name, split, origin, path, lic in SOURCES:
+        assert split in ("train", "heldout"), name
+        assert origin in PACKAGES or is_repo(origin), (name, origin)
+        assert "@" not in name and "/" not in name, name
+        if TEST_SET_NAMES.search(os.path.basename(path)) or TEST_SET_NAMES.search(name):
+            sys.exit(f"{name}: {path} looks like a test-set image of the literature; refused")
+        if os.path.basename(path) in ("chelsea.png", "coffee.png", "camera.png", "rocket.jpg"):
+            assert split == "heldout", name  # the photos of samples/, which the README shows
+
+
+def check_duplicates(info):
+    """Stops when two sources are the same photo (a repository or a package can
+    carry another's photo, re-encoded or resized)."""
+    names = sorted(info)
+    sig = np.stack([info[n][1] for n in names])
+    aspect = np.array([info[n][0][0] / info[n][0][1] for n in names])
+    corr = sig @ sig.T
+    worst = (0.0, "", "")
+    for i in range(len(names)):
+        for j in range(i + 1, len(names)):
+            if abs(aspect[i] / aspect[j] - 1) > 0.03:
+                continue
+            worst = max(worst, (corr[i, j], names[i], names[j]))
+            if corr[i, j] > DUPLICATE_CORRELATION:
+                sys.exit(f"{names[i]} and {names[j]} look like the same photo (thumbnail correlation "
+                         f"{corr[i, j]:.3f}); keep one")
+    log(f"duplicate check: {len(names)} sources; the closest two of the same aspect ratio, {worst[1]} and "
+        f"{worst[2]}, correlate {worst[0]:.3f} (limit {DUPLICATE_CORRELATION})")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="Build weights/data/train and heldout (see README.md).")
+    ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="worker processes")
+    ap.add_argument("--repo", action="append", default=[], metavar="OWNER/NAME=GITDIR",
+                    help="git directory of a repository (default cache/repos/OWNER+NAME.git)")
+    args = ap.parse_args(argv)
+    overrides = dict(r.split("=", 1) for r in args.repo)
+    check_sources()
     os.makedirs(TRAIN, exist_ok=True)
     os.makedirs(HELDOUT, exist_ok=True)
 
-    rows = []
     new_sha = {}
-    counts = {"train": [0, 0], "heldout": [0, 0]}
+    jobs = []
     with tempfile.TemporaryDirectory(prefix="imrestore-data-") as tmp:
         extracted = {}
-        for pkg in sorted({s[2] for s in SOURCES}):
-            ver = PACKAGES[pkg]
-            deb, fresh = fetch_deb(pkg, ver)
+        for pkg in sorted({s[2] for s in SOURCES if not is_repo(s[2])}):
+            deb, fresh = fetch_deb(pkg, PACKAGES[pkg])
             log(f"{'downloaded' if fresh else 'cached    '} {os.path.basename(deb)}")
             root = os.path.join(tmp, pkg)
             subprocess.run(["dpkg-deb", "-x", deb, root], check=True)
             extracted[pkg] = root
-        for name, split, pkg, path, lic in SOURCES:
-            src = os.path.join(extracted[pkg], path.lstrip("/"))
-            with open(src, "rb") as f:
-                data = f.read()
+        gitdirs = {repo: repo_dir(repo, overrides) for repo in sorted({s[2].split("@")[0] for s in SOURCES
+                                                                      if is_repo(s[2])})}
+        for name, split, origin, path, lic in SOURCES:
+            if is_repo(origin):
+                repo, commit = origin.split("@")
+                data = read_repo_file(gitdirs[repo], repo, commit, path)
+            else:
+                with open(os.path.join(extracted[origin], path.lstrip("/")), "rb") as f:
+                    data = f.read()
             h = sha256_bytes(data)
             new_sha[name] = h
             want = SOURCE_SHA256.get(name)
             if want is not None and want != h:
-                sys.exit(f"{name}: {pkg} {path} has sha256 {h}, expected {want}")
-            orig, stored, png = convert(name, split, data)
-            out = os.path.join(TRAIN if split == "train" else HELDOUT, name + ".png")
-            changed = write_if_changed(out, png)
-            counts[split][0] += 1
-            counts[split][1] += len(png)
-            log(f"{'wrote    ' if changed else 'unchanged'} {split:7s} {name:22s} "
-                f"{orig[0]}x{orig[1]} -> {stored[0]}x{stored[1]}  {len(png) / 1e6:6.2f} MB")
-            rows.append((name, split, f"{pkg}={PACKAGES[pkg]}", path, lic,
-                         f"{orig[0]}x{orig[1]}", f"{stored[0]}x{stored[1]}", sha256_bytes(png)))
-            if split == "train" and max(orig) > NATIVE_MAX:
-                how, crop = native_crop(name, data)
-                changed = write_if_changed(os.path.join(TRAIN, name + "@native.png"), crop)
-                counts[split][1] += len(crop)
-                log(f"{'wrote    ' if changed else 'unchanged'} {split:7s} {name + '@native':22s} "
-                    f"{how}  {len(crop) / 1e6:6.2f} MB")
-                rows.append((name + "@native", split, f"{pkg}={PACKAGES[pkg]}", path, lic,
-                             f"{orig[0]}x{orig[1]}", how, sha256_bytes(crop)))
+                sys.exit(f"{name}: {origin} {path} has sha256 {h}, expected {want}")
+            jobs.append((name, split, data))
+
+    meta = {s[0]: s for s in SOURCES}
+    rows, info, written = [], {}, {"train": set(), "heldout": set()}
+    counts = {"train": [0, 0, 0], "heldout": [0, 0, 0]}  # photos, bytes, pixels
+    with multiprocessing.get_context("fork").Pool(max(1, args.jobs)) as pool:
+        for name, orig, quality, sig, outs in pool.imap(process, jobs):
+            _, split, origin, path, lic = meta[name]
+            info[name] = (orig, sig)
+            w, h = orig
+            if (w, h) in TEST_SET_SIZES:
+                log(f"note: {name} is {w}x{h}, a size of a test set of the literature; checked by hand: "
+                    f"not one of its images")
+            for out_name, stored, png in outs:
+                d = TRAIN if split == "train" else HELDOUT
+                changed = write_if_changed(os.path.join(d, out_name + ".png"), png)
+                written[split].add(out_name + ".png")
+                px = int(np.prod([int(v) for v in stored.split(" ")[2].split("x")])) if "crop" in stored \
+                    else int(np.prod([int(v) for v in stored.split("x")]))
+                counts[split][0] += 1
+                counts[split][1] += len(png)
+                counts[split][2] += px
+                log(f"{'wrote    ' if changed else 'unchanged'} {split:7s} {out_name:36s} "
+                    f"{w}x{h} (JPEG quality ~{quality:.0f}) -> {stored}  {len(png) / 1e6:6.2f} MB")
+                rows.append((out_name, split, origin_label(origin), path, lic, f"{w}x{h}", stored,
+                             sha256_bytes(png)))
+    check_duplicates(info)
 
     # remove stale outputs (only PNGs this script could have written)
     for d, split in ((TRAIN, "train"), (HELDOUT, "heldout")):
-        keep = {s[0] + ".png" for s in SOURCES if s[1] == split}
-        keep |= {s[0] + "@native.png" for s in SOURCES if s[1] == split}
         for f in sorted(os.listdir(d)):
-            if f.endswith(".png") and f not in keep:
+            if f.endswith(".png") and f not in written[split]:
                 os.remove(os.path.join(d, f))
                 log(f"removed stale {split}/{f}")
 
-    header = ("name", "split", "package", "source_path", "license",
-              "original_size", "stored_size", "sha256")
+    header = ("name", "split", "source", "source_path", "license", "original_size", "stored_size", "sha256")
     lines = ["\t".join(header)] + ["\t".join(r) for r in rows]
-    text = "\n".join(lines) + "\n"
-    changed = write_if_changed(MANIFEST, text.encode("utf-8"))
+    changed = write_if_changed(MANIFEST, ("\n".join(lines) + "\n").encode("utf-8"))
     log(f"{'wrote' if changed else 'unchanged'} {os.path.relpath(MANIFEST)}")
 
-    missing = [n for n in names if n not in SOURCE_SHA256]
+    missing = [n for n in new_sha if n not in SOURCE_SHA256]
     if missing:
         log(f"note: {len(missing)} sources have no pinned SHA-256; their current sums:")
         for n in missing:
             log(f'    "{n}": "{new_sha[n]}",')
-
     for split in ("train", "heldout"):
-        n, b = counts[split]
-        log(f"{split}: {n} photos, {b / 1e6:.1f} MB")
-    if counts["train"][1] > TRAIN_BUDGET_BYTES:
-        sys.exit(f"train set is {counts['train'][1] / 1e6:.1f} MB, over the "
-                 f"{TRAIN_BUDGET_BYTES / 1e6:.0f} MB budget")
+        n, b, px = counts[split]
+        log(f"{split}: {n} images ({len([s for s in SOURCES if s[1] == split])} sources), "
+            f"{px / 1e6:.1f} MP, {b / 1e6:.1f} MB of PNG")
 
 
 if __name__ == "__main__":

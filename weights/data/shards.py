@@ -1,0 +1,92 @@
+"""Shards: the photos of weights/data/{train,heldout} packed into tar files small
+enough to travel to the GPU host (at most 64 MiB per call for code, data and
+checkpoints together). pack_shards.py writes them; train.py reads them with
+read_shard(). Only the Python standard library, numpy and PIL are needed, so
+the reading side can be tested without PyTorch.
+
+A shard is an uncompressed tar file: first `index.json`, then one image file
+per photo. index.json:
+
+    {"format": "imrestore-shard-1",
+     "split": "train" or "heldout",
+     "shard": k, "shards": n,              this is shard k of n (0-based)
+     "codec": "...",                         how the images are encoded (text)
+     "manifest_sha256": "...",               of the MANIFEST.tsv the photos came from
+     "images": [{"name": NAME, "file": FILE, "width": W, "height": H,
+                 "png_sha256": ...,         the photo's PNG (MANIFEST.tsv's sha256)
+                 "sha256": ...}, ...]}      of FILE's bytes, checked on reading
+
+The images are 8-bit RGB at the size training uses (no resampling on
+reading); README.md says which codec was chosen and why.
+"""
+
+import hashlib
+import io
+import json
+import tarfile
+
+import numpy as np
+from PIL import Image
+
+FORMAT = "imrestore-shard-1"
+INDEX = "index.json"
+
+
+class ShardError(Exception):
+    pass
+
+
+def read_index(path):
+    """The shard's index (dict), without decoding the images."""
+    try:
+        with tarfile.open(path, "r:") as tar:
+            member = tar.next()
+            if member is None or member.name != INDEX:
+                raise ShardError(f"{path}: not an imrestore shard (its first member is not {INDEX})")
+            index = json.loads(tar.extractfile(member).read().decode("utf-8"))
+    except (tarfile.TarError, OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ShardError(f"{path}: cannot read the shard's index: {e}") from e
+    if index.get("format") != FORMAT:
+        raise ShardError(f"{path}: format {index.get('format')!r}, expected {FORMAT!r}")
+    return index
+
+
+def digest(index):
+    """One sha256 for a shard's content: over its split, codec and each photo's
+    name, PNG sha256 and encoded sha256 (the provenance of a model names it)."""
+    lines = [f"{index['split']} {index['codec']}"]
+    lines += [f"{e['name']} {e['png_sha256']} {e['sha256']}" for e in index["images"]]
+    return hashlib.sha256(("\n".join(lines) + "\n").encode()).hexdigest()
+
+
+def read_shard(path):
+    """(index, [(name, uint8 array [H, W, 3])]) in the index's order. Every file's
+    sha256 and decoded size is checked against the index."""
+    index = read_index(path)
+    want = {e["file"]: e for e in index["images"]}
+    data = {}
+    try:
+        with tarfile.open(path, "r:") as tar:
+            for member in tar:
+                if member.name in want:
+                    data[member.name] = tar.extractfile(member).read()
+    except (tarfile.TarError, OSError) as e:
+        raise ShardError(f"{path}: cannot read: {e}") from e
+    photos = []
+    for e in index["images"]:
+        b = data.get(e["file"])
+        if b is None:
+            raise ShardError(f"{path}: {e['file']} is in the index but not in the shard")
+        if hashlib.sha256(b).hexdigest() != e["sha256"]:
+            raise ShardError(f"{path}: {e['file']} does not match its sha256 in the index (damaged shard)")
+        try:
+            im = Image.open(io.BytesIO(b))
+            im.load()
+        except OSError as ex:
+            raise ShardError(f"{path}: {e['file']}: cannot decode: {ex}") from ex
+        a = np.array(im.convert("RGB"))  # a writable copy (torch.from_numpy shares it)
+        if a.shape != (e["height"], e["width"], 3):
+            raise ShardError(f"{path}: {e['file']} decodes to {a.shape[1]}x{a.shape[0]}, "
+                             f"the index says {e['width']}x{e['height']}")
+        photos.append((e["name"], a))
+    return index, photos
