@@ -152,6 +152,11 @@ __device__ __forceinline__ uint32_t smem_addr(const void* p) {
 __device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool valid) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
 }
+// 4 bytes global -> shared (through L1), zero-filled when !valid.
+__device__ __forceinline__ void cp_async4(uint32_t dst, const void* src, bool valid) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 4 : 0));
+}
+
 __device__ __forceinline__ void cp_async_commit() {
     asm volatile("cp.async.commit_group;\n" ::);
 }
@@ -547,9 +552,45 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) conv2d_tc_kerne
 // resident. Used by every 3x3 row for such inputs (see launch).
 constexpr int kFoldK = 32;               // folded K: 9 taps x Cin <= 3, padded to two k16 steps
 constexpr int kFoldStride = kFoldK + 8;  // halves per im2col / weight row (80 bytes: conflict-free ldmatrix)
+// The output tile staged for coalesced stores: BN channels + 8 halves per pixel.
+template <class Cfg>
+constexpr int kFoldOutStride = Cfg::BN + 8;
 
-__device__ __forceinline__ void cp_async4(uint32_t dst, const void* src, bool valid) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 4 : 0));
+// The common first-layer epilogue (NHWC out, no residual, a whole tile in the
+// image, all BN channels real): bias and ReLU into the shared output tile,
+// then whole 16-byte groups to global memory, consecutive threads on
+// consecutive addresses (a pixel's BN channels are one run; the tile row one
+// run when BN is the channel stride). The direct epilogue's 4-byte stores
+// fill 16 bytes of 8 pixels each.
+template <class Cfg, class T>
+__device__ __forceinline__ void fold_store_staged(const KernelParams& p, const float (&acc)[Cfg::MT][Cfg::NT][4],
+                                                  const float (&bias_r)[Cfg::NT][2], TileCoord t, int wm0, int wn0,
+                                                  int co0, T* outs) {
+    using Ops = TypeOps<T>;
+    using T2 = typename Ops::T2;
+    constexpr int OS = kFoldOutStride<Cfg>;
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int i = 0; i < Cfg::MT; ++i)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            T* row = outs + (wm0 + i * 16 + (lane >> 2) + h * 8) * OS + wn0 + (lane & 3) * 2;
+#pragma unroll
+            for (int j = 0; j < Cfg::NT; ++j) {
+                float v0 = acc[i][j][2 * h] + bias_r[j][0], v1 = acc[i][j][2 * h + 1] + bias_r[j][1];
+                if (p.relu) v0 = fmaxf(v0, 0.f), v1 = fmaxf(v1, 0.f);
+                *reinterpret_cast<T2*>(row + j * 8) = Ops::pair(v0, v1);
+            }
+        }
+    __syncthreads();
+    constexpr int G = Cfg::BN / 8;  // 16-byte groups per pixel
+    T* out = static_cast<T*>(p.out) + (size_t(t.n) * p.ho + t.y0) * p.wo * p.cs_out + size_t(t.x0) * p.cs_out + co0;
+    for (int idx = threadIdx.x; idx < Cfg::BM * G; idx += Cfg::THREADS) {
+        const int m = idx / G, g = idx - m * G;
+        const int py = m / Cfg::TW;
+        *reinterpret_cast<uint4*>(out + (size_t(py) * p.wo + (m - py * Cfg::TW)) * p.cs_out + g * 8) =
+            *reinterpret_cast<const uint4*>(outs + m * OS + g * 8);
+    }
 }
 
 // The im2col rows of one tile from its raw fp32 halo (CIN planes of HP floats).
@@ -584,7 +625,8 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) conv2d_tc_fold_
     extern __shared__ __align__(16) unsigned char smem_raw[];
     T* wt = reinterpret_cast<T*>(smem_raw);                              // BN x kFoldStride
     T* col = wt + Cfg::BN * kFoldStride;                                 // BM x kFoldStride
-    float* raw = reinterpret_cast<float*>(col + Cfg::BM * kFoldStride);  // STAGES x cin x HP
+    T* outs = col + Cfg::BM * kFoldStride;                               // BM x kFoldOutStride<Cfg>
+    float* raw = reinterpret_cast<float*>(outs + Cfg::BM * kFoldOutStride<Cfg>);  // STAGES x cin x HP
 
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int wm0 = (warp % Cfg::WARPS_M) * MT * 16;
@@ -595,11 +637,21 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) conv2d_tc_fold_
 
     const int raw_elems = p.cin * Cfg::HP;
     const size_t plane = size_t(p.h) * p.w;
+    const bool staged_ok = !p.out_nchw && !p.residual && co0 + Cfg::BN <= p.cout;
     auto issue = [&](int j) {  // the raw halo of the block's j-th tile
         const TileCoord t = tile_coord<Cfg>(p, blockIdx.x + j * gridDim.x);
         const float* in = static_cast<const float*>(p.in) + size_t(t.n) * p.cin * plane;
         const uint32_t base = smem_addr(raw + (j % Cfg::STAGES) * raw_elems);
         const int iy0 = t.y0 - p.pad_before, ix0 = t.x0 - p.pad_before;
+        if (iy0 >= 0 && ix0 >= 0 && iy0 + Cfg::HH <= p.h && ix0 + Cfg::HW <= p.w) {  // interior: no mapping
+            const float* corner = in + size_t(iy0) * p.w + ix0;
+            for (int idx = threadIdx.x; idx < raw_elems; idx += Cfg::THREADS) {
+                const int c = idx / Cfg::HP, pix = idx - c * Cfg::HP;
+                const int hy = pix / Cfg::HW;
+                cp_async4(base + 4 * idx, corner + c * plane + size_t(hy) * p.w + (pix - hy * Cfg::HW), true);
+            }
+            return;
+        }
         for (int idx = threadIdx.x; idx < raw_elems; idx += Cfg::THREADS) {
             const int c = idx / Cfg::HP, pix = idx - c * Cfg::HP;
             const int hy = pix / Cfg::HW;
@@ -679,7 +731,11 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) conv2d_tc_fold_
 #pragma unroll
                 for (int jn = 0; jn < NT; ++jn) TypeOps<T>::mma(acc[i][jn], a[i], b[jn][0], b[jn][1]);
         }
-        epilogue<Cfg, T>(p, acc, bias_r, tile_coord<Cfg>(p, blockIdx.x + j * gridDim.x), wm0, co0 + wn0);
+        const TileCoord t = tile_coord<Cfg>(p, blockIdx.x + j * gridDim.x);
+        if (staged_ok && t.y0 + Cfg::TH <= p.ho && t.x0 + Cfg::TW <= p.wo)  // block-uniform
+            fold_store_staged<Cfg, T>(p, acc, bias_r, t, wm0, wn0, co0, outs);
+        else
+            epilogue<Cfg, T>(p, acc, bias_r, t, wm0, co0 + wn0);
     }
 }
 
@@ -704,6 +760,7 @@ struct TapsCfg {
     static constexpr int NCOL = 9 * G;                    // columns of P: 27, padded to 4 n8 tiles
     static constexpr int NT = 4;
     static constexpr int PS = HP + 4;  // floats per column of P (stride 4 banks: the accumulator stores hit 32 banks)
+    static constexpr int RES_ELEMS = G * TH * TW;  // a tile's fp32 residual values, staged with its last chunk
 };
 
 template <class T>
@@ -714,7 +771,8 @@ __global__ void __launch_bounds__(TapsCfg::THREADS, 2) conv2d_tc_taps_kernel(con
     extern __shared__ __align__(16) unsigned char smem_raw[];
     T* wt = reinterpret_cast<T*>(smem_raw);                               // NT*8 rows of ws halves, all of Cin
     float* part = reinterpret_cast<float*>(wt + NT * 8 * p.ws);          // P: NCOL columns of PS floats
-    T* stages = reinterpret_cast<T*>(part + Cfg::NCOL * Cfg::PS);        // STAGES x HP x as
+    float* res_st = part + Cfg::NCOL * Cfg::PS;                          // STAGES x G x TH*TW: fp32 NCHW residual
+    T* stages = reinterpret_cast<T*>(res_st + Cfg::RES_ELEMS * Cfg::STAGES);  // STAGES x HP x as
 
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int co0 = blockIdx.y * Cfg::G;
@@ -725,10 +783,24 @@ __global__ void __launch_bounds__(TapsCfg::THREADS, 2) conv2d_tc_taps_kernel(con
 
     Walk halo_walk;
     halo_walk.init(p.ck / 8, Cfg::THREADS);
+    // fp32 NCHW residual (a last layer's): staged by cp.async with the tile's
+    // last chunk, so its latency overlaps the multiply, not the sums.
+    const bool res_async = p.residual && p.out_nchw;
+    const size_t out_plane = size_t(p.ho) * p.wo;
     auto issue = [&](int item) {
         const int tile = blockIdx.x + (item / p.nchunks) * gridDim.x;
-        load_halo<Cfg, T>(p, stages + (item % Cfg::STAGES) * halo_elems, tile_coord<Cfg>(p, tile),
-                          (item % p.nchunks) * p.ck, halo_walk);
+        const TileCoord t = tile_coord<Cfg>(p, tile);
+        load_halo<Cfg, T>(p, stages + (item % Cfg::STAGES) * halo_elems, t, (item % p.nchunks) * p.ck, halo_walk);
+        if (res_async && item % p.nchunks == p.nchunks - 1) {
+            const float* res = static_cast<const float*>(p.residual) + size_t(t.n) * p.cout * out_plane;
+            const uint32_t base = smem_addr(res_st + (item % Cfg::STAGES) * Cfg::RES_ELEMS);
+            for (int idx = threadIdx.x; idx < Cfg::RES_ELEMS; idx += Cfg::THREADS) {
+                const int j = idx / (Cfg::TH * Cfg::TW), m = idx - j * (Cfg::TH * Cfg::TW);
+                const int py = m / Cfg::TW, oy = t.y0 + py, ox = t.x0 + m - py * Cfg::TW;
+                const bool ok = co0 + j < p.cout && oy < p.ho && ox < p.wo;
+                cp_async4(base + 4 * idx, ok ? res + (co0 + j) * out_plane + size_t(oy) * p.wo + ox : res, ok);
+            }
+        }
     };
     if (p.in_nchw) {  // channels past cin must read as zeros: the NCHW loader writes only the others
         for (int i = threadIdx.x; i < Cfg::STAGES * halo_elems / 8; i += Cfg::THREADS)
@@ -818,11 +890,15 @@ __global__ void __launch_bounds__(TapsCfg::THREADS, 2) conv2d_tc_taps_kernel(con
             const int py = m / Cfg::TW, px = m - py * Cfg::TW;
             const int oy = t.y0 + py, ox = t.x0 + px;
             if (oy >= p.ho || ox >= p.wo) continue;
-            const size_t plane = size_t(p.ho) * p.wo;
+            const size_t plane = out_plane;
             const size_t pix = (size_t(t.n) * p.ho + oy) * p.wo + ox;  // NHWC pixel index
             const size_t nchw0 = size_t(t.n) * p.cout * plane + size_t(oy) * p.wo + ox;
             float r[Cfg::G] = {0.f, 0.f, 0.f};
-            if (p.residual) {
+            if (res_async) {
+                const float* rs = res_st + (item % Cfg::STAGES) * Cfg::RES_ELEMS + m;
+#pragma unroll
+                for (int j = 0; j < Cfg::G; ++j) r[j] = rs[j * Cfg::TH * Cfg::TW];
+            } else if (p.residual) {
 #pragma unroll
                 for (int j = 0; j < Cfg::G; ++j) {
                     const int co = co0 + j;
@@ -977,7 +1053,8 @@ void launch(const TcConvParams& a, cudaStream_t stream) {
     if constexpr (Cfg::KS == 3) {
         if (p.in_nchw && p.cin * 9 <= kFoldK) {  // a first layer: the folded kernel
             p.ck = p.cin16, p.nchunks = 1, p.resident = 1;
-            const size_t smem = size_t(Cfg::BN + Cfg::BM) * kFoldStride * 2 + size_t(Cfg::STAGES) * p.cin * Cfg::HP * 4;
+            const size_t smem = (size_t(Cfg::BN + Cfg::BM) * kFoldStride + size_t(Cfg::BM) * kFoldOutStride<Cfg>) * 2 +
+                                size_t(Cfg::STAGES) * p.cin * Cfg::HP * 4;
             launch_persistent<conv2d_tc_fold_kernel<Cfg, T>>(p, Cfg::THREADS, smem, ny, stream);
             return;
         }
@@ -1015,7 +1092,8 @@ void launch_taps(const TcConvParams& a, cudaStream_t stream) {
     p.nchunks = (p.cin16 + p.ck - 1) / p.ck;
     if (p.in_nchw && p.nchunks != 1) bad("fp32 NCHW input takes at most " + std::to_string(p.ck) + " channels here");
     p.as = p.ck + 8, p.ws = p.cin16 + 8;
-    const size_t smem = size_t(TapsCfg::NT) * 8 * p.ws * 2 + size_t(TapsCfg::NCOL) * TapsCfg::PS * 4 +
+    const size_t smem = size_t(TapsCfg::NT) * 8 * p.ws * 2 +
+                        (size_t(TapsCfg::NCOL) * TapsCfg::PS + size_t(TapsCfg::STAGES) * TapsCfg::RES_ELEMS) * 4 +
                         size_t(TapsCfg::STAGES) * TapsCfg::HP * p.as * 2;
     launch_persistent<conv2d_tc_taps_kernel<T>>(p, TapsCfg::THREADS, smem, (p.cout + TapsCfg::G - 1) / TapsCfg::G,
                                                 stream);
