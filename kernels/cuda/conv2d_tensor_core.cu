@@ -22,6 +22,10 @@
 // Epilogue from the accumulator registers: bias, ReLU, residual, conversion
 // and store (NHWC T pairs or fp32 NCHW).
 //
+// Two special kernels for a network's ends (below the main kernel): the fold
+// kernel for fp32 NCHW input of Cin <= 3 (every 3x3 row uses it for such
+// input) and the taps kernel for Cout <= 3 (its own row, k3_14x14_taps_n3).
+//
 // Floors (the whole convolution, T = 2 bytes):
 //   FLOP  = 2 * N*Ho*Wo * Cout * Cin * K*K (useful work; channel padding and
 //           partial tiles add to what the tensor cores run);
@@ -29,9 +33,9 @@
 //           Cs_out*2, or Cout*4 fp32) + residual (as output) + weights;
 //   H200: 790 TFLOP/s dense fp16/bf16 (measured, wgmma), 4.27 TB/s copy.
 //   12 MP 48 -> 48 3x3: 0.498 TFLOP = 0.63 ms; 2.30 GB = 0.54 ms. Measured
-//   (v5): 1.60 ms, 39% of 790; mma.sync's own ceiling is lower (ncu: 6
-//   tensor-pipe cycles per HMMA.16816, ~640 TFLOP/s at 1.8 GHz), and the pipe
-//   is 51% busy. Per shape: docs/performance.md, "Tensor-core convolution".
+//   (v7): 1.39 ms, 45% of 790; mma.sync's own ceiling is lower (ncu: 6
+//   tensor-pipe cycles per HMMA.16816, ~640 TFLOP/s at 1.8 GHz). Per shape:
+//   docs/performance.md, "Tensor-core convolution".
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -74,9 +78,9 @@ struct TileConfig {
 // 128 registers, and shared memory for two blocks per SM (48 -> 48: 42 KB
 // resident weights + 2 x 36 KB halo = 112 KB each): 16 warps per SM, one
 // block's loads, barrier and epilogue overlapping the other's mma. H200, 48 ->
-// 48 at 12 MP: 1.60 ms (v5; 39% of 790) against 1.71 ms for the 16 x 32 tile
-// of 8 warps of 64 pixels (one block per SM; 2.13 vs 1.76 ms in v3).
-using K3N8 = TileConfig<3, 8, 1, 2, 1, 16, 2, 2>;   // last layers (Cout <= 8, e.g. 48 -> 3)
+// 48 at 12 MP: 1.39 ms (v7; 45% of 790) against 1.49 ms for the 16 x 32 tile
+// of 8 warps of 64 pixels (one block per SM).
+using K3N8 = TileConfig<3, 8, 1, 2, 1, 16, 2, 2>;   // Cout 4..8 (Cout <= 3: the taps row)
 using K3N16 = TileConfig<3, 8, 1, 2, 2, 16, 2, 2>;  // Cout 9..16
 using K3N32 = TileConfig<3, 8, 1, 2, 4, 16, 2, 2>;  // Cout 17..32
 using K3N48 = TileConfig<3, 8, 1, 2, 6, 16, 2, 2>;  // Cout 33..48: the denoise model's layers
@@ -760,7 +764,6 @@ struct TapsCfg {
     static constexpr int NCOL = 9 * G;                    // columns of P: 27, padded to 4 n8 tiles
     static constexpr int NT = 4;
     static constexpr int PS = HP + 4;  // floats per column of P (stride 4 banks: the accumulator stores hit 32 banks)
-    static constexpr int RES_ELEMS = G * TH * TW;  // a tile's fp32 residual values, staged with its last chunk
 };
 
 template <class T>
@@ -771,8 +774,7 @@ __global__ void __launch_bounds__(TapsCfg::THREADS, 2) conv2d_tc_taps_kernel(con
     extern __shared__ __align__(16) unsigned char smem_raw[];
     T* wt = reinterpret_cast<T*>(smem_raw);                               // NT*8 rows of ws halves, all of Cin
     float* part = reinterpret_cast<float*>(wt + NT * 8 * p.ws);          // P: NCOL columns of PS floats
-    float* res_st = part + Cfg::NCOL * Cfg::PS;                          // STAGES x G x TH*TW: fp32 NCHW residual
-    T* stages = reinterpret_cast<T*>(res_st + Cfg::RES_ELEMS * Cfg::STAGES);  // STAGES x HP x as
+    T* stages = reinterpret_cast<T*>(part + Cfg::NCOL * Cfg::PS);        // STAGES x HP x as
 
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int co0 = blockIdx.y * Cfg::G;
@@ -783,24 +785,10 @@ __global__ void __launch_bounds__(TapsCfg::THREADS, 2) conv2d_tc_taps_kernel(con
 
     Walk halo_walk;
     halo_walk.init(p.ck / 8, Cfg::THREADS);
-    // fp32 NCHW residual (a last layer's): staged by cp.async with the tile's
-    // last chunk, so its latency overlaps the multiply, not the sums.
-    const bool res_async = p.residual && p.out_nchw;
-    const size_t out_plane = size_t(p.ho) * p.wo;
     auto issue = [&](int item) {
         const int tile = blockIdx.x + (item / p.nchunks) * gridDim.x;
-        const TileCoord t = tile_coord<Cfg>(p, tile);
-        load_halo<Cfg, T>(p, stages + (item % Cfg::STAGES) * halo_elems, t, (item % p.nchunks) * p.ck, halo_walk);
-        if (res_async && item % p.nchunks == p.nchunks - 1) {
-            const float* res = static_cast<const float*>(p.residual) + size_t(t.n) * p.cout * out_plane;
-            const uint32_t base = smem_addr(res_st + (item % Cfg::STAGES) * Cfg::RES_ELEMS);
-            for (int idx = threadIdx.x; idx < Cfg::RES_ELEMS; idx += Cfg::THREADS) {
-                const int j = idx / (Cfg::TH * Cfg::TW), m = idx - j * (Cfg::TH * Cfg::TW);
-                const int py = m / Cfg::TW, oy = t.y0 + py, ox = t.x0 + m - py * Cfg::TW;
-                const bool ok = co0 + j < p.cout && oy < p.ho && ox < p.wo;
-                cp_async4(base + 4 * idx, ok ? res + (co0 + j) * out_plane + size_t(oy) * p.wo + ox : res, ok);
-            }
-        }
+        load_halo<Cfg, T>(p, stages + (item % Cfg::STAGES) * halo_elems, tile_coord<Cfg>(p, tile),
+                          (item % p.nchunks) * p.ck, halo_walk);
     };
     if (p.in_nchw) {  // channels past cin must read as zeros: the NCHW loader writes only the others
         for (int i = threadIdx.x; i < Cfg::STAGES * halo_elems / 8; i += Cfg::THREADS)
@@ -890,15 +878,11 @@ __global__ void __launch_bounds__(TapsCfg::THREADS, 2) conv2d_tc_taps_kernel(con
             const int py = m / Cfg::TW, px = m - py * Cfg::TW;
             const int oy = t.y0 + py, ox = t.x0 + px;
             if (oy >= p.ho || ox >= p.wo) continue;
-            const size_t plane = out_plane;
+            const size_t plane = size_t(p.ho) * p.wo;
             const size_t pix = (size_t(t.n) * p.ho + oy) * p.wo + ox;  // NHWC pixel index
             const size_t nchw0 = size_t(t.n) * p.cout * plane + size_t(oy) * p.wo + ox;
             float r[Cfg::G] = {0.f, 0.f, 0.f};
-            if (res_async) {
-                const float* rs = res_st + (item % Cfg::STAGES) * Cfg::RES_ELEMS + m;
-#pragma unroll
-                for (int j = 0; j < Cfg::G; ++j) r[j] = rs[j * Cfg::TH * Cfg::TW];
-            } else if (p.residual) {
+            if (p.residual) {
 #pragma unroll
                 for (int j = 0; j < Cfg::G; ++j) {
                     const int co = co0 + j;
@@ -1092,8 +1076,7 @@ void launch_taps(const TcConvParams& a, cudaStream_t stream) {
     p.nchunks = (p.cin16 + p.ck - 1) / p.ck;
     if (p.in_nchw && p.nchunks != 1) bad("fp32 NCHW input takes at most " + std::to_string(p.ck) + " channels here");
     p.as = p.ck + 8, p.ws = p.cin16 + 8;
-    const size_t smem = size_t(TapsCfg::NT) * 8 * p.ws * 2 +
-                        (size_t(TapsCfg::NCOL) * TapsCfg::PS + size_t(TapsCfg::STAGES) * TapsCfg::RES_ELEMS) * 4 +
+    const size_t smem = size_t(TapsCfg::NT) * 8 * p.ws * 2 + size_t(TapsCfg::NCOL) * TapsCfg::PS * 4 +
                         size_t(TapsCfg::STAGES) * TapsCfg::HP * p.as * 2;
     launch_persistent<conv2d_tc_taps_kernel<T>>(p, TapsCfg::THREADS, smem, (p.cout + TapsCfg::G - 1) / TapsCfg::G,
                                                 stream);
