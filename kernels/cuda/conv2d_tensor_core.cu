@@ -618,7 +618,8 @@ __device__ __forceinline__ void fold_im2col(const float* raw, T* col) {
         }
         uint4* dst = reinterpret_cast<uint4*>(col + m * kFoldStride);
 #pragma unroll
-        for (int q = 0; q < kFoldK / 8; ++q) dst[q] = make_uint4(pk[4 * q], pk[4 * q + 1], pk[4 * q + 2], pk[4 * q + 3]);
+        for (int q = 0; q < kFoldK / 8; ++q)
+            dst[q] = make_uint4(pk[4 * q], pk[4 * q + 1], pk[4 * q + 2], pk[4 * q + 3]);
     }
 }
 
@@ -627,9 +628,9 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) conv2d_tc_fold_
     static_assert(Cfg::KS == 3, "the fold is for 3x3");
     constexpr int MT = Cfg::MT, NT = Cfg::NT;
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    T* wt = reinterpret_cast<T*>(smem_raw);                              // BN x kFoldStride
-    T* col = wt + Cfg::BN * kFoldStride;                                 // BM x kFoldStride
-    T* outs = col + Cfg::BM * kFoldStride;                               // BM x kFoldOutStride<Cfg>
+    T* wt = reinterpret_cast<T*>(smem_raw);                                       // BN x kFoldStride
+    T* col = wt + Cfg::BN * kFoldStride;                                          // BM x kFoldStride
+    T* outs = col + Cfg::BM * kFoldStride;                                        // BM x kFoldOutStride<Cfg>
     float* raw = reinterpret_cast<float*>(outs + Cfg::BM * kFoldOutStride<Cfg>);  // STAGES x cin x HP
 
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -690,10 +691,12 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) conv2d_tc_fold_
     // ldmatrix rows as in the main kernel, A's rows being im2col rows.
     uint32_t a_addr[MT], b_addr[(NT + 1) / 2];
 #pragma unroll
-    for (int i = 0; i < MT; ++i) a_addr[i] = smem_addr(col + (wm0 + i * 16 + (lane & 15)) * kFoldStride + (lane >> 4) * 8);
+    for (int i = 0; i < MT; ++i)
+        a_addr[i] = smem_addr(col + (wm0 + i * 16 + (lane & 15)) * kFoldStride + (lane >> 4) * 8);
 #pragma unroll
     for (int j = 0; j < NT / 2; ++j)
-        b_addr[j] = smem_addr(wt + (wn0 + j * 16 + (lane & 7) + ((lane >> 4) << 3)) * kFoldStride + ((lane >> 3) & 1) * 8);
+        b_addr[j] =
+            smem_addr(wt + (wn0 + j * 16 + (lane & 7) + ((lane >> 4) << 3)) * kFoldStride + ((lane >> 3) & 1) * 8);
     if constexpr (NT % 2)
         b_addr[NT / 2] = smem_addr(wt + (wn0 + (NT - 1) * 8 + (lane & 7)) * kFoldStride + ((lane >> 3) & 1) * 8);
 
@@ -772,9 +775,9 @@ __global__ void __launch_bounds__(TapsCfg::THREADS, 2) conv2d_tc_taps_kernel(con
     using Ops = TypeOps<T>;
     constexpr int MT = Cfg::MT, NT = Cfg::NT;
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    T* wt = reinterpret_cast<T*>(smem_raw);                               // NT*8 rows of ws halves, all of Cin
-    float* part = reinterpret_cast<float*>(wt + NT * 8 * p.ws);          // P: NCOL columns of PS floats
-    T* stages = reinterpret_cast<T*>(part + Cfg::NCOL * Cfg::PS);        // STAGES x HP x as
+    T* wt = reinterpret_cast<T*>(smem_raw);                        // NT*8 rows of ws halves, all of Cin
+    float* part = reinterpret_cast<float*>(wt + NT * 8 * p.ws);    // P: NCOL columns of PS floats
+    T* stages = reinterpret_cast<T*>(part + Cfg::NCOL * Cfg::PS);  // STAGES x HP x as
 
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int co0 = blockIdx.y * Cfg::G;
@@ -819,7 +822,8 @@ __global__ void __launch_bounds__(TapsCfg::THREADS, 2) conv2d_tc_taps_kernel(con
 #pragma unroll
     for (int i = 0; i < MT; ++i) a_off[i] = ((warp * MT + i) * 16 + (lane & 15)) * p.as + (lane >> 4) * 8;
 #pragma unroll
-    for (int j = 0; j < NT / 2; ++j) b_off[j] = (j * 16 + (lane & 7) + ((lane >> 4) << 3)) * p.ws + ((lane >> 3) & 1) * 8;
+    for (int j = 0; j < NT / 2; ++j)
+        b_off[j] = (j * 16 + (lane & 7) + ((lane >> 4) << 3)) * p.ws + ((lane >> 3) & 1) * 8;
 
     float acc[MT][NT][4];
 #pragma unroll
@@ -856,7 +860,7 @@ __global__ void __launch_bounds__(TapsCfg::THREADS, 2) conv2d_tc_taps_kernel(con
         }
         if (chunk != p.nchunks - 1) continue;
 
-        // P to shared memory (column-major), the accumulators reset.
+            // P to shared memory (column-major), the accumulators reset.
 #pragma unroll
         for (int i = 0; i < MT; ++i)
 #pragma unroll
@@ -1037,7 +1041,7 @@ void launch(const TcConvParams& a, cudaStream_t stream) {
     if constexpr (Cfg::KS == 3) {
         if (p.in_nchw && p.cin * 9 <= kFoldK) {  // a first layer: the folded kernel
             p.ck = p.cin16, p.nchunks = 1, p.resident = 1;
-            const size_t smem = (size_t(Cfg::BN + Cfg::BM) * kFoldStride + size_t(Cfg::BM) * kFoldOutStride<Cfg>) * 2 +
+            const size_t smem = (size_t(Cfg::BN + Cfg::BM) * kFoldStride + size_t(Cfg::BM) * kFoldOutStride<Cfg>)*2 +
                                 size_t(Cfg::STAGES) * p.cin * Cfg::HP * 4;
             launch_persistent<conv2d_tc_fold_kernel<Cfg, T>>(p, Cfg::THREADS, smem, ny, stream);
             return;
