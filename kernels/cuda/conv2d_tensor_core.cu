@@ -748,7 +748,7 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) conv2d_tc_fold_
 
 // ---- Narrow outputs (Cout <= 3: a network's last layer, 48 -> 3).
 // In the main kernel each of the 9 taps re-reads the whole halo tile by
-// ldmatrix for one n8 tile of which 3 channels are real: the shared-memory
+// ldmatrix for one n8 tile of which 3 channels are real: the A-fragment
 // traffic of a 48 -> 48 layer for 1/16 of its useful work. Here the GEMM
 // runs over the halo pixels instead: P = halo (HP x Cin) * W (Cin x 27), the
 // 27 columns being (tap, output channel) pairs, so every input value is read
@@ -858,11 +858,10 @@ __global__ void __launch_bounds__(TapsCfg::THREADS, 2) conv2d_tc_taps_kernel(con
 #pragma unroll
                 for (int j = 0; j < NT; ++j) Ops::mma(acc[i][j], a[i], b[j][0], b[j][1]);
         }
-        if (chunk != p.nchunks - 1) continue;
+        if (chunk != p.nchunks - 1) continue;  // P is formed once per tile, after its last chunk
 
-            // P to shared memory (column-major), the accumulators reset.
 #pragma unroll
-        for (int i = 0; i < MT; ++i)
+        for (int i = 0; i < MT; ++i)  // P to shared memory (column-major), the accumulators reset
 #pragma unroll
             for (int j = 0; j < NT; ++j)
 #pragma unroll
