@@ -310,9 +310,13 @@ std::vector<Case> test_cases(bool quick) {
         {1, 8, 15, 19, 16, 3, 1, 1, P, true, true, false, true, true},       // fp32 in and out, n16
         {1, 150, 13, 25, 130, 1, 0, 0, Z, true, true, true, false, false},   // 1x1 n128 x2, chunked
         {2, 33, 7, 5, 9, 1, 1, 1, R, true, false, false, false, false},      // 1x1 with reflect padding
+        {1, 1, 29, 35, 16, 3, 1, 1, R, true, true, false, true, false},      // folded first layer, cin 1, reflect
+        {2, 2, 33, 18, 24, 3, 2, 0, P, true, false, true, true, false},      // folded, cin 2, asymmetric, residual
+        {1, 48, 31, 45, 1, 3, 1, 1, R, true, false, true, false, false},     // taps row, cout 1, NHWC out + residual
+        {1, 20, 26, 30, 2, 3, 0, 2, P, false, true, false, false, true},     // taps row, cout 2, fp32 out, asymmetric
     };
     if (!quick) return all;
-    return {all[0], all[1], all[4], all[5], all[6], all[13]};
+    return {all[0], all[1], all[4], all[5], all[6], all[13], all[16], all[17]};
 }
 
 int run_tests(bool quick, std::string& json) {
@@ -515,7 +519,7 @@ void run_bench(int runs, const std::string& only, bool net, bool use_cudnn, std:
          "k3_16x32_n48_wide_warps"},
         {"denoise 48->48 bf16", 1, 48, 3000, 4000, 48, 3, false, false, true, false, B, true},
         {"denoise last 48->3 (fp32 NCHW out + residual)", 1, 48, 3000, 4000, 3, 3, false, true, false, true, F, false},
-        {"denoise last 48->3 4 warps", 1, 48, 3000, 4000, 3, 3, false, true, false, true, F, false, "k3_16x16_n8_w4"},
+        {"denoise last 48->3 v5 row n8", 1, 48, 3000, 4000, 3, 3, false, true, false, true, F, false, "k3_16x16_n8"},
         {"64->64 12 MP", 1, 64, 3000, 4000, 64, 3, false, false, true, false, F, true},
         {"128->128 3 MP", 1, 128, 1500, 2000, 128, 3, false, false, true, false, F, true},
         {"256->256 0.75 MP", 1, 256, 750, 1000, 256, 3, false, false, true, false, F, true},

@@ -3,10 +3,12 @@
 # memcheck (and racecheck), benchmark. Run from a directory holding the
 # sources (kernels/cuda/conv2d_tensor_core.cu*, bench/bench_tensor_core.cu)
 # and optionally a prebuilt binary (BIN, default bench_tc).
-# Usage: [BIN=bench_tc] [FALLBACK=older_binary] [RACECHECK=1] [REPEAT=1] [NCU=1 NCU_SHAPES="a_b c"]
-#        [COMMIT=sha] run_tensor_core.sh OUT_DIR
+# Usage: [BIN=bench_tc] [FALLBACK=older_binary] [BASELINE=older_binary] [BENCH_ARGS="--only denoise --no-cudnn"]
+#        [RACECHECK=1] [REPEAT=1] [NCU=1 NCU_SHAPES="a_b c"] [COMMIT=sha] run_tensor_core.sh OUT_DIR
 # FALLBACK: benchmarked instead of BIN when BIN's tests fail (so one call
-# still yields numbers of a version that passed).
+# still yields numbers of a version that passed). BASELINE: benchmarked
+# right after BIN with the same arguments (an A/B within one call).
+# BENCH_ARGS: extra benchmark arguments (e.g. only the denoise shapes).
 set -u
 OUT=${1:?OUT_DIR}
 BIN=${BIN:-bench_tc}
@@ -28,7 +30,11 @@ if [ "${RACECHECK:-0}" = 1 ]; then
   tail -2 "$OUT/racecheck.log"
 fi
 if [ $test_rc -ne 0 ] && [ -n "${FALLBACK:-}" ]; then echo "tests failed: benchmarking $FALLBACK instead"; BIN=$FALLBACK; fi
-timeout 200 "./$BIN" --bench --runs "${RUNS:-20}" --json "$OUT/bench.json" --commit "${COMMIT:-unknown}" 2>&1 | tee "$OUT/bench.log"
+timeout 200 "./$BIN" --bench --runs "${RUNS:-20}" --json "$OUT/bench.json" --commit "${COMMIT:-unknown}" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/bench.log"
+if [ -n "${BASELINE:-}" ]; then
+  echo "baseline $BASELINE:"
+  timeout 200 "./$BASELINE" --bench --runs "${RUNS:-20}" --json "$OUT/baseline.json" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/baseline.log"
+fi
 if [ "${REPEAT:-0}" = 1 ]; then  # the same version again: the spread between two runs
   echo "repeat:"; timeout 100 "./$BIN" --bench --only denoise --no-cudnn --runs "${RUNS:-20}" 2>&1 | tail -12
 fi

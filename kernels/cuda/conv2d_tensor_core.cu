@@ -22,6 +22,10 @@
 // Epilogue from the accumulator registers: bias, ReLU, residual, conversion
 // and store (NHWC T pairs or fp32 NCHW).
 //
+// Two special kernels for a network's ends (below the main kernel): the fold
+// kernel for fp32 NCHW input of Cin <= 3 (every 3x3 row uses it for such
+// input) and the taps kernel for Cout <= 3 (its own row, k3_14x14_taps_n3).
+//
 // Floors (the whole convolution, T = 2 bytes):
 //   FLOP  = 2 * N*Ho*Wo * Cout * Cin * K*K (useful work; channel padding and
 //           partial tiles add to what the tensor cores run);
@@ -29,9 +33,9 @@
 //           Cs_out*2, or Cout*4 fp32) + residual (as output) + weights;
 //   H200: 790 TFLOP/s dense fp16/bf16 (measured, wgmma), 4.27 TB/s copy.
 //   12 MP 48 -> 48 3x3: 0.498 TFLOP = 0.63 ms; 2.30 GB = 0.54 ms. Measured
-//   (v5): 1.60 ms, 39% of 790; mma.sync's own ceiling is lower (ncu: 6
-//   tensor-pipe cycles per HMMA.16816, ~640 TFLOP/s at 1.8 GHz), and the pipe
-//   is 51% busy. Per shape: docs/performance.md, "Tensor-core convolution".
+//   (v7): 1.39 ms, 45% of 790; mma.sync's own ceiling is lower (ncu: 6
+//   tensor-pipe cycles per HMMA.16816, ~640 TFLOP/s at 1.8 GHz). Per shape:
+//   docs/performance.md, "Tensor-core convolution".
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -74,9 +78,9 @@ struct TileConfig {
 // 128 registers, and shared memory for two blocks per SM (48 -> 48: 42 KB
 // resident weights + 2 x 36 KB halo = 112 KB each): 16 warps per SM, one
 // block's loads, barrier and epilogue overlapping the other's mma. H200, 48 ->
-// 48 at 12 MP: 1.60 ms (v5; 39% of 790) against 1.71 ms for the 16 x 32 tile
-// of 8 warps of 64 pixels (one block per SM; 2.13 vs 1.76 ms in v3).
-using K3N8 = TileConfig<3, 8, 1, 2, 1, 16, 2, 2>;   // last layers (Cout <= 8, e.g. 48 -> 3)
+// 48 at 12 MP: 1.39 ms (v7; 45% of 790) against 1.49 ms for the 16 x 32 tile
+// of 8 warps of 64 pixels (one block per SM).
+using K3N8 = TileConfig<3, 8, 1, 2, 1, 16, 2, 2>;   // Cout 4..8 (Cout <= 3: the taps row)
 using K3N16 = TileConfig<3, 8, 1, 2, 2, 16, 2, 2>;  // Cout 9..16
 using K3N32 = TileConfig<3, 8, 1, 2, 4, 16, 2, 2>;  // Cout 17..32
 using K3N48 = TileConfig<3, 8, 1, 2, 6, 16, 2, 2>;  // Cout 33..48: the denoise model's layers
@@ -152,6 +156,11 @@ __device__ __forceinline__ uint32_t smem_addr(const void* p) {
 __device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool valid) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
 }
+// 4 bytes global -> shared (through L1), zero-filled when !valid.
+__device__ __forceinline__ void cp_async4(uint32_t dst, const void* src, bool valid) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 4 : 0));
+}
+
 __device__ __forceinline__ void cp_async_commit() {
     asm volatile("cp.async.commit_group;\n" ::);
 }
@@ -225,6 +234,20 @@ __device__ __forceinline__ void load_halo(const KernelParams& p, T* halo, TileCo
         const T* img = in + size_t(t.n) * p.h * p.w * p.cs_in + c0;
         const uint32_t base = smem_addr(halo);
         int pix = wk.row, g = wk.rem;
+        // Interior tiles (most of them): the halo is inside the image and the
+        // chunk inside the channel stride, so a group's source is a fixed
+        // offset from the tile's corner: no coordinate mapping, no checks
+        // (the general loop below costs ~80 instructions per 16 bytes).
+        if (iy0 >= 0 && ix0 >= 0 && iy0 + Cfg::HH <= p.h && ix0 + Cfg::HW <= p.w && c0 + p.ck <= p.cs_in) {
+            const T* corner = img + (size_t(iy0) * p.w + ix0) * p.cs_in;
+#pragma unroll 4
+            for (; pix < Cfg::HP; wk.step(pix, g)) {
+                const int hy = pix / Cfg::HW;
+                cp_async16(base + 2 * (pix * p.as + g * 8),
+                           corner + size_t(hy * p.w + pix - hy * Cfg::HW) * p.cs_in + g * 8, true);
+            }
+            return;
+        }
 #pragma unroll 2
         for (; pix < Cfg::HP; wk.step(pix, g)) {
             const int hy = pix / Cfg::HW;
@@ -521,6 +544,383 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) conv2d_tc_kerne
     }
 }
 
+// ---- The first layer: fp32 NCHW input of at most 3 channels, 3x3.
+// The main kernel would run 9 taps x a 16-channel k step of which 3 channels
+// are real. Here the 9 x Cin (tap, channel) pairs fold into the K dimension
+// of an im2col tile in shared memory (BM pixels x kFoldK, k = tap * Cin + c,
+// zeros past 9 * Cin): 2 k steps instead of 9. The fp32 halo is staged raw
+// by 4-byte cp.async (zero-fill for the zero border), STAGES deep, so the next
+// tile's loads are in flight while this one is multiplied (the main kernel's
+// NCHW loader waits for its loads); each thread then builds whole im2col rows
+// from the raw halo. The weights, gathered into the same k order, stay
+// resident. Used by every 3x3 row for such inputs (see launch).
+constexpr int kFoldK = 32;               // folded K: 9 taps x Cin <= 3, padded to two k16 steps
+constexpr int kFoldStride = kFoldK + 8;  // halves per im2col / weight row (80 bytes: conflict-free ldmatrix)
+// The output tile staged for coalesced stores: BN channels + 8 halves per pixel.
+template <class Cfg>
+constexpr int kFoldOutStride = Cfg::BN + 8;
+
+// The common first-layer epilogue (NHWC out, no residual, a whole tile in the
+// image, all BN channels real): bias and ReLU into the shared output tile,
+// then whole 16-byte groups to global memory, consecutive threads on
+// consecutive addresses (a pixel's BN channels are one run; the tile row one
+// run when BN is the channel stride). The direct epilogue's 4-byte stores
+// fill 16 bytes of 8 pixels each.
+template <class Cfg, class T>
+__device__ __forceinline__ void fold_store_staged(const KernelParams& p, const float (&acc)[Cfg::MT][Cfg::NT][4],
+                                                  const float (&bias_r)[Cfg::NT][2], TileCoord t, int wm0, int wn0,
+                                                  int co0, T* outs) {
+    using Ops = TypeOps<T>;
+    using T2 = typename Ops::T2;
+    constexpr int OS = kFoldOutStride<Cfg>;
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int i = 0; i < Cfg::MT; ++i)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            T* row = outs + (wm0 + i * 16 + (lane >> 2) + h * 8) * OS + wn0 + (lane & 3) * 2;
+#pragma unroll
+            for (int j = 0; j < Cfg::NT; ++j) {
+                float v0 = acc[i][j][2 * h] + bias_r[j][0], v1 = acc[i][j][2 * h + 1] + bias_r[j][1];
+                if (p.relu) v0 = fmaxf(v0, 0.f), v1 = fmaxf(v1, 0.f);
+                *reinterpret_cast<T2*>(row + j * 8) = Ops::pair(v0, v1);
+            }
+        }
+    __syncthreads();
+    constexpr int G = Cfg::BN / 8;  // 16-byte groups per pixel
+    T* out = static_cast<T*>(p.out) + (size_t(t.n) * p.ho + t.y0) * p.wo * p.cs_out + size_t(t.x0) * p.cs_out + co0;
+    for (int idx = threadIdx.x; idx < Cfg::BM * G; idx += Cfg::THREADS) {
+        const int m = idx / G, g = idx - m * G;
+        const int py = m / Cfg::TW;
+        *reinterpret_cast<uint4*>(out + (size_t(py) * p.wo + (m - py * Cfg::TW)) * p.cs_out + g * 8) =
+            *reinterpret_cast<const uint4*>(outs + m * OS + g * 8);
+    }
+}
+
+// The im2col rows of one tile from its raw fp32 halo (CIN planes of HP floats).
+template <class Cfg, class T, int CIN>
+__device__ __forceinline__ void fold_im2col(const float* raw, T* col) {
+    using T2 = typename TypeOps<T>::T2;
+    for (int m = threadIdx.x; m < Cfg::BM; m += Cfg::THREADS) {
+        const int py = m / Cfg::TW;
+        const float* r = raw + py * Cfg::HW + (m - py * Cfg::TW);
+        uint32_t pk[kFoldK / 2];
+#pragma unroll
+        for (int k2 = 0; k2 < kFoldK / 2; ++k2) {
+            float v[2];
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                const int k = 2 * k2 + e, tap = k / CIN, c = k % CIN;
+                v[e] = k < 9 * CIN ? r[c * Cfg::HP + (tap / 3) * Cfg::HW + tap % 3] : 0.f;
+            }
+            const T2 h = TypeOps<T>::pair(v[0], v[1]);
+            pk[k2] = reinterpret_cast<const uint32_t&>(h);
+        }
+        uint4* dst = reinterpret_cast<uint4*>(col + m * kFoldStride);
+#pragma unroll
+        for (int q = 0; q < kFoldK / 8; ++q)
+            dst[q] = make_uint4(pk[4 * q], pk[4 * q + 1], pk[4 * q + 2], pk[4 * q + 3]);
+    }
+}
+
+template <class Cfg, class T>
+__global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) conv2d_tc_fold_kernel(const KernelParams p) {
+    static_assert(Cfg::KS == 3, "the fold is for 3x3");
+    constexpr int MT = Cfg::MT, NT = Cfg::NT;
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    T* wt = reinterpret_cast<T*>(smem_raw);                                       // BN x kFoldStride
+    T* col = wt + Cfg::BN * kFoldStride;                                          // BM x kFoldStride
+    T* outs = col + Cfg::BM * kFoldStride;                                        // BM x kFoldOutStride<Cfg>
+    float* raw = reinterpret_cast<float*>(outs + Cfg::BM * kFoldOutStride<Cfg>);  // STAGES x cin x HP
+
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int wm0 = (warp % Cfg::WARPS_M) * MT * 16;
+    const int wn0 = (warp / Cfg::WARPS_M) * NT * 8;
+    const int co0 = blockIdx.y * Cfg::BN;
+    const int my_tiles = p.tiles > int(blockIdx.x) ? (p.tiles - 1 - blockIdx.x) / gridDim.x + 1 : 0;
+    if (my_tiles == 0) return;
+
+    const int raw_elems = p.cin * Cfg::HP;
+    const size_t plane = size_t(p.h) * p.w;
+    const bool staged_ok = !p.out_nchw && !p.residual && co0 + Cfg::BN <= p.cout;
+    auto issue = [&](int j) {  // the raw halo of the block's j-th tile
+        const TileCoord t = tile_coord<Cfg>(p, blockIdx.x + j * gridDim.x);
+        const float* in = static_cast<const float*>(p.in) + size_t(t.n) * p.cin * plane;
+        const uint32_t base = smem_addr(raw + (j % Cfg::STAGES) * raw_elems);
+        const int iy0 = t.y0 - p.pad_before, ix0 = t.x0 - p.pad_before;
+        if (iy0 >= 0 && ix0 >= 0 && iy0 + Cfg::HH <= p.h && ix0 + Cfg::HW <= p.w) {  // interior: no mapping
+            const float* corner = in + size_t(iy0) * p.w + ix0;
+            for (int idx = threadIdx.x; idx < raw_elems; idx += Cfg::THREADS) {
+                const int c = idx / Cfg::HP, pix = idx - c * Cfg::HP;
+                const int hy = pix / Cfg::HW;
+                cp_async4(base + 4 * idx, corner + c * plane + size_t(hy) * p.w + (pix - hy * Cfg::HW), true);
+            }
+            return;
+        }
+        for (int idx = threadIdx.x; idx < raw_elems; idx += Cfg::THREADS) {
+            const int c = idx / Cfg::HP, pix = idx - c * Cfg::HP;
+            const int hy = pix / Cfg::HW;
+            int iy = iy0 + hy, ix = ix0 + (pix - hy * Cfg::HW);
+            const bool ok = map_coord(iy, p.h, p.pad_before, p.pad_after, p.pad) &&
+                            map_coord(ix, p.w, p.pad_before, p.pad_after, p.pad);
+            cp_async4(base + 4 * idx, ok ? in + c * plane + size_t(iy) * p.w + ix : in, ok);
+        }
+    };
+#pragma unroll
+    for (int s = 0; s < Cfg::STAGES - 1; ++s) {
+        if (s < my_tiles) issue(s);
+        cp_async_commit();
+    }
+    // The weights in the folded k order, once (read after the loop's first barrier).
+    const T* w = static_cast<const T*>(p.weight);
+    for (int i = threadIdx.x; i < Cfg::BN * kFoldK; i += Cfg::THREADS) {
+        const int co = i / kFoldK, k = i - co * kFoldK;
+        const int tap = k / p.cin, c = k - tap * p.cin;
+        wt[co * kFoldStride + k] = k < 9 * p.cin && co0 + co < p.cout8
+                                       ? w[size_t(co0 + co) * 9 * p.cin16 + tap * 16 + c]
+                                       : TypeOps<T>::from_float(0.f);
+    }
+    float bias_r[NT][2];
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+            const int co = co0 + wn0 + j * 8 + (lane & 3) * 2 + e;
+            bias_r[j][e] = p.bias && co < p.cout ? __ldg(p.bias + co) : 0.f;
+        }
+    // ldmatrix rows as in the main kernel, A's rows being im2col rows.
+    uint32_t a_addr[MT], b_addr[(NT + 1) / 2];
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+        a_addr[i] = smem_addr(col + (wm0 + i * 16 + (lane & 15)) * kFoldStride + (lane >> 4) * 8);
+#pragma unroll
+    for (int j = 0; j < NT / 2; ++j)
+        b_addr[j] =
+            smem_addr(wt + (wn0 + j * 16 + (lane & 7) + ((lane >> 4) << 3)) * kFoldStride + ((lane >> 3) & 1) * 8);
+    if constexpr (NT % 2)
+        b_addr[NT / 2] = smem_addr(wt + (wn0 + (NT - 1) * 8 + (lane & 7)) * kFoldStride + ((lane >> 3) & 1) * 8);
+
+    for (int j = 0; j < my_tiles; ++j) {
+        cp_async_wait<Cfg::STAGES - 2>();
+        __syncthreads();  // everyone's raw halo landed; the im2col tile is free (last tile's mma done)
+        if (j + Cfg::STAGES - 1 < my_tiles) issue(j + Cfg::STAGES - 1);
+        cp_async_commit();
+        const float* r = raw + (j % Cfg::STAGES) * raw_elems;
+        if (p.cin == 3)
+            fold_im2col<Cfg, T, 3>(r, col);
+        else if (p.cin == 2)
+            fold_im2col<Cfg, T, 2>(r, col);
+        else
+            fold_im2col<Cfg, T, 1>(r, col);
+        __syncthreads();
+
+        float acc[MT][NT][4];
+#pragma unroll
+        for (int i = 0; i < MT; ++i)
+#pragma unroll
+            for (int jn = 0; jn < NT; ++jn)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) acc[i][jn][e] = 0.f;
+#pragma unroll
+        for (int ks = 0; ks < kFoldK / 16; ++ks) {
+            uint32_t a[MT][4], b[NT][2];
+#pragma unroll
+            for (int i = 0; i < MT; ++i) ldmatrix_x4(a[i], a_addr[i] + ks * 32);
+#pragma unroll
+            for (int jn = 0; jn < NT / 2; ++jn) {
+                uint32_t q[4];
+                ldmatrix_x4(q, b_addr[jn] + ks * 32);
+                b[2 * jn][0] = q[0], b[2 * jn][1] = q[1], b[2 * jn + 1][0] = q[2], b[2 * jn + 1][1] = q[3];
+            }
+            if constexpr (NT % 2) ldmatrix_x2(b[NT - 1][0], b[NT - 1][1], b_addr[NT / 2] + ks * 32);
+#pragma unroll
+            for (int i = 0; i < MT; ++i)
+#pragma unroll
+                for (int jn = 0; jn < NT; ++jn) TypeOps<T>::mma(acc[i][jn], a[i], b[jn][0], b[jn][1]);
+        }
+        const TileCoord t = tile_coord<Cfg>(p, blockIdx.x + j * gridDim.x);
+        if (staged_ok && t.y0 + Cfg::TH <= p.ho && t.x0 + Cfg::TW <= p.wo)  // block-uniform
+            fold_store_staged<Cfg, T>(p, acc, bias_r, t, wm0, wn0, co0, outs);
+        else
+            epilogue<Cfg, T>(p, acc, bias_r, t, wm0, co0 + wn0);
+    }
+}
+
+// ---- Narrow outputs (Cout <= 3: a network's last layer, 48 -> 3).
+// In the main kernel each of the 9 taps re-reads the whole halo tile by
+// ldmatrix for one n8 tile of which 3 channels are real: the A-fragment
+// traffic of a 48 -> 48 layer for 1/16 of its useful work. Here the GEMM
+// runs over the halo pixels instead: P = halo (HP x Cin) * W (Cin x 27), the
+// 27 columns being (tap, output channel) pairs, so every input value is read
+// by ldmatrix once; an output is then the sum of 9 shifted entries of P,
+//   out(y, x, j) = sum over (ky, kx) of P[(y + ky) * HW + x + kx][(ky*3 + kx) * 3 + j],
+// summed in fp32 on CUDA cores with one thread per output pixel, whose fp32
+// NCHW stores and residual loads are then coalesced along the rows.
+// A block computes 3 output channels; wider Cout takes more blocks (grid.y),
+// so this row runs every 3x3 case (slowly when Cout is large).
+struct TapsCfg {
+    static constexpr int THREADS = 256, WARPS = 8, STAGES = 2;
+    static constexpr int HH = 16, HW = 16, HP = HH * HW;  // halo tile: 256 pixels, 16 m16 tiles
+    static constexpr int TH = HH - 2, TW = HW - 2;        // output tile 14 x 14
+    static constexpr int MT = HP / 16 / WARPS;            // m16 tiles of halo pixels per warp: 2
+    static constexpr int G = 3;                           // output channels per block
+    static constexpr int NCOL = 9 * G;                    // columns of P: 27, padded to 4 n8 tiles
+    static constexpr int NT = 4;
+    static constexpr int PS = HP + 4;  // floats per column of P (stride 4 banks: the accumulator stores hit 32 banks)
+};
+
+template <class T>
+__global__ void __launch_bounds__(TapsCfg::THREADS, 2) conv2d_tc_taps_kernel(const KernelParams p) {
+    using Cfg = TapsCfg;
+    using Ops = TypeOps<T>;
+    constexpr int MT = Cfg::MT, NT = Cfg::NT;
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    T* wt = reinterpret_cast<T*>(smem_raw);                        // NT*8 rows of ws halves, all of Cin
+    float* part = reinterpret_cast<float*>(wt + NT * 8 * p.ws);    // P: NCOL columns of PS floats
+    T* stages = reinterpret_cast<T*>(part + Cfg::NCOL * Cfg::PS);  // STAGES x HP x as
+
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int co0 = blockIdx.y * Cfg::G;
+    const int halo_elems = Cfg::HP * p.as;
+    const int my_tiles = p.tiles > int(blockIdx.x) ? (p.tiles - 1 - blockIdx.x) / gridDim.x + 1 : 0;
+    const int items = my_tiles * p.nchunks;
+    if (items == 0) return;
+
+    Walk halo_walk;
+    halo_walk.init(p.ck / 8, Cfg::THREADS);
+    auto issue = [&](int item) {
+        const int tile = blockIdx.x + (item / p.nchunks) * gridDim.x;
+        load_halo<Cfg, T>(p, stages + (item % Cfg::STAGES) * halo_elems, tile_coord<Cfg>(p, tile),
+                          (item % p.nchunks) * p.ck, halo_walk);
+    };
+    if (p.in_nchw) {  // channels past cin must read as zeros: the NCHW loader writes only the others
+        for (int i = threadIdx.x; i < Cfg::STAGES * halo_elems / 8; i += Cfg::THREADS)
+            reinterpret_cast<uint4*>(stages)[i] = make_uint4(0, 0, 0, 0);
+        __syncthreads();
+    }
+#pragma unroll
+    for (int s = 0; s < Cfg::STAGES - 1; ++s) {
+        if (s < items) issue(s);
+        cp_async_commit();
+    }
+    // W's columns: n = tap * 3 + j is output channel co0 + j at that tap
+    // (packed [cout8][cin16/16][9][16]); columns past 27 and channels past
+    // cout8 are zeros. Once, resident (read after the loop's first barrier).
+    const T* w = static_cast<const T*>(p.weight);
+    for (int i = threadIdx.x; i < NT * 8 * p.cin16; i += Cfg::THREADS) {
+        const int n = i / p.cin16, c = i - n * p.cin16;
+        const int tap = n / Cfg::G, co = co0 + n - tap * Cfg::G;
+        wt[n * p.ws + c] = n < Cfg::NCOL && co < p.cout8
+                               ? w[(size_t(co) * (p.cin16 / 16) + c / 16) * 144 + tap * 16 + c % 16]
+                               : Ops::from_float(0.f);
+    }
+    float bias_r[Cfg::G];
+#pragma unroll
+    for (int j = 0; j < Cfg::G; ++j) bias_r[j] = p.bias && co0 + j < p.cout ? __ldg(p.bias + co0 + j) : 0.f;
+
+    int a_off[MT], b_off[NT / 2];  // halves
+#pragma unroll
+    for (int i = 0; i < MT; ++i) a_off[i] = ((warp * MT + i) * 16 + (lane & 15)) * p.as + (lane >> 4) * 8;
+#pragma unroll
+    for (int j = 0; j < NT / 2; ++j)
+        b_off[j] = (j * 16 + (lane & 7) + ((lane >> 4) << 3)) * p.ws + ((lane >> 3) & 1) * 8;
+
+    float acc[MT][NT][4];
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+
+    for (int item = 0; item < items; ++item) {
+        cp_async_wait<Cfg::STAGES - 2>();
+        __syncthreads();  // everyone's copies landed; the stage and P read last item are free
+        if (item + Cfg::STAGES - 1 < items) issue(item + Cfg::STAGES - 1);
+        cp_async_commit();
+
+        const int chunk = item % p.nchunks, c0 = chunk * p.ck;
+        const uint32_t halo_base = smem_addr(stages + (item % Cfg::STAGES) * halo_elems);
+        const uint32_t w_base = smem_addr(wt) + 2 * c0;
+        const int ksteps = min(p.ck, p.cin16 - c0) / 16;
+        for (int ks = 0; ks < ksteps; ++ks) {
+            uint32_t a[MT][4], b[NT][2];
+#pragma unroll
+            for (int i = 0; i < MT; ++i) ldmatrix_x4(a[i], halo_base + 2 * a_off[i] + ks * 32);
+#pragma unroll
+            for (int j = 0; j < NT / 2; ++j) {
+                uint32_t q[4];
+                ldmatrix_x4(q, w_base + 2 * b_off[j] + ks * 32);
+                b[2 * j][0] = q[0], b[2 * j][1] = q[1], b[2 * j + 1][0] = q[2], b[2 * j + 1][1] = q[3];
+            }
+#pragma unroll
+            for (int i = 0; i < MT; ++i)
+#pragma unroll
+                for (int j = 0; j < NT; ++j) Ops::mma(acc[i][j], a[i], b[j][0], b[j][1]);
+        }
+        if (chunk != p.nchunks - 1) continue;  // P is formed once per tile, after its last chunk
+
+#pragma unroll
+        for (int i = 0; i < MT; ++i)  // P to shared memory (column-major), the accumulators reset
+#pragma unroll
+            for (int j = 0; j < NT; ++j)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const int n = j * 8 + (lane & 3) * 2 + (e & 1);
+                    const int px = (warp * MT + i) * 16 + (lane >> 2) + (e >> 1) * 8;
+                    if (n < Cfg::NCOL) part[n * Cfg::PS + px] = acc[i][j][e];
+                    acc[i][j][e] = 0.f;
+                }
+        __syncthreads();
+
+        // One thread per output pixel: its residual loads first (their latency
+        // overlaps the sums), the 9 shifted entries of P per channel, bias,
+        // ReLU, residual, store.
+        const TileCoord t = tile_coord<Cfg>(p, blockIdx.x + (item / p.nchunks) * gridDim.x);
+        for (int m = threadIdx.x; m < Cfg::TH * Cfg::TW; m += Cfg::THREADS) {
+            const int py = m / Cfg::TW, px = m - py * Cfg::TW;
+            const int oy = t.y0 + py, ox = t.x0 + px;
+            if (oy >= p.ho || ox >= p.wo) continue;
+            const size_t plane = size_t(p.ho) * p.wo;
+            const size_t pix = (size_t(t.n) * p.ho + oy) * p.wo + ox;  // NHWC pixel index
+            const size_t nchw0 = size_t(t.n) * p.cout * plane + size_t(oy) * p.wo + ox;
+            float r[Cfg::G] = {0.f, 0.f, 0.f};
+            if (p.residual) {
+#pragma unroll
+                for (int j = 0; j < Cfg::G; ++j) {
+                    const int co = co0 + j;
+                    if (co >= p.cout) break;
+                    r[j] = p.out_nchw ? __ldg(static_cast<const float*>(p.residual) + nchw0 + co * plane)
+                                      : float(static_cast<const T*>(p.residual)[pix * p.cs_out + co]);
+                }
+            }
+            float v[Cfg::G];
+            const float* q = part + py * Cfg::HW + px;
+#pragma unroll
+            for (int j = 0; j < Cfg::G; ++j) {
+                float s = bias_r[j];
+#pragma unroll
+                for (int tap = 0; tap < 9; ++tap) s += q[(tap * Cfg::G + j) * Cfg::PS + (tap / 3) * Cfg::HW + tap % 3];
+                if (p.relu) s = fmaxf(s, 0.f);
+                v[j] = s + r[j];
+            }
+            if (p.out_nchw) {
+                float* out = static_cast<float*>(p.out) + nchw0;
+#pragma unroll
+                for (int j = 0; j < Cfg::G; ++j)
+                    if (co0 + j < p.cout) out[(co0 + j) * plane] = v[j];
+            } else {
+                T* out = static_cast<T*>(p.out) + pix * p.cs_out;
+#pragma unroll
+                for (int j = 0; j < Cfg::G; ++j)
+                    if (co0 + j < p.cout) out[co0 + j] = Ops::from_float(v[j]);
+                if (blockIdx.y == gridDim.y - 1)  // the stride's padded channels: zeros
+                    for (int co = p.cout; co < p.cs_out; ++co) out[co] = Ops::from_float(0.f);
+            }
+        }
+    }
+}
+
 // ---- weight packing: fp32 [cout][cin][k][k] -> T [cout8][cin16/16][k*k][16]
 template <class T>
 __global__ void pack_weights_kernel(const float* w, int cout, int cin, int k, T* out) {
@@ -585,9 +985,8 @@ size_t smem_bytes(int ck, bool resident) {
     return resident ? wts + Cfg::STAGES * halo : Cfg::STAGES * (halo + wts);
 }
 
-template <class Cfg, class T>
-void launch(const TcConvParams& a, cudaStream_t stream) {
-    const DeviceInfo dev = device_info();
+// The launch parameters every kernel shares (chunking and tiling left to the caller).
+KernelParams base_params(const TcConvParams& a) {
     KernelParams p{};
     p.in = a.input, p.out = a.output, p.weight = a.weights, p.bias = a.bias, p.residual = a.residual;
     p.n = a.n, p.h = a.h, p.w = a.w, p.cin = a.in_channels;
@@ -597,16 +996,66 @@ void launch(const TcConvParams& a, cudaStream_t stream) {
     p.pad_before = a.pad_before, p.pad_after = a.pad_after, p.pad = int(a.pad);
     p.in_nchw = a.input_layout == TcLayout::NchwF32, p.out_nchw = a.output_layout == TcLayout::NchwF32;
     p.relu = a.relu;
+    return p;
+}
 
+void set_tiles(KernelParams& p, int th, int tw) {
+    p.tiles_x = (p.wo + tw - 1) / tw, p.tiles_y = (p.ho + th - 1) / th;
+    const size_t tiles = size_t(p.n) * p.tiles_x * p.tiles_y;
+    if (tiles > size_t(INT32_MAX)) bad("too many tiles");
+    p.tiles = int(tiles);
+}
+
+// Launches Kernel persistent: as many blocks of `threads` as fit on the SMs
+// (at most one per tile), shared among ny channel groups (grid.y). The
+// kernel's shared-memory limit is raised only, under a lock: two streams
+// must not lower each other's limit.
+template <void (*Kernel)(KernelParams)>
+void launch_persistent(const KernelParams& p, int threads, size_t smem, int ny, cudaStream_t stream) {
+    const DeviceInfo dev = device_info();
+    if (smem > size_t(dev.smem_optin)) bad("configuration needs more shared memory than a block may have");
+    {
+        static std::mutex m;
+        static size_t raised = 0;
+        std::lock_guard<std::mutex> lock(m);
+        if (smem > raised) {
+            check_cuda(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
+                       "raise the shared-memory limit");
+            raised = smem;
+        }
+    }
+    int per_sm = 0;
+    check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, threads, smem), "occupancy");
+    if (per_sm < 1) bad("configuration does not fit an SM");
+    const int gx = int(std::min<size_t>(p.tiles, std::max(1, dev.sms * per_sm / ny)));
+    Kernel<<<dim3(gx, ny), threads, smem, stream>>>(p);
+    check_cuda(cudaGetLastError(), "launch");
+}
+
+template <class Cfg, class T>
+void launch(const TcConvParams& a, cudaStream_t stream) {
+    KernelParams p = base_params(a);
+    set_tiles(p, Cfg::TH, Cfg::TW);
+    const int ny = (p.cout8 + Cfg::BN - 1) / Cfg::BN;
+    if constexpr (Cfg::KS == 3) {
+        if (p.in_nchw && p.cin * 9 <= kFoldK) {  // a first layer: the folded kernel
+            p.ck = p.cin16, p.nchunks = 1, p.resident = 1;
+            const size_t smem = (size_t(Cfg::BN + Cfg::BM) * kFoldStride + size_t(Cfg::BM) * kFoldOutStride<Cfg>)*2 +
+                                size_t(Cfg::STAGES) * p.cin * Cfg::HP * 4;
+            launch_persistent<conv2d_tc_fold_kernel<Cfg, T>>(p, Cfg::THREADS, smem, ny, stream);
+            return;
+        }
+    }
     // Chunking: all of Cin with resident weights when it fits, else the
     // widest chunk of 64, 32 or 16 channels whose STAGES stages fit.
+    const size_t optin = size_t(device_info().smem_optin);
     size_t smem = 0;
-    if (smem_bytes<Cfg>(p.cin16, true) <= size_t(dev.smem_optin)) {
+    if (smem_bytes<Cfg>(p.cin16, true) <= optin) {
         p.ck = p.cin16, p.resident = 1, smem = smem_bytes<Cfg>(p.ck, true);
     } else {
         p.resident = 0;
         for (int ck : {64, 32, 16}) {
-            if (ck <= p.cin16 && smem_bytes<Cfg>(ck, false) <= size_t(dev.smem_optin)) {
+            if (ck <= p.cin16 && smem_bytes<Cfg>(ck, false) <= optin) {
                 p.ck = ck, smem = smem_bytes<Cfg>(ck, false);
                 break;
             }
@@ -616,30 +1065,24 @@ void launch(const TcConvParams& a, cudaStream_t stream) {
     p.nchunks = (p.cin16 + p.ck - 1) / p.ck;
     if (p.in_nchw && p.nchunks != 1) bad("fp32 NCHW input takes at most " + std::to_string(p.ck) + " channels here");
     p.as = p.ck + 8, p.ws = Cfg::KS * Cfg::KS * p.ck + 8;
-    p.tiles_x = (p.wo + Cfg::TW - 1) / Cfg::TW, p.tiles_y = (p.ho + Cfg::TH - 1) / Cfg::TH;
-    const size_t tiles = size_t(p.n) * p.tiles_x * p.tiles_y;
-    if (tiles > size_t(INT32_MAX)) bad("too many tiles");
-    p.tiles = int(tiles);
+    launch_persistent<conv2d_tc_kernel<Cfg, T>>(p, Cfg::THREADS, smem, ny, stream);
+}
 
-    auto kernel = conv2d_tc_kernel<Cfg, T>;
-    {
-        // Raised only, under a lock: two streams must not lower each other's limit.
-        static std::mutex m;
-        static size_t raised = 0;
-        std::lock_guard<std::mutex> lock(m);
-        if (smem > raised) {
-            check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
-                       "raise the shared-memory limit");
-            raised = smem;
-        }
-    }
-    int per_sm = 0;
-    check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Cfg::THREADS, smem), "occupancy");
-    if (per_sm < 1) bad("configuration does not fit an SM");
-    const int ny = (p.cout8 + Cfg::BN - 1) / Cfg::BN;
-    const int gx = int(std::min<size_t>(tiles, std::max(1, dev.sms * per_sm / ny)));
-    kernel<<<dim3(gx, ny), Cfg::THREADS, smem, stream>>>(p);
-    check_cuda(cudaGetLastError(), "launch");
+// The narrow-output kernel (TapsCfg): chunks of up to 64 input channels,
+// all of the block's weights resident (32 rows x Cin: at most 66 KB).
+template <class T>
+void launch_taps(const TcConvParams& a, cudaStream_t stream) {
+    if (a.kernel != 3) bad("the taps configuration is for 3x3");
+    KernelParams p = base_params(a);
+    set_tiles(p, TapsCfg::TH, TapsCfg::TW);
+    p.ck = std::min(p.cin16, 64), p.resident = 1;
+    p.nchunks = (p.cin16 + p.ck - 1) / p.ck;
+    if (p.in_nchw && p.nchunks != 1) bad("fp32 NCHW input takes at most " + std::to_string(p.ck) + " channels here");
+    p.as = p.ck + 8, p.ws = p.cin16 + 8;
+    const size_t smem = size_t(TapsCfg::NT) * 8 * p.ws * 2 + size_t(TapsCfg::NCOL) * TapsCfg::PS * 4 +
+                        size_t(TapsCfg::STAGES) * TapsCfg::HP * p.as * 2;
+    launch_persistent<conv2d_tc_taps_kernel<T>>(p, TapsCfg::THREADS, smem, (p.cout + TapsCfg::G - 1) / TapsCfg::G,
+                                                stream);
 }
 
 // The configuration table: tc_conv2d picks a row by kernel size and Cout
@@ -656,6 +1099,7 @@ struct ConfigRow {
 #define IMR_TC_ROW(NAME, CFG, MAX_COUT) \
     { NAME, CFG::KS, MAX_COUT, launch<CFG, __half>, launch<CFG, __nv_bfloat16> }
 const ConfigRow kConfigs[] = {
+    {"k3_14x14_taps_n3", 3, 3, launch_taps<__half>, launch_taps<__nv_bfloat16>},
     IMR_TC_ROW("k3_16x16_n8", K3N8, 8),
     IMR_TC_ROW("k3_16x16_n16", K3N16, 16),
     IMR_TC_ROW("k3_16x16_n32", K3N32, 32),
