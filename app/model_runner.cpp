@@ -59,23 +59,31 @@ size_t ModelRunner::bytes_per_pixel() const {
     return size_t(sizeof(float) * (2.0 * activations + input)) + 1;
 }
 
-void ModelRunner::reserve(size_t activations, size_t input) {
-    if (ping_.count() < activations) {
+void ModelRunner::reserve(size_t activation_bytes, size_t input_bytes) {
+    if (ping_.bytes() < activation_bytes) {
         ping_.reset();  // free before allocating the larger pair
         pong_.reset();
-        ping_ = DeviceBuffer(backend_, activations);
-        pong_ = DeviceBuffer(backend_, activations);
+        ping_ = DeviceBuffer(backend_, activation_bytes);
+        pong_ = DeviceBuffer(backend_, activation_bytes);
     }
-    if (input_.count() < input) {
+    if (input_.bytes() < input_bytes) {
         input_.reset();
-        input_ = DeviceBuffer(backend_, input);
+        input_ = DeviceBuffer(backend_, input_bytes);
     }
 }
 
-void ModelRunner::run(const float* input, float* output, Shape shape, StageTimer* timer) {
+void ModelRunner::run(const Tensor& input_tensor, const Tensor& output_tensor, StageTimer* timer) {
+    const Shape shape = input_tensor.shape;
     if (shape.c != model_.channels)
         throw Error("model '" + model_.name + "' takes " + std::to_string(model_.channels) + " channels, given " +
                     shape.str());
+    for (const Tensor* t : {&input_tensor, &output_tensor})
+        if (!*t || t->dtype != DType::F32 || t->layout != Layout::NCHW)
+            throw Error("model '" + model_.name + "': the runner takes f32 NCHW host tensors, given " + t->str());
+    if (output_tensor.shape != shape)
+        throw Error("model '" + model_.name + "': output " + output_tensor.shape.str() + " for input " + shape.str());
+    const float* input = input_tensor.as<const float>();
+    float* output = output_tensor.as<float>();
     const int m = model_.size_multiple();
     if (shape.h % m == 0 && shape.w % m == 0) return run_aligned(input, output, shape, timer);
     // Pad to the next multiple, run, crop.
@@ -94,7 +102,7 @@ void ModelRunner::run(const float* input, float* output, Shape shape, StageTimer
 }
 
 void ModelRunner::run_aligned(const float* input, float* output, Shape shape, StageTimer* timer) {
-    const size_t held = (2 * ping_.count() + input_.count()) * sizeof(float);
+    const size_t held = 2 * ping_.bytes() + input_.bytes();
     size_t budget = size_t(kMemoryShare * double(backend_.free_memory() + held));
     size_t pixels_fit = budget / bytes_per_pixel();
     // Kernels index tensors with 32-bit integers (the CUDA ones refuse 2^31
@@ -179,31 +187,35 @@ void ModelRunner::run_pass(const float* input, float* output, Shape shape, Stage
     // input_ and downloads from wherever the last stage wrote.
     const bool host = backend_.is_host_memory();
     const size_t activations = model_.activation_floats(shape.n, shape.h, shape.w);
-    if (!host || stages > 1) reserve(activations, host ? 0 : shape.count());
+    if (!host || stages > 1) reserve(activations * sizeof(float), host ? 0 : shape.count() * sizeof(float));
 
-    const float* src = input;
+    // Every stage runs in f32 NCHW today (the only type every backend's ops
+    // take); a stage that computes in another type gets a convert op placed
+    // before it here.
+    Tensor src = f32_nchw(input, shape);
     if (!host) {
         upload_timer_->start();
-        backend_.upload(input_.data(), input, shape.count());
+        src.data = input_.data();
+        backend_.upload(src.data, input, src.bytes());
         upload_timer_->stop();
-        src = input_.data();
     }
-    const float* model_input = src;
-    Shape in = shape;
+    const Tensor model_input = src;
     for (size_t i = 0; i < stages; ++i) {
         const Stage& s = model_.stages[i];
-        // Alternate ping/pong, never writing the buffer being read.
-        float* dst = (host && i + 1 == stages) ? output : (src == ping_.data() ? pong_.data() : ping_.data());
-        stage_timers_[i]->start();
-        prepared_[i]->run(backend_, src, dst, in, model_input);
-        stage_timers_[i]->stop();
         const Geometry g = stage_geometry(s);
-        in = {in.n, stage_out_channels(s), in.h / g.down * g.up, in.w / g.down * g.up};
+        const Shape& in = src.shape;
+        // Alternate ping/pong, never writing the buffer being read.
+        Tensor dst = src;
+        dst.shape = {in.n, stage_out_channels(s), in.h / g.down * g.up, in.w / g.down * g.up};
+        dst.data = (host && i + 1 == stages) ? output : (src.data == ping_.data() ? pong_.data() : ping_.data());
+        stage_timers_[i]->start();
+        prepared_[i]->run(backend_, src, dst, model_input);
+        stage_timers_[i]->stop();
         src = dst;
     }
     if (!host) {
         download_timer_->start();
-        backend_.download(output, src, shape.count());
+        backend_.download(output, src.data, src.bytes());
         download_timer_->stop();
     }
     backend_.synchronize();

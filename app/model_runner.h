@@ -21,10 +21,11 @@ class ModelRunner {
 public:
     ModelRunner(ModelFile model, Backend& backend);
 
-    // input and output: host NCHW [shape.n, model.channels, shape.h, shape.w].
-    // Adds one entry per stage, and "upload"/"download" on a device backend,
-    // to timer (if given).
-    void run(const float* input, float* output, Shape shape, StageTimer* timer);
+    // input and output: host f32 NCHW [n, model.channels, h, w] of the same
+    // shape (the batch as the pipeline hands it over; the stages between may
+    // compute in other types). Adds one entry per stage, and
+    // "upload"/"download" on a device backend, to timer (if given).
+    void run(const Tensor& input, const Tensor& output, StageTimer* timer);
 
     // Largest tile side in pixels (0: as large as memory allows). Lets tests
     // and users force tiling; the result must not change.
@@ -32,8 +33,8 @@ public:
     int max_tile() const { return max_tile_; }
     const ModelFile& model() const { return model_; }
     Backend& backend() { return backend_; }
-    // Backend memory one image pixel needs in an untiled pass (activations,
-    // and a device's copy of the input).
+    // Backend memory in bytes one image pixel needs in an untiled pass
+    // (activations, and a device's copy of the input).
     size_t bytes_per_pixel() const;
 
 private:
@@ -42,13 +43,13 @@ private:
     // One pass over a tensor that fits the backend: upload, stages, download.
     void run_pass(const float* input, float* output, Shape shape, StageTimer* timer);
     void run_tiled(const float* input, float* output, Shape shape, int tile, StageTimer* timer);
-    void reserve(size_t activations, size_t input);
+    void reserve(size_t activation_bytes, size_t input_bytes);
 
     const ModelFile model_;
     Backend& backend_;
     double activation_floats_per_pixel_ = 0;                // of the largest tensor in a pass
     std::vector<std::unique_ptr<PreparedStage>> prepared_;  // weights in the backend, packed once
-    DeviceBuffer ping_, pong_;                              // activations, each activation_floats() of the pass
+    DeviceBuffer ping_, pong_;                              // activations, each the largest tensor of the pass
     DeviceBuffer input_;  // a device backend's copy of the pass's input (stages may add it)
     std::vector<std::unique_ptr<BackendTimer>> stage_timers_;
     std::unique_ptr<BackendTimer> upload_timer_, download_timer_;

@@ -280,17 +280,18 @@ Result bench_residual(Gpu& g, const Options& o, std::mt19937& rng, const std::st
     upload(x, hx), upload(w1, hw1), upload(b1, hb1), upload(w2, hw2), upload(b2, hb2);
     ck(cudaMemset(y.p, 0xff, n * sizeof(float)), "poison");  // NaN: unwritten outputs show
     imr::ResidualBlockArgs a;
-    a.shape = {B, C, H, W};
+    const imr::Shape shape{B, C, H, W};
     a.hidden = HID;
-    a.input = x.p, a.output = y.p, a.conv_in_weight = w1.p, a.conv_in_bias = b1.p, a.conv_out_weight = w2.p,
-    a.conv_out_bias = b2.p;
+    a.input = imr::f32_nchw(x.p, shape), a.output = imr::f32_nchw(y.p, shape);
+    a.conv_in_weight = imr::f32_nchw(w1.p, {HID, C, 3, 3}), a.conv_in_bias = imr::f32_vector(b1.p, HID);
+    a.conv_out_weight = imr::f32_nchw(w2.p, {C, HID, 3, 3}), a.conv_out_bias = imr::f32_vector(b2.p, C);
     imr::cuda::residual_block(a, g.stream, g.sm_count);
     ck(cudaStreamSynchronize(g.stream), "residual_block");
     const auto ours = download(y);
     // float64 check on sampled elements (host copies of the same data).
     imr::ResidualBlockArgs ha = a;
-    ha.input = hx.data(), ha.conv_in_weight = hw1.data(), ha.conv_in_bias = hb1.data(), ha.conv_out_weight = hw2.data(),
-    ha.conv_out_bias = hb2.data(), ha.output = nullptr;
+    ha.input.data = hx.data(), ha.conv_in_weight.data = hw1.data(), ha.conv_in_bias.data = hb1.data();
+    ha.conv_out_weight.data = hw2.data(), ha.conv_out_bias.data = hb2.data(), ha.output = {};
     std::uniform_int_distribution<size_t> pick(0, n - 1);
     for (int s = 0; s < 2000; ++s) {
         size_t i = s < 4 ? (s == 0 ? 0 : s == 1 ? n - 1 : s == 2 ? size_t(W) - 1 : size_t(H - 1) * W) : pick(rng);
@@ -360,11 +361,12 @@ Result bench_model_conv(Gpu& g, const Options& o, std::mt19937& rng, const std::
     if (residual) upload(res, hr);
     ck(cudaMemset(y.p, 0xff, nout * sizeof(float)), "poison");
     imr::Conv2dArgs a;
-    a.in = {1, cin, H, W};
+    a.input = imr::f32_nchw(x.p, {1, cin, H, W});
     a.out_channels = cout, a.kernel = 3, a.pad_before = 1, a.pad_after = 1;
-    a.input = x.p, a.weight = w.p, a.bias = b.p, a.output = y.p;
+    a.weight = imr::f32_nchw(w.p, {cout, cin, 3, 3}), a.bias = imr::f32_vector(b.p, cout);
+    a.output = imr::f32_nchw(y.p, a.out_shape());
     a.activation = relu ? imr::Activation::ReLU : imr::Activation::None;
-    a.residual = residual ? res.p : nullptr;
+    if (residual) a.residual = imr::f32_nchw(res.p, a.out_shape());
     // Weights prepared once, as a model's layer does (the Winograd transform).
     const std::unique_ptr<imr::PreparedWeights> prepared = imr::cuda::prepare_conv2d(a, g.stream);
     a.prepared = prepared.get();
@@ -375,8 +377,8 @@ Result bench_model_conv(Gpu& g, const Options& o, std::mt19937& rng, const std::
     ck(cudaStreamSynchronize(g.stream), "conv2d");
     const auto ours = download(y);
     imr::Conv2dArgs ha = a;
-    ha.input = hx.data(), ha.weight = hw.data(), ha.bias = hb.data(), ha.output = nullptr;
-    ha.residual = residual ? hr.data() : nullptr;
+    ha.input.data = hx.data(), ha.weight.data = hw.data(), ha.bias.data = hb.data(), ha.output = {};
+    if (residual) ha.residual.data = hr.data();
     std::uniform_int_distribution<size_t> pick(0, nout - 1);
     for (int s = 0; s < 1000; ++s) {
         const size_t i = s == 0 ? 0 : s == 1 ? nout - 1 : pick(rng);
@@ -425,13 +427,15 @@ Result bench_model_shuffle(Gpu& g, const Options& o, std::mt19937& rng, int H, i
     imr::PixelShuffleArgs a;
     a.factor = 2;
     a.direction = to_depth ? imr::ShuffleDirection::ToDepth : imr::ShuffleDirection::ToSpace;
-    a.in = to_depth ? imr::Shape{1, 3, H, W} : imr::Shape{1, 12, H / 2, W / 2};
-    a.input = x.p, a.output = y.p, a.residual = to_depth ? nullptr : res.p;
+    a.input = imr::f32_nchw(x.p, to_depth ? imr::Shape{1, 3, H, W} : imr::Shape{1, 12, H / 2, W / 2});
+    a.output = imr::f32_nchw(y.p, a.out_shape());
+    if (!to_depth) a.residual = imr::f32_nchw(res.p, a.out_shape());
     imr::cuda::pixel_shuffle(a, g.stream);
     ck(cudaStreamSynchronize(g.stream), "pixel_shuffle");
     const auto ours = download(y);
     imr::PixelShuffleArgs ha = a;
-    ha.input = hx.data(), ha.residual = to_depth ? nullptr : hr.data(), ha.output = nullptr;
+    ha.input.data = hx.data(), ha.output = {};
+    if (!to_depth) ha.residual.data = hr.data();
     r.err_vs_f64 = max_abs_diff(ours, [&] {
         const std::vector<double> ref = imr::reference_pixel_shuffle(ha);
         return std::vector<float>(ref.begin(), ref.end());
@@ -473,15 +477,15 @@ Result bench_conv(Gpu& g, const Options& o, std::mt19937& rng, const std::string
     upload(x, hx), upload(w, hw);
     ck(cudaMemset(y.p, 0xff, nout * sizeof(float)), "poison");
     imr::Conv2dArgs a;
-    a.in = {B, C, S, S};
+    a.input = imr::f32_nchw(x.p, {B, C, S, S});
     a.out_channels = C;
     a.kernel = K;
-    a.input = x.p, a.weight = w.p, a.output = y.p;
+    a.weight = imr::f32_nchw(w.p, {C, C, K, K}), a.output = imr::f32_nchw(y.p, a.out_shape());
     imr::cuda::conv2d(a, g.stream, g.sm_count);
     ck(cudaStreamSynchronize(g.stream), "conv2d");
     const auto ours = download(y);
     imr::Conv2dArgs ha = a;
-    ha.input = hx.data(), ha.weight = hw.data(), ha.output = nullptr;
+    ha.input.data = hx.data(), ha.weight.data = hw.data(), ha.output = {};
     std::uniform_int_distribution<size_t> pick(0, nout - 1);
     const int samples = K >= 32 ? 300 : 1000;
     for (int s = 0; s < samples; ++s) {

@@ -27,20 +27,26 @@ const char* op_name(Op op) {
 IMR_FOR_EACH_OP(IMR_PREPARE_NOTHING)
 #undef IMR_PREPARE_NOTHING
 
-float* Backend::alloc_host(size_t count) {
+void* Backend::alloc_host(size_t bytes) {
     // 64-byte aligned (a cache line, an AVX-512 vector), the size rounded up
     // to it as aligned_alloc wants.
     constexpr size_t kAlign = 64;
-    const size_t bytes = std::max<size_t>(kAlign, (count * sizeof(float) + kAlign - 1) / kAlign * kAlign);
-    if (count > bytes / sizeof(float))
-        throw Error(name() + ": host buffer of " + std::to_string(count) + " floats: size overflows");
-    void* p = std::aligned_alloc(kAlign, bytes);
-    if (!p) throw OutOfMemory(name() + ": host buffer of " + std::to_string(bytes >> 20) + " MiB: out of memory");
-    return static_cast<float*>(p);
+    const size_t rounded = std::max<size_t>(kAlign, (bytes + kAlign - 1) / kAlign * kAlign);
+    if (rounded < bytes) throw Error(name() + ": host buffer of " + std::to_string(bytes) + " bytes: size overflows");
+    void* p = std::aligned_alloc(kAlign, rounded);
+    if (!p) throw OutOfMemory(name() + ": host buffer of " + std::to_string(rounded >> 20) + " MiB: out of memory");
+    return p;
 }
 
-void Backend::release_host(float* p) noexcept {
+void Backend::release_host(void* p) noexcept {
     std::free(p);
+}
+
+void check_supported(const Backend& backend, Op op, std::initializer_list<const Tensor*> tensors) {
+    for (const Tensor* t : tensors)
+        if (*t && !backend.supports(op, t->dtype, t->layout))
+            throw Error(backend.name() + ": " + op_name(op) + " does not take " + dtype_name(t->dtype) + " " +
+                        layout_name(t->layout) + " tensors (" + t->str() + ")");
 }
 
 std::vector<std::string> Backend::variants(Op) const {

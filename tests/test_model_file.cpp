@@ -739,9 +739,9 @@ TEST(ModelRunner, MatchesReferenceTiledOrNot) {
     ModelRunner runner(m, *cpu);
     std::vector<float> whole(shape.count(), std::nanf("")), tiled(shape.count(), std::nanf(""));
     StageTimer timer;
-    runner.run(input.data(), whole.data(), shape, &timer);
+    runner.run(f32_nchw(input.data(), shape), f32_nchw(whole.data(), shape), &timer);
     runner.set_max_tile(16);  // 16 < radius-padded size: many tiles, edges and corners
-    runner.run(input.data(), tiled.data(), shape, nullptr);
+    runner.run(f32_nchw(input.data(), shape), f32_nchw(tiled.data(), shape), nullptr);
 
     expect_matches_reference(whole, ref, "untiled");
     expect_matches_reference(tiled, ref, "tiled");
@@ -764,9 +764,9 @@ TEST(ModelRunner, UnshuffleModelMatchesReferenceAtOddSizesTiledOrNot) {
         std::vector<double> ref = reference_model(m, input, shape);
         std::vector<float> whole(shape.count(), std::nanf("")), tiled(shape.count(), std::nanf(""));
         runner.set_max_tile(0);
-        runner.run(input.data(), whole.data(), shape, nullptr);
+        runner.run(f32_nchw(input.data(), shape), f32_nchw(whole.data(), shape), nullptr);
         runner.set_max_tile(16);
-        runner.run(input.data(), tiled.data(), shape, nullptr);
+        runner.run(f32_nchw(input.data(), shape), f32_nchw(tiled.data(), shape), nullptr);
         expect_matches_reference(whole, ref, "untiled");
         expect_matches_reference(tiled, ref, "tiled");
     }
@@ -818,9 +818,9 @@ TEST(ModelRunner, TwoResolutionModelsTileExactly) {
             std::vector<double> ref = reference_model(m, input, shape);
             std::vector<float> whole(shape.count(), std::nanf("")), tiled(shape.count(), std::nanf(""));
             runner.set_max_tile(0);
-            runner.run(input.data(), whole.data(), shape, nullptr);
+            runner.run(f32_nchw(input.data(), shape), f32_nchw(whole.data(), shape), nullptr);
             runner.set_max_tile(16);
-            runner.run(input.data(), tiled.data(), shape, nullptr);
+            runner.run(f32_nchw(input.data(), shape), f32_nchw(tiled.data(), shape), nullptr);
             expect_matches_reference(whole, ref, "untiled");
             expect_matches_reference(tiled, ref, "tiled");
         }
@@ -835,7 +835,9 @@ public:
         : CpuBackend(0), free_(free_bytes), lacks_(lacks) {}
     std::string name() const override { return "low-memory cpu"; }
     size_t free_memory() const override { return free_; }
-    bool supports(Op op) const override { return !lacks_ || op != *lacks_; }
+    bool supports(Op op, DType dtype, Layout layout) const override {
+        return (!lacks_ || op != *lacks_) && CpuBackend::supports(op, dtype, layout);
+    }
 
 private:
     size_t free_;
@@ -881,7 +883,7 @@ TEST(ModelRunner, TilesOnItsOwnWhenMemoryIsShort) {
     ModelRunner runner(m, small);
     std::vector<float> out(shape.count(), std::nanf(""));
     StageTimer timer;
-    runner.run(input.data(), out.data(), shape, &timer);
+    runner.run(f32_nchw(input.data(), shape), f32_nchw(out.data(), shape), &timer);
     auto stage0 = std::find_if(timer.rows().begin(), timer.rows().end(),
                                [](const StageTimer::Row& r) { return r.name == "stage 0 residual_block"; });
     ASSERT_NE(stage0, timer.rows().end());
@@ -890,7 +892,7 @@ TEST(ModelRunner, TilesOnItsOwnWhenMemoryIsShort) {
 
     LowMemoryBackend tiny(1024);  // not even a 16-pixel tile
     ModelRunner hopeless(m, tiny);
-    EXPECT_THROW(hopeless.run(input.data(), out.data(), shape, nullptr), Error);
+    EXPECT_THROW(hopeless.run(f32_nchw(input.data(), shape), f32_nchw(out.data(), shape), nullptr), Error);
 }
 
 // The CPU backend with a fixed thread count and claimed free memory, for
@@ -957,8 +959,8 @@ TEST(ComputeLanes, SmallImagesOfAFolderGetOneThreadLanesThatExcludeTheWideOne) {
     EXPECT_EQ(tiled.runner(t).max_tile(), 16);
     std::vector<float> input = test::random_vector(rng, small.count(), 0.3f);
     std::vector<float> on_main(small.count(), std::nanf("")), on_lane(small.count(), std::nanf(""));
-    main.run(input.data(), on_main.data(), small, nullptr);
-    tiled.runner(t).run(input.data(), on_lane.data(), small, nullptr);
+    main.run(f32_nchw(input.data(), small), f32_nchw(on_main.data(), small), nullptr);
+    tiled.runner(t).run(f32_nchw(input.data(), small), f32_nchw(on_lane.data(), small), nullptr);
     EXPECT_EQ(0, std::memcmp(on_main.data(), on_lane.data(), on_main.size() * sizeof(float)));
 
     // Lane 0 only: few files (a one-thread lane would leave a core idle), one
@@ -984,7 +986,8 @@ TEST(ModelRunner, RefusesWrongChannelCount) {
     auto cpu = make_cpu_backend();
     ModelRunner runner(m, *cpu);
     std::vector<float> x(1 * 1 * 8 * 8), y(x.size());
-    EXPECT_THROW(runner.run(x.data(), y.data(), {1, 1, 8, 8}, nullptr), Error);
+    EXPECT_THROW(runner.run(f32_nchw(x.data(), Shape{1, 1, 8, 8}), f32_nchw(y.data(), Shape{1, 1, 8, 8}), nullptr),
+                 Error);
 }
 
 }  // namespace

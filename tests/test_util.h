@@ -126,7 +126,7 @@ inline std::vector<double> reference_model(const ModelFile& m, const std::vector
     std::vector<double> y;
     for (const Stage& s : m.stages) {
         ReferenceIO io;
-        io.input = x.data(), io.in = in, io.model_input = image.data();
+        io.input = f32_nchw(x.data(), in), io.model_input = f32_nchw(image.data(), padded);
         y = std::visit([&](const auto& st) { return st.reference(io); }, s);
         const Geometry g = stage_geometry(s);
         in = {in.n, stage_out_channels(s), in.h / g.down * g.up, in.w / g.down * g.up};

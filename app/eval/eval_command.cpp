@@ -364,7 +364,7 @@ int run_eval(const EvalOptions& o) {
             std::vector<float> in(shape.count()), out(shape.count());
             image_to_planes(e.degraded, channels, in.data());
             auto start = std::chrono::steady_clock::now();
-            runner.run(in.data(), out.data(), shape, nullptr);
+            runner.run(f32_nchw(in.data(), shape), f32_nchw(out.data(), shape), nullptr);
             const double ms =
                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
             if (r.time.images == 0) r.time.first_ms = ms;

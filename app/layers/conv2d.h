@@ -58,8 +58,8 @@ struct Conv2dStage {
     std::vector<double> reference(const ReferenceIO& io) const;
     std::unique_ptr<PreparedStage> prepare(Backend& backend) const;
 
-    // The op arguments for one call (pointers left for the caller).
-    Conv2dArgs args(Shape in) const;
+    // The op arguments for one call on `input` (the other tensors left for the caller).
+    Conv2dArgs args(const Tensor& input) const;
 };
 
 }  // namespace imr

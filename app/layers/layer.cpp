@@ -44,15 +44,15 @@ bool read_add_model_input(LayerReader& r) {
 }
 
 void require(const Backend& backend, Op op) {
-    if (!backend.supports(op))
+    if (!backend.supports(op, DType::F32, Layout::NCHW))
         throw Error(std::string("this model uses the op ") + op_name(op) + ", which the " + backend.name() +
-                    " backend does not have");
+                    " backend does not have (in f32 NCHW)");
 }
 
 DeviceBuffer upload(Backend& backend, const std::vector<float>& v) {
     if (v.empty()) return {};
-    DeviceBuffer buf(backend, v.size());
-    backend.upload(buf.data(), v.data(), v.size());
+    DeviceBuffer buf(backend, v.size() * sizeof(float));
+    backend.upload(buf.data(), v.data(), buf.bytes());
     return buf;
 }
 

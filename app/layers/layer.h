@@ -85,23 +85,24 @@ public:
     // input: [n, channels_in, h, w] at this stage's scale, in backend memory;
     // output: the stage's output shape; model_input: the image the model was
     // given (backend memory, same scale as the model's output), used by
-    // stages that add it.
-    virtual void run(Backend& backend, const float* input, float* output, Shape in, const float* model_input) = 0;
+    // stages that add it. The tensors' types are the runner's choice within
+    // what the stage's ops support (today f32 NCHW throughout).
+    virtual void run(Backend& backend, const Tensor& input, const Tensor& output, const Tensor& model_input) = 0;
 };
 
-// A layer's float64 forward for the tests' model-level reference: input in
-// fp32 (what the backends see between stages), output in float64.
+// A layer's float64 forward for the tests' model-level reference: input as
+// the backends see it between stages (host memory), output in float64.
 struct ReferenceIO {
-    const float* input = nullptr;
-    Shape in;
-    const float* model_input = nullptr;  // host, the model's output shape
+    Tensor input;
+    Tensor model_input;  // host, the model's output shape
 };
 
 // Throws "AT: attribute 'add_model_input': expected 0 or 1, found N" etc.;
 // shared by the layers that can add the model input.
 bool read_add_model_input(LayerReader& r);
 
-// Throws imr::Error unless the backend implements `op` (Backend::supports).
+// Throws imr::Error unless the backend implements `op` on f32 NCHW tensors
+// (Backend::supports), the type the runner runs every stage in today.
 void require(const Backend& backend, Op op);
 
 // Copies weights into the backend's memory (empty: no buffer).

@@ -4,9 +4,9 @@ namespace imr {
 
 namespace {
 
-PixelShuffleArgs shuffle_args(ShuffleDirection d, int factor, Shape in) {
+PixelShuffleArgs shuffle_args(ShuffleDirection d, int factor, const Tensor& input) {
     PixelShuffleArgs a;
-    a.in = in, a.factor = factor, a.direction = d;
+    a.input = input, a.factor = factor, a.direction = d;
     return a;
 }
 
@@ -14,10 +14,10 @@ template <ShuffleDirection D>
 class PreparedShuffle : public PreparedStage {
 public:
     PreparedShuffle(int factor, bool add_model_input) : factor_(factor), add_model_input_(add_model_input) {}
-    void run(Backend& backend, const float* input, float* output, Shape in, const float* model_input) override {
-        PixelShuffleArgs a = shuffle_args(D, factor_, in);
-        a.input = input, a.output = output;
-        a.residual = add_model_input_ ? model_input : nullptr;
+    void run(Backend& backend, const Tensor& input, const Tensor& output, const Tensor& model_input) override {
+        PixelShuffleArgs a = shuffle_args(D, factor_, input);
+        a.output = output;
+        if (add_model_input_) a.residual = model_input;
         backend.pixel_shuffle(a);
     }
 
@@ -82,9 +82,8 @@ std::string PixelShuffleStage<D>::describe() const {
 
 template <ShuffleDirection D>
 std::vector<double> PixelShuffleStage<D>::reference(const ReferenceIO& io) const {
-    PixelShuffleArgs a = shuffle_args(D, factor, io.in);
-    a.input = io.input;
-    a.residual = add_model_input ? io.model_input : nullptr;
+    PixelShuffleArgs a = shuffle_args(D, factor, io.input);
+    if (add_model_input) a.residual = io.model_input;
     return reference_pixel_shuffle(a);
 }
 

@@ -12,15 +12,16 @@ public:
           w_out_(upload(backend, s.conv_out_weight)),
           b_out_(upload(backend, s.conv_out_bias)) {
         require(backend, Op::ResidualBlock);
-        base_.shape = {1, s.channels, 1, 1}, base_.hidden = s.hidden;
-        base_.conv_in_weight = w_in_.data(), base_.conv_in_bias = b_in_.data();
-        base_.conv_out_weight = w_out_.data(), base_.conv_out_bias = b_out_.data();
+        base_.input.shape = {1, s.channels, 1, 1}, base_.hidden = s.hidden;
+        base_.conv_in_weight = w_in_.tensor({s.hidden, s.channels, 3, 3});
+        base_.conv_in_bias = b_in_.tensor({1, s.hidden, 1, 1});
+        base_.conv_out_weight = w_out_.tensor({s.channels, s.hidden, 3, 3});
+        base_.conv_out_bias = b_out_.tensor({1, s.channels, 1, 1});
         packed_ = backend.prepare(base_);
         base_.prepared = packed_.get();
     }
-    void run(Backend& backend, const float* input, float* output, Shape in, const float*) override {
+    void run(Backend& backend, const Tensor& input, const Tensor& output, const Tensor&) override {
         ResidualBlockArgs a = base_;
-        a.shape = in;
         a.input = input, a.output = output;
         backend.residual_block(a);
     }
@@ -84,10 +85,11 @@ std::string ResidualBlockStage::describe() const {
 
 std::vector<double> ResidualBlockStage::reference(const ReferenceIO& io) const {
     ResidualBlockArgs a;
-    a.shape = io.in, a.hidden = hidden;
-    a.input = io.input;
-    a.conv_in_weight = conv_in_weight.data(), a.conv_in_bias = conv_in_bias.data();
-    a.conv_out_weight = conv_out_weight.data(), a.conv_out_bias = conv_out_bias.data();
+    a.input = io.input, a.hidden = hidden;
+    a.conv_in_weight = f32_nchw(conv_in_weight.data(), {hidden, channels, 3, 3});
+    a.conv_in_bias = f32_vector(conv_in_bias.data(), hidden);
+    a.conv_out_weight = f32_nchw(conv_out_weight.data(), {channels, hidden, 3, 3});
+    a.conv_out_bias = f32_vector(conv_out_bias.data(), channels);
     return reference_residual_block(a);
 }
 

@@ -808,7 +808,7 @@ __global__ void __launch_bounds__(WG_THREADS, 1) conv2d_winograd_2x2_3x3_kernel(
 // ---- launchers
 
 std::string context(const Conv2dArgs& a) {
-    return "conv2d " + a.in.str() + " -> " + a.out_shape().str() + ", kernel " + std::to_string(a.kernel) +
+    return "conv2d " + a.input.shape.str() + " -> " + a.out_shape().str() + ", kernel " + std::to_string(a.kernel) +
            ", padding " + std::to_string(a.pad_before) + "/" + std::to_string(a.pad_after) + " " +
            pad_mode_name(a.pad_mode) + (a.bias ? ", bias" : "") +
            (a.activation != Activation::None ? std::string(", ") + activation_name(a.activation) : "") +
@@ -891,7 +891,7 @@ void launch_direct_kernel(const ConvParams& p, const Conv2dArgs& a, cudaStream_t
     const size_t smem = direct_smem_bytes(p.k, CP);
     allow_smem(kernel, smem, a);
     const dim3 grid(unsigned((p.wo + DT_TX - 1) / DT_TX), unsigned((p.ho + DT_TY - 1) / DT_TY),
-                    unsigned(std::min(a.in.n, 65535)));
+                    unsigned(std::min(a.input.shape.n, 65535)));
     kernel<<<grid, DT_THREADS, smem, stream>>>(p);
     check_launched(a, "conv2d_direct_small_cout_kernel launch");
 }
@@ -943,7 +943,7 @@ void launch_winograd_kernel(const ConvParams& p, const Conv2dArgs& a, cudaStream
     auto kernel = conv2d_winograd_2x2_3x3_kernel<PAD>;
     constexpr size_t smem = kWinogradSmemFloats * sizeof(float);
     allow_smem(kernel, smem, a);
-    const long long z = (long long)a.in.n * winograd_tiles(a.out_channels);
+    const long long z = (long long)a.input.shape.n * winograd_tiles(a.out_channels);
     const dim3 grid(unsigned((p.wo + WG_TW - 1) / WG_TW), unsigned((p.ho + WG_TH - 1) / WG_TH),
                     unsigned(std::min<long long>(z, 65535)));
     kernel<<<grid, WG_THREADS, smem, stream>>>(p);
@@ -966,7 +966,7 @@ void launch_winograd(const ConvParams& p0, const Conv2dArgs& a, int, cudaStream_
     if (const auto* prep = dynamic_cast<const Conv2dPrepared*>(a.prepared); prep && prep->winograd_u) {
         p.wino_u = prep->winograd_u;
     } else {
-        const size_t bytes = winograd_u_floats(a.out_channels, a.in.c) * sizeof(float);
+        const size_t bytes = winograd_u_floats(a.out_channels, a.input.shape.c) * sizeof(float);
         const cudaError_t err = cudaMallocAsync(reinterpret_cast<void**>(&temp.ptr), bytes, stream);
         if (err != cudaSuccess) {
             cudaGetLastError();
@@ -975,7 +975,8 @@ void launch_winograd(const ConvParams& p0, const Conv2dArgs& a, int, cudaStream_
                 throw OutOfMemory(context(a) + ": " + std::to_string(bytes) + " bytes for the Winograd weights");
             throw_cuda(context(a), "cudaMallocAsync(Winograd weights)", err);
         }
-        transform_winograd_weights(a.weight, temp.ptr, a.out_channels, a.in.c, stream, context(a));
+        transform_winograd_weights(a.weight.as<const float>(), temp.ptr, a.out_channels, a.input.shape.c, stream,
+                                   context(a));
         p.wino_u = temp.ptr;
     }
     switch (a.pad_mode) {
@@ -1071,7 +1072,7 @@ std::vector<std::string> conv2d_variants() {
 Conv2dPlan plan_conv2d(const Conv2dArgs& a, int sm_count, int forced) {
     const Shape o = a.out_shape();
     const long long m = a.out_channels, n = (long long)o.n * o.h * o.w;
-    const long long kdim = (long long)a.in.c * a.kernel * a.kernel;
+    const long long kdim = (long long)a.input.shape.c * a.kernel * a.kernel;
     int v;
     if (forced >= 0) {
         if (forced >= kVariantCount) throw Error(context(a) + ": no conv2d variant " + std::to_string(forced));
@@ -1082,7 +1083,7 @@ Conv2dPlan plan_conv2d(const Conv2dArgs& a, int sm_count, int forced) {
         v = V_DIRECT4;
     } else if (applies(kConv2dVariants[V_DIRECT16], a)) {
         v = V_DIRECT16;
-    } else if (a.kernel == 3 && m <= WG_CO && a.in.c >= WG_CC && applies(kConv2dVariants[V_WINOGRAD], a)) {
+    } else if (a.kernel == 3 && m <= WG_CO && a.input.shape.c >= WG_CC && applies(kConv2dVariants[V_WINOGRAD], a)) {
         v = V_WINOGRAD;
     } else {
         v = m > 64 ? V_128x128 : m > 48 ? V_64x256 : m > 32 ? V_48x256 : V_32x64;
@@ -1110,12 +1111,13 @@ Conv2dPrepared::~Conv2dPrepared() {
 std::unique_ptr<PreparedWeights> prepare_conv2d(const Conv2dArgs& a, cudaStream_t stream) {
     // Only layers the planner sends to Winograd (any image size: the shape's
     // channels decide) get transformed weights; a forced variant transforms per call.
-    if (a.kernel != 3 || !a.weight || a.out_channels <= 16 || a.out_channels > WG_CO || a.in.c < WG_CC) return nullptr;
+    if (a.kernel != 3 || !a.weight || a.out_channels <= 16 || a.out_channels > WG_CO || a.input.shape.c < WG_CC)
+        return nullptr;
     auto prep = std::make_unique<Conv2dPrepared>();
-    prep->cout = a.out_channels, prep->cin = a.in.c;
+    prep->cout = a.out_channels, prep->cin = a.input.shape.c;
     const std::string ctx =
-        "conv2d weights [" + std::to_string(a.out_channels) + "," + std::to_string(a.in.c) + ",3,3]";
-    const size_t bytes = winograd_u_floats(a.out_channels, a.in.c) * sizeof(float);
+        "conv2d weights [" + std::to_string(a.out_channels) + "," + std::to_string(a.input.shape.c) + ",3,3]";
+    const size_t bytes = winograd_u_floats(a.out_channels, a.input.shape.c) * sizeof(float);
     cudaError_t err = cudaMalloc(reinterpret_cast<void**>(&prep->winograd_u), bytes);
     if (err != cudaSuccess) {
         cudaGetLastError();
@@ -1125,7 +1127,8 @@ std::unique_ptr<PreparedWeights> prepare_conv2d(const Conv2dArgs& a, cudaStream_
                               " bytes for the Winograd weights failed");
         throw_cuda(ctx, "cudaMalloc(Winograd weights)", err);
     }
-    transform_winograd_weights(a.weight, prep->winograd_u, a.out_channels, a.in.c, stream, ctx);
+    transform_winograd_weights(a.weight.as<const float>(), prep->winograd_u, a.out_channels, a.input.shape.c, stream,
+                               ctx);
     return prep;
 }
 
@@ -1133,22 +1136,25 @@ void conv2d(const Conv2dArgs& a, cudaStream_t stream, int sm_count, int forced) 
     check_args(a);
     if (a.prepared) {
         const auto* prep = dynamic_cast<const Conv2dPrepared*>(a.prepared);
-        if (!prep || prep->cout != a.out_channels || prep->cin != a.in.c || a.kernel != 3)
+        if (!prep || prep->cout != a.out_channels || prep->cin != a.input.shape.c || a.kernel != 3)
             throw Error(context(a) + ": its prepared weights were made for another shape or backend");
     }
     const Shape o = a.out_shape();
-    const long long kdim = (long long)a.in.c * a.kernel * a.kernel;
-    if (a.in.count() >= size_t(INT_MAX) || o.count() >= size_t(INT_MAX) || kdim * a.out_channels >= INT_MAX)
+    const long long kdim = (long long)a.input.shape.c * a.kernel * a.kernel;
+    if (a.input.shape.count() >= size_t(INT_MAX) || o.count() >= size_t(INT_MAX) || kdim * a.out_channels >= INT_MAX)
         throw Error(context(a) + ": tensors of 2^31 or more elements are not supported on CUDA");
     const Conv2dPlan plan = plan_conv2d(a, sm_count, forced);
     const Conv2dVariant& var = kConv2dVariants[plan.variant];
 
     ConvParams p{};
-    p.in = a.input, p.weight = a.weight, p.bias = a.bias, p.out = a.output;
-    p.residual = a.residual, p.relu = a.activation == Activation::ReLU;
-    p.cin = a.in.c, p.h = a.in.h, p.w = a.in.w, p.cout = a.out_channels, p.k = a.kernel, p.pad_before = a.pad_before;
+    p.in = a.input.as<const float>(), p.weight = a.weight.as<const float>(), p.bias = a.bias.as<const float>();
+    p.out = a.output.as<float>();
+    p.residual = a.residual.as<const float>(), p.relu = a.activation == Activation::ReLU;
+    p.cin = a.input.shape.c, p.h = a.input.shape.h, p.w = a.input.shape.w, p.cout = a.out_channels, p.k = a.kernel,
+    p.pad_before = a.pad_before;
     p.ho = o.h, p.wo = o.w, p.howo = o.h * o.w, p.npix = o.n * o.h * o.w;
-    p.kdim = int(kdim), p.kk = a.kernel * a.kernel, p.hw = a.in.h * a.in.w, p.cin_hw = a.in.c * a.in.h * a.in.w;
+    p.kdim = int(kdim), p.kk = a.kernel * a.kernel, p.hw = a.input.shape.h * a.input.shape.w,
+    p.cin_hw = a.input.shape.c * a.input.shape.h * a.input.shape.w;
     p.cout_howo = a.out_channels * o.h * o.w;
     p.div_kk = FastDiv(p.kk), p.div_k = FastDiv(p.k);
     p.atomic = plan.split_k > 1;
@@ -1157,7 +1163,7 @@ void conv2d(const Conv2dArgs& a, cudaStream_t stream, int sm_count, int forced) 
         p.k_chunk = (steps + plan.split_k - 1) / plan.split_k * var.step;
     }
     if (plan.split_k > 1)
-        if (const cudaError_t err = cudaMemsetAsync(a.output, 0, o.count() * sizeof(float), stream); err != cudaSuccess)
+        if (const cudaError_t err = cudaMemsetAsync(a.output.data, 0, a.output.bytes(), stream); err != cudaSuccess)
             throw_cuda(context(a), "cudaMemsetAsync(output) for the split reduction", err);
     var.launch(p, a, plan.split_k, stream);
 }
@@ -1169,6 +1175,8 @@ std::unique_ptr<PreparedWeights> CudaBackend::prepare(const Conv2dArgs& a) {
 
 void CudaBackend::conv2d(const Conv2dArgs& a) {
     use_device();
+    check_args(a);
+    check_supported(*this, Op::Conv2d, {&a.input, &a.output, &a.residual});
     cuda::conv2d(a, stream_, sm_count_, forced_variant(Op::Conv2d));
 }
 

@@ -91,9 +91,8 @@ CudaBackend::CudaBackend(int device) : device_(device) {
     }
 }
 
-float* CudaBackend::alloc_host(size_t count) {
-    const size_t bytes = count * sizeof(float);
-    if (bytes > kPinnedMaxBytes) return Backend::alloc_host(count);
+void* CudaBackend::alloc_host(size_t bytes) {
+    if (bytes > kPinnedMaxBytes) return Backend::alloc_host(bytes);
     {
         std::lock_guard<std::mutex> lock(host_mutex_);
         for (auto it = spare_.begin(); it != spare_.end(); ++it)
@@ -109,16 +108,16 @@ float* CudaBackend::alloc_host(size_t count) {
     void* p = nullptr;
     if (cudaHostAlloc(&p, std::max<size_t>(bytes, 1), cudaHostAllocPortable) != cudaSuccess) {
         cudaGetLastError();  // not sticky: clear it, and use plain memory
-        return Backend::alloc_host(count);
+        return Backend::alloc_host(bytes);
     }
     std::lock_guard<std::mutex> lock(host_mutex_);
-    pinned_[static_cast<float*>(p)] = std::max<size_t>(bytes, 1);
-    return static_cast<float*>(p);
+    pinned_[p] = std::max<size_t>(bytes, 1);
+    return p;
 }
 
-void CudaBackend::release_host(float* p) noexcept {
+void CudaBackend::release_host(void* p) noexcept {
     if (!p) return;
-    std::vector<float*> to_free;  // the oldest spares beyond kSpareMaxBytes
+    std::vector<void*> to_free;  // the oldest spares beyond kSpareMaxBytes
     {
         std::lock_guard<std::mutex> lock(host_mutex_);
         const auto it = pinned_.find(p);
@@ -136,7 +135,7 @@ void CudaBackend::release_host(float* p) noexcept {
         }
     }
     cudaSetDevice(device_);
-    for (float* f : to_free) cudaFreeHost(f);
+    for (void* f : to_free) cudaFreeHost(f);
 }
 
 std::vector<std::string> CudaBackend::variants(Op op) const {

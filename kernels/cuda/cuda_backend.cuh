@@ -35,10 +35,9 @@ public:
     std::string description() const override { return description_; }
     bool is_host_memory() const override { return false; }
 
-    float* alloc(size_t count) override {
+    void* alloc(size_t bytes) override {
         use_device();
         void* p = nullptr;
-        const size_t bytes = count * sizeof(float);
         cudaError_t err = cudaMalloc(&p, bytes);
         if (err != cudaSuccess) {
             cudaGetLastError();  // clear the (non-sticky) allocation error
@@ -50,9 +49,9 @@ public:
             if (err == cudaErrorMemoryAllocation) throw OutOfMemory(what);
             throw Error(what);
         }
-        return static_cast<float*>(p);
+        return p;
     }
-    void release(float* p) noexcept override {
+    void release(void* p) noexcept override {
         if (!p) return;
         // Never throws: it runs in destructors, also while an earlier CUDA
         // error unwinds the stack; that error has been reported already.
@@ -61,19 +60,19 @@ public:
         cudaStreamSynchronize(stream_);
         cudaFree(p);
     }
-    void upload(float* dst, const float* host_src, size_t count) override {
+    void upload(void* dst, const void* host_src, size_t bytes) override {
         use_device();
-        check_cuda(cudaMemcpyAsync(dst, host_src, count * sizeof(float), cudaMemcpyHostToDevice, stream_),
-                   name() + ": upload of " + std::to_string(count) + " floats", "cudaMemcpyAsync");
+        check_cuda(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream_),
+                   name() + ": upload of " + std::to_string(bytes) + " bytes", "cudaMemcpyAsync");
         // From pinned memory (alloc_host) the copy is asynchronous: wait for it,
         // so the caller may reuse host_src at once (from pageable memory the
         // driver stages it, and the wait is the same).
         check_cuda(cudaStreamSynchronize(stream_), name() + ": upload", "cudaStreamSynchronize");
     }
-    void download(float* host_dst, const float* src, size_t count) override {
+    void download(void* host_dst, const void* src, size_t bytes) override {
         use_device();
-        check_cuda(cudaMemcpyAsync(host_dst, src, count * sizeof(float), cudaMemcpyDeviceToHost, stream_),
-                   name() + ": download of " + std::to_string(count) + " floats", "cudaMemcpyAsync");
+        check_cuda(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, stream_),
+                   name() + ": download of " + std::to_string(bytes) + " bytes", "cudaMemcpyAsync");
         check_cuda(cudaStreamSynchronize(stream_), name() + ": download", "cudaStreamSynchronize");
     }
     void synchronize() override {
@@ -100,8 +99,8 @@ public:
     // releases it and the overlap of the two lanes with it.
     static constexpr size_t kPinnedMaxBytes = size_t(32) << 20;
     static constexpr size_t kSpareMaxBytes = size_t(256) << 20;
-    float* alloc_host(size_t count) override;
-    void release_host(float* p) noexcept override;
+    void* alloc_host(size_t bytes) override;
+    void release_host(void* p) noexcept override;
     std::unique_ptr<Backend> make_sibling(int) const override { return std::make_unique<CudaBackend>(device_); }
 
     size_t free_memory() const override {
@@ -111,7 +110,10 @@ public:
         return free_b;
     }
 
-    bool supports(Op) const override { return true; }
+    // Every op in f32 NCHW (the fp32 kernels; residual_block stays fp32).
+    bool supports(Op, DType dtype, Layout layout) const override {
+        return dtype == DType::F32 && layout == Layout::NCHW;
+    }
     // The ops, each defined in its own file (see the top of this header).
     IMR_BACKEND_OP_OVERRIDES
     using Backend::prepare;  // the other ops: nothing to prepare
@@ -127,12 +129,12 @@ private:
 
     int device_;
     struct Spare {
-        float* p;
+        void* p;
         size_t bytes;
     };
-    std::mutex host_mutex_;                      // guards the two below
-    std::unordered_map<float*, size_t> pinned_;  // page-locked buffers handed out, and their bytes
-    std::vector<Spare> spare_;                   // released page-locked buffers, oldest first
+    std::mutex host_mutex_;                     // guards the two below
+    std::unordered_map<void*, size_t> pinned_;  // page-locked buffers handed out, and their bytes
+    std::vector<Spare> spare_;                  // released page-locked buffers, oldest first
     size_t spare_bytes_ = 0;
     int sm_count_ = 0;
     std::string description_;

@@ -50,13 +50,13 @@ __global__ void __launch_bounds__(PS_THREADS) pixel_shuffle_kernel(const Shuffle
 void pixel_shuffle(const PixelShuffleArgs& a, cudaStream_t stream) {
     check_args(a);
     const bool to_depth = a.direction == ShuffleDirection::ToDepth;
-    const Shape wide = to_depth ? a.in : a.out_shape();
-    const std::string context = std::string("pixel_shuffle ") + (to_depth ? "to depth " : "to space ") + a.in.str() +
-                                ", factor " + std::to_string(a.factor);
+    const Shape wide = to_depth ? a.input.shape : a.out_shape();
+    const std::string context = std::string("pixel_shuffle ") + (to_depth ? "to depth " : "to space ") +
+                                a.input.shape.str() + ", factor " + std::to_string(a.factor);
     if (wide.count() >= size_t(INT_MAX))
         throw Error(context + ": tensors of 2^31 or more elements are not supported on CUDA");
     ShuffleParams p{};
-    p.in = a.input, p.residual = a.residual, p.out = a.output;
+    p.in = a.input.as<const float>(), p.residual = a.residual.as<const float>(), p.out = a.output.as<float>();
     p.to_depth = to_depth;
     p.f = a.factor, p.wide_h = wide.h, p.wide_w = wide.w, p.deep_h = wide.h / a.factor, p.deep_w = wide.w / a.factor;
     p.count = (long long)wide.count();
@@ -68,6 +68,8 @@ void pixel_shuffle(const PixelShuffleArgs& a, cudaStream_t stream) {
 
 void CudaBackend::pixel_shuffle(const PixelShuffleArgs& a) {
     use_device();
+    check_args(a);
+    check_supported(*this, Op::PixelShuffle, {&a.input, &a.output, &a.residual});
     cuda::pixel_shuffle(a, stream_);
 }
 
