@@ -291,7 +291,7 @@ Result bench_residual(Gpu& g, const Options& o, std::mt19937& rng, const std::st
     // float64 check on sampled elements (host copies of the same data).
     imr::ResidualBlockArgs ha = a;
     ha.input.data = hx.data(), ha.conv_in_weight.data = hw1.data(), ha.conv_in_bias.data = hb1.data();
-    ha.conv_out_weight.data = hw2.data(), ha.conv_out_bias.data = hb2.data(), ha.output = {};
+    ha.conv_out_weight.data = hw2.data(), ha.conv_out_bias.data = hb2.data(), ha.output.data = nullptr;
     std::uniform_int_distribution<size_t> pick(0, n - 1);
     for (int s = 0; s < 2000; ++s) {
         size_t i = s < 4 ? (s == 0 ? 0 : s == 1 ? n - 1 : s == 2 ? size_t(W) - 1 : size_t(H - 1) * W) : pick(rng);
@@ -377,7 +377,7 @@ Result bench_model_conv(Gpu& g, const Options& o, std::mt19937& rng, const std::
     ck(cudaStreamSynchronize(g.stream), "conv2d");
     const auto ours = download(y);
     imr::Conv2dArgs ha = a;
-    ha.input.data = hx.data(), ha.weight.data = hw.data(), ha.bias.data = hb.data(), ha.output = {};
+    ha.input.data = hx.data(), ha.weight.data = hw.data(), ha.bias.data = hb.data(), ha.output.data = nullptr;
     if (residual) ha.residual.data = hr.data();
     std::uniform_int_distribution<size_t> pick(0, nout - 1);
     for (int s = 0; s < 1000; ++s) {
@@ -434,7 +434,7 @@ Result bench_model_shuffle(Gpu& g, const Options& o, std::mt19937& rng, int H, i
     ck(cudaStreamSynchronize(g.stream), "pixel_shuffle");
     const auto ours = download(y);
     imr::PixelShuffleArgs ha = a;
-    ha.input.data = hx.data(), ha.output = {};
+    ha.input.data = hx.data(), ha.output.data = nullptr;
     if (!to_depth) ha.residual.data = hr.data();
     r.err_vs_f64 = max_abs_diff(ours, [&] {
         const std::vector<double> ref = imr::reference_pixel_shuffle(ha);
@@ -485,7 +485,7 @@ Result bench_conv(Gpu& g, const Options& o, std::mt19937& rng, const std::string
     ck(cudaStreamSynchronize(g.stream), "conv2d");
     const auto ours = download(y);
     imr::Conv2dArgs ha = a;
-    ha.input.data = hx.data(), ha.weight.data = hw.data(), ha.output = {};
+    ha.input.data = hx.data(), ha.weight.data = hw.data(), ha.output.data = nullptr;
     std::uniform_int_distribution<size_t> pick(0, nout - 1);
     const int samples = K >= 32 ? 300 : 1000;
     for (int s = 0; s < samples; ++s) {

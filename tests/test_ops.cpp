@@ -196,6 +196,14 @@ public:
         EXPECT_TRUE(intact) << "the op wrote outside its output (guard elements overwritten)";
         Tensor host = view_;
         host.data = all.data() + guard;
+        // NHWC8: every op writes its padding channels as zeros (tensor.h).
+        size_t nonzero_padding = 0;
+        for (int n = 0; n < host.shape.n; ++n)
+            for (int y = 0; y < host.shape.h; ++y)
+                for (int x = 0; x < host.shape.w; ++x)
+                    for (int c = host.shape.c; c < imr::stored_channels(host.layout, host.shape.c); ++c)
+                        nonzero_padding += imr::load_float(host, host.offset(n, c, y, x)) != 0.0f;
+        EXPECT_EQ(nonzero_padding, 0u) << "NHWC8 padding channels not zero";
         return logical_values(host);
     }
 
@@ -581,7 +589,7 @@ void OpsTest::run_cases(const std::vector<ResidualCase>& cases) {
             a.conv_out_weight = dw_out.tensor({k.c, k.hidden, 3, 3}), a.conv_out_bias = db_out.tensor({1, k.c, 1, 1});
 
             ResidualBlockArgs host = a;
-            host.input = x.view, host.output = {};
+            host.input = x.view, host.output.data = nullptr;
             host.conv_in_weight.data = const_cast<float*>(w_in.data());
             host.conv_in_bias.data = const_cast<float*>(b_in.data());
             host.conv_out_weight.data = const_cast<float*>(w_out.data());
@@ -654,7 +662,7 @@ void OpsTest::run_cases(const std::vector<ConvCase>& cases) {
             host.input = x.view, host.weight.data = const_cast<float*>(w.data());
             if (k.bias) host.bias.data = const_cast<float*>(bias.data());
             if (k.residual) host.residual = res.view;
-            host.output = {};
+            host.output.data = nullptr;
             std::vector<double> ref;
             std::vector<size_t> index;
             if (sampled) {
@@ -742,7 +750,7 @@ void OpsTest::run_cases(const std::vector<ShuffleCase>& cases) {
             const std::vector<float> got = out.download();
             expect_unchanged(be, dx, x, "input");
             PixelShuffleArgs host = a;
-            host.input = x.view, host.residual = res.view, host.output = {};
+            host.input = x.view, host.residual = res.view, host.output.data = nullptr;
             const std::vector<double> ref = imr::reference_pixel_shuffle(host);
             // A permutation is exact; with the residual, one f32 add rounds by
             // half an ulp, and a narrower output type rounds once more.
@@ -754,6 +762,101 @@ void OpsTest::run_cases(const std::vector<ShuffleCase>& cases) {
                 << "worst " << where(os, r.worst) << ": got " << got[r.worst] << ", float64 " << ref[r.worst];
         }
     }
+}
+
+struct ConvertCase {
+    int n, c, h, w;
+    float scale = 1.0f;  // of the N(0,1) values: 3e4 overflows f16 in places, 1e-6 is f16-subnormal
+};
+std::ostream& operator<<(std::ostream& o, const ConvertCase& k) {
+    return o << "convert N=" << k.n << " C=" << k.c << " H=" << k.h << " W=" << k.w << ", values N(0,1) x " << k.scale;
+}
+std::vector<ConvertCase> convert_cases() {
+    return {
+        {1, 1, 1, 1},   {2, 3, 7, 5},         {1, 8, 3, 4},          {1, 9, 5, 3},   {2, 12, 6, 11},
+        {1, 3, 64, 97}, {1, 3, 17, 19, 3e4f}, {1, 3, 17, 19, 1e-6f}, {1, 48, 9, 13}, {3, 5, 1, 33, 1e3f},
+    };
+}
+
+// Every pair of types the backend converts between (in and out), on every case.
+// The reference rounds each value to the output type itself (reference_round:
+// by scaling to the type's quantum), so the result must match exactly: the
+// per-dtype tolerance of a conversion is its rounding, which the reference
+// already applies.
+template <>
+void OpsTest::run_cases(const std::vector<ConvertCase>& cases) {
+    Backend& be = *backend_;
+    const std::vector<TensorType> types = this->types(Op::Convert);
+    int pairs = 0;
+    for (const TensorType& from : types) {
+        for (const TensorType& to : types) {
+            ++pairs;
+            for (const ConvertCase& k : cases) {
+                const uint64_t seed = draw_seed();
+                std::ostringstream trace;
+                trace << k << ", " << type_name(from) << " -> " << type_name(to) << " on " << be.name() << ", seed "
+                      << seed;
+                SCOPED_TRACE(trace.str());
+                std::mt19937_64 rng(seed);
+                const Shape s{k.n, k.c, k.h, k.w};
+                const HostTensor x = host_tensor(normal(rng, s.count(), k.scale), s, from);
+                DeviceBuffer dx = to_device(be, x);
+                GuardedOutput out(be, s, to);
+                imr::ConvertArgs a;
+                a.input = x.view, a.input.data = dx.data(), a.output = out.tensor();
+                ASSERT_NO_THROW(be.convert(a));
+                be.synchronize();
+                const std::vector<float> got = out.download();
+                expect_unchanged(be, dx, x, "input");
+                imr::ConvertArgs host = a;
+                host.input = x.view, host.output.data = nullptr;
+                const std::vector<double> ref = imr::reference_convert(host);
+                size_t wrong = 0, first = 0;
+                for (size_t i = got.size(); i-- > 0;)
+                    if (!(double(got[i]) == ref[i])) ++wrong, first = i;
+                EXPECT_EQ(wrong, 0u) << "first at " << where(s, first) << ": got " << got[first] << ", expected "
+                                     << ref[first] << " (the input rounded to " << imr::dtype_name(to.dtype) << ")";
+            }
+        }
+    }
+    std::cout << "[          ] convert on " << be.name() << ": " << pairs << " type pairs\n";
+}
+
+// The host's conversions (tensor.h), which the CPU kernels and the tests'
+// inputs use, against the reference's rounding: every f16 and bf16 value
+// round-trips, and random floats of every magnitude, ties and the edges of
+// the ranges round to nearest even.
+TEST(TensorTypes, HostConversionsRoundToNearestEven) {
+    for (uint32_t h = 0; h < 0x10000; ++h) {
+        const float f16 = imr::f16_to_float(uint16_t(h)), bf16 = imr::bf16_to_float(uint16_t(h));
+        if (!std::isnan(f16)) EXPECT_EQ(imr::float_to_f16(f16), h) << std::hex << h;
+        if (!std::isnan(bf16)) EXPECT_EQ(imr::float_to_bf16(bf16), h) << std::hex << h;
+        if (!std::isnan(f16)) {  // the midpoint to the next value up rounds to the even one of the two
+            const float next = imr::f16_to_float(uint16_t(h + 1));
+            if (std::isfinite(next) && std::signbit(next) == std::signbit(f16)) {
+                const double mid = (double(f16) + double(next)) / 2;
+                EXPECT_EQ(double(imr::f16_to_float(imr::float_to_f16(float(mid)))),
+                          imr::reference_round(mid, DType::F16))
+                    << "tie between " << f16 << " and " << next;
+            }
+        }
+    }
+    const uint64_t seed = draw_seed();
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    std::mt19937_64 rng(seed);
+    std::uniform_int_distribution<uint32_t> bits;
+    for (int i = 0; i < 200000; ++i) {
+        uint32_t u = bits(rng);
+        float v;
+        std::memcpy(&v, &u, sizeof v);
+        if (std::isnan(v)) continue;
+        EXPECT_EQ(double(imr::f16_to_float(imr::float_to_f16(v))), imr::reference_round(v, DType::F16)) << v;
+        EXPECT_EQ(double(imr::bf16_to_float(imr::float_to_bf16(v))), imr::reference_round(v, DType::BF16)) << v;
+    }
+    EXPECT_EQ(imr::float_to_f16(65519.0f), 0x7bffu);  // the largest finite half, 65504
+    EXPECT_EQ(imr::float_to_f16(65520.0f), 0x7c00u);  // rounds to infinity
+    EXPECT_TRUE(std::isnan(imr::f16_to_float(imr::float_to_f16(std::nanf("")))));
+    EXPECT_TRUE(std::isnan(imr::bf16_to_float(imr::float_to_bf16(std::nanf("")))));
 }
 
 TEST_P(OpsTest, RejectsInvalidArgs) {
@@ -878,6 +981,21 @@ TEST_P(OpsTest, RejectsInvalidArgs) {
     psbad = ps;
     psbad.output.shape.w = 5;
     refuses(Op::PixelShuffle, "output of another shape", [&] { be.pixel_shuffle(psbad); });
+
+    imr::ConvertArgs cv;
+    cv.input = in;
+    cv.output = output.tensor({2, 3, 8, 8}, DType::F16, Layout::NHWC8);
+    ASSERT_NO_THROW(be.convert(cv)) << "the valid baseline must run";
+    be.synchronize();
+    imr::ConvertArgs cvbad = cv;
+    cvbad.output.shape = {2, 3, 8, 7};
+    refuses(Op::Convert, "output of another shape", [&] { be.convert(cvbad); });
+    cvbad = cv;
+    cvbad.output.data = static_cast<char*>(in.data) + 2;
+    refuses(Op::Convert, "output overlapping input", [&] { be.convert(cvbad); });
+    cvbad = cv;
+    cvbad.input = {};
+    refuses(Op::Convert, "null input", [&] { be.convert(cvbad); });
 
     for (size_t i = 0; i < imr::kOpCount; ++i)
         EXPECT_GT(rows[i], 0) << imr::op_name(Op(i)) << " has no row in RejectsInvalidArgs";

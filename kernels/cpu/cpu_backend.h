@@ -59,11 +59,11 @@ public:
     // killed instead of tiling.
     size_t free_memory() const override;
     std::unique_ptr<BackendTimer> make_timer() override;
-    // Every op in f32 NCHW only: no half-precision path has been measured
-    // faster on the CPU (AVX2 has no half arithmetic; converting costs more
-    // than the bandwidth it saves at these arithmetic intensities).
-    bool supports(Op, DType dtype, Layout layout) const override {
-        return dtype == DType::F32 && layout == Layout::NCHW;
+    // The computing ops in f32 NCHW only: no half-precision path has been
+    // measured faster on the CPU (AVX2 has no half arithmetic); convert
+    // between every dtype and layout.
+    bool supports(Op op, DType dtype, Layout layout) const override {
+        return op == Op::Convert || (dtype == DType::F32 && layout == Layout::NCHW);
     }
     int host_threads() const override { return threads_; }
     std::unique_ptr<Backend> make_sibling(int threads) const override;

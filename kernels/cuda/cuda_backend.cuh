@@ -110,8 +110,12 @@ public:
         return free_b;
     }
 
-    // Every op in f32 NCHW (the fp32 kernels; residual_block stays fp32).
-    bool supports(Op, DType dtype, Layout layout) const override {
+    // conv2d and residual_block in f32 NCHW (the fp32 kernels; the residual
+    // block, a benchmark anchor, stays fp32); pixel_shuffle, pure data
+    // movement, in every dtype, NCHW; convert between every dtype and layout.
+    bool supports(Op op, DType dtype, Layout layout) const override {
+        if (op == Op::Convert) return true;
+        if (op == Op::PixelShuffle) return layout == Layout::NCHW;
         return dtype == DType::F32 && layout == Layout::NCHW;
     }
     // The ops, each defined in its own file (see the top of this header).
