@@ -34,7 +34,12 @@ void pad_replicate(const float* in, float* out, int planes, int h, int w, int hp
 
 }  // namespace
 
-ModelRunner::ModelRunner(ModelFile model, Backend& backend) : model_(std::move(model)), backend_(backend) {
+ModelRunner::ModelRunner(ModelFile model, Backend& backend, RunnerOptions options)
+    : model_(std::move(model)),
+      backend_(backend),
+      options_(std::move(options)),
+      precision_(resolve_precision(options_.precision, model_, backend)) {
+    for (const auto& [op, variant] : options_.forced_variants) backend.force_variant(op, variant);
     // Floats of the largest tensor per image pixel, on a side of whole blocks
     // of the size multiple so the ratio is exact.
     const int side = 64 * model_.size_multiple();
@@ -109,7 +114,7 @@ void ModelRunner::run_aligned(const float* input, float* output, Shape shape, St
     // elements and more): a pass over more pixels than that allows is tiled.
     pixels_fit = std::min(pixels_fit, size_t(double(INT_MAX - 1) / activation_floats_per_pixel_));
     size_t image_pixels = size_t(shape.h) * shape.w;
-    bool forced = max_tile_ > 0 && (shape.h > max_tile_ || shape.w > max_tile_);
+    bool forced = options_.max_tile > 0 && (shape.h > options_.max_tile || shape.w > options_.max_tile);
     if (!forced && image_pixels * shape.n <= pixels_fit) {
         try {
             run_pass(input, output, shape, timer);
@@ -126,7 +131,7 @@ void ModelRunner::run_aligned(const float* input, float* output, Shape shape, St
     // the same pixel blocks as the whole image.
     const int r = model_.radius(), m = model_.size_multiple();
     const int smallest = std::max(kSmallestTile, m);
-    int tile = std::max((max_tile_ > 0 ? max_tile_ : kLargestTile) / m * m, m);
+    int tile = std::max((options_.max_tile > 0 ? options_.max_tile : kLargestTile) / m * m, m);
     size_t plane = size_t(shape.c) * image_pixels;
     for (;;) {
         while (tile > smallest && size_t(tile + 2 * r) * size_t(tile + 2 * r) > pixels_fit)

@@ -13,13 +13,17 @@
 
 #include "backend.h"
 #include "model_file.h"
+#include "runner_options.h"
 #include "stage_timer.h"
 
 namespace imr {
 
 class ModelRunner {
 public:
-    ModelRunner(ModelFile model, Backend& backend);
+    // Applies options.forced_variants to `backend` and resolves the
+    // precision (throws imr::Error for one it cannot run). `options` is kept
+    // as given and never changes: a lane's runner gets a copy of the whole.
+    ModelRunner(ModelFile model, Backend& backend, RunnerOptions options = {});
 
     // input and output: host f32 NCHW [n, model.channels, h, w] of the same
     // shape (the batch as the pipeline hands it over; the stages between may
@@ -27,12 +31,14 @@ public:
     // "upload"/"download" on a device backend, to timer (if given).
     void run(const Tensor& input, const Tensor& output, StageTimer* timer);
 
-    // Largest tile side in pixels (0: as large as memory allows). Lets tests
-    // and users force tiling; the result must not change.
-    void set_max_tile(int pixels) { max_tile_ = pixels; }
-    int max_tile() const { return max_tile_; }
+    // The settings it was made with (options.max_tile: the largest tile side
+    // in pixels, 0: as large as memory allows; tiling never changes the result).
+    const RunnerOptions& options() const { return options_; }
+    // What the convolutions compute in (options().precision resolved: never auto).
+    Precision precision() const { return precision_; }
     const ModelFile& model() const { return model_; }
     Backend& backend() { return backend_; }
+    const Backend& backend() const { return backend_; }
     // Backend memory in bytes one image pixel needs in an untiled pass
     // (activations, and a device's copy of the input).
     size_t bytes_per_pixel() const;
@@ -47,6 +53,8 @@ private:
 
     const ModelFile model_;
     Backend& backend_;
+    const RunnerOptions options_;
+    const Precision precision_;
     double activation_floats_per_pixel_ = 0;                // of the largest tensor in a pass
     std::vector<std::unique_ptr<PreparedStage>> prepared_;  // weights in the backend, packed once
     DeviceBuffer ping_, pong_;                              // activations, each the largest tensor of the pass
@@ -54,7 +62,6 @@ private:
     std::vector<std::unique_ptr<BackendTimer>> stage_timers_;
     std::unique_ptr<BackendTimer> upload_timer_, download_timer_;
     std::vector<std::string> stage_labels_;
-    int max_tile_ = 0;
 };
 
 }  // namespace imr

@@ -1,10 +1,11 @@
-// Shared pieces of the op interface: the op names, what a Backend does by
-// default, and the choice of backend from a --device string. Each op's
-// argument check is in its own file (kernels/ops/).
+// Shared pieces of the op interface: the op names and what a Backend does by
+// default. Each op's argument check is in its own file (kernels/ops/); the
+// choice of backend from a --device string is the app's (app/runner_options.cpp).
 #include "backend.h"
 
 #include <algorithm>
 #include <cstdlib>
+#include <string>
 
 namespace imr {
 
@@ -64,38 +65,6 @@ void Backend::force_variant(Op op, const std::string& name) {
     const auto it = std::find(names.begin(), names.end(), name);
     if (it == names.end()) throw Error(this->name() + ": " + op_name(op) + " has no kernel variant '" + name + "'");
     forced_[size_t(op)] = int(it - names.begin());
-}
-
-std::unique_ptr<Backend> make_backend(const std::string& spec, int cpu_threads, std::string* note) {
-    if (spec == "cpu") return make_cpu_backend(cpu_threads);
-    if (spec == "auto") {
-        std::string why;
-        if (cuda_device_count(&why) > 0) {
-            try {
-                return make_cuda_backend(0);
-            } catch (const Error& e) {
-                why = e.what();
-            }
-        }
-        if (note) *note = "no usable GPU (" + why + "), running on the CPU";
-        return make_cpu_backend(cpu_threads);
-    }
-    if (spec == "cuda" || spec.rfind("cuda:", 0) == 0) {
-        int device = 0;
-        if (spec != "cuda") {
-            std::string digits = spec.substr(5);
-            if (digits.empty() || digits.size() > 4 || digits.find_first_not_of("0123456789") != std::string::npos)
-                throw Error("--device " + spec + ": expected cuda:N with N a device number (0, 1, ...)");
-            device = std::stoi(digits);
-        }
-        std::string why;
-        int count = cuda_device_count(&why);
-        if (count == 0) throw Error("--device " + spec + ": no usable CUDA device (" + why + ")");
-        if (device >= count)
-            throw Error("--device " + spec + ": only " + std::to_string(count) + " CUDA device(s) present");
-        return make_cuda_backend(device);
-    }
-    throw Error("--device " + spec + ": expected auto, cpu, cuda or cuda:N");
 }
 
 }  // namespace imr

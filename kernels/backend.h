@@ -217,8 +217,4 @@ int cuda_device_count(std::string* why);
 // Throws imr::Error with the CUDA message when the device cannot be used.
 std::unique_ptr<Backend> make_cuda_backend(int device);
 
-// "cpu", "cuda", "cuda:N" or "auto" (first GPU if usable, else CPU; *note says
-// why the CPU was chosen). Throws imr::Error for an unknown or unusable device.
-std::unique_ptr<Backend> make_backend(const std::string& spec, int cpu_threads = 0, std::string* note = nullptr);
-
 }  // namespace imr

@@ -264,16 +264,14 @@ TYPED_TEST(LayerKind, OutputShapeAndReachAreWhatItsGeometrySays) {
 
 TYPED_TEST(LayerKind, RunsOnTheCpuAsItsReferenceSaysTiledOrNot) {
     auto cpu = make_cpu_backend();
-    ModelRunner runner(this->model_, *cpu);
+    ModelRunner runner(this->model_, *cpu), tiles(this->model_, *cpu, test::tiled(16));  // many tiles, their edges
     for (Shape shape : {Shape{2, 3, 45, 67}, Shape{1, 3, 1, 1}}) {
         SCOPED_TRACE(shape.str());
         const std::vector<float> input = test::random_vector(this->rng_, shape.count(), 0.3f);
         const std::vector<double> ref = test::reference_model(this->model_, input, shape);
         std::vector<float> whole(shape.count(), std::nanf("")), tiled(shape.count(), std::nanf(""));
-        runner.set_max_tile(0);
         runner.run(f32_nchw(input.data(), shape), f32_nchw(whole.data(), shape), nullptr);
-        runner.set_max_tile(16);  // many tiles, their edges and corners
-        runner.run(f32_nchw(input.data(), shape), f32_nchw(tiled.data(), shape), nullptr);
+        tiles.run(f32_nchw(input.data(), shape), f32_nchw(tiled.data(), shape), nullptr);
         test::expect_matches_reference(whole, ref, "untiled");
         test::expect_matches_reference(tiled, ref, "tiled");
     }

@@ -737,11 +737,11 @@ TEST(ModelRunner, MatchesReferenceTiledOrNot) {
     std::vector<double> ref = reference_model(m, input, shape);
 
     ModelRunner runner(m, *cpu);
+    ModelRunner tiles(m, *cpu, test::tiled(16));  // 16 < radius-padded size: many tiles, edges and corners
     std::vector<float> whole(shape.count(), std::nanf("")), tiled(shape.count(), std::nanf(""));
     StageTimer timer;
     runner.run(f32_nchw(input.data(), shape), f32_nchw(whole.data(), shape), &timer);
-    runner.set_max_tile(16);  // 16 < radius-padded size: many tiles, edges and corners
-    runner.run(f32_nchw(input.data(), shape), f32_nchw(tiled.data(), shape), nullptr);
+    tiles.run(f32_nchw(input.data(), shape), f32_nchw(tiled.data(), shape), nullptr);
 
     expect_matches_reference(whole, ref, "untiled");
     expect_matches_reference(tiled, ref, "tiled");
@@ -757,16 +757,14 @@ TEST(ModelRunner, UnshuffleModelMatchesReferenceAtOddSizesTiledOrNot) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     ModelFile m = test::unshuffle_model(rng);
     auto cpu = make_cpu_backend();
-    ModelRunner runner(m, *cpu);
+    ModelRunner runner(m, *cpu), tiles(m, *cpu, test::tiled(16));
     for (Shape shape : {Shape{2, 3, 45, 67}, Shape{1, 3, 1, 1}, Shape{1, 3, 8, 33}}) {
         SCOPED_TRACE(shape.str());
         std::vector<float> input = test::random_vector(rng, shape.count(), 0.3f);
         std::vector<double> ref = reference_model(m, input, shape);
         std::vector<float> whole(shape.count(), std::nanf("")), tiled(shape.count(), std::nanf(""));
-        runner.set_max_tile(0);
         runner.run(f32_nchw(input.data(), shape), f32_nchw(whole.data(), shape), nullptr);
-        runner.set_max_tile(16);
-        runner.run(f32_nchw(input.data(), shape), f32_nchw(tiled.data(), shape), nullptr);
+        tiles.run(f32_nchw(input.data(), shape), f32_nchw(tiled.data(), shape), nullptr);
         expect_matches_reference(whole, ref, "untiled");
         expect_matches_reference(tiled, ref, "tiled");
     }
@@ -811,16 +809,14 @@ TEST(ModelRunner, TwoResolutionModelsTileExactly) {
         // Back from the output: tail 1, rounded up to a block of f, + the body's
         // one block of f, + head 1, rounded up to a multiple of f: 6 (f 2), 9 (f 3).
         EXPECT_EQ(m.radius(), f == 2 ? 6 : 9) << "f " << f;
-        ModelRunner runner(m, *cpu);
+        ModelRunner runner(m, *cpu), tiles(m, *cpu, test::tiled(16));
         for (Shape shape : {Shape{1, 3, 47, 61}, Shape{2, 3, 20, 33}}) {
             SCOPED_TRACE("f " + std::to_string(f) + " " + shape.str());
             std::vector<float> input = test::random_vector(rng, shape.count(), 0.3f);
             std::vector<double> ref = reference_model(m, input, shape);
             std::vector<float> whole(shape.count(), std::nanf("")), tiled(shape.count(), std::nanf(""));
-            runner.set_max_tile(0);
             runner.run(f32_nchw(input.data(), shape), f32_nchw(whole.data(), shape), nullptr);
-            runner.set_max_tile(16);
-            runner.run(f32_nchw(input.data(), shape), f32_nchw(tiled.data(), shape), nullptr);
+            tiles.run(f32_nchw(input.data(), shape), f32_nchw(tiled.data(), shape), nullptr);
             expect_matches_reference(whole, ref, "untiled");
             expect_matches_reference(tiled, ref, "tiled");
         }
@@ -950,16 +946,20 @@ TEST(ComputeLanes, SmallImagesOfAFolderGetOneThreadLanesThatExcludeTheWideOne) {
     EXPECT_FALSE(lanes.idle(a));
     lanes.set_busy(0, false);
 
-    // A lane's runner gives what lane 0's gives, bit for bit (tiling too: --tile
-    // reaches every lane).
-    main.set_max_tile(16);
-    ComputeLanes tiled(main, 8, false);
+    // A lane's runner gives what lane 0's gives, bit for bit: it has lane 0's
+    // settings, all of them (--tile, the precision, forced variants).
+    RunnerOptions settings = test::tiled(16);
+    settings.forced_variants = {{Op::Conv2d, "direct_register_tile"}};
+    ModelRunner main_tiled(m, cpu, settings);
+    ComputeLanes tiled(main_tiled, 8, false);
     const size_t t = tiled.pick(small);
     ASSERT_NE(t, 0u);
-    EXPECT_EQ(tiled.runner(t).max_tile(), 16);
+    EXPECT_EQ(tiled.runner(t).options().max_tile, 16);
+    EXPECT_EQ(tiled.runner(t).options().forced_variants, settings.forced_variants);
+    EXPECT_EQ(tiled.runner(t).precision(), main_tiled.precision());
     std::vector<float> input = test::random_vector(rng, small.count(), 0.3f);
     std::vector<float> on_main(small.count(), std::nanf("")), on_lane(small.count(), std::nanf(""));
-    main.run(f32_nchw(input.data(), small), f32_nchw(on_main.data(), small), nullptr);
+    main_tiled.run(f32_nchw(input.data(), small), f32_nchw(on_main.data(), small), nullptr);
     tiled.runner(t).run(f32_nchw(input.data(), small), f32_nchw(on_lane.data(), small), nullptr);
     EXPECT_EQ(0, std::memcmp(on_main.data(), on_lane.data(), on_main.size() * sizeof(float)));
 

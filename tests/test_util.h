@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "model_file.h"
+#include "runner_options.h"
 
 namespace imr::test {
 
@@ -111,6 +112,13 @@ inline ModelFile small_model(std::mt19937& rng) {
 // The model as a chain of float64 reference ops (each layer's own reference,
 // on its op's in kernels/ops/), with the replicate padding to the size multiple done
 // here independently of the runner.
+// Runner settings that tile every image into pieces of at most `side` pixels a side.
+inline RunnerOptions tiled(int side) {
+    RunnerOptions o;
+    o.max_tile = side;
+    return o;
+}
+
 inline std::vector<double> reference_model(const ModelFile& m, const std::vector<float>& input, Shape shape) {
     const int mult = m.size_multiple();
     Shape padded = shape;

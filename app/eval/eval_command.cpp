@@ -330,13 +330,15 @@ int run_eval(const EvalOptions& o) {
     r.entries = list_clean(o);
     ModelFile model = load_model_file(resolve_model(o.model));
     std::string device_note;
-    std::unique_ptr<Backend> backend = make_backend(o.device, o.threads, &device_note);
+    RunnerOptions settings;  // the restore command's defaults (precision auto: fp32 today)
+    settings.device = o.device, settings.threads = o.threads;
+    std::unique_ptr<Backend> backend = make_backend(settings, &device_note);
     if (!o.quiet) {
         if (!device_note.empty()) std::cerr << "note: " << device_note << "\n";
         std::cerr << "model " << printable(model.name) << " (" << printable(model.path) << "), device "
                   << backend->name() << ": " << backend->description() << "\n";
     }
-    ModelRunner runner(model, *backend);
+    ModelRunner runner(model, *backend, settings);
 
     // Read and degrade every image, in parallel (independent per file; the
     // noise depends only on the seed and the file name).
