@@ -7,9 +7,9 @@
 #include <string>
 #include <variant>
 
-#include "conv2d.h"
-#include "pixel_shuffle.h"
-#include "residual_block.h"
+#include "conv2d_layer.h"
+#include "pixel_shuffle_layer.h"
+#include "residual_block_layer.h"
 
 namespace imr {
 

@@ -1,4 +1,4 @@
-#include "pixel_shuffle.h"
+#include "pixel_shuffle_layer.h"
 
 namespace imr {
 

@@ -1,4 +1,4 @@
-#include "residual_block.h"
+#include "residual_block_layer.h"
 
 namespace imr {
 

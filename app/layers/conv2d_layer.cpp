@@ -1,4 +1,4 @@
-#include "conv2d.h"
+#include "conv2d_layer.h"
 
 #include <algorithm>
 
