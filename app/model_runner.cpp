@@ -194,9 +194,10 @@ void ModelRunner::run_pass(const float* input, float* output, Shape shape, Stage
     const size_t activations = model_.activation_floats(shape.n, shape.h, shape.w);
     if (!host || stages > 1) reserve(activations * sizeof(float), host ? 0 : shape.count() * sizeof(float));
 
-    // Every stage runs in f32 NCHW today (the only type every backend's ops
-    // take); a stage that computes in another type gets a convert op placed
-    // before it here.
+    // Every stage runs in f32 NCHW today (the type every backend's ops take;
+    // --precision fp32). Where a stage computes in another type (the
+    // tensor-core layers), a convert op goes between it and the stage before,
+    // here, and the buffers are sized by that type.
     Tensor src = f32_nchw(input, shape);
     if (!host) {
         upload_timer_->start();

@@ -4,8 +4,8 @@
 // for a 12-megapixel photo (suite "model": conv2d with the fused bias + ReLU
 // epilogue against cuDNN's convolution + bias add + ReLU, as PyTorch runs
 // them, and the pixel shuffles), the same layers on every conv2d kernel
-// variant that can run them (suite "variants": kernels/cuda/conv2d.cu's
-// table, so the planner's pick can be checked against the alternatives),
+// variant that can run them (suite "variants": the table in
+// kernels/cuda/conv2d/conv2d_variants.cu, so the planner's pick can be checked against the alternatives),
 // and on any shape given on the command line.
 //
 //   bench_gpu [--suite all|residual|conv|model|variants|none] [--residual B,H,W]... [--conv B,C,S,K]...
@@ -99,6 +99,7 @@ struct Gpu {
     cudaEvent_t e0 = nullptr, e1 = nullptr;
     DevBuf* flush = nullptr;
     int sm_count = 0;
+    imr::cuda::GpuInfo gpu;  // sm_count and compute capability, for the conv2d planner
     double copy_tbps = 0;    // measured device-to-device, bytes read + written
     double peak_tflops = 0;  // fp32 FFMA peak at the max clock
     std::string name, driver, runtime;
@@ -344,10 +345,10 @@ constexpr ModelLayer kModelLayers[] = {
     {"fullres_cnn", 48, 48, 3000, 4000, true, false},    {"fullres_cnn", 48, 3, 3000, 4000, false, true},
 };
 
-// forced >= 0: that kernel variant (kernels/cuda/conv2d.cu's table) instead
+// forced non-empty: that kernel variant (kernels/cuda/conv2d/conv2d_variants.cu's table) instead
 // of the planner's pick, and no cuDNN run; the name ends in the variant's.
 Result bench_model_conv(Gpu& g, const Options& o, std::mt19937& rng, const std::string& suite, int cin, int cout, int H,
-                        int W, bool relu, bool residual = false, int forced = -1) {
+                        int W, bool relu, bool residual = false, const std::string& forced = "") {
     Result r;
     r.suite = suite;
     const double npix = double(H) * W;
@@ -372,8 +373,8 @@ Result bench_model_conv(Gpu& g, const Options& o, std::mt19937& rng, const std::
     a.prepared = prepared.get();
     r.name = "conv3x3 " + std::to_string(cin) + "->" + std::to_string(cout) + (relu ? " relu " : " ") +
              (residual ? "+in " : "") + std::to_string(W) + "x" + std::to_string(H) + " [" +
-             imr::cuda::plan_conv2d(a, g.sm_count, forced).name + "]";
-    imr::cuda::conv2d(a, g.stream, g.sm_count, forced);
+             imr::cuda::plan_conv2d(a, g.gpu, forced).name + "]";
+    imr::cuda::conv2d(a, g.stream, g.gpu, forced);
     ck(cudaStreamSynchronize(g.stream), "conv2d");
     const auto ours = download(y);
     imr::Conv2dArgs ha = a;
@@ -386,9 +387,9 @@ Result bench_model_conv(Gpu& g, const Options& o, std::mt19937& rng, const std::
         const double d = std::fabs(imr::reference_conv2d_at(ha, 0, cc, yy, xx) - double(ours[i]));
         if (!(d <= r.err_vs_f64)) r.err_vs_f64 = d;
     }
-    r.ours_us = g.time_us([&] { imr::cuda::conv2d(a, g.stream, g.sm_count, forced); }, 5, o.runs);
+    r.ours_us = g.time_us([&] { imr::cuda::conv2d(a, g.stream, g.gpu, forced); }, 5, o.runs);
 #ifdef IMRESTORE_WITH_CUDNN
-    if (o.cudnn && forced < 0) {
+    if (o.cudnn && forced.empty()) {
         DevBuf yc(nout);
         CudnnConv c(g, 1, cin, H, W, cout, 3, 1, x.p, w.p, yc.p);
         cudnnActivationDescriptor_t act = nullptr;
@@ -481,7 +482,7 @@ Result bench_conv(Gpu& g, const Options& o, std::mt19937& rng, const std::string
     a.out_channels = C;
     a.kernel = K;
     a.weight = imr::f32_nchw(w.p, {C, C, K, K}), a.output = imr::f32_nchw(y.p, a.out_shape());
-    imr::cuda::conv2d(a, g.stream, g.sm_count);
+    imr::cuda::conv2d(a, g.stream, g.gpu);
     ck(cudaStreamSynchronize(g.stream), "conv2d");
     const auto ours = download(y);
     imr::Conv2dArgs ha = a;
@@ -497,7 +498,7 @@ Result bench_conv(Gpu& g, const Options& o, std::mt19937& rng, const std::string
     }
     const int runs = r.flop > 50e9 ? o.conv_runs : o.runs;
     const int warm = r.flop > 50e9 ? 2 : 10;
-    r.ours_us = g.time_us([&] { imr::cuda::conv2d(a, g.stream, g.sm_count); }, warm, runs);
+    r.ours_us = g.time_us([&] { imr::cuda::conv2d(a, g.stream, g.gpu); }, warm, runs);
 #ifdef IMRESTORE_WITH_CUDNN
     if (o.cudnn) {
         DevBuf yc(nout);
@@ -592,6 +593,7 @@ int main(int argc, char** argv) {
     cudaDeviceProp prop{};
     ck(cudaGetDeviceProperties(&prop, o.device), "cudaGetDeviceProperties");
     g.sm_count = prop.multiProcessorCount;
+    g.gpu = {prop.multiProcessorCount, prop.major * 10 + prop.minor};
     g.name = prop.name;
     int drv = 0, rt = 0, clock_khz = 0;
     ck(cudaDriverGetVersion(&drv), "driver version");
@@ -679,9 +681,8 @@ int main(int argc, char** argv) {
     }
     if (o.suite == "all" || o.suite == "variants") {
         // Every conv2d variant that can run each model layer; the planner's pick appears among them.
-        const int variants = int(imr::cuda::conv2d_variants().size());
         for (const ModelLayer& l : kModelLayers)
-            for (int v = 0; v < variants; ++v) {
+            for (const std::string& v : imr::cuda::conv2d_variants(g.gpu.arch)) {
                 try {
                     report(bench_model_conv(g, o, rng, std::string("variants_") + l.model, l.cin, l.cout, l.h, l.w,
                                             l.relu, l.residual, v));

@@ -57,6 +57,7 @@ std::vector<std::string> Backend::variants(Op) const {
 void Backend::force_variant(Op op, const std::string& name) {
     if (name.empty()) {
         forced_[size_t(op)] = -1;
+        forced_names_[size_t(op)].clear();
         return;
     }
     const std::vector<std::string> names = variants(op);
@@ -65,6 +66,7 @@ void Backend::force_variant(Op op, const std::string& name) {
     const auto it = std::find(names.begin(), names.end(), name);
     if (it == names.end()) throw Error(this->name() + ": " + op_name(op) + " has no kernel variant '" + name + "'");
     forced_[size_t(op)] = int(it - names.begin());
+    forced_names_[size_t(op)] = name;
 }
 
 }  // namespace imr

@@ -125,9 +125,14 @@ protected:
     int forced_variant(Op op) const {
         return forced_[size_t(op)];
     }
+    // Its name, "" for the planner's pick (for tables whose rows are found by name).
+    const std::string& forced_variant_name(Op op) const {
+        return forced_names_[size_t(op)];
+    }
 
 private:
     std::array<int, kOpCount> forced_ = make_unforced();
+    std::array<std::string, kOpCount> forced_names_;
     static std::array<int, kOpCount> make_unforced() {
         std::array<int, kOpCount> a{};
         a.fill(-1);

@@ -75,6 +75,7 @@ CudaBackend::CudaBackend(int device) : device_(device) {
     cudaDeviceProp prop{};
     check_cuda(cudaGetDeviceProperties(&prop, device), ctx, "cudaGetDeviceProperties");
     sm_count_ = prop.multiProcessorCount;
+    arch_ = prop.major * 10 + prop.minor;
     char mem[32];
     std::snprintf(mem, sizeof mem, "%.1f GiB", double(prop.totalGlobalMem) / double(1ull << 30));
     description_ = std::string(prop.name) + ", " + mem;
@@ -141,7 +142,7 @@ void CudaBackend::release_host(void* p) noexcept {
 std::vector<std::string> CudaBackend::variants(Op op) const {
     switch (op) {
         case Op::Conv2d:
-            return cuda::conv2d_variants();
+            return cuda::conv2d_variants(arch_);
         case Op::ResidualBlock:
             return cuda::residual_block_variants();
         default:

@@ -1,8 +1,9 @@
 // The CUDA backend (make_cuda_backend): one device, one stream per backend;
 // ops are queued on that stream (asynchronous to the host), memory is plain
 // cudaMalloc. One file per op of the list (kernels/ops/op_list.h), NAME.cu,
-// defines its member CudaBackend::NAME with its kernels; conv2d.cu also
-// prepare(Conv2dArgs) (the Winograd weights). A new op: its .cu file (and, if
+// defines its member CudaBackend::NAME with its kernels; conv2d has a folder,
+// conv2d/ (one file per kernel family, the table and CudaBackend::conv2d and
+// prepare(Conv2dArgs) in conv2d_variants.cu). A new op: its .cu file (and, if
 // it has kernel variants, a case in variants()).
 #pragma once
 
@@ -141,6 +142,7 @@ private:
     std::vector<Spare> spare_;                  // released page-locked buffers, oldest first
     size_t spare_bytes_ = 0;
     int sm_count_ = 0;
+    int arch_ = 0;  // compute capability, major * 10 + minor
     std::string description_;
     cudaStream_t stream_ = nullptr;
 };

@@ -1,7 +1,8 @@
 // The conv2d op: what it computes, its arguments (and the padding modes and
 // activations they name), their check and its float64 reference. Its
 // kernels: kernels/cpu/conv2d.cpp (on kernels/cpu/direct_conv.cpp),
-// kernels/cuda/conv2d.cu.
+// kernels/cuda/conv2d/ (one file per kernel family, the variant table in
+// conv2d_variants.cu).
 #pragma once
 
 #include <vector>
