@@ -127,7 +127,11 @@ std::vector<float> normal(std::mt19937_64& rng, size_t count, float scale = 1.0f
 // channels zero).
 struct HostTensor {
     std::vector<unsigned char> bytes;
-    Tensor view;  // over bytes
+    Tensor view;  // over bytes: moves keep it valid, copies would not (deleted)
+    HostTensor() = default;
+    HostTensor(HostTensor&&) = default;
+    HostTensor& operator=(HostTensor&&) = default;
+    HostTensor(const HostTensor&) = delete;
 };
 HostTensor host_tensor(const std::vector<float>& logical, Shape s, TensorType t) {
     HostTensor h;
