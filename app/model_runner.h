@@ -49,16 +49,30 @@ private:
     // One pass over a tensor that fits the backend: upload, stages, download.
     void run_pass(const float* input, float* output, Shape shape, StageTimer* timer);
     void run_tiled(const float* input, float* output, Shape shape, int tile, StageTimer* timer);
-    void reserve(size_t activation_bytes, size_t input_bytes);
+    void reserve(size_t activation_bytes, size_t input_bytes, size_t typed_input_bytes);
+    void release_buffers();
+    // The largest tensor of a pass over `shape` that is not f32 NCHW (a
+    // stage's input, output or model input in its own type), in bytes and
+    // stored elements; zero when every stage runs in f32 NCHW.
+    struct Size {
+        size_t bytes = 0, elements = 0, model_input_bytes = 0;
+    };
+    Size typed_tensors(Shape shape) const;
+    // The model input (f32 NCHW) in `type`: itself, or its copy in
+    // typed_input_, converted when `held` (the type that copy is in, f32:
+    // none yet) is another.
+    Tensor model_input_as(TensorType type, const Tensor& model_input, TensorType& held);
 
     const ModelFile model_;
     Backend& backend_;
     const RunnerOptions options_;
     const Precision precision_;
-    double activation_floats_per_pixel_ = 0;                // of the largest tensor in a pass
+    double activation_floats_per_pixel_ = 0;                // of the largest f32 tensor in a pass
+    Size typed_per_pixel_;                                  // typed_tensors() per image pixel
     std::vector<std::unique_ptr<PreparedStage>> prepared_;  // weights in the backend, packed once
     DeviceBuffer ping_, pong_;                              // activations, each the largest tensor of the pass
-    DeviceBuffer input_;  // a device backend's copy of the pass's input (stages may add it)
+    DeviceBuffer input_;        // a device backend's copy of the pass's input (stages may add it)
+    DeviceBuffer typed_input_;  // the model input in the type of the stages that add it, where not f32
     std::vector<std::unique_ptr<BackendTimer>> stage_timers_;
     std::unique_ptr<BackendTimer> upload_timer_, download_timer_;
     std::vector<std::string> stage_labels_;

@@ -73,7 +73,14 @@ Precision resolve_precision(Precision requested, const ModelFile&, const Backend
     // auto: a model file records no validated precision yet (the command that
     // measures and records it comes with the tensor-core kernels), so fp32.
     if (requested == Precision::Fp32 || requested == Precision::Auto) return Precision::Fp32;
-    // tf32, bf16, fp16: refused, never run as fp32 under another name.
+    // bf16, fp16: where the backend has conv2d kernels in that type (the
+    // layers then choose their types: activation_type in app/layers/).
+    if (requested == Precision::Bf16 || requested == Precision::Fp16) {
+        const DType half = requested == Precision::Bf16 ? DType::BF16 : DType::F16;
+        for (Layout layout : kLayouts)
+            if (backend.supports(Op::Conv2d, half, layout)) return requested;
+    }
+    // Else refused, never run as fp32 under another name.
     throw Error(std::string("--precision ") + precision_name(requested) +
                 ": the tensor-core kernels are not built yet, so " + backend.name() +
                 " computes in fp32 only (as does every CPU); use --precision fp32 or auto");

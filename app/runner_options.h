@@ -45,9 +45,10 @@ std::unique_ptr<Backend> make_backend(const RunnerOptions& options, std::string*
 
 // The precision a run of `model` on `backend` computes in, for the requested
 // one: auto resolves to fp32 (no model file records a validated precision
-// yet, and the CPU computes in fp32). Throws imr::Error for a precision this
-// build cannot run on the backend (the tensor-core kernels are not built
-// yet), never falling back silently.
+// yet); bf16 and fp16 where the backend has conv2d in that dtype
+// (Backend::supports). Throws imr::Error for one it cannot run (today every
+// one but fp32: the tensor-core kernels are not built yet, and TF32 compute
+// has no switch), never falling back silently.
 Precision resolve_precision(Precision requested, const ModelFile& model, const Backend& backend);
 
 }  // namespace imr

@@ -46,6 +46,10 @@ const char* layout_name(Layout l) {
     return "?";
 }
 
+std::string TensorType::str() const {
+    return std::string(dtype_name(dtype)) + " " + layout_name(layout);
+}
+
 std::string Tensor::str() const {
     return std::string(dtype_name(dtype)) + " " + layout_name(layout) + " " + shape.str();
 }

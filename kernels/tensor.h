@@ -55,6 +55,15 @@ inline int stored_channels(Layout l, int c) {
     return l == Layout::NHWC8 ? (c + 7) / 8 * 8 : c;
 }
 
+// The type of a tensor's elements and their order in memory.
+struct TensorType {
+    DType dtype = DType::F32;
+    Layout layout = Layout::NCHW;
+    bool operator==(const TensorType& o) const { return dtype == o.dtype && layout == o.layout; }
+    bool operator!=(const TensorType& o) const { return !(*this == o); }
+    std::string str() const;  // "f16 NHWC8"
+};
+
 // A view of a dense tensor in some backend's memory (host memory for the CPU
 // backend and the references, device memory for CUDA). Ops never write the
 // tensors they read (the op tests check it), so one type serves both sides;
@@ -81,7 +90,8 @@ struct Tensor {
     T* as() const {
         return static_cast<T*>(data);
     }
-    bool same_type(const Tensor& o) const { return dtype == o.dtype && layout == o.layout; }
+    TensorType type() const { return {dtype, layout}; }
+    bool same_type(const Tensor& o) const { return type() == o.type(); }
     // "f32 NCHW [1,3,8,8]"
     std::string str() const;
 };

@@ -123,7 +123,7 @@ bool refused_without(const Stage& stage, Op op, std::mt19937& rng) {
     BackendWithout backend(op);
     std::unique_ptr<PreparedStage> prepared;
     try {
-        prepared = std::visit([&](const auto& st) { return st.prepare(backend); }, stage);
+        prepared = std::visit([&](const auto& st) { return st.prepare(backend, Precision::Fp32); }, stage);
     } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find(op_name(op)), std::string::npos) << e.what();
         return true;

@@ -980,6 +980,118 @@ TEST(ComputeLanes, SmallImagesOfAFolderGetOneThreadLanesThatExcludeTheWideOne) {
     EXPECT_EQ(without.pick(small), 0u);
 }
 
+// A CPU backend that keeps conv2d's and pixel_shuffle's activations in f16
+// (NCHW), as a half-precision backend presents itself to the runner: it
+// widens them to f32, runs the CPU's own kernels and rounds the output back
+// to f16. Counts the converts the runner places.
+class HalfStorageCpu : public cpu::CpuBackend {
+public:
+    HalfStorageCpu() : CpuBackend(1) {}
+    bool supports(Op op, DType dtype, Layout layout) const override {
+        if (op == Op::Conv2d || op == Op::PixelShuffle)
+            return layout == Layout::NCHW && (dtype == DType::F32 || dtype == DType::F16);
+        return CpuBackend::supports(op, dtype, layout);
+    }
+    void convert(const ConvertArgs& a) override {
+        ++converts;
+        CpuBackend::convert(a);
+    }
+    void conv2d(const Conv2dArgs& a) override {
+        check_args(a);
+        check_supported(*this, Op::Conv2d, {&a.input, &a.output, &a.residual});
+        if (a.input.dtype == DType::F32) return CpuBackend::conv2d(a);
+        Conv2dArgs wide = a;
+        std::vector<float> in, out(a.output.shape.count()), res;
+        wide.input = widened(a.input, in), wide.output = f32_nchw(out.data(), a.output.shape);
+        if (a.residual) wide.residual = widened(a.residual, res);
+        CpuBackend::conv2d(wide);
+        narrow(wide.output, a.output);
+    }
+    void pixel_shuffle(const PixelShuffleArgs& a) override {
+        check_args(a);
+        check_supported(*this, Op::PixelShuffle, {&a.input, &a.output, &a.residual});
+        if (a.input.dtype == DType::F32) return CpuBackend::pixel_shuffle(a);
+        PixelShuffleArgs wide = a;
+        std::vector<float> in, out(a.output.shape.count()), res;
+        wide.input = widened(a.input, in), wide.output = f32_nchw(out.data(), a.output.shape);
+        if (a.residual) wide.residual = widened(a.residual, res);
+        CpuBackend::pixel_shuffle(wide);
+        narrow(wide.output, a.output);
+    }
+    int converts = 0;  // the runner's, not this backend's own
+
+private:
+    Tensor widened(const Tensor& t, std::vector<float>& store) {
+        store.resize(t.shape.count());
+        ConvertArgs c;
+        c.input = t, c.output = f32_nchw(store.data(), t.shape);
+        CpuBackend::convert(c);
+        return c.output;
+    }
+    void narrow(const Tensor& from, const Tensor& to) {
+        ConvertArgs c;
+        c.input = from, c.output = to;
+        CpuBackend::convert(c);
+    }
+};
+
+// --precision fp16 on a backend with f16 stages: the runner converts the
+// input to the stages' type, the model input once for the stage that adds it
+// and the result back to f32, and nothing else; the result is the model's
+// within f16's rounding of the activations, and not the fp32 result (so the
+// stages really ran in f16). fp32 on the same backend converts nothing and
+// gives the plain CPU's bytes.
+TEST(ModelRunner, HalfPrecisionStagesGetConvertedInputsAndOutputs) {
+    unsigned seed;
+    auto rng = fresh_rng(&seed);
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    auto cpu = make_cpu_backend(1);
+    // The unshuffle CNN: every stage in f16 (3 converts per pass); the small
+    // model: a residual block (f32 only) before f16 convolutions (2).
+    for (const auto& [m, converts] : {std::pair{test::unshuffle_model(rng), 3}, {test::small_model(rng), 2}}) {
+        SCOPED_TRACE(m.name);
+        const Shape shape{2, 3, 46, 66};
+        const std::vector<float> input = test::random_vector(rng, shape.count(), 0.3f);
+        const std::vector<double> ref = reference_model(m, input, shape);
+        std::vector<float> f32(shape.count()), half(shape.count(), std::nanf("")), same(shape.count());
+        ModelRunner(m, *cpu).run(f32_nchw(input.data(), shape), f32_nchw(f32.data(), shape), nullptr);
+
+        HalfStorageCpu backend;
+        RunnerOptions fp16;
+        fp16.precision = Precision::Fp16;
+        ModelRunner runner(m, backend, fp16);
+        EXPECT_EQ(runner.precision(), Precision::Fp16);
+        runner.run(f32_nchw(input.data(), shape), f32_nchw(half.data(), shape), nullptr);
+        EXPECT_EQ(backend.converts, converts);
+        double scale = 0, err = 0;
+        for (size_t i = 0; i < ref.size(); ++i) {
+            scale = std::max(scale, std::abs(ref[i]));
+            err = std::max(err, std::abs(double(half[i]) - ref[i]));  // NaN: fails below
+        }
+        // Each stage's output rounded to f16 (2^-11 relative), a few stages deep.
+        EXPECT_LE(err, 16 * unit_roundoff(DType::F16) * scale);
+        EXPECT_NE(0, std::memcmp(half.data(), f32.data(), f32.size() * sizeof(float)))
+            << "f16 stages gave fp32's bytes";
+        // Tiled, each tile's pass converts the same way.
+        RunnerOptions tiled = fp16;
+        tiled.max_tile = 16;
+        std::vector<float> tiles(shape.count(), std::nanf(""));
+        ModelRunner(m, backend, tiled).run(f32_nchw(input.data(), shape), f32_nchw(tiles.data(), shape), nullptr);
+        double tile_err = 0;
+        for (size_t i = 0; i < ref.size(); ++i) tile_err = std::max(tile_err, std::abs(double(tiles[i]) - ref[i]));
+        EXPECT_LE(tile_err, 16 * unit_roundoff(DType::F16) * scale) << "tiled";
+
+        HalfStorageCpu again;
+        ModelRunner(m, again).run(f32_nchw(input.data(), shape), f32_nchw(same.data(), shape), nullptr);
+        EXPECT_EQ(again.converts, 0);
+        EXPECT_EQ(0, std::memcmp(same.data(), f32.data(), f32.size() * sizeof(float)));
+    }
+    // A backend without f16 conv2d kernels refuses fp16 rather than run fp32.
+    RunnerOptions fp16;
+    fp16.precision = Precision::Fp16;
+    EXPECT_THROW(ModelRunner(test::small_model(rng), *cpu, fp16), Error);
+}
+
 TEST(ModelRunner, RefusesWrongChannelCount) {
     std::mt19937 rng(2);
     ModelFile m = test::small_model(rng);

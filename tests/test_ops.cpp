@@ -99,13 +99,9 @@ constexpr int kSampledElements = 4096;
 constexpr size_t kGuard = 64;
 constexpr float kSentinel = -1234.5f;
 
-// An activation type an op can be asked to run in.
-struct TensorType {
-    DType dtype;
-    Layout layout;
-};
+using imr::TensorType;
 std::string type_name(const TensorType& t) {
-    return std::string(imr::dtype_name(t.dtype)) + " " + imr::layout_name(t.layout);
+    return t.str();
 }
 
 // ---------------------------------------------------------------- inputs

@@ -21,17 +21,18 @@ Activation parse_activation(const std::string& s, const std::string& at) {
 
 class PreparedConv2d : public PreparedStage {
 public:
-    PreparedConv2d(const Conv2dStage& s, Backend& backend)
-        : base_(s.args(Tensor{nullptr, {1, s.in_channels, 1, 1}})),
+    PreparedConv2d(const Conv2dStage& s, Backend& backend, TensorType type)
+        : type_(type),
+          base_(s.args(Tensor{nullptr, {1, s.in_channels, 1, 1}, type.dtype, type.layout})),
           add_model_input_(s.add_model_input),
           weight_(upload(backend, s.weight)),
           bias_(upload(backend, s.bias)) {
-        require(backend, Op::Conv2d);
         base_.weight = weight_.tensor({s.out_channels, s.in_channels, s.kernel, s.kernel});
         if (!s.bias.empty()) base_.bias = bias_.tensor({1, s.out_channels, 1, 1});
         packed_ = backend.prepare(base_);
         base_.prepared = packed_.get();
     }
+    TensorType type() const override { return type_; }
     void run(Backend& backend, const Tensor& input, const Tensor& output, const Tensor& model_input) override {
         Conv2dArgs a = base_;
         a.input = input, a.output = output;
@@ -40,6 +41,7 @@ public:
     }
 
 private:
+    TensorType type_;
     Conv2dArgs base_;
     bool add_model_input_;
     DeviceBuffer weight_, bias_;
@@ -125,8 +127,9 @@ std::vector<double> Conv2dStage::reference(const ReferenceIO& io) const {
     return reference_conv2d(a);
 }
 
-std::unique_ptr<PreparedStage> Conv2dStage::prepare(Backend& backend) const {
-    return std::make_unique<PreparedConv2d>(*this, backend);
+std::unique_ptr<PreparedStage> Conv2dStage::prepare(Backend& backend, Precision precision) const {
+    require(backend, Op::Conv2d);
+    return std::make_unique<PreparedConv2d>(*this, backend, activation_type(backend, Op::Conv2d, precision));
 }
 
 }  // namespace imr

@@ -49,6 +49,14 @@ void require(const Backend& backend, Op op) {
                     " backend does not have (in f32 NCHW)");
 }
 
+TensorType activation_type(const Backend& backend, Op op, Precision precision) {
+    const DType half = precision == Precision::Bf16 ? DType::BF16 : DType::F16;
+    if (precision == Precision::Bf16 || precision == Precision::Fp16)
+        for (Layout layout : {Layout::NHWC8, Layout::NHWC, Layout::NCHW})
+            if (backend.supports(op, half, layout)) return {half, layout};
+    return {DType::F32, Layout::NCHW};
+}
+
 DeviceBuffer upload(Backend& backend, const std::vector<float>& v) {
     if (v.empty()) return {};
     DeviceBuffer buf(backend, v.size() * sizeof(float));

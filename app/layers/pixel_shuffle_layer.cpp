@@ -13,7 +13,9 @@ PixelShuffleArgs shuffle_args(ShuffleDirection d, int factor, const Tensor& inpu
 template <ShuffleDirection D>
 class PreparedShuffle : public PreparedStage {
 public:
-    PreparedShuffle(int factor, bool add_model_input) : factor_(factor), add_model_input_(add_model_input) {}
+    PreparedShuffle(int factor, bool add_model_input, TensorType type)
+        : factor_(factor), add_model_input_(add_model_input), type_(type) {}
+    TensorType type() const override { return type_; }
     void run(Backend& backend, const Tensor& input, const Tensor& output, const Tensor& model_input) override {
         PixelShuffleArgs a = shuffle_args(D, factor_, input);
         a.output = output;
@@ -24,6 +26,7 @@ public:
 private:
     int factor_;
     bool add_model_input_;
+    TensorType type_;
 };
 
 }  // namespace
@@ -88,9 +91,10 @@ std::vector<double> PixelShuffleStage<D>::reference(const ReferenceIO& io) const
 }
 
 template <ShuffleDirection D>
-std::unique_ptr<PreparedStage> PixelShuffleStage<D>::prepare(Backend& backend) const {
+std::unique_ptr<PreparedStage> PixelShuffleStage<D>::prepare(Backend& backend, Precision precision) const {
     require(backend, Op::PixelShuffle);
-    return std::make_unique<PreparedShuffle<D>>(factor, add_model_input);
+    return std::make_unique<PreparedShuffle<D>>(factor, add_model_input,
+                                                activation_type(backend, Op::PixelShuffle, precision));
 }
 
 template struct PixelShuffleStage<ShuffleDirection::ToDepth>;

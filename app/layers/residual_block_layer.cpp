@@ -6,13 +6,13 @@ namespace {
 
 class PreparedResidualBlock : public PreparedStage {
 public:
-    PreparedResidualBlock(const ResidualBlockStage& s, Backend& backend)
-        : w_in_(upload(backend, s.conv_in_weight)),
+    PreparedResidualBlock(const ResidualBlockStage& s, Backend& backend, TensorType type)
+        : type_(type),
+          w_in_(upload(backend, s.conv_in_weight)),
           b_in_(upload(backend, s.conv_in_bias)),
           w_out_(upload(backend, s.conv_out_weight)),
           b_out_(upload(backend, s.conv_out_bias)) {
-        require(backend, Op::ResidualBlock);
-        base_.input.shape = {1, s.channels, 1, 1}, base_.hidden = s.hidden;
+        base_.input = {nullptr, {1, s.channels, 1, 1}, type.dtype, type.layout}, base_.hidden = s.hidden;
         base_.conv_in_weight = w_in_.tensor({s.hidden, s.channels, 3, 3});
         base_.conv_in_bias = b_in_.tensor({1, s.hidden, 1, 1});
         base_.conv_out_weight = w_out_.tensor({s.channels, s.hidden, 3, 3});
@@ -20,6 +20,7 @@ public:
         packed_ = backend.prepare(base_);
         base_.prepared = packed_.get();
     }
+    TensorType type() const override { return type_; }
     void run(Backend& backend, const Tensor& input, const Tensor& output, const Tensor&) override {
         ResidualBlockArgs a = base_;
         a.input = input, a.output = output;
@@ -27,6 +28,7 @@ public:
     }
 
 private:
+    TensorType type_;
     DeviceBuffer w_in_, b_in_, w_out_, b_out_;
     ResidualBlockArgs base_;
     std::unique_ptr<PreparedWeights> packed_;
@@ -93,8 +95,10 @@ std::vector<double> ResidualBlockStage::reference(const ReferenceIO& io) const {
     return reference_residual_block(a);
 }
 
-std::unique_ptr<PreparedStage> ResidualBlockStage::prepare(Backend& backend) const {
-    return std::make_unique<PreparedResidualBlock>(*this, backend);
+std::unique_ptr<PreparedStage> ResidualBlockStage::prepare(Backend& backend, Precision precision) const {
+    require(backend, Op::ResidualBlock);
+    return std::make_unique<PreparedResidualBlock>(*this, backend,
+                                                   activation_type(backend, Op::ResidualBlock, precision));
 }
 
 }  // namespace imr

@@ -30,6 +30,9 @@ inline int stage_in_channels(const Stage& s) {
 inline int stage_out_channels(const Stage& s) {
     return std::visit([](const auto& st) { return st.channels_out(); }, s);
 }
+inline bool stage_adds_model_input(const Stage& s) {
+    return std::visit([](const auto& st) { return st.adds_model_input(); }, s);
+}
 inline Geometry stage_geometry(const Stage& s) {
     return std::visit([](const auto& st) { return st.geometry(); }, s);
 }
