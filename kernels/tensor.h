@@ -1,6 +1,6 @@
 // The tensor view every op argument, prepared stage and the runner use: a
 // pointer into a backend's memory, the logical NCHW shape, the element type
-// and the memory layout. Sizes in bytes come from tensor_bytes()/bytes(),
+// and the memory layout. Sizes in bytes come from Tensor::bytes(),
 // never from sizeof(float), so a half-precision tensor is one more DType, not
 // a new interface (ggml's ggml_tensor, ncnn's Mat elemsize).
 //
