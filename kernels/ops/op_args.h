@@ -24,7 +24,7 @@ void expect_f32_nchw(const Tensor& t, const char* name, const ArgFail& fail);
 // An op's weights made ready once for one backend's kernels (packed into the
 // layout they read: the CPU's output-channel blocks), so a model pays for it
 // once, not on every call and tile: Backend::prepare returns it, the op's
-// args carry it in `prepared` (the weight pointers stay set as well). Ops
+// args carry it in `prepared` (the weight tensors stay set as well). Ops
 // without it pack per call; the result is the same.
 class PreparedWeights {
 public:

@@ -1,6 +1,6 @@
 // The float64 oracle for every op: plain loops that are obviously correct,
 // used by the tests (tests/test_ops.cpp) to judge every backend. Not fast, not
-// for production. All pointers in the Args are HOST pointers here, whatever
+// for production. All tensors in the Args are in HOST memory here, whatever
 // backend the data is later uploaded to. Each op's reference is declared in
 // its own header (kernels/ops/NAME.h: reference_NAME) and defined beside its
 // check_args; this file holds what they share.
