@@ -4,13 +4,17 @@
 // of model_isolation.cpp when reading.
 #include "model_hdf5.h"
 
+#include <fcntl.h>
 #include <hdf5.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <new>
 
 #include "layers/layer.h"
 
@@ -40,6 +44,93 @@ private:
 // HDF5 prints its own error stack to stderr by default; we report our own.
 void silence_hdf5() {
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+}
+
+// ------------------------------------------------------------------ the in-memory driver
+
+// A read-only HDF5 file driver over the bytes of a file already in memory.
+// libhdf5 1.10.8's core driver with a file image still tries to open the
+// name it is given (to refuse one that exists) and asks for the working
+// folder (strace shows openat and getcwd); this one makes no system call at
+// all, so the reader runs under a filter that forbids opening files, and
+// there is no file to lock.
+struct ImageFile {
+    H5FD_t base;  // first: libhdf5 casts between the two
+    const std::string* bytes;
+    haddr_t eoa;
+};
+
+const std::string* g_image = nullptr;  // the bytes H5Fopen is opening (one file at a time, one thread)
+
+H5FD_t* image_open(const char*, unsigned flags, hid_t, haddr_t) {
+    if (!g_image || (flags & (H5F_ACC_RDWR | H5F_ACC_CREAT | H5F_ACC_TRUNC | H5F_ACC_EXCL))) return nullptr;
+    auto* f = new (std::nothrow) ImageFile{};
+    if (!f) return nullptr;
+    f->bytes = g_image;
+    return &f->base;
+}
+
+herr_t image_close(H5FD_t* file) {
+    delete reinterpret_cast<ImageFile*>(file);
+    return 0;
+}
+
+haddr_t image_get_eoa(const H5FD_t* file, H5FD_mem_t) {
+    return reinterpret_cast<const ImageFile*>(file)->eoa;
+}
+
+herr_t image_set_eoa(H5FD_t* file, H5FD_mem_t, haddr_t addr) {
+    reinterpret_cast<ImageFile*>(file)->eoa = addr;
+    return 0;
+}
+
+haddr_t image_get_eof(const H5FD_t* file, H5FD_mem_t) {
+    return reinterpret_cast<const ImageFile*>(file)->bytes->size();
+}
+
+// As libhdf5's own drivers: a read past the end of the file (but not of the
+// allocated space) gives zeros; one past the allocated space is an error.
+herr_t image_read(H5FD_t* file, H5FD_mem_t, hid_t, haddr_t addr, size_t size, void* buffer) {
+    const auto* f = reinterpret_cast<const ImageFile*>(file);
+    if (addr == HADDR_UNDEF || addr > f->eoa || size > f->eoa - addr) return -1;
+    const std::string& bytes = *f->bytes;
+    const size_t have = addr < bytes.size() ? std::min(size, size_t(bytes.size() - addr)) : 0;
+    if (have) std::memcpy(buffer, bytes.data() + addr, have);
+    std::memset(static_cast<char*>(buffer) + have, 0, size - have);
+    return 0;
+}
+
+herr_t image_write(H5FD_t*, H5FD_mem_t, hid_t, haddr_t, size_t, const void*) {
+    return -1;
+}
+
+hid_t image_driver_id() {
+    static const H5FD_class_t driver = [] {
+        H5FD_class_t c{};
+        c.name = "imrestore-image";
+        c.maxaddr = (haddr_t(1) << 62) - 1;
+        c.fc_degree = H5F_CLOSE_WEAK;
+        c.open = image_open;
+        c.close = image_close;
+        c.get_eoa = image_get_eoa;
+        c.set_eoa = image_set_eoa;
+        c.get_eof = image_get_eof;
+        c.read = image_read;
+        c.write = image_write;
+        const H5FD_mem_t map[H5FD_MEM_NTYPES] = H5FD_FLMAP_DICHOTOMY;
+        std::copy(map, map + H5FD_MEM_NTYPES, c.fl_map);
+        return c;
+    }();
+    static const hid_t id = H5FDregister(&driver);
+    return id;
+}
+
+// HDF5's signature, at 0 or after a user block of 512, 1024, 2048, ... bytes.
+bool has_hdf5_signature(const std::string& bytes) {
+    static const char signature[8] = {'\x89', 'H', 'D', 'F', '\r', '\n', '\x1a', '\n'};
+    for (size_t at = 0; at + sizeof signature <= bytes.size(); at = at ? 2 * at : 512)
+        if (bytes.compare(at, sizeof signature, signature, sizeof signature) == 0) return true;
+    return false;
 }
 
 // ------------------------------------------------------------------ reading
@@ -231,11 +322,62 @@ unsigned long long max_file_floats() {
     return (unsigned long long)max_model_parameters() + (1u << 20);
 }
 
-RawModel read_model_hdf5(const std::string& path) {
+unsigned long long max_model_file_bytes() {
+    return max_file_floats() * sizeof(float) + (64ull << 20);
+}
+
+std::string read_model_file_bytes(const std::string& path) {
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw Error(path + ": cannot read: " + std::strerror(errno));
+    const unsigned long long most = max_model_file_bytes();
+    std::string bytes;
+    struct stat st {};
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (unsigned long long)st.st_size <= most)
+        bytes.reserve(size_t(st.st_size));  // a hint only: the file may change while read
+    char buf[1 << 16];
+    for (;;) {
+        const ssize_t n = read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            const int err = errno;
+            close(fd);
+            throw Error(path + ": cannot read: " + std::strerror(err));
+        }
+        if (n == 0) break;
+        if (bytes.size() + size_t(n) > most) {
+            close(fd);
+            throw Error(path + ": larger than any model file may be (" + std::to_string(most >> 20) +
+                        " MiB; IMRESTORE_MAX_PARAMETERS raises it)");
+        }
+        bytes.append(buf, size_t(n));
+    }
+    close(fd);
+    return bytes;
+}
+
+void prepare_model_hdf5_reader() {
+    H5open();
     silence_hdf5();
-    if (H5Fis_hdf5(path.c_str()) <= 0)
+    H5PLset_loading_state(0);
+    image_driver_id();
+}
+
+RawModel read_model_hdf5(const std::string& path) {
+    return read_model_hdf5_image(read_model_file_bytes(path), path);
+}
+
+RawModel read_model_hdf5_image(const std::string& bytes, const std::string& path) {
+    prepare_model_hdf5_reader();
+    if (!has_hdf5_signature(bytes))
         throw Error(path + ": not an HDF5 file (an imrestore model is HDF5; see weights/README.md)");
-    H5Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+    H5Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+    if (!fapl.valid() || H5Pset_driver(fapl.get(), image_driver_id(), nullptr) < 0)
+        throw Error(path + ": cannot set up the HDF5 reader");
+    g_image = &bytes;
+    // An absolute name: libhdf5 keeps it for external links (refused anyway)
+    // and would ask for the working folder to complete a relative one.
+    H5Handle file(H5Fopen("/model-file-image.h5", H5F_ACC_RDONLY, fapl.get()), H5Fclose);
+    g_image = nullptr;
     if (!file.valid()) throw Error(path + ": cannot open the HDF5 file");
     RawModel raw;
     read_attributes(file.get(), raw.root, path);

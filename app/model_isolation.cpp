@@ -20,9 +20,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iostream>
+#include <mutex>
 
+#include "bundled_model_digests.h"
 #include "error.h"
 #include "model_hdf5.h"
+#include "model_sandbox.h"
+#include "util/sha256.h"
 
 // Defined only when a sanitizer runtime is linked (fuzzing, sanitizer builds).
 extern "C" void __sanitizer_set_death_callback(void (*callback)(void)) __attribute__((weak));
@@ -38,6 +43,7 @@ constexpr rlim_t kCpuSeconds = 60;   // RLIMIT_CPU
 constexpr unsigned long long kChildHeapBytes = 3ull << 30;  // RLIMIT_DATA beyond what the child inherits
 constexpr size_t kMaxEntries = 1 << 16;                     // per group
 constexpr size_t kMaxNameBytes = 1 << 16;
+constexpr int kExitSandboxRefused = 5;  // the child's exit status when the kernel refused its sandbox
 
 // ------------------------------------------------------------------ encoding
 
@@ -224,7 +230,11 @@ void default_signal_handling() {
     if (__sanitizer_set_death_callback) __sanitizer_set_death_callback(nullptr);
 }
 
-[[noreturn]] void child_main(const std::string& path, int fd, unsigned long long data_limit) {
+// The reader child. `image`: the file's bytes, already read by the parent
+// (the unsandboxed fallback: the child parses exactly what was recognized as
+// a bundled model); null: the child reads the file itself, then confines
+// itself before parsing a byte of it.
+[[noreturn]] void child_main(const std::string& path, int fd, unsigned long long data_limit, const std::string* image) {
     default_signal_handling();
     rlimit cpu{kCpuSeconds, kCpuSeconds};
     setrlimit(RLIMIT_CPU, &cpu);
@@ -234,7 +244,14 @@ void default_signal_handling() {
     setrlimit(RLIMIT_CORE, &core);
     std::string out;
     try {
-        out = "M" + encode_raw_model(read_model_hdf5(path));
+        std::string own;
+        if (!image) own = read_model_file_bytes(path);  // inside the memory limit
+        prepare_model_hdf5_reader();
+        if (!image) {
+            const std::string refused = confine_model_reader(fd);
+            if (!refused.empty()) _exit(write_all(fd, "U" + refused) ? kExitSandboxRefused : 4);
+        }
+        out = "M" + encode_raw_model(read_model_hdf5_image(image ? *image : own, path));
     } catch (const Error& e) {
         out = std::string("E") + e.what();
     } catch (const std::bad_alloc&) {
@@ -246,17 +263,15 @@ void default_signal_handling() {
     _exit(write_all(fd, out) ? 0 : 4);
 }
 
-}  // namespace
+// What a reader child left: its wait status and everything it wrote.
+struct ReaderExit {
+    int status = 0;
+    std::string answer;
+};
 
-RawModel read_model_isolated(const std::string& path) {
-    int timeout_s = kTimeoutSeconds;
-    if (const char* v = std::getenv("IMRESTORE_MODEL_READ_TIMEOUT"); v && *v) {
-        char* end = nullptr;
-        const long t = std::strtol(v, &end, 10);
-        if (*end || t < 1 || t > 86400)
-            throw Error(std::string("IMRESTORE_MODEL_READ_TIMEOUT=") + v + ": expected seconds, 1..86400");
-        timeout_s = int(t);
-    }
+// Starts a reader child (child_main) and collects its answer, up to the
+// deadline and the size limit; throws imr::Error for what ends it early.
+ReaderExit run_reader(const std::string& path, int timeout_s, const std::string* image) {
     int fds[2];
     if (pipe(fds) != 0) throw Error(path + ": cannot start the model reader: " + std::strerror(errno));
     const unsigned long long data_limit = data_segment_bytes() + kChildHeapBytes;
@@ -267,12 +282,11 @@ RawModel read_model_isolated(const std::string& path) {
     }
     if (pid == 0) {
         close(fds[0]);
-        child_main(path, fds[1], data_limit);
+        child_main(path, fds[1], data_limit, image);
     }
     close(fds[1]);
-    // Read everything the child says, up to the deadline and the size limit.
     const size_t max_wire_bytes = size_t(max_file_floats()) * sizeof(float) + (64u << 20);  // + metadata
-    std::string bytes;
+    ReaderExit r;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
     bool timed_out = false, too_long = false;
     char buf[1 << 16];
@@ -290,22 +304,93 @@ RawModel read_model_isolated(const std::string& path) {
         const ssize_t n = read(fds[0], buf, sizeof buf);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) break;  // EOF: the child is done (or died)
-        bytes.append(buf, size_t(n));
-        if (bytes.size() > max_wire_bytes) {
+        r.answer.append(buf, size_t(n));
+        if (r.answer.size() > max_wire_bytes) {
             too_long = true;
             break;
         }
     }
     close(fds[0]);
     if (timed_out || too_long) kill(pid, SIGKILL);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    while (waitpid(pid, &r.status, 0) < 0 && errno == EINTR) {
     }
     if (timed_out)
         throw Error(path + ": reading the HDF5 file took longer than " + std::to_string(timeout_s) +
                     " s and was stopped: a damaged or hostile model file (IMRESTORE_MODEL_READ_TIMEOUT raises the "
                     "limit)");
     if (too_long) throw Error(path + ": the model reader's answer is larger than any model may be");
+    return r;
+}
+
+// The child could not confine itself: is the file a bundled model (by
+// content, wherever it is installed), or did the user allow unsandboxed
+// reading? Says once per process that the sandbox is missing.
+void check_unsandboxed_reading(const std::string& path, const std::string& bytes, const std::string& why) {
+    static std::once_flag warned;
+    std::call_once(warned, [&] {
+        std::cerr << "imrestore: warning: this system refuses the model reader's sandbox (" << why
+                  << "): only the bundled models are read, unless IMRESTORE_ALLOW_UNSANDBOXED_MODELS=1\n";
+    });
+    const char* allow = std::getenv("IMRESTORE_ALLOW_UNSANDBOXED_MODELS");
+    if (allow && std::string(allow) == "1") return;
+    const std::string digest = sha256_hex(bytes);
+    for (const BundledModelDigest& bundled : kBundledModelDigests)
+        if (digest == bundled.sha256) return;
+    throw Error(path + ": not read: this system refuses the sandbox that model files are read in (" + why +
+                "), and this file is not one of imrestore's bundled models (IMRESTORE_ALLOW_UNSANDBOXED_MODELS=1 "
+                "reads it without the sandbox: only for a file you trust)");
+}
+
+// A child that wrote 'U' + the reason and exited with kExitSandboxRefused
+// before reading the file.
+bool sandbox_refused(const ReaderExit& r) {
+    return WIFEXITED(r.status) && WEXITSTATUS(r.status) == kExitSandboxRefused && !r.answer.empty() &&
+           r.answer[0] == 'U';
+}
+
+}  // namespace
+
+RawModel read_model_isolated(const std::string& path) {
+    int timeout_s = kTimeoutSeconds;
+    if (const char* v = std::getenv("IMRESTORE_MODEL_READ_TIMEOUT"); v && *v) {
+        char* end = nullptr;
+        const long t = std::strtol(v, &end, 10);
+        if (*end || t < 1 || t > 86400)
+            throw Error(std::string("IMRESTORE_MODEL_READ_TIMEOUT=") + v + ": expected seconds, 1..86400");
+        timeout_s = int(t);
+    }
+    ReaderExit r = run_reader(path, timeout_s, nullptr);
+    if (sandbox_refused(r)) {
+        // The reader says so; a reader a hostile file took over could say
+        // it too, so the kernel is asked again, by a process that reads no
+        // model file.
+        const std::string why = seccomp_refusal();
+        if (why.empty()) {
+            std::string claim;
+            for (char c : r.answer.substr(1, 200))
+                if (c >= ' ' && c <= '~') claim += c;
+            throw Error(path + ": the model reader could not confine itself (" + claim + ")");
+        }
+        // Read here, so the unsandboxed child parses the very bytes checked.
+        const std::string bytes = read_model_file_bytes(path);
+        check_unsandboxed_reading(path, bytes, why);
+        r = run_reader(path, timeout_s, &bytes);
+    }
+    std::string& bytes = r.answer;
+    const int status = r.status;
+    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS) {
+        // Stopped by the filter. The number comes from the child's SIGSYS
+        // handler ('S' + 4 bytes, the last thing it wrote, after whatever
+        // else): untrusted, so only looked up.
+        int32_t number = -1;
+        const size_t record = 1 + sizeof number;
+        if (bytes.size() >= record && bytes[bytes.size() - record] == 'S')
+            std::memcpy(&number, bytes.data() + bytes.size() - sizeof number, sizeof number);
+        const std::string name = syscall_name(number);
+        throw Error(path + ": the model file tried something a model file never needs" +
+                    (name.empty() ? std::string() : " (system call '" + name + "')") +
+                    ", and the sandbox stopped the HDF5 reader: a hostile or damaged model file");
+    }
     if (WIFSIGNALED(status)) {
         const int sig = WTERMSIG(status);
         throw Error(path + ": the HDF5 library " +

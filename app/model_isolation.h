@@ -4,7 +4,9 @@
 // wall-clock timeout; it hands back only the raw attributes and float tensors
 // (model_raw.h) through a pipe, which this process checks as it decodes them.
 // A crash, hang or memory blow-up of libhdf5 becomes an imr::Error naming the
-// file, and never touches this process's memory.
+// file, and never touches this process's memory. The child reads the file
+// into memory and confines itself (model_sandbox.h) before libhdf5 parses a
+// byte, so a reader taken over by a hostile file can do nothing but answer.
 #pragma once
 
 #include <string>
@@ -13,9 +15,12 @@
 
 namespace imr {
 
-// read_model_hdf5(path) in a child process. Throws imr::Error starting with
-// the path: the reader's own errors as they are, or what happened to the
-// child (killed by a signal, over its CPU or memory limit, timed out).
+// read_model_hdf5(path) in a sandboxed child process. Throws imr::Error
+// starting with the path: the reader's own errors as they are, or what
+// happened to the child (stopped by the sandbox, killed by a signal, over its
+// CPU or memory limit, timed out). Where the kernel refuses the sandbox, says
+// so once on stderr and reads only the bundled models (by SHA-256), unless
+// IMRESTORE_ALLOW_UNSANDBOXED_MODELS=1.
 RawModel read_model_isolated(const std::string& path);
 
 // The wire format between child and parent (exposed for tests): encode never

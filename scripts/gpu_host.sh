@@ -18,6 +18,14 @@
 #                    MEMCHECK_ALL_CASES=1)
 #   BENCH_ARGS       extra bench_gpu arguments
 #   SKIP_BENCH=1     build, test and memcheck only
+#   CLI_BUILD        a full-tool build folder made elsewhere (OpenCV-free, CUDA on:
+#                    -DIMRESTORE_WITH_OPENCV=OFF -DIMRESTORE_WITH_CUDA=ON) and carried
+#                    here: its whole ctest suite runs too (Gpu.* CLI tests, the
+#                    model runner and layers on CUDA), but for `install` and
+#                    `format`, which need the build machine's CMake and clang-format.
+#                    Its test binaries name files by the absolute paths of the
+#                    machine that built them: CLI_BUILD_ROOT (default /work/main) is
+#                    made a link to this repo when it does not exist here.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-${OUT:-$root/gpu-out}}
@@ -83,6 +91,13 @@ skip_big=IMRESTORE_TEST_SKIP_GPU_ONLY=1
 step memcheck "$out/memcheck.log" env "$skip_big" compute-sanitizer --tool memcheck --error-exitcode 1 \
     "$build/tests/test_ops" --gtest_filter="${MEMCHECK_FILTER:-*/cuda}"
 grep -E "ERROR SUMMARY|\[  (PASSED|FAILED) " "$out/memcheck.log" | tail -5
+
+if [ -n "${CLI_BUILD:-}" ]; then
+    cli_root=${CLI_BUILD_ROOT:-/work/main}
+    if [ ! -e "$cli_root" ]; then mkdir -p "$(dirname "$cli_root")" && ln -s "$root" "$cli_root"; fi
+    step ctest-cli "$out/ctest-cli.log" ctest --test-dir "$CLI_BUILD" --output-on-failure -E '^(install|format)$'
+    grep -E "tests passed|\(Failed\)|\(SEGFAULT\)|Skipped|\*\*\*" "$out/ctest-cli.log" | tail -20
+fi
 
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
     commit=${IMRESTORE_COMMIT:-$(git -C "$root" rev-parse HEAD 2>/dev/null || echo uncommitted)}

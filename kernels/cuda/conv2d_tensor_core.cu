@@ -1,0 +1,727 @@
+// Tensor-core convolution: implicit GEMM on mma.sync m16n8k16 (sm_80+),
+// fp16/bf16 operands, fp32 accumulation. Interface: conv2d_tensor_core.cuh.
+//
+// GEMM view: M = output pixels (a block's tile: TH x TW pixels of one image),
+// N = output channels (BN per block), K = K*K taps x Cin (in chunks of CK
+// channels). Each chunk stages in shared memory
+//   - the input tile with its halo, (TH+K-1) x (TW+K-1) pixels x CK channels,
+//     one row per pixel (CK + 8 halves: the 16-byte pad makes the ldmatrix
+//     rows of 8 consecutive pixels fall in distinct banks);
+//   - the weights of the chunk, BN rows x (K*K*CK + 8) halves (same reason).
+// A tap (ky, kx) is then just an offset of (ky*(TW+K-1) + kx) halo rows: every
+// lane hands ldmatrix the address of its own pixel's row, so the K*K shifted
+// copies an im2col would make never exist. The padding mode is an index
+// mapping while the halo is loaded (zero: cp.async zero-fill; reflect:
+// mirror; replicate: clamp), never a padded copy.
+//
+// Pipeline: persistent blocks (grid = what fits on the SMs), each walking its
+// tiles; the work items (tile, chunk) are loaded by cp.async two stages deep,
+// the next item's load in flight while the current one is multiplied. When all
+// of Cin fits one chunk, the weights of the block's BN channels are loaded
+// once and stay resident (48 -> 48: 42 KB), and a stage holds only the halo.
+// Epilogue from the accumulator registers: bias, ReLU, residual, conversion
+// and store (NHWC T pairs or fp32 NCHW).
+//
+// Floors (the whole convolution, T = 2 bytes):
+//   FLOP  = 2 * N*Ho*Wo * Cout * Cin * K*K (useful work; channel padding and
+//           partial tiles add to what the tensor cores run);
+//   bytes = input (N*H*W*Cs_in*2, or *4 for fp32 NCHW) + output (N*Ho*Wo*
+//           Cs_out*2, or Cout*4 fp32) + residual (as output) + weights;
+//   H200: 790 TFLOP/s dense fp16/bf16 (measured, wgmma), 4.27 TB/s copy.
+//   12 MP 48 -> 48 3x3: 0.498 TFLOP = 0.63 ms; 2.30 GB = 0.54 ms. Measured
+//   (v5): 1.60 ms, 39% of 790; mma.sync's own ceiling is lower (ncu: 6
+//   tensor-pipe cycles per HMMA.16816, ~640 TFLOP/s at 1.8 GHz), and the pipe
+//   is 51% busy. Per shape: docs/performance.md, "Tensor-core convolution".
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+#include "conv2d_tensor_core.cuh"
+
+namespace imr::cuda::tc {
+namespace {
+
+// ---- tile configurations (tuned for the H200, sm_90, on mma.sync)
+// A block runs WARPS_M x WARPS_N warps; a warp owns MT x NT mma tiles
+// (16 pixels x 8 channels each) of the block's TH x TW pixels x BN channels.
+template <int KS_, int WARPS_M_, int WARPS_N_, int MT_, int NT_, int TW_, int STAGES_ = 2, int MIN_BLOCKS_ = 1>
+struct TileConfig {
+    static constexpr int KS = KS_;                  // kernel size (1 or 3)
+    static constexpr int WARPS_M = WARPS_M_;        // warps along the pixels
+    static constexpr int WARPS_N = WARPS_N_;        // warps along the output channels
+    static constexpr int MT = MT_;                  // m16 tiles per warp (pixels / 16)
+    static constexpr int NT = NT_;                  // n8 tiles per warp (channels / 8)
+    static constexpr int TW = TW_;                  // tile width: a multiple of 16, so an m16 tile is one row run
+    static constexpr int STAGES = STAGES_;          // cp.async stages (items loading while one is multiplied: STAGES-1)
+    static constexpr int MIN_BLOCKS = MIN_BLOCKS_;  // blocks per SM the registers must allow (launch bounds)
+    static constexpr int BM = WARPS_M * MT * 16;    // pixels per tile
+    static constexpr int BN = WARPS_N * NT * 8;     // output channels per block
+    static constexpr int TH = BM / TW;              // tile height
+    static constexpr int THREADS = 32 * WARPS_M * WARPS_N;
+    static constexpr int HH = TH + KS - 1;  // halo tile rows
+    static constexpr int HW = TW + KS - 1;  // halo tile columns
+    static constexpr int HP = HH * HW;      // halo pixels
+    static_assert(TW % 16 == 0 && BM % TW == 0, "an m16 tile must lie in one tile row");
+};
+
+// 3x3, Cout <= 64: all channels in one block so the input tile is read once.
+// 16 x 16 pixels, 8 warps of 32 pixels (2 m16 tiles) x all channels, at most
+// 128 registers, and shared memory for two blocks per SM (48 -> 48: 42 KB
+// resident weights + 2 x 36 KB halo = 112 KB each): 16 warps per SM, one
+// block's loads, barrier and epilogue overlapping the other's mma. H200, 48 ->
+// 48 at 12 MP: 1.60 ms (v5; 39% of 790) against 1.71 ms for the 16 x 32 tile
+// of 8 warps of 64 pixels (one block per SM; 2.13 vs 1.76 ms in v3).
+using K3N8 = TileConfig<3, 8, 1, 2, 1, 16, 2, 2>;   // last layers (Cout <= 8, e.g. 48 -> 3)
+using K3N16 = TileConfig<3, 8, 1, 2, 2, 16, 2, 2>;  // Cout 9..16
+using K3N32 = TileConfig<3, 8, 1, 2, 4, 16, 2, 2>;  // Cout 17..32
+using K3N48 = TileConfig<3, 8, 1, 2, 6, 16, 2, 2>;  // Cout 33..48: the denoise model's layers
+using K3N64 = TileConfig<3, 8, 1, 2, 8, 16>;        // Cout 49..64: ~200 registers, one block per SM
+// The v1-v3 shape, kept to compare: 16 x 32 pixels, 8 warps of 64 pixels
+// (4 m16 tiles: fewer ldmatrix per mma, 2 warps per scheduler).
+using K3N48Wide = TileConfig<3, 8, 1, 4, 6, 32>;
+// Last layers with 4 warps of 64 pixels: half the per-warp tile overhead
+// (loads, barrier, tile decode) per pixel, but 8 warps per SM. Tried against
+// K3N8 and lost: 48 -> 3 at 12 MP 1.62 ms against 1.13 ms (v5).
+using K3N8W4 = TileConfig<3, 4, 1, 4, 1, 16, 2, 2>;
+// 3x3, Cout > 64: 128 channels per block, 2 x 4 warps of 64 x 64 (A:B loads
+// 4:4 per 32 mma, 128 accumulators), tile 16 x 16 (halo 1.27x), chunks of 32
+// input channels with their weights streamed per chunk; more output
+// channels take more blocks (grid.y).
+using K3N128 = TileConfig<3, 4, 2, 4, 8, 16>;
+// 1x1: no halo, the same warp shapes.
+using K1N64 = TileConfig<1, 8, 1, 4, 8, 32>;   // Cout <= 64
+using K1N128 = TileConfig<1, 4, 2, 4, 8, 16>;  // Cout > 64
+
+// What a launch needs, flattened for the kernel.
+struct KernelParams {
+    const void* in;
+    void* out;
+    const void* weight;  // T [cout8][cin16/16][K*K][16]
+    const float* bias;
+    const void* residual;
+    int n, h, w, cin, cs_in, cin16;  // cs_in: NHWC channel stride
+    int cout, cout8, cs_out, ho, wo;
+    int pad_before, pad_after, pad;  // pad: TcPad as int
+    int in_nchw, out_nchw, relu;
+    int ck, nchunks, resident;  // channels per chunk, chunks, weights resident
+    int tiles_x, tiles_y, tiles;
+    int as, ws;  // shared row strides in halves: halo (ck + 8), weights (K*K*ck + 8)
+};
+
+template <class T>
+struct TypeOps;
+template <>
+struct TypeOps<__half> {
+    using T2 = __half2;
+    static __device__ __forceinline__ __half from_float(float v) { return __float2half_rn(v); }
+    static __device__ __forceinline__ T2 pair(float a, float b) { return __floats2half2_rn(a, b); }
+    static __device__ __forceinline__ float2 unpair(T2 v) { return __half22float2(v); }
+    static __device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+            "{%0,%1,%2,%3};\n"
+            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    }
+};
+template <>
+struct TypeOps<__nv_bfloat16> {
+    using T2 = __nv_bfloat162;
+    static __device__ __forceinline__ __nv_bfloat16 from_float(float v) { return __float2bfloat16_rn(v); }
+    static __device__ __forceinline__ T2 pair(float a, float b) { return __floats2bfloat162_rn(a, b); }
+    static __device__ __forceinline__ float2 unpair(T2 v) { return __bfloat1622float2(v); }
+    static __device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+            "{%0,%1,%2,%3};\n"
+            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    }
+};
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// 16 bytes global -> shared, bypassing L1; zero-filled when !valid (src then unread).
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool valid) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void cp_async_commit() {
+    asm volatile("cp.async.commit_group;\n" ::);
+}
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x2(uint32_t& r0, uint32_t& r1, uint32_t addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n" : "=r"(r0), "=r"(r1) : "r"(addr));
+}
+
+// Maps a padded-image coordinate i into [0, n); false: a zero (or a position
+// outside the padded image, which only outputs beyond the image read).
+// Written with selects, not branches (the loaders run it per 16 bytes).
+__device__ __forceinline__ bool map_coord(int& i, int n, int pad_before, int pad_after, int pad) {
+    const bool padded_image = i >= -pad_before && i < n + pad_after;
+    const int reflected = i < 0 ? -i : (i >= n ? 2 * n - 2 - i : i);  // the edge not repeated; pad < n (host check)
+    const int replicated = min(max(i, 0), n - 1);
+    const bool zero = pad == int(TcPad::Zero);
+    const bool inside = unsigned(i) < unsigned(n);
+    i = zero ? i : (pad == int(TcPad::Reflect) ? reflected : replicated);
+    return padded_image && (!zero || inside);
+}
+
+struct TileCoord {
+    int n, y0, x0;  // image, first output row and column
+};
+template <class Cfg>
+__device__ __forceinline__ TileCoord tile_coord(const KernelParams& p, int tile) {
+    const int per_image = p.tiles_x * p.tiles_y;
+    const int n = tile / per_image;
+    const int r = tile - n * per_image;
+    const int ty = r / p.tiles_x;
+    return {n, ty * Cfg::TH, (r - ty * p.tiles_x) * Cfg::TW};
+}
+
+// A thread's walk over the 16-byte groups of a rows x R copy: group
+// idx = tid + k * THREADS is (row, rem) = (idx / R, idx % R), stepped by
+// adding (THREADS / R, THREADS % R) with a carry, so the loaders divide once
+// per kernel, not once per 16 bytes.
+struct Walk {
+    int row, rem;    // the thread's first group
+    int drow, drem;  // the step
+    int r;           // groups per row
+    __device__ __forceinline__ void init(int groups_per_row, int threads) {
+        r = groups_per_row;
+        row = threadIdx.x / r, rem = threadIdx.x - row * r;
+        drow = threads / r, drem = threads - drow * r;
+    }
+    __device__ __forceinline__ void step(int& rw, int& rm) const {
+        rm += drem, rw += drow;
+        if (rm >= r) rm -= r, ++rw;
+    }
+};
+
+// Stages the halo tile of channels [c0, c0 + ck) into `halo` (HP rows of as
+// halves). NHWC: ck/8 cp.async groups per pixel. fp32 NCHW (a network's first
+// layer, one chunk): one scalar per (channel < cin, pixel), converted here;
+// the other channels of the stage stay the zeros written at the start.
+template <class Cfg, class T>
+__device__ __forceinline__ void load_halo(const KernelParams& p, T* halo, TileCoord t, int c0, const Walk& wk) {
+    const int iy0 = t.y0 - p.pad_before, ix0 = t.x0 - p.pad_before;
+    if (!p.in_nchw) {
+        const T* in = static_cast<const T*>(p.in);
+        const T* img = in + size_t(t.n) * p.h * p.w * p.cs_in + c0;
+        const uint32_t base = smem_addr(halo);
+        int pix = wk.row, g = wk.rem;
+#pragma unroll 2
+        for (; pix < Cfg::HP; wk.step(pix, g)) {
+            const int hy = pix / Cfg::HW;
+            int iy = iy0 + hy, ix = ix0 + (pix - hy * Cfg::HW);
+            const bool ok = map_coord(iy, p.h, p.pad_before, p.pad_after, p.pad) &&
+                            map_coord(ix, p.w, p.pad_before, p.pad_after, p.pad) && c0 + g * 8 < p.cs_in;
+            const T* src = ok ? img + size_t(iy * p.w + ix) * p.cs_in + g * 8 : in;
+            cp_async16(base + 2 * (pix * p.as + g * 8), src, ok);
+        }
+        return;
+    }
+    const float* in = static_cast<const float*>(p.in) + size_t(t.n) * p.cin * p.h * p.w;
+    const size_t plane = size_t(p.h) * p.w;
+    constexpr int BATCH = 4;  // loads issued before their stores, so their latencies overlap
+    for (int base = threadIdx.x; base < p.cin * Cfg::HP; base += BATCH * Cfg::THREADS) {
+        float v[BATCH];
+#pragma unroll
+        for (int b = 0; b < BATCH; ++b) {
+            const int idx = base + b * Cfg::THREADS;
+            const int c = idx / Cfg::HP, pix = idx - c * Cfg::HP;
+            const int hy = pix / Cfg::HW;
+            int iy = iy0 + hy, ix = ix0 + (pix - hy * Cfg::HW);
+            const bool ok = idx < p.cin * Cfg::HP && map_coord(iy, p.h, p.pad_before, p.pad_after, p.pad) &&
+                            map_coord(ix, p.w, p.pad_before, p.pad_after, p.pad);
+            const float x = __ldg(in + (ok ? c * plane + size_t(iy) * p.w + ix : 0));  // unconditional: no branch
+            v[b] = ok ? x : 0.f;
+        }
+#pragma unroll
+        for (int b = 0; b < BATCH; ++b) {
+            const int idx = base + b * Cfg::THREADS;
+            const int c = idx / Cfg::HP, pix = idx - c * Cfg::HP;
+            if (idx < p.cin * Cfg::HP) halo[pix * p.as + c] = TypeOps<T>::from_float(v[b]);
+        }
+    }
+}
+
+// Stages the weights of channels [co0, co0 + BN) x [c0, c0 + ck) into `wt`:
+// BN rows of ws halves. The packed layout [cout8][cin16/16][K*K][16] makes a
+// chunk's row one contiguous run of K*K*ck halves (16-channel slices, each
+// tap after tap), copied as is.
+template <class Cfg, class T>
+__device__ __forceinline__ void load_weights(const KernelParams& p, T* wt, int co0, int c0, const Walk& wk) {
+    constexpr int KK = Cfg::KS * Cfg::KS;
+    const T* w = static_cast<const T*>(p.weight);
+    const T* src0 = w + size_t(co0) * KK * p.cin16 + c0 * KK;
+    const uint32_t base = smem_addr(wt);
+    int co = wk.row, g = wk.rem;
+#pragma unroll 2
+    for (; co < Cfg::BN; wk.step(co, g)) {
+        const bool ok = co0 + co < p.cout8 && g * 8 < (p.cin16 - c0) * KK;  // a partial last chunk ends early
+        cp_async16(base + 2 * (co * p.ws + g * 8), ok ? src0 + size_t(co) * KK * p.cin16 + g * 8 : w, ok);
+    }
+}
+
+// Bias, ReLU, residual, conversion and store of the block's accumulators.
+// bias_r: this lane's bias values (0 past cout). Within each row group the
+// residual loads are issued before the stores so their latencies overlap.
+template <class Cfg, class T>
+__device__ __forceinline__ void epilogue(const KernelParams& p, const float (&acc)[Cfg::MT][Cfg::NT][4],
+                                         const float (&bias_r)[Cfg::NT][2], TileCoord t, int wm0, int co_w0) {
+    using Ops = TypeOps<T>;
+    using T2 = typename Ops::T2;
+    const int lane = threadIdx.x & 31;
+    const int co_l = co_w0 + (lane & 3) * 2;  // + j * 8: this lane's channel pair
+    // The common case, without checks: NHWC, no residual, all of the warp's
+    // channels real, the whole tile inside the image. A lane's stores are then
+    // at fixed offsets from one pointer per m16 tile.
+    if (!p.out_nchw && !p.residual && co_w0 + Cfg::NT * 8 <= p.cout && t.y0 + Cfg::TH <= p.ho &&
+        t.x0 + Cfg::TW <= p.wo) {
+#pragma unroll
+        for (int i = 0; i < Cfg::MT; ++i) {
+            const int m = wm0 + i * 16;  // a run of 16 pixels in one tile row
+            const int py = m / Cfg::TW;
+            T* out = static_cast<T*>(p.out) +
+                     ((size_t(t.n) * p.ho + t.y0 + py) * p.wo + t.x0 + (m - py * Cfg::TW) + (lane >> 2)) * p.cs_out +
+                     co_l;
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+#pragma unroll
+                for (int j = 0; j < Cfg::NT; ++j) {
+                    float v0 = acc[i][j][2 * h] + bias_r[j][0], v1 = acc[i][j][2 * h + 1] + bias_r[j][1];
+                    if (p.relu) v0 = fmaxf(v0, 0.f), v1 = fmaxf(v1, 0.f);
+                    *reinterpret_cast<T2*>(out + size_t(h) * 8 * p.cs_out + j * 8) = Ops::pair(v0, v1);
+                }
+        }
+        return;
+    }
+#pragma unroll
+    for (int i = 0; i < Cfg::MT; ++i) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int m = wm0 + i * 16 + (lane >> 2) + h * 8;
+            const int py = m / Cfg::TW;
+            const int oy = t.y0 + py, ox = t.x0 + (m - py * Cfg::TW);
+            if (oy >= p.ho || ox >= p.wo) continue;
+            float v[Cfg::NT][2];
+#pragma unroll
+            for (int j = 0; j < Cfg::NT; ++j)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    v[j][e] = acc[i][j][2 * h + e] + bias_r[j][e];
+                    if (p.relu) v[j][e] = fmaxf(v[j][e], 0.f);
+                }
+            if (!p.out_nchw) {
+                const size_t pix = ((size_t(t.n) * p.ho + oy) * p.wo + ox) * p.cs_out;
+                if (p.residual) {
+                    const T* __restrict__ res = static_cast<const T*>(p.residual) + pix;
+                    float2 r[Cfg::NT];
+#pragma unroll
+                    for (int j = 0; j < Cfg::NT; ++j) {
+                        const int co = co_l + j * 8;
+                        r[j] = co < p.cs_out ? Ops::unpair(*reinterpret_cast<const T2*>(res + co)) : float2{0.f, 0.f};
+                    }
+#pragma unroll
+                    for (int j = 0; j < Cfg::NT; ++j) v[j][0] += r[j].x, v[j][1] += r[j].y;
+                }
+                T* __restrict__ out = static_cast<T*>(p.out) + pix;
+#pragma unroll
+                for (int j = 0; j < Cfg::NT; ++j) {
+                    const int co = co_l + j * 8;
+                    // channels past cout (the stride's padding) are written as zeros
+                    if (co < p.cs_out)
+                        *reinterpret_cast<T2*>(out + co) =
+                            Ops::pair(co < p.cout ? v[j][0] : 0.f, co + 1 < p.cout ? v[j][1] : 0.f);
+                }
+            } else {
+                const size_t plane = size_t(p.ho) * p.wo;
+                const size_t base = size_t(t.n) * p.cout * plane + size_t(oy) * p.wo + ox;
+                if (p.residual) {
+                    const float* __restrict__ res = static_cast<const float*>(p.residual) + base;
+                    float r[Cfg::NT][2];
+#pragma unroll
+                    for (int j = 0; j < Cfg::NT; ++j)
+#pragma unroll
+                        for (int e = 0; e < 2; ++e) {
+                            const int co = co_l + j * 8 + e;
+                            r[j][e] = co < p.cout ? __ldg(res + co * plane) : 0.f;
+                        }
+#pragma unroll
+                    for (int j = 0; j < Cfg::NT; ++j) v[j][0] += r[j][0], v[j][1] += r[j][1];
+                }
+                float* __restrict__ out = static_cast<float*>(p.out) + base;
+#pragma unroll
+                for (int j = 0; j < Cfg::NT; ++j)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                        const int co = co_l + j * 8 + e;
+                        if (co < p.cout) out[co * plane] = v[j][e];
+                    }
+            }
+        }
+    }
+}
+
+// The convolution kernel of one tile configuration; see the file's head.
+template <class Cfg, class T>
+__global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) conv2d_tc_kernel(const KernelParams p) {
+    constexpr int KS = Cfg::KS, MT = Cfg::MT, NT = Cfg::NT;
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    T* smem = reinterpret_cast<T*>(smem_raw);
+
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int wm0 = (warp % Cfg::WARPS_M) * MT * 16;  // the warp's first pixel in the tile
+    const int wn0 = (warp / Cfg::WARPS_M) * NT * 8;   // the warp's first channel in the block
+    const int co0 = blockIdx.y * Cfg::BN;
+
+    // Shared memory: [resident weights] then STAGES x (halo [+ weights]).
+    const int w_elems = Cfg::BN * p.ws;
+    const int halo_elems = Cfg::HP * p.as;
+    const int stage_elems = halo_elems + (p.resident ? 0 : w_elems);
+    T* stages = smem + (p.resident ? w_elems : 0);
+
+    const int my_tiles = p.tiles > int(blockIdx.x) ? (p.tiles - 1 - blockIdx.x) / gridDim.x + 1 : 0;
+    const int items = my_tiles * p.nchunks;
+    if (items == 0) return;
+
+    Walk halo_walk, w_walk;
+    halo_walk.init(p.ck / 8, Cfg::THREADS);
+    w_walk.init(Cfg::KS * Cfg::KS * p.ck / 8, Cfg::THREADS);
+    auto issue = [&](int item) {
+        const int tile = blockIdx.x + (item / p.nchunks) * gridDim.x;
+        const int c0 = (item % p.nchunks) * p.ck;
+        T* st = stages + (item % Cfg::STAGES) * stage_elems;
+        load_halo<Cfg, T>(p, st, tile_coord<Cfg>(p, tile), c0, halo_walk);
+        if (!p.resident) load_weights<Cfg, T>(p, st + halo_elems, co0, c0, w_walk);
+    };
+    if (p.in_nchw) {  // channels past cin must read as zeros: the NCHW loader writes only the others
+        for (int i = threadIdx.x; i < Cfg::STAGES * stage_elems / 8; i += Cfg::THREADS)
+            reinterpret_cast<uint4*>(stages)[i] = make_uint4(0, 0, 0, 0);
+        __syncthreads();
+    }
+    // Items (tile, chunk) 0 .. STAGES-2 in flight before the loop (the
+    // resident weights with the first); one cp.async group per item, empty
+    // past the last, so the group count stays what wait_group assumes.
+    if (p.resident) load_weights<Cfg, T>(p, smem, co0, 0, w_walk);
+#pragma unroll
+    for (int s = 0; s < Cfg::STAGES - 1; ++s) {
+        if (s < items) issue(s);
+        cp_async_commit();
+    }
+    float bias_r[NT][2];  // this lane's bias values, loaded once
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+            const int co = co0 + wn0 + j * 8 + (lane & 3) * 2 + e;
+            bias_r[j][e] = p.bias && co < p.cout ? __ldg(p.bias + co) : 0.f;
+        }
+
+    // Per-lane ldmatrix row offsets (halves). A (16 x 16, rows = pixels): lanes
+    // 0-15 give rows 0-15 at k 0, lanes 16-31 the same rows at k 8. B (rows =
+    // output channels, k contiguous): x4 covers two n8 tiles, lanes 0-7 / 8-15
+    // the first at k 0 / 8, lanes 16-23 / 24-31 the second.
+    int a_off[MT];
+#pragma unroll
+    for (int i = 0; i < MT; ++i) {
+        const int m = wm0 + i * 16 + (lane & 15);
+        const int py = m / Cfg::TW;
+        a_off[i] = (py * Cfg::HW + (m - py * Cfg::TW)) * p.as + (lane >> 4) * 8;
+    }
+    int b_off[(NT + 1) / 2];
+#pragma unroll
+    for (int j = 0; j < NT / 2; ++j)
+        b_off[j] = (wn0 + j * 16 + (lane & 7) + ((lane >> 4) << 3)) * p.ws + ((lane >> 3) & 1) * 8;
+    if constexpr (NT % 2) b_off[NT / 2] = (wn0 + (NT - 1) * 8 + (lane & 7)) * p.ws + ((lane >> 3) & 1) * 8;
+
+    const int as_bytes = 2 * p.as;  // one halo row (pixel)
+    float acc[MT][NT][4];
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+
+    for (int item = 0; item < items; ++item) {
+        cp_async_wait<Cfg::STAGES - 2>();  // this item's group has landed (this thread's copies)
+        __syncthreads();                   // everyone's copies; and the stage read last iteration is free
+        if (item + Cfg::STAGES - 1 < items) issue(item + Cfg::STAGES - 1);
+        cp_async_commit();
+
+        const int chunk = item % p.nchunks;
+        const int c0 = chunk * p.ck;
+        const T* st = stages + (item % Cfg::STAGES) * stage_elems;
+        const uint32_t halo_base = smem_addr(st);
+        const uint32_t w_base = smem_addr(p.resident ? smem : st + halo_elems);
+        const int ksteps = min(p.ck, p.cin16 - c0) / 16;
+        // Per k step (16 input channels) the K*K taps, unrolled: the ldmatrix
+        // addresses are a register per m16 tile / n16 pair plus compile-time
+        // offsets, and the compiler can load tap t+1's fragments while tap
+        // t's mma run (no branch inside the unrolled body).
+        const uint32_t row_bytes = Cfg::HW * as_bytes;  // one halo row of pixels
+        for (int ks = 0; ks < ksteps; ++ks) {
+            uint32_t a_base[MT], b_base[(NT + 1) / 2];
+#pragma unroll
+            for (int i = 0; i < MT; ++i) a_base[i] = halo_base + 2 * a_off[i] + ks * 32;
+#pragma unroll
+            for (int j = 0; j < (NT + 1) / 2; ++j) b_base[j] = w_base + 2 * b_off[j] + ks * KS * KS * 32;
+#pragma unroll
+            for (int ky = 0; ky < KS; ++ky) {
+#pragma unroll
+                for (int kx = 0; kx < KS; ++kx) {
+                    const uint32_t a_tap = ky * row_bytes + kx * as_bytes;
+                    const int b_imm = (ky * KS + kx) * 32;  // the tap's 16 channels in the weight row
+                    uint32_t a[MT][4];
+#pragma unroll
+                    for (int i = 0; i < MT; ++i) ldmatrix_x4(a[i], a_base[i] + a_tap);
+                    uint32_t b[NT][2];
+#pragma unroll
+                    for (int j = 0; j < NT / 2; ++j) {
+                        uint32_t r[4];
+                        ldmatrix_x4(r, b_base[j] + b_imm);
+                        b[2 * j][0] = r[0], b[2 * j][1] = r[1], b[2 * j + 1][0] = r[2], b[2 * j + 1][1] = r[3];
+                    }
+                    if constexpr (NT % 2) ldmatrix_x2(b[NT - 1][0], b[NT - 1][1], b_base[NT / 2] + b_imm);
+#pragma unroll
+                    for (int i = 0; i < MT; ++i)
+#pragma unroll
+                        for (int j = 0; j < NT; ++j) TypeOps<T>::mma(acc[i][j], a[i], b[j][0], b[j][1]);
+                }
+            }
+        }
+
+        if (chunk == p.nchunks - 1) {
+            const int tile = blockIdx.x + (item / p.nchunks) * gridDim.x;
+            epilogue<Cfg, T>(p, acc, bias_r, tile_coord<Cfg>(p, tile), wm0, co0 + wn0);
+#pragma unroll
+            for (int i = 0; i < MT; ++i)
+#pragma unroll
+                for (int j = 0; j < NT; ++j)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+        }
+    }
+}
+
+// ---- weight packing: fp32 [cout][cin][k][k] -> T [cout8][cin16/16][k*k][16]
+template <class T>
+__global__ void pack_weights_kernel(const float* w, int cout, int cin, int k, T* out) {
+    const int cout8 = (cout + 7) / 8 * 8, cin16 = (cin + 15) / 16 * 16, kk = k * k;
+    const size_t total = size_t(cout8) * kk * cin16;
+    for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total; i += size_t(gridDim.x) * blockDim.x) {
+        const int tap = int(i / 16 % kk);
+        const int ci = int(i / (16 * kk) % (cin16 / 16)) * 16 + int(i % 16);
+        const int co = int(i / (size_t(cin16) * kk));
+        const float v = co < cout && ci < cin ? w[(size_t(co) * cin + ci) * kk + tap] : 0.f;
+        out[i] = TypeOps<T>::from_float(v);
+    }
+}
+
+void check_cuda(cudaError_t e, const char* what) {
+    if (e != cudaSuccess)
+        throw std::runtime_error(std::string("tensor-core conv2d: ") + what + ": " + cudaGetErrorString(e));
+}
+
+[[noreturn]] void bad(const std::string& what) {
+    throw std::invalid_argument("tensor-core conv2d: " + what);
+}
+
+void check_params(const TcConvParams& p) {
+    const std::string shape = "input [" + std::to_string(p.n) + ", " + std::to_string(p.in_channels) + ", " +
+                              std::to_string(p.h) + ", " + std::to_string(p.w) + "], " + std::to_string(p.in_channels) +
+                              " -> " + std::to_string(p.out_channels) + ", kernel " + std::to_string(p.kernel);
+    if (p.n <= 0 || p.h <= 0 || p.w <= 0) bad("non-positive size: " + shape);
+    if (p.in_channels < 1 || p.in_channels > 1024 || p.out_channels < 1 || p.out_channels > 1024)
+        bad("channels outside 1..1024: " + shape);
+    if (p.kernel != 1 && p.kernel != 3) bad("kernel must be 1 or 3: " + shape);
+    if (p.pad_before < 0 || p.pad_after < 0) bad("negative padding: " + shape);
+    if (p.out_h() <= 0 || p.out_w() <= 0) bad("kernel larger than the padded image: " + shape);
+    if (p.pad == TcPad::Reflect && (p.pad_before >= std::min(p.h, p.w) || p.pad_after >= std::min(p.h, p.w)))
+        bad("reflect padding must be smaller than the image: " + shape);
+    if (!p.input || !p.output || !p.weights) bad("null input, output or weights: " + shape);
+    if (p.output == p.input || (p.residual && p.output == p.residual))
+        bad("output aliases input or residual: " + shape);
+    if (size_t(p.n) * p.h * p.w * tc_channel_stride(std::max(p.in_channels, p.out_channels)) >= (size_t(1) << 40) ||
+        size_t(p.h + p.pad_before + p.pad_after) * (p.w + p.pad_before + p.pad_after) >= (size_t(1) << 31))
+        bad("tensor too large: " + shape);  // the kernels index pixels within an image in 32 bits
+}
+
+struct DeviceInfo {
+    int sms = 0;
+    int smem_optin = 0;
+};
+DeviceInfo device_info() {
+    int dev = 0;
+    check_cuda(cudaGetDevice(&dev), "cudaGetDevice");
+    DeviceInfo d;
+    check_cuda(cudaDeviceGetAttribute(&d.sms, cudaDevAttrMultiProcessorCount, dev), "SM count");
+    check_cuda(cudaDeviceGetAttribute(&d.smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev), "smem limit");
+    return d;
+}
+
+// Shared bytes of a configuration for chunks of ck channels.
+template <class Cfg>
+size_t smem_bytes(int ck, bool resident) {
+    const size_t halo = size_t(Cfg::HP) * (ck + 8) * 2;
+    const size_t wts = size_t(Cfg::BN) * (Cfg::KS * Cfg::KS * ck + 8) * 2;
+    return resident ? wts + Cfg::STAGES * halo : Cfg::STAGES * (halo + wts);
+}
+
+template <class Cfg, class T>
+void launch(const TcConvParams& a, cudaStream_t stream) {
+    const DeviceInfo dev = device_info();
+    KernelParams p{};
+    p.in = a.input, p.out = a.output, p.weight = a.weights, p.bias = a.bias, p.residual = a.residual;
+    p.n = a.n, p.h = a.h, p.w = a.w, p.cin = a.in_channels;
+    p.cs_in = tc_channel_stride(a.in_channels), p.cin16 = (a.in_channels + 15) / 16 * 16;
+    p.cout = a.out_channels, p.cout8 = tc_channel_stride(a.out_channels), p.cs_out = p.cout8;
+    p.ho = a.out_h(), p.wo = a.out_w();
+    p.pad_before = a.pad_before, p.pad_after = a.pad_after, p.pad = int(a.pad);
+    p.in_nchw = a.input_layout == TcLayout::NchwF32, p.out_nchw = a.output_layout == TcLayout::NchwF32;
+    p.relu = a.relu;
+
+    // Chunking: all of Cin with resident weights when it fits, else the
+    // widest chunk of 64, 32 or 16 channels whose STAGES stages fit.
+    size_t smem = 0;
+    if (smem_bytes<Cfg>(p.cin16, true) <= size_t(dev.smem_optin)) {
+        p.ck = p.cin16, p.resident = 1, smem = smem_bytes<Cfg>(p.ck, true);
+    } else {
+        p.resident = 0;
+        for (int ck : {64, 32, 16}) {
+            if (ck <= p.cin16 && smem_bytes<Cfg>(ck, false) <= size_t(dev.smem_optin)) {
+                p.ck = ck, smem = smem_bytes<Cfg>(ck, false);
+                break;
+            }
+        }
+        if (!p.ck) bad("no chunk fits shared memory");
+    }
+    p.nchunks = (p.cin16 + p.ck - 1) / p.ck;
+    if (p.in_nchw && p.nchunks != 1) bad("fp32 NCHW input takes at most " + std::to_string(p.ck) + " channels here");
+    p.as = p.ck + 8, p.ws = Cfg::KS * Cfg::KS * p.ck + 8;
+    p.tiles_x = (p.wo + Cfg::TW - 1) / Cfg::TW, p.tiles_y = (p.ho + Cfg::TH - 1) / Cfg::TH;
+    const size_t tiles = size_t(p.n) * p.tiles_x * p.tiles_y;
+    if (tiles > size_t(INT32_MAX)) bad("too many tiles");
+    p.tiles = int(tiles);
+
+    auto kernel = conv2d_tc_kernel<Cfg, T>;
+    {
+        // Raised only, under a lock: two streams must not lower each other's limit.
+        static std::mutex m;
+        static size_t raised = 0;
+        std::lock_guard<std::mutex> lock(m);
+        if (smem > raised) {
+            check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
+                       "raise the shared-memory limit");
+            raised = smem;
+        }
+    }
+    int per_sm = 0;
+    check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Cfg::THREADS, smem), "occupancy");
+    if (per_sm < 1) bad("configuration does not fit an SM");
+    const int ny = (p.cout8 + Cfg::BN - 1) / Cfg::BN;
+    const int gx = int(std::min<size_t>(tiles, std::max(1, dev.sms * per_sm / ny)));
+    kernel<<<dim3(gx, ny), Cfg::THREADS, smem, stream>>>(p);
+    check_cuda(cudaGetLastError(), "launch");
+}
+
+// The configuration table: tc_conv2d picks a row by kernel size and Cout
+// (the first row of its kernel size whose max_cout holds Cout), or the row
+// force_config names. Every row runs any case of its kernel size (more
+// channel tiles when Cout > BN), so the tests run every case on every row.
+struct ConfigRow {
+    const char* name;
+    int kernel;
+    int max_cout;  // picked for Cout <= max_cout
+    void (*run_f16)(const TcConvParams&, cudaStream_t);
+    void (*run_bf16)(const TcConvParams&, cudaStream_t);
+};
+#define IMR_TC_ROW(NAME, CFG, MAX_COUT) \
+    { NAME, CFG::KS, MAX_COUT, launch<CFG, __half>, launch<CFG, __nv_bfloat16> }
+const ConfigRow kConfigs[] = {
+    IMR_TC_ROW("k3_16x16_n8", K3N8, 8),
+    IMR_TC_ROW("k3_16x16_n16", K3N16, 16),
+    IMR_TC_ROW("k3_16x16_n32", K3N32, 32),
+    IMR_TC_ROW("k3_16x16_n48", K3N48, 48),
+    IMR_TC_ROW("k3_16x16_n64", K3N64, 64),
+    IMR_TC_ROW("k3_16x16_n128", K3N128, 1024),
+    IMR_TC_ROW("k3_16x32_n48_wide_warps", K3N48Wide, 0),  // max_cout 0: never picked, tests and benchmarks only
+    IMR_TC_ROW("k3_16x16_n8_w4", K3N8W4, 0),
+    IMR_TC_ROW("k1_16x32_n64", K1N64, 64),
+    IMR_TC_ROW("k1_16x16_n128", K1N128, 1024),
+};
+#undef IMR_TC_ROW
+
+const ConfigRow& pick_config(const TcConvParams& p) {
+    if (p.force_config) {
+        for (const ConfigRow& r : kConfigs)
+            if (std::string(r.name) == p.force_config) {
+                if (r.kernel != p.kernel) bad(std::string("configuration ") + r.name + " is for another kernel size");
+                return r;
+            }
+        bad(std::string("no configuration named ") + p.force_config);
+    }
+    for (const ConfigRow& r : kConfigs)
+        if (r.kernel == p.kernel && p.out_channels <= r.max_cout) return r;
+    bad("no configuration for this shape");
+}
+
+}  // namespace
+
+size_t tc_conv_weights_bytes(int out_channels, int in_channels, int kernel) {
+    return size_t(tc_channel_stride(out_channels)) * kernel * kernel * ((in_channels + 15) / 16 * 16) * 2;
+}
+
+void tc_conv_prepare_weights(const float* weights_f32, int out_channels, int in_channels, int kernel, TcDType dtype,
+                             void* packed, cudaStream_t stream) {
+    if (!weights_f32 || !packed || out_channels < 1 || in_channels < 1 || (kernel != 1 && kernel != 3))
+        bad("prepare_weights: bad shape or null pointer");
+    const size_t total = tc_conv_weights_bytes(out_channels, in_channels, kernel) / 2;
+    const int blocks = int(std::min<size_t>((total + 255) / 256, 4096));
+    if (dtype == TcDType::F16)
+        pack_weights_kernel<__half>
+            <<<blocks, 256, 0, stream>>>(weights_f32, out_channels, in_channels, kernel, static_cast<__half*>(packed));
+    else
+        pack_weights_kernel<__nv_bfloat16><<<blocks, 256, 0, stream>>>(weights_f32, out_channels, in_channels, kernel,
+                                                                       static_cast<__nv_bfloat16*>(packed));
+    check_cuda(cudaGetLastError(), "prepare_weights launch");
+}
+
+void tc_conv2d(const TcConvParams& p, cudaStream_t stream) {
+    check_params(p);
+    const ConfigRow& row = pick_config(p);
+    (p.dtype == TcDType::F16 ? row.run_f16 : row.run_bf16)(p, stream);
+}
+
+const char* tc_conv2d_config_name(const TcConvParams& p) {
+    return pick_config(p).name;
+}
+
+int tc_conv2d_config_count() {
+    return int(sizeof kConfigs / sizeof kConfigs[0]);
+}
+const char* tc_conv2d_config_name_at(int i) {
+    return kConfigs[i].name;
+}
+int tc_conv2d_config_kernel_at(int i) {
+    return kConfigs[i].kernel;
+}
+
+}  // namespace imr::cuda::tc
