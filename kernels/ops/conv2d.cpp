@@ -63,9 +63,6 @@ void check_args(const Conv2dArgs& a) {
         expect_tensor(a.bias, "bias", {1, a.out_channels, 1, 1}, fail);
         expect_f32_nchw(a.bias, "bias", fail);
     }
-    if (a.input.layout != a.output.layout)
-        fail(std::string("input is ") + layout_name(a.input.layout) + ", output " + layout_name(a.output.layout) +
-             ": they must share a layout");
     if (overlaps(a.input, a.output)) fail("output must not overlap input");
     if (a.residual) {
         expect_tensor(a.residual, "residual", out, fail);

@@ -31,10 +31,10 @@ const char* pad_mode_name(PadMode mode);
 // keeps the image size (what model files use). Fusing the activation and the
 // residual add into the convolution saves a pass over the output per layer.
 // Types: weight and bias are f32 NCHW (a backend's prepare packs them into
-// its kernels' type); input, output and residual share a layout, the
-// residual has the output's dtype, and input and output may differ in dtype
-// (a first layer reading the f32 batch, a last one writing it) where the
-// backend supports both (Backend::supports).
+// its kernels' type); the residual has the output's dtype and layout; input
+// and output may differ in both (a first layer reading the f32 NCHW batch
+// and writing f16 NHWC8, a last one writing f32 NCHW) where the backend
+// supports each (Backend::supports) and one of its kernels takes the pair.
 struct Conv2dArgs {
     Tensor input;  // [N, Cin, H, W]
     int out_channels = 0;
@@ -57,8 +57,9 @@ struct Conv2dArgs {
 
 // Throws imr::Error naming the op and its shapes if the arguments cannot run
 // (non-positive sizes, kernel larger than the padded image, reflect padding
-// wider than the image allows, null or misshapen tensors, types that do not
-// go together, overlapping input and output). Every backend calls it first.
+// wider than the image allows, null or misshapen tensors, a residual of
+// another type than the output, overlapping input and output). Every
+// backend calls it first.
 void check_args(const Conv2dArgs& a);
 
 // Output a.out_shape() of conv2d (bias, activation and residual included), in
