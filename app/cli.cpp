@@ -58,6 +58,7 @@ struct Options {
     std::string output;
     std::string model = kDefaultModel;
     std::string device = "auto";
+    std::string precision = "auto";
     std::string codec = "auto";
     std::string format;                // output format for derived names ("png"), empty: the input's
     std::string suffix = ".restored";  // derived names: NAME<suffix>.EXT, FOLDER<suffix>/
@@ -180,14 +181,18 @@ private:
     std::chrono::steady_clock::time_point start_;
 };
 
-std::string report_json(const Options& o, const ModelFile& model, const Backend& backend, const PipelineReport& r) {
+std::string report_json(const Options& o, const ModelRunner& runner, const PipelineReport& r) {
+    const ModelFile& model = runner.model();
+    const Backend& backend = runner.backend();
     std::ostringstream s;
     s << "{\n  \"imrestore\": \"" << IMRESTORE_VERSION << "\",\n"
       << "  \"model\": {\"name\": \"" << json_escape(model.name) << "\", \"path\": \"" << json_escape(model.path)
       << "\"},\n"
       << "  \"device\": {\"name\": \"" << json_escape(backend.name()) << "\", \"description\": \""
       << json_escape(backend.description()) << "\"},\n"
-      << "  \"batch\": " << o.batch << ",\n  \"files\": [";
+      << "  \"precision\": {\"requested\": \"" << precision_name(runner.options().precision) << "\", \"used\": \""
+      << precision_name(runner.precision()) << "\"},\n"
+      << "  \"batch\": " << runner.options().batch << ",\n  \"files\": [";
     for (size_t i = 0; i < r.files.size(); ++i) {
         const FileResult& f = r.files[i];
         s << (i ? "," : "") << "\n    {\"input\": \"" << json_escape(f.input) << "\", \"output\": \""
@@ -226,8 +231,15 @@ int run_restore(const Options& o) {
     if (o.output == kStdio && (o.json || o.timing || o.bench))
         throw UsageError("-o -: standard output carries the image; --json, --timing and --bench would mix into it");
     ModelFile model = load_model_file(resolve_model(o.model));
+    RunnerOptions settings;
+    settings.device = o.device;
+    settings.threads = o.threads;
+    settings.precision = parse_precision(o.precision);
+    settings.max_tile = o.tile;
+    settings.batch = o.batch;
     std::string note;
-    std::unique_ptr<Backend> backend = make_backend(o.device, o.threads, &note);
+    std::unique_ptr<Backend> backend = make_backend(settings, &note);
+    ModelRunner runner(model, *backend, settings);
     bool chatty = !o.quiet && !o.json;
     if (!o.quiet) {
         if (!note.empty()) std::cerr << "note: " << note << "\n";
@@ -238,13 +250,12 @@ int run_restore(const Options& o) {
                         std::cerr << "note: " << printable(in) << ": " << n << " subfolder" << (n == 1 ? "" : "s")
                                   << " not restored; -r descends into them\n";
         std::cerr << "model " << printable(model.name) << " (" << printable(model.path) << "), device "
-                  << backend->name() << ": " << backend->description() << "\n";
+                  << backend->name() << ": " << backend->description() << ", precision "
+                  << precision_name(runner.precision()) << "\n";
     }
-    ModelRunner runner(model, *backend);
-    runner.set_max_tile(o.tile);
 
     PipelineOptions p;
-    p.batch = o.batch;
+    p.batch = runner.options().batch;
     p.force = o.force;
     p.codec = codec;
     p.max_pixels = o.max_pixels;
@@ -277,11 +288,11 @@ int run_restore(const Options& o) {
 
     int restored = report.count(FileResult::Status::Restored), failed = report.count(FileResult::Status::Failed);
     if (o.json) {
-        std::cout << report_json(o, model, *backend, report);
+        std::cout << report_json(o, runner, report);
     } else {
         char title[128];
-        std::snprintf(title, sizeof title, "timing (%s, %d images, %.2f MP)", backend->name().c_str(), restored,
-                      report.megapixels);
+        std::snprintf(title, sizeof title, "timing (%s, %s, %d images, %.2f MP)", backend->name().c_str(),
+                      precision_name(runner.precision()), restored, report.megapixels);
         if (o.timing || o.bench)
             std::cout << report.timer.table(title, report.megapixels, restored)
                       << "  (read+decode with to-NCHW, and from-NCHW with encode+write, run on worker threads beside\n"
@@ -344,6 +355,12 @@ void setup(CLI::App& app, Options& o) {
         ->type_name("PATH");
     app.add_option("-m,--model", o.model, "Bundled model name or path to a model .h5 file")->capture_default_str();
     app.add_option("-d,--device", o.device, "auto (GPU if usable, else CPU), cpu, cuda or cuda:N")
+        ->capture_default_str();
+    app.add_option("--precision", o.precision,
+                   "What the convolutions compute in: fp32 (CUDA cores, CPU), tf32, bf16 or fp16 (tensor cores), "
+                   "or auto (the fastest the model file records as validated, else fp32). Only fp32 runs today: "
+                   "the tensor-core kernels are not built yet, and the others are refused")
+        ->check(CLI::IsMember({"fp32", "tf32", "bf16", "fp16", "auto"}))
         ->capture_default_str();
     app.add_option("-b,--batch", o.batch, "Images of the same size run together, up to this many")
         ->check(CLI::Range(1, 1024))

@@ -34,48 +34,100 @@ void pad_replicate(const float* in, float* out, int planes, int h, int w, int hp
 
 }  // namespace
 
-ModelRunner::ModelRunner(ModelFile model, Backend& backend) : model_(std::move(model)), backend_(backend) {
-    // Floats of the largest tensor per image pixel, on a side of whole blocks
-    // of the size multiple so the ratio is exact.
-    const int side = 64 * model_.size_multiple();
-    activation_floats_per_pixel_ = double(model_.activation_floats(1, side, side)) / (double(side) * side);
+ModelRunner::ModelRunner(ModelFile model, Backend& backend, RunnerOptions options)
+    : model_(std::move(model)),
+      backend_(backend),
+      options_(std::move(options)),
+      precision_(resolve_precision(options_.precision, model_, backend)) {
+    for (const auto& [op, variant] : options_.forced_variants) backend.force_variant(op, variant);
     for (size_t i = 0; i < model_.stages.size(); ++i) {
         const Stage& s = model_.stages[i];
-        prepared_.push_back(std::visit([&](const auto& st) { return st.prepare(backend); }, s));
+        prepared_.push_back(std::visit([&](const auto& st) { return st.prepare(backend, precision_); }, s));
         stage_timers_.push_back(backend.make_timer());
         stage_labels_.push_back("stage " + std::to_string(i) + " " + stage_op_name(s));
     }
+    // Floats of the largest tensor per image pixel, on a side of whole blocks
+    // of the size multiple so the ratio is exact; the same for the tensors in
+    // other types.
+    const int side = 64 * model_.size_multiple();
+    const double pixels = double(side) * side;
+    activation_floats_per_pixel_ = double(model_.activation_floats(1, side, side)) / pixels;
+    const Size typed = typed_tensors({1, model_.channels, side, side});
+    typed_per_pixel_ = {size_t(double(typed.bytes) / pixels + 1), size_t(double(typed.elements) / pixels + 1),
+                        size_t(double(typed.model_input_bytes) / pixels + 1)};
+    if (typed.bytes == 0) typed_per_pixel_ = {};
     upload_timer_ = backend.make_timer();
     download_timer_ = backend.make_timer();
     backend.synchronize();
 }
 
-// Two activation buffers (ping, pong) of the largest tensor and, on a device,
-// the copy of the input. (Ops keep only small scratch of their own: the CPU
-// conv2d pads bands of a few rows, not whole tensors.)
-size_t ModelRunner::bytes_per_pixel() const {
-    const double activations = activation_floats_per_pixel_;
-    const double input = backend_.is_host_memory() ? 0.0 : double(model_.channels);
-    return size_t(sizeof(float) * (2.0 * activations + input)) + 1;
+ModelRunner::Size ModelRunner::typed_tensors(Shape shape) const {
+    Size most;
+    const TensorType f32{};
+    auto note = [&](const Tensor& t) {
+        if (t.type() == f32) return;  // counted by ModelFile::activation_floats
+        most.bytes = std::max(most.bytes, t.bytes());
+        most.elements = std::max(most.elements, t.stored_count());
+    };
+    Tensor t = f32_nchw(nullptr, shape);
+    for (size_t i = 0; i < model_.stages.size(); ++i) {
+        const Stage& s = model_.stages[i];
+        const TensorType type = prepared_[i]->type();
+        t.dtype = type.dtype, t.layout = type.layout;
+        note(t);
+        const Geometry g = stage_geometry(s);
+        t.shape = {t.shape.n, stage_out_channels(s), t.shape.h / g.down * g.up, t.shape.w / g.down * g.up};
+        note(t);
+        if (stage_adds_model_input(s) && type != f32)
+            most.model_input_bytes =
+                std::max(most.model_input_bytes, Tensor{nullptr, shape, type.dtype, type.layout}.bytes());
+    }
+    return most;
 }
 
-void ModelRunner::reserve(size_t activations, size_t input) {
-    if (ping_.count() < activations) {
+// Two activation buffers (ping, pong) of the largest tensor and, on a device,
+// the copy of the input; where stages run in other types, their tensors and
+// the model input in their type. (Ops keep only small scratch of their own:
+// the CPU conv2d pads bands of a few rows, not whole tensors.)
+size_t ModelRunner::bytes_per_pixel() const {
+    const double activations = std::max(activation_floats_per_pixel_, double(typed_per_pixel_.bytes) / sizeof(float));
+    const double input = backend_.is_host_memory() ? 0.0 : double(model_.channels);
+    return size_t(sizeof(float) * (2.0 * activations + input) + double(typed_per_pixel_.model_input_bytes)) + 1;
+}
+
+void ModelRunner::reserve(size_t activation_bytes, size_t input_bytes, size_t typed_input_bytes) {
+    if (ping_.bytes() < activation_bytes) {
         ping_.reset();  // free before allocating the larger pair
         pong_.reset();
-        ping_ = DeviceBuffer(backend_, activations);
-        pong_ = DeviceBuffer(backend_, activations);
+        ping_ = DeviceBuffer(backend_, activation_bytes);
+        pong_ = DeviceBuffer(backend_, activation_bytes);
     }
-    if (input_.count() < input) {
+    if (input_.bytes() < input_bytes) {
         input_.reset();
-        input_ = DeviceBuffer(backend_, input);
+        input_ = DeviceBuffer(backend_, input_bytes);
+    }
+    if (typed_input_.bytes() < typed_input_bytes) {
+        typed_input_.reset();
+        typed_input_ = DeviceBuffer(backend_, typed_input_bytes);
     }
 }
 
-void ModelRunner::run(const float* input, float* output, Shape shape, StageTimer* timer) {
+void ModelRunner::release_buffers() {
+    ping_.reset(), pong_.reset(), input_.reset(), typed_input_.reset();
+}
+
+void ModelRunner::run(const Tensor& input_tensor, const Tensor& output_tensor, StageTimer* timer) {
+    const Shape shape = input_tensor.shape;
     if (shape.c != model_.channels)
         throw Error("model '" + model_.name + "' takes " + std::to_string(model_.channels) + " channels, given " +
                     shape.str());
+    for (const Tensor* t : {&input_tensor, &output_tensor})
+        if (!*t || t->dtype != DType::F32 || t->layout != Layout::NCHW)
+            throw Error("model '" + model_.name + "': the runner takes f32 NCHW host tensors, given " + t->str());
+    if (output_tensor.shape != shape)
+        throw Error("model '" + model_.name + "': output " + output_tensor.shape.str() + " for input " + shape.str());
+    const float* input = input_tensor.as<const float>();
+    float* output = output_tensor.as<float>();
     const int m = model_.size_multiple();
     if (shape.h % m == 0 && shape.w % m == 0) return run_aligned(input, output, shape, timer);
     // Pad to the next multiple, run, crop.
@@ -94,14 +146,15 @@ void ModelRunner::run(const float* input, float* output, Shape shape, StageTimer
 }
 
 void ModelRunner::run_aligned(const float* input, float* output, Shape shape, StageTimer* timer) {
-    const size_t held = (2 * ping_.count() + input_.count()) * sizeof(float);
+    const size_t held = 2 * ping_.bytes() + input_.bytes() + typed_input_.bytes();
     size_t budget = size_t(kMemoryShare * double(backend_.free_memory() + held));
     size_t pixels_fit = budget / bytes_per_pixel();
     // Kernels index tensors with 32-bit integers (the CUDA ones refuse 2^31
     // elements and more): a pass over more pixels than that allows is tiled.
-    pixels_fit = std::min(pixels_fit, size_t(double(INT_MAX - 1) / activation_floats_per_pixel_));
+    pixels_fit = std::min(pixels_fit, size_t(double(INT_MAX - 1) / std::max(activation_floats_per_pixel_,
+                                                                            double(typed_per_pixel_.elements))));
     size_t image_pixels = size_t(shape.h) * shape.w;
-    bool forced = max_tile_ > 0 && (shape.h > max_tile_ || shape.w > max_tile_);
+    bool forced = options_.max_tile > 0 && (shape.h > options_.max_tile || shape.w > options_.max_tile);
     if (!forced && image_pixels * shape.n <= pixels_fit) {
         try {
             run_pass(input, output, shape, timer);
@@ -109,7 +162,7 @@ void ModelRunner::run_aligned(const float* input, float* output, Shape shape, St
         } catch (const OutOfMemory&) {
             // free_memory() was optimistic (fragmentation, another process):
             // fall through to tiles sized for half of what it claimed.
-            ping_.reset(), pong_.reset(), input_.reset();
+            release_buffers();
             pixels_fit /= 2;
         }
     }
@@ -118,7 +171,7 @@ void ModelRunner::run_aligned(const float* input, float* output, Shape shape, St
     // the same pixel blocks as the whole image.
     const int r = model_.radius(), m = model_.size_multiple();
     const int smallest = std::max(kSmallestTile, m);
-    int tile = std::max((max_tile_ > 0 ? max_tile_ : kLargestTile) / m * m, m);
+    int tile = std::max((options_.max_tile > 0 ? options_.max_tile : kLargestTile) / m * m, m);
     size_t plane = size_t(shape.c) * image_pixels;
     for (;;) {
         while (tile > smallest && size_t(tile + 2 * r) * size_t(tile + 2 * r) > pixels_fit)
@@ -131,7 +184,7 @@ void ModelRunner::run_aligned(const float* input, float* output, Shape shape, St
                 run_tiled(input + n * plane, output + n * plane, {1, shape.c, shape.h, shape.w}, tile, timer);
             return;
         } catch (const OutOfMemory&) {
-            ping_.reset(), pong_.reset(), input_.reset();
+            release_buffers();
             pixels_fit = size_t(tile) * tile / 4;  // retry with half the tile side
         }
     }
@@ -171,39 +224,74 @@ void ModelRunner::run_tiled(const float* input, float* output, Shape shape, int 
     }
 }
 
+Tensor ModelRunner::model_input_as(TensorType type, const Tensor& model_input, TensorType& held) {
+    if (type == model_input.type()) return model_input;
+    const Tensor typed{typed_input_.data(), model_input.shape, type.dtype, type.layout};
+    if (held != type) {
+        ConvertArgs c;
+        c.input = model_input, c.output = typed;
+        backend_.convert(c);
+        held = type;
+    }
+    return typed;
+}
+
 void ModelRunner::run_pass(const float* input, float* output, Shape shape, StageTimer* timer) {
     const size_t stages = model_.stages.size();
     // On the host the first stage reads `input` (which is also what stages
-    // that add the model input add) and the last writes `output`; only the
-    // activations between stages need buffers. A device backend uploads into
-    // input_ and downloads from wherever the last stage wrote.
+    // that add the model input add) and the last writes `output` where they
+    // run in f32 NCHW; only the activations between stages need buffers. A
+    // device backend uploads into input_ and downloads from wherever the last
+    // stage wrote. A stage in another type (--precision bf16/fp16 where the
+    // backend has the kernels) gets its input converted to its type first,
+    // the model input in its type, and the last stage's output is converted
+    // back to the f32 NCHW the caller wants.
     const bool host = backend_.is_host_memory();
-    const size_t activations = model_.activation_floats(shape.n, shape.h, shape.w);
-    if (!host || stages > 1) reserve(activations, host ? 0 : shape.count());
+    const TensorType f32{};
+    const Size typed = typed_tensors(shape);
+    const size_t activations =
+        std::max(model_.activation_floats(shape.n, shape.h, shape.w) * sizeof(float), typed.bytes);
+    if (!host || stages > 1 || typed.bytes)
+        reserve(activations, host ? 0 : shape.count() * sizeof(float), typed.model_input_bytes);
 
-    const float* src = input;
+    Tensor src = f32_nchw(input, shape);
     if (!host) {
         upload_timer_->start();
-        backend_.upload(input_.data(), input, shape.count());
+        src.data = input_.data();
+        backend_.upload(src.data, input, src.bytes());
         upload_timer_->stop();
-        src = input_.data();
     }
-    const float* model_input = src;
-    Shape in = shape;
+    const Tensor model_input = src;
+    TensorType model_input_held = f32;  // the type typed_input_ holds the model input in (f32: none)
+    // The activation buffer src is not in: ping, pong alternate.
+    auto other = [&](const Tensor& t) { return t.data == ping_.data() ? pong_.data() : ping_.data(); };
+    auto convert_to = [&](const Tensor& from, TensorType type, void* into) {
+        ConvertArgs c;
+        c.input = from, c.output = {into, from.shape, type.dtype, type.layout};
+        backend_.convert(c);
+        return c.output;
+    };
     for (size_t i = 0; i < stages; ++i) {
         const Stage& s = model_.stages[i];
-        // Alternate ping/pong, never writing the buffer being read.
-        float* dst = (host && i + 1 == stages) ? output : (src == ping_.data() ? pong_.data() : ping_.data());
-        stage_timers_[i]->start();
-        prepared_[i]->run(backend_, src, dst, in, model_input);
-        stage_timers_[i]->stop();
         const Geometry g = stage_geometry(s);
-        in = {in.n, stage_out_channels(s), in.h / g.down * g.up, in.w / g.down * g.up};
+        const TensorType type = prepared_[i]->type();
+        const bool last = i + 1 == stages;
+        stage_timers_[i]->start();
+        if (src.type() != type) src = convert_to(src, type, other(src));
+        const Shape& in = src.shape;
+        Tensor dst = src;
+        dst.shape = {in.n, stage_out_channels(s), in.h / g.down * g.up, in.w / g.down * g.up};
+        // Alternate ping/pong, never writing the buffer being read.
+        dst.data = (host && last && type == f32) ? output : other(src);
+        const Tensor added = stage_adds_model_input(s) ? model_input_as(type, model_input, model_input_held) : Tensor{};
+        prepared_[i]->run(backend_, src, dst, added);
+        if (last && type != f32) dst = convert_to(dst, f32, host ? output : other(dst));
+        stage_timers_[i]->stop();
         src = dst;
     }
     if (!host) {
         download_timer_->start();
-        backend_.download(output, src, shape.count());
+        backend_.download(output, src.data, src.bytes());
         download_timer_->stop();
     }
     backend_.synchronize();

@@ -13,27 +13,34 @@
 
 #include "backend.h"
 #include "model_file.h"
+#include "runner_options.h"
 #include "stage_timer.h"
 
 namespace imr {
 
 class ModelRunner {
 public:
-    ModelRunner(ModelFile model, Backend& backend);
+    // Applies options.forced_variants to `backend` and resolves the
+    // precision (throws imr::Error for one it cannot run). `options` is kept
+    // as given and never changes: a lane's runner gets a copy of the whole.
+    ModelRunner(ModelFile model, Backend& backend, RunnerOptions options = {});
 
-    // input and output: host NCHW [shape.n, model.channels, shape.h, shape.w].
-    // Adds one entry per stage, and "upload"/"download" on a device backend,
-    // to timer (if given).
-    void run(const float* input, float* output, Shape shape, StageTimer* timer);
+    // input and output: host f32 NCHW [n, model.channels, h, w] of the same
+    // shape (the batch as the pipeline hands it over; the stages between may
+    // compute in other types). Adds one entry per stage, and
+    // "upload"/"download" on a device backend, to timer (if given).
+    void run(const Tensor& input, const Tensor& output, StageTimer* timer);
 
-    // Largest tile side in pixels (0: as large as memory allows). Lets tests
-    // and users force tiling; the result must not change.
-    void set_max_tile(int pixels) { max_tile_ = pixels; }
-    int max_tile() const { return max_tile_; }
+    // The settings it was made with (options.max_tile: the largest tile side
+    // in pixels, 0: as large as memory allows; tiling never changes the result).
+    const RunnerOptions& options() const { return options_; }
+    // What the convolutions compute in (options().precision resolved: never auto).
+    Precision precision() const { return precision_; }
     const ModelFile& model() const { return model_; }
     Backend& backend() { return backend_; }
-    // Backend memory one image pixel needs in an untiled pass (activations,
-    // and a device's copy of the input).
+    const Backend& backend() const { return backend_; }
+    // Backend memory in bytes one image pixel needs in an untiled pass
+    // (activations, and a device's copy of the input).
     size_t bytes_per_pixel() const;
 
 private:
@@ -42,18 +49,33 @@ private:
     // One pass over a tensor that fits the backend: upload, stages, download.
     void run_pass(const float* input, float* output, Shape shape, StageTimer* timer);
     void run_tiled(const float* input, float* output, Shape shape, int tile, StageTimer* timer);
-    void reserve(size_t activations, size_t input);
+    void reserve(size_t activation_bytes, size_t input_bytes, size_t typed_input_bytes);
+    void release_buffers();
+    // The largest tensor of a pass over `shape` that is not f32 NCHW (a
+    // stage's input, output or model input in its own type), in bytes and
+    // stored elements; zero when every stage runs in f32 NCHW.
+    struct Size {
+        size_t bytes = 0, elements = 0, model_input_bytes = 0;
+    };
+    Size typed_tensors(Shape shape) const;
+    // The model input (f32 NCHW) in `type`: itself, or its copy in
+    // typed_input_, converted when `held` (the type that copy is in, f32:
+    // none yet) is another.
+    Tensor model_input_as(TensorType type, const Tensor& model_input, TensorType& held);
 
     const ModelFile model_;
     Backend& backend_;
-    double activation_floats_per_pixel_ = 0;                // of the largest tensor in a pass
+    const RunnerOptions options_;
+    const Precision precision_;
+    double activation_floats_per_pixel_ = 0;                // of the largest f32 tensor in a pass
+    Size typed_per_pixel_;                                  // typed_tensors() per image pixel
     std::vector<std::unique_ptr<PreparedStage>> prepared_;  // weights in the backend, packed once
-    DeviceBuffer ping_, pong_;                              // activations, each activation_floats() of the pass
-    DeviceBuffer input_;  // a device backend's copy of the pass's input (stages may add it)
+    DeviceBuffer ping_, pong_;                              // activations, each the largest tensor of the pass
+    DeviceBuffer input_;        // a device backend's copy of the pass's input (stages may add it)
+    DeviceBuffer typed_input_;  // the model input in the type of the stages that add it, where not f32
     std::vector<std::unique_ptr<BackendTimer>> stage_timers_;
     std::unique_ptr<BackendTimer> upload_timer_, download_timer_;
     std::vector<std::string> stage_labels_;
-    int max_tile_ = 0;
 };
 
 }  // namespace imr

@@ -58,10 +58,12 @@ struct ResidualData {
           output(s.count()) {}
     imr::ResidualBlockArgs args() {
         imr::ResidualBlockArgs a;
-        a.shape = shape, a.hidden = kHidden;
-        a.input = input.data(), a.output = output.data();
-        a.conv_in_weight = w_in.data(), a.conv_in_bias = b_in.data();
-        a.conv_out_weight = w_out.data(), a.conv_out_bias = b_out.data();
+        a.input = imr::f32_nchw(input.data(), shape), a.hidden = kHidden;
+        a.output = imr::f32_nchw(output.data(), shape);
+        a.conv_in_weight = imr::f32_nchw(w_in.data(), {kHidden, shape.c, 3, 3});
+        a.conv_in_bias = imr::f32_vector(b_in.data(), kHidden);
+        a.conv_out_weight = imr::f32_nchw(w_out.data(), {shape.c, kHidden, 3, 3});
+        a.conv_out_bias = imr::f32_vector(b_out.data(), shape.c);
         return a;
     }
     double flops() const { return 2.0 * 2.0 * double(shape.n) * shape.h * shape.w * 9 * shape.c * kHidden; }
@@ -143,14 +145,17 @@ struct ConvData {
         const int pad = int(state.range(4));
         const int cout = model_shape ? int(state.range(5)) : c;
         const int h = model_shape ? int(state.range(6)) : s;
-        a.in = {n, c, h, s}, a.out_channels = cout, a.kernel = k, a.pad_before = a.pad_after = pad;
-        input = normal(a.in.count(), 1.0f, 1), weight = normal(size_t(cout) * c * k * k, 1.0f, 2);
+        const imr::Shape in{n, c, h, s};
+        a.out_channels = cout, a.kernel = k, a.pad_before = a.pad_after = pad;
+        input = normal(in.count(), 1.0f, 1), weight = normal(size_t(cout) * c * k * k, 1.0f, 2);
+        a.input = imr::f32_nchw(input.data(), in);
         bias = normal(size_t(cout), 1.0f, 3), output.resize(a.out_shape().count());
-        a.input = input.data(), a.weight = weight.data(), a.bias = bias.data(), a.output = output.data();
+        a.weight = imr::f32_nchw(weight.data(), {cout, c, k, k}), a.bias = imr::f32_vector(bias.data(), cout);
+        a.output = imr::f32_nchw(output.data(), a.out_shape());
     }
     double flops() const {
         const imr::Shape o = a.out_shape();
-        return 2.0 * double(o.count()) * a.in.c * a.kernel * a.kernel;
+        return 2.0 * double(o.count()) * a.input.shape.c * a.kernel * a.kernel;
     }
 };
 
@@ -193,12 +198,12 @@ void BM_Conv2d_OpenCV(benchmark::State& state) {
     const int threads = bench_threads();
     cv::setNumThreads(threads);
     cv::dnn::Net net;
-    auto conv =
-        conv_layer("conv", d.a.in.c, d.a.out_channels, d.a.kernel, d.a.pad_before, d.weight.data(), d.bias.data());
+    auto conv = conv_layer("conv", d.a.input.shape.c, d.a.out_channels, d.a.kernel, d.a.pad_before, d.weight.data(),
+                           d.bias.data());
     net.connect(0, 0, net.addLayer(conv.name, conv.type, conv), 0);
     net.setPreferableBackend(cv::dnn::DNN_BACKEND_OPENCV);
     net.setPreferableTarget(cv::dnn::DNN_TARGET_CPU);
-    net.setInput(nchw(d.a.in, d.input.data()));
+    net.setInput(nchw(d.a.input.shape, d.input.data()));
 
     cv::Mat out = net.forward();
     imr::make_cpu_backend(threads)->conv2d(d.a);

@@ -4,8 +4,8 @@
 // for a 12-megapixel photo (suite "model": conv2d with the fused bias + ReLU
 // epilogue against cuDNN's convolution + bias add + ReLU, as PyTorch runs
 // them, and the pixel shuffles), the same layers on every conv2d kernel
-// variant that can run them (suite "variants": kernels/cuda/conv2d.cu's
-// table, so the planner's pick can be checked against the alternatives),
+// variant that can run them (suite "variants": the table in
+// kernels/cuda/conv2d/conv2d_variants.cu, so the planner's pick can be checked against the alternatives),
 // and on any shape given on the command line.
 //
 //   bench_gpu [--suite all|residual|conv|model|variants|none] [--residual B,H,W]... [--conv B,C,S,K]...
@@ -99,6 +99,7 @@ struct Gpu {
     cudaEvent_t e0 = nullptr, e1 = nullptr;
     DevBuf* flush = nullptr;
     int sm_count = 0;
+    imr::cuda::GpuInfo gpu;  // sm_count and compute capability, for the conv2d planner
     double copy_tbps = 0;    // measured device-to-device, bytes read + written
     double peak_tflops = 0;  // fp32 FFMA peak at the max clock
     std::string name, driver, runtime;
@@ -280,17 +281,18 @@ Result bench_residual(Gpu& g, const Options& o, std::mt19937& rng, const std::st
     upload(x, hx), upload(w1, hw1), upload(b1, hb1), upload(w2, hw2), upload(b2, hb2);
     ck(cudaMemset(y.p, 0xff, n * sizeof(float)), "poison");  // NaN: unwritten outputs show
     imr::ResidualBlockArgs a;
-    a.shape = {B, C, H, W};
+    const imr::Shape shape{B, C, H, W};
     a.hidden = HID;
-    a.input = x.p, a.output = y.p, a.conv_in_weight = w1.p, a.conv_in_bias = b1.p, a.conv_out_weight = w2.p,
-    a.conv_out_bias = b2.p;
+    a.input = imr::f32_nchw(x.p, shape), a.output = imr::f32_nchw(y.p, shape);
+    a.conv_in_weight = imr::f32_nchw(w1.p, {HID, C, 3, 3}), a.conv_in_bias = imr::f32_vector(b1.p, HID);
+    a.conv_out_weight = imr::f32_nchw(w2.p, {C, HID, 3, 3}), a.conv_out_bias = imr::f32_vector(b2.p, C);
     imr::cuda::residual_block(a, g.stream, g.sm_count);
     ck(cudaStreamSynchronize(g.stream), "residual_block");
     const auto ours = download(y);
     // float64 check on sampled elements (host copies of the same data).
     imr::ResidualBlockArgs ha = a;
-    ha.input = hx.data(), ha.conv_in_weight = hw1.data(), ha.conv_in_bias = hb1.data(), ha.conv_out_weight = hw2.data(),
-    ha.conv_out_bias = hb2.data(), ha.output = nullptr;
+    ha.input.data = hx.data(), ha.conv_in_weight.data = hw1.data(), ha.conv_in_bias.data = hb1.data();
+    ha.conv_out_weight.data = hw2.data(), ha.conv_out_bias.data = hb2.data(), ha.output.data = nullptr;
     std::uniform_int_distribution<size_t> pick(0, n - 1);
     for (int s = 0; s < 2000; ++s) {
         size_t i = s < 4 ? (s == 0 ? 0 : s == 1 ? n - 1 : s == 2 ? size_t(W) - 1 : size_t(H - 1) * W) : pick(rng);
@@ -343,10 +345,10 @@ constexpr ModelLayer kModelLayers[] = {
     {"fullres_cnn", 48, 48, 3000, 4000, true, false},    {"fullres_cnn", 48, 3, 3000, 4000, false, true},
 };
 
-// forced >= 0: that kernel variant (kernels/cuda/conv2d.cu's table) instead
+// forced non-empty: that kernel variant (kernels/cuda/conv2d/conv2d_variants.cu's table) instead
 // of the planner's pick, and no cuDNN run; the name ends in the variant's.
 Result bench_model_conv(Gpu& g, const Options& o, std::mt19937& rng, const std::string& suite, int cin, int cout, int H,
-                        int W, bool relu, bool residual = false, int forced = -1) {
+                        int W, bool relu, bool residual = false, const std::string& forced = "") {
     Result r;
     r.suite = suite;
     const double npix = double(H) * W;
@@ -360,23 +362,24 @@ Result bench_model_conv(Gpu& g, const Options& o, std::mt19937& rng, const std::
     if (residual) upload(res, hr);
     ck(cudaMemset(y.p, 0xff, nout * sizeof(float)), "poison");
     imr::Conv2dArgs a;
-    a.in = {1, cin, H, W};
+    a.input = imr::f32_nchw(x.p, {1, cin, H, W});
     a.out_channels = cout, a.kernel = 3, a.pad_before = 1, a.pad_after = 1;
-    a.input = x.p, a.weight = w.p, a.bias = b.p, a.output = y.p;
+    a.weight = imr::f32_nchw(w.p, {cout, cin, 3, 3}), a.bias = imr::f32_vector(b.p, cout);
+    a.output = imr::f32_nchw(y.p, a.out_shape());
     a.activation = relu ? imr::Activation::ReLU : imr::Activation::None;
-    a.residual = residual ? res.p : nullptr;
+    if (residual) a.residual = imr::f32_nchw(res.p, a.out_shape());
     // Weights prepared once, as a model's layer does (the Winograd transform).
     const std::unique_ptr<imr::PreparedWeights> prepared = imr::cuda::prepare_conv2d(a, g.stream);
     a.prepared = prepared.get();
     r.name = "conv3x3 " + std::to_string(cin) + "->" + std::to_string(cout) + (relu ? " relu " : " ") +
              (residual ? "+in " : "") + std::to_string(W) + "x" + std::to_string(H) + " [" +
-             imr::cuda::plan_conv2d(a, g.sm_count, forced).name + "]";
-    imr::cuda::conv2d(a, g.stream, g.sm_count, forced);
+             imr::cuda::plan_conv2d(a, g.gpu, forced).name + "]";
+    imr::cuda::conv2d(a, g.stream, g.gpu, forced);
     ck(cudaStreamSynchronize(g.stream), "conv2d");
     const auto ours = download(y);
     imr::Conv2dArgs ha = a;
-    ha.input = hx.data(), ha.weight = hw.data(), ha.bias = hb.data(), ha.output = nullptr;
-    ha.residual = residual ? hr.data() : nullptr;
+    ha.input.data = hx.data(), ha.weight.data = hw.data(), ha.bias.data = hb.data(), ha.output.data = nullptr;
+    if (residual) ha.residual.data = hr.data();
     std::uniform_int_distribution<size_t> pick(0, nout - 1);
     for (int s = 0; s < 1000; ++s) {
         const size_t i = s == 0 ? 0 : s == 1 ? nout - 1 : pick(rng);
@@ -384,9 +387,9 @@ Result bench_model_conv(Gpu& g, const Options& o, std::mt19937& rng, const std::
         const double d = std::fabs(imr::reference_conv2d_at(ha, 0, cc, yy, xx) - double(ours[i]));
         if (!(d <= r.err_vs_f64)) r.err_vs_f64 = d;
     }
-    r.ours_us = g.time_us([&] { imr::cuda::conv2d(a, g.stream, g.sm_count, forced); }, 5, o.runs);
+    r.ours_us = g.time_us([&] { imr::cuda::conv2d(a, g.stream, g.gpu, forced); }, 5, o.runs);
 #ifdef IMRESTORE_WITH_CUDNN
-    if (o.cudnn && forced < 0) {
+    if (o.cudnn && forced.empty()) {
         DevBuf yc(nout);
         CudnnConv c(g, 1, cin, H, W, cout, 3, 1, x.p, w.p, yc.p);
         cudnnActivationDescriptor_t act = nullptr;
@@ -425,13 +428,15 @@ Result bench_model_shuffle(Gpu& g, const Options& o, std::mt19937& rng, int H, i
     imr::PixelShuffleArgs a;
     a.factor = 2;
     a.direction = to_depth ? imr::ShuffleDirection::ToDepth : imr::ShuffleDirection::ToSpace;
-    a.in = to_depth ? imr::Shape{1, 3, H, W} : imr::Shape{1, 12, H / 2, W / 2};
-    a.input = x.p, a.output = y.p, a.residual = to_depth ? nullptr : res.p;
+    a.input = imr::f32_nchw(x.p, to_depth ? imr::Shape{1, 3, H, W} : imr::Shape{1, 12, H / 2, W / 2});
+    a.output = imr::f32_nchw(y.p, a.out_shape());
+    if (!to_depth) a.residual = imr::f32_nchw(res.p, a.out_shape());
     imr::cuda::pixel_shuffle(a, g.stream);
     ck(cudaStreamSynchronize(g.stream), "pixel_shuffle");
     const auto ours = download(y);
     imr::PixelShuffleArgs ha = a;
-    ha.input = hx.data(), ha.residual = to_depth ? nullptr : hr.data(), ha.output = nullptr;
+    ha.input.data = hx.data(), ha.output.data = nullptr;
+    if (!to_depth) ha.residual.data = hr.data();
     r.err_vs_f64 = max_abs_diff(ours, [&] {
         const std::vector<double> ref = imr::reference_pixel_shuffle(ha);
         return std::vector<float>(ref.begin(), ref.end());
@@ -473,15 +478,15 @@ Result bench_conv(Gpu& g, const Options& o, std::mt19937& rng, const std::string
     upload(x, hx), upload(w, hw);
     ck(cudaMemset(y.p, 0xff, nout * sizeof(float)), "poison");
     imr::Conv2dArgs a;
-    a.in = {B, C, S, S};
+    a.input = imr::f32_nchw(x.p, {B, C, S, S});
     a.out_channels = C;
     a.kernel = K;
-    a.input = x.p, a.weight = w.p, a.output = y.p;
-    imr::cuda::conv2d(a, g.stream, g.sm_count);
+    a.weight = imr::f32_nchw(w.p, {C, C, K, K}), a.output = imr::f32_nchw(y.p, a.out_shape());
+    imr::cuda::conv2d(a, g.stream, g.gpu);
     ck(cudaStreamSynchronize(g.stream), "conv2d");
     const auto ours = download(y);
     imr::Conv2dArgs ha = a;
-    ha.input = hx.data(), ha.weight = hw.data(), ha.output = nullptr;
+    ha.input.data = hx.data(), ha.weight.data = hw.data(), ha.output.data = nullptr;
     std::uniform_int_distribution<size_t> pick(0, nout - 1);
     const int samples = K >= 32 ? 300 : 1000;
     for (int s = 0; s < samples; ++s) {
@@ -493,7 +498,7 @@ Result bench_conv(Gpu& g, const Options& o, std::mt19937& rng, const std::string
     }
     const int runs = r.flop > 50e9 ? o.conv_runs : o.runs;
     const int warm = r.flop > 50e9 ? 2 : 10;
-    r.ours_us = g.time_us([&] { imr::cuda::conv2d(a, g.stream, g.sm_count); }, warm, runs);
+    r.ours_us = g.time_us([&] { imr::cuda::conv2d(a, g.stream, g.gpu); }, warm, runs);
 #ifdef IMRESTORE_WITH_CUDNN
     if (o.cudnn) {
         DevBuf yc(nout);
@@ -588,6 +593,7 @@ int main(int argc, char** argv) {
     cudaDeviceProp prop{};
     ck(cudaGetDeviceProperties(&prop, o.device), "cudaGetDeviceProperties");
     g.sm_count = prop.multiProcessorCount;
+    g.gpu = {prop.multiProcessorCount, prop.major * 10 + prop.minor};
     g.name = prop.name;
     int drv = 0, rt = 0, clock_khz = 0;
     ck(cudaDriverGetVersion(&drv), "driver version");
@@ -675,9 +681,8 @@ int main(int argc, char** argv) {
     }
     if (o.suite == "all" || o.suite == "variants") {
         // Every conv2d variant that can run each model layer; the planner's pick appears among them.
-        const int variants = int(imr::cuda::conv2d_variants().size());
         for (const ModelLayer& l : kModelLayers)
-            for (int v = 0; v < variants; ++v) {
+            for (const std::string& v : imr::cuda::conv2d_variants(g.gpu.arch)) {
                 try {
                     report(bench_model_conv(g, o, rng, std::string("variants_") + l.model, l.cin, l.cout, l.h, l.w,
                                             l.relu, l.residual, v));

@@ -11,7 +11,7 @@
 # The options of each command (restore: the main command) that take a value,
 # and those that do not. -g: bash-completion sources this file in a function.
 declare -gA _imrestore_valued=(
-    [restore]='-o --output -m --model -d --device -b --batch --format --suffix --codec --bit-depth --quality
+    [restore]='-o --output -m --model -d --device --precision -b --batch --format --suffix --codec --bit-depth --quality
         --png-compression -j --threads --tile --max-pixels --bench'
     [models]=''
     [model]=''
@@ -82,6 +82,7 @@ _imrestore_add_values() {
         for name in "${devices[@]}"; do [[ $name == "$value"* ]] && candidates+=("$name"); done
         ;;
     --format) for name in $_imrestore_output_formats; do [[ $name == "$value"* ]] && candidates+=("$name"); done ;;
+    --precision) for name in fp32 tf32 bf16 fp16 auto; do [[ $name == "$value"* ]] && candidates+=("$name"); done ;;
     --codec) for name in auto opencv stb; do [[ $name == "$value"* ]] && candidates+=("$name"); done ;;
     --bit-depth) for name in 0 8 16; do [[ $name == "$value"* ]] && candidates+=("$name"); done ;;
     --degraded)

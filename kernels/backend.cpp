@@ -1,10 +1,11 @@
-// Shared pieces of the op interface: the op names, what a Backend does by
-// default, and the choice of backend from a --device string. Each op's
-// argument check is in its own file (kernels/ops/).
+// Shared pieces of the op interface: the op names and what a Backend does by
+// default. Each op's argument check is in its own file (kernels/ops/); the
+// choice of backend from a --device string is the app's (app/runner_options.cpp).
 #include "backend.h"
 
 #include <algorithm>
 #include <cstdlib>
+#include <string>
 
 namespace imr {
 
@@ -27,20 +28,26 @@ const char* op_name(Op op) {
 IMR_FOR_EACH_OP(IMR_PREPARE_NOTHING)
 #undef IMR_PREPARE_NOTHING
 
-float* Backend::alloc_host(size_t count) {
+void* Backend::alloc_host(size_t bytes) {
     // 64-byte aligned (a cache line, an AVX-512 vector), the size rounded up
     // to it as aligned_alloc wants.
     constexpr size_t kAlign = 64;
-    const size_t bytes = std::max<size_t>(kAlign, (count * sizeof(float) + kAlign - 1) / kAlign * kAlign);
-    if (count > bytes / sizeof(float))
-        throw Error(name() + ": host buffer of " + std::to_string(count) + " floats: size overflows");
-    void* p = std::aligned_alloc(kAlign, bytes);
-    if (!p) throw OutOfMemory(name() + ": host buffer of " + std::to_string(bytes >> 20) + " MiB: out of memory");
-    return static_cast<float*>(p);
+    const size_t rounded = std::max<size_t>(kAlign, (bytes + kAlign - 1) / kAlign * kAlign);
+    if (rounded < bytes) throw Error(name() + ": host buffer of " + std::to_string(bytes) + " bytes: size overflows");
+    void* p = std::aligned_alloc(kAlign, rounded);
+    if (!p) throw OutOfMemory(name() + ": host buffer of " + std::to_string(rounded >> 20) + " MiB: out of memory");
+    return p;
 }
 
-void Backend::release_host(float* p) noexcept {
+void Backend::release_host(void* p) noexcept {
     std::free(p);
+}
+
+void check_supported(const Backend& backend, Op op, std::initializer_list<const Tensor*> tensors) {
+    for (const Tensor* t : tensors)
+        if (*t && !backend.supports(op, t->dtype, t->layout))
+            throw Error(backend.name() + ": " + op_name(op) + " does not take " + dtype_name(t->dtype) + " " +
+                        layout_name(t->layout) + " tensors (" + t->str() + ")");
 }
 
 std::vector<std::string> Backend::variants(Op) const {
@@ -50,6 +57,7 @@ std::vector<std::string> Backend::variants(Op) const {
 void Backend::force_variant(Op op, const std::string& name) {
     if (name.empty()) {
         forced_[size_t(op)] = -1;
+        forced_names_[size_t(op)].clear();
         return;
     }
     const std::vector<std::string> names = variants(op);
@@ -58,38 +66,7 @@ void Backend::force_variant(Op op, const std::string& name) {
     const auto it = std::find(names.begin(), names.end(), name);
     if (it == names.end()) throw Error(this->name() + ": " + op_name(op) + " has no kernel variant '" + name + "'");
     forced_[size_t(op)] = int(it - names.begin());
-}
-
-std::unique_ptr<Backend> make_backend(const std::string& spec, int cpu_threads, std::string* note) {
-    if (spec == "cpu") return make_cpu_backend(cpu_threads);
-    if (spec == "auto") {
-        std::string why;
-        if (cuda_device_count(&why) > 0) {
-            try {
-                return make_cuda_backend(0);
-            } catch (const Error& e) {
-                why = e.what();
-            }
-        }
-        if (note) *note = "no usable GPU (" + why + "), running on the CPU";
-        return make_cpu_backend(cpu_threads);
-    }
-    if (spec == "cuda" || spec.rfind("cuda:", 0) == 0) {
-        int device = 0;
-        if (spec != "cuda") {
-            std::string digits = spec.substr(5);
-            if (digits.empty() || digits.size() > 4 || digits.find_first_not_of("0123456789") != std::string::npos)
-                throw Error("--device " + spec + ": expected cuda:N with N a device number (0, 1, ...)");
-            device = std::stoi(digits);
-        }
-        std::string why;
-        int count = cuda_device_count(&why);
-        if (count == 0) throw Error("--device " + spec + ": no usable CUDA device (" + why + ")");
-        if (device >= count)
-            throw Error("--device " + spec + ": only " + std::to_string(count) + " CUDA device(s) present");
-        return make_cuda_backend(device);
-    }
-    throw Error("--device " + spec + ": expected auto, cpu, cuda or cuda:N");
+    forced_names_[size_t(op)] = name;
 }
 
 }  // namespace imr

@@ -5,14 +5,18 @@
 // Args, check_args and float64 reference), and everything here that is per op
 // is generated from the list.
 //
-// Conventions: fp32, NCHW, stride 1. Pointers in *Args live in the backend's
-// memory (host memory for the CPU backend, device memory for CUDA); get such
-// memory from Backend::alloc. Ops are asynchronous with respect to the host on
-// backends that can be (CUDA); call synchronize() before reading results.
+// Conventions: the tensors in *Args (kernels/tensor.h: data, shape, dtype,
+// layout) live in the backend's memory (host memory for the CPU backend,
+// device memory for CUDA); get such memory from Backend::alloc, in bytes
+// (Tensor::bytes()). Which dtypes and layouts an op takes is the backend's
+// answer to supports(op, dtype, layout); every op checks it after its
+// check_args (check_supported). Ops are asynchronous with respect to the host
+// on backends that can be (CUDA); call synchronize() before reading results.
 #pragma once
 
 #include <array>
 #include <cstddef>
+#include <initializer_list>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -21,6 +25,7 @@
 #include "error.h"
 #include "ops/op_list.h"
 #include "system_memory.h"
+#include "tensor.h"
 
 namespace imr {
 
@@ -52,12 +57,13 @@ public:
     virtual std::string description() const = 0;  // "CPU, 2 threads", "NVIDIA H200, 139.8 GiB"
     virtual bool is_host_memory() const = 0;      // true: alloc'd pointers are plain host memory
 
-    // Memory in the backend's space, in floats. alloc throws imr::OutOfMemory
-    // when there is not enough; release never throws (it runs in destructors).
-    virtual float* alloc(size_t count) = 0;
-    virtual void release(float* p) noexcept = 0;
-    virtual void upload(float* dst, const float* host_src, size_t count) = 0;
-    virtual void download(float* host_dst, const float* src, size_t count) = 0;
+    // Memory in the backend's space, in bytes (aligned for any element type).
+    // alloc throws imr::OutOfMemory when there is not enough; release never
+    // throws (it runs in destructors).
+    virtual void* alloc(size_t bytes) = 0;
+    virtual void release(void* p) noexcept = 0;
+    virtual void upload(void* dst, const void* host_src, size_t bytes) = 0;
+    virtual void download(void* host_dst, const void* src, size_t bytes) = 0;
     virtual void synchronize() = 0;
     // Bytes that could still be allocated (the CPU backend reports available RAM).
     virtual size_t free_memory() const = 0;
@@ -66,8 +72,8 @@ public:
     // on CUDA, where copies from it run at the bus's full speed instead of
     // being staged through a driver buffer; plain aligned memory elsewhere
     // (the default). Throws imr::OutOfMemory; release_host never throws.
-    virtual float* alloc_host(size_t count);
-    virtual void release_host(float* p) noexcept;
+    virtual void* alloc_host(size_t bytes);
+    virtual void release_host(void* p) noexcept;
 
     // Threads the ops run on where they run on the host (the CPU backend's
     // -j); 0 for a device backend.
@@ -78,9 +84,13 @@ public:
     // the same as this one's); a device backend ignores it.
     virtual std::unique_ptr<Backend> make_sibling(int threads) const = 0;
 
-    // Whether this backend implements `op`: a model with an op its backend
-    // lacks is refused when it is prepared, before any image is read.
-    virtual bool supports(Op op) const = 0;
+    // Whether this backend implements `op` on tensors of this dtype and
+    // layout: a model with an op its backend lacks (at the type the runner
+    // would run it in) is refused when it is prepared, before any image is
+    // read. For an op with several tensors, each of its activations (input,
+    // output, residual) must be of a supported type; weights are always f32
+    // NCHW (packed by prepare).
+    virtual bool supports(Op op, DType dtype, Layout layout = Layout::NCHW) const = 0;
     // The ops, one method each, named after the op: residual_block(const
     // ResidualBlockArgs&), conv2d(const Conv2dArgs&), ... (a backend declares
     // them all with IMR_BACKEND_OP_OVERRIDES, below).
@@ -115,9 +125,14 @@ protected:
     int forced_variant(Op op) const {
         return forced_[size_t(op)];
     }
+    // Its name, "" for the planner's pick (for tables whose rows are found by name).
+    const std::string& forced_variant_name(Op op) const {
+        return forced_names_[size_t(op)];
+    }
 
 private:
     std::array<int, kOpCount> forced_ = make_unforced();
+    std::array<std::string, kOpCount> forced_names_;
     static std::array<int, kOpCount> make_unforced() {
         std::array<int, kOpCount> a{};
         a.fill(-1);
@@ -131,63 +146,69 @@ private:
 #define IMR_BACKEND_OP_OVERRIDE(Enum, name, Args) void name(const Args& a) override;
 #define IMR_BACKEND_OP_OVERRIDES IMR_FOR_EACH_OP(IMR_BACKEND_OP_OVERRIDE)
 
-// A buffer in a backend's memory, released when it goes out of scope.
-class DeviceBuffer {
+// Throws imr::Error "<backend>: <op> does not take <dtype> <layout> tensors
+// (<what>)" unless the backend supports each present tensor's type for `op`.
+// Every backend's op calls it after check_args.
+void check_supported(const Backend& backend, Op op, std::initializer_list<const Tensor*> tensors);
+
+// Where a Buffer's memory lives: the backend's own (Backend::alloc: device
+// memory on CUDA) or host memory for what is uploaded and downloaded
+// (Backend::alloc_host: page-locked on CUDA).
+enum class MemorySpace { Backend, Host };
+
+// Bytes in a backend's memory space, released when it goes out of scope.
+template <MemorySpace Space>
+class Buffer {
 public:
-    DeviceBuffer() = default;
-    DeviceBuffer(Backend& backend, size_t count) : backend_(&backend), data_(backend.alloc(count)), count_(count) {}
-    DeviceBuffer(DeviceBuffer&& o) noexcept { *this = std::move(o); }
-    DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    Buffer() = default;
+    Buffer(Backend& backend, size_t bytes) : backend_(&backend), data_(allocate(backend, bytes)), bytes_(bytes) {}
+    Buffer(Buffer&& o) noexcept { *this = std::move(o); }
+    Buffer& operator=(Buffer&& o) noexcept {
         reset();
-        backend_ = o.backend_, data_ = o.data_, count_ = o.count_;
-        o.backend_ = nullptr, o.data_ = nullptr, o.count_ = 0;
+        backend_ = o.backend_, data_ = o.data_, bytes_ = o.bytes_;
+        o.backend_ = nullptr, o.data_ = nullptr, o.bytes_ = 0;
         return *this;
     }
-    DeviceBuffer(const DeviceBuffer&) = delete;
-    DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-    ~DeviceBuffer() { reset(); }
+    Buffer(const Buffer&) = delete;
+    Buffer& operator=(const Buffer&) = delete;
+    ~Buffer() { reset(); }
 
     void reset() noexcept {
-        if (backend_ && data_) backend_->release(data_);
-        backend_ = nullptr, data_ = nullptr, count_ = 0;
+        if (backend_ && data_) {
+            if constexpr (Space == MemorySpace::Backend)
+                backend_->release(data_);
+            else
+                backend_->release_host(data_);
+        }
+        backend_ = nullptr, data_ = nullptr, bytes_ = 0;
     }
-    float* data() const { return data_; }
-    size_t count() const { return count_; }
+    void* data() const { return data_; }
+    // The data as T (the caller knows what it stored).
+    template <class T>
+    T* as() const {
+        return static_cast<T*>(data_);
+    }
+    size_t bytes() const { return bytes_; }
+    // A tensor over the buffer's start (shape and type: the caller's, within bytes()).
+    Tensor tensor(Shape shape, DType dtype = DType::F32, Layout layout = Layout::NCHW) const {
+        return {data_, shape, dtype, layout};
+    }
 
 private:
-    Backend* backend_ = nullptr;
-    float* data_ = nullptr;
-    size_t count_ = 0;
-};
-
-// Host memory from Backend::alloc_host, released when it goes out of scope.
-class HostBuffer {
-public:
-    HostBuffer() = default;
-    HostBuffer(Backend& backend, size_t count) : backend_(&backend), data_(backend.alloc_host(count)), count_(count) {}
-    HostBuffer(HostBuffer&& o) noexcept { *this = std::move(o); }
-    HostBuffer& operator=(HostBuffer&& o) noexcept {
-        reset();
-        backend_ = o.backend_, data_ = o.data_, count_ = o.count_;
-        o.backend_ = nullptr, o.data_ = nullptr, o.count_ = 0;
-        return *this;
+    static void* allocate(Backend& backend, size_t bytes) {
+        if constexpr (Space == MemorySpace::Backend)
+            return backend.alloc(bytes);
+        else
+            return backend.alloc_host(bytes);
     }
-    HostBuffer(const HostBuffer&) = delete;
-    HostBuffer& operator=(const HostBuffer&) = delete;
-    ~HostBuffer() { reset(); }
-
-    void reset() noexcept {
-        if (backend_ && data_) backend_->release_host(data_);
-        backend_ = nullptr, data_ = nullptr, count_ = 0;
-    }
-    float* data() const { return data_; }
-    size_t count() const { return count_; }
-
-private:
     Backend* backend_ = nullptr;
-    float* data_ = nullptr;
-    size_t count_ = 0;
+    void* data_ = nullptr;
+    size_t bytes_ = 0;
 };
+// Memory the ops read and write (device memory on CUDA).
+using DeviceBuffer = Buffer<MemorySpace::Backend>;
+// Host memory that is uploaded and downloaded (page-locked on CUDA).
+using HostBuffer = Buffer<MemorySpace::Host>;
 
 // threads <= 0: one per hardware thread.
 std::unique_ptr<Backend> make_cpu_backend(int threads = 0);
@@ -200,9 +221,5 @@ bool cuda_compiled();
 int cuda_device_count(std::string* why);
 // Throws imr::Error with the CUDA message when the device cannot be used.
 std::unique_ptr<Backend> make_cuda_backend(int device);
-
-// "cpu", "cuda", "cuda:N" or "auto" (first GPU if usable, else CPU; *note says
-// why the CPU was chosen). Throws imr::Error for an unknown or unusable device.
-std::unique_ptr<Backend> make_backend(const std::string& spec, int cpu_threads = 0, std::string* note = nullptr);
 
 }  // namespace imr

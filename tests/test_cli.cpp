@@ -805,6 +805,40 @@ TEST(Cli, MalformedMetadataIsAWarningNotAFailure) {
     EXPECT_EQ(quiet.err, "");
 }
 
+// --precision: fp32 and auto (which resolves to fp32 while no model file
+// records a validated half precision) run and say so in --json, --timing and
+// the device line; the tensor-core precisions are refused, with exit status
+// 2 and a message that says why, before any file is written, on every device.
+TEST(Cli, PrecisionIsReportedAndTheTensorCorePrecisionsAreRefused) {
+    ScratchDir dir("cli");
+    RunResult fp32 =
+        imrestore(q(sample("chelsea.png")) + " -o " + q(dir / "fp32.png") + " -d cpu --precision fp32 --json", dir);
+    ASSERT_EQ(fp32.code, 0) << fp32.err;
+    EXPECT_NE(fp32.out.find("\"precision\": {\"requested\": \"fp32\", \"used\": \"fp32\"}"), std::string::npos)
+        << fp32.out;
+    RunResult automatic = imrestore(q(sample("chelsea.png")) + " -o " + q(dir / "auto.png") + " -d cpu --timing", dir);
+    ASSERT_EQ(automatic.code, 0) << automatic.err;
+    EXPECT_NE(automatic.out.find("timing (cpu, fp32, 1 images"), std::string::npos) << automatic.out;
+    EXPECT_NE(automatic.err.find("precision fp32"), std::string::npos) << automatic.err;
+    EXPECT_EQ(slurp(dir / "fp32.png"), slurp(dir / "auto.png")) << "auto is fp32 today";
+    for (const char* p : {"tf32", "bf16", "fp16"}) {
+        for (const char* device : {"cpu", "auto"}) {
+            SCOPED_TRACE(std::string(p) + " on " + device);
+            const fs::path out = dir / (std::string(p) + device + ".png");
+            RunResult r = imrestore(
+                q(sample("chelsea.png")) + " -o " + q(out) + " -d " + device + " --precision " + p + " --json", dir);
+            EXPECT_EQ(r.code, 2) << r.err;
+            EXPECT_NE(r.err.find(std::string("--precision ") + p + ": "), std::string::npos) << r.err;
+            EXPECT_NE(r.err.find("fp32 only"), std::string::npos) << r.err;
+            EXPECT_NE(r.out.find("\"error\""), std::string::npos) << r.out;
+            EXPECT_FALSE(fs::exists(out));
+        }
+    }
+    RunResult bad = imrestore(q(sample("chelsea.png")) + " -o " + q(dir / "x.png") + " --precision fp64", dir);
+    EXPECT_EQ(bad.code, 2);
+    EXPECT_NE(bad.err.find("--precision"), std::string::npos) << bad.err;
+}
+
 TEST(Cli, DeviceCudaWithoutADeviceIsAClearError) {
     std::string why;
     if (cuda_device_count(&why) > 0) GTEST_SKIP() << "a GPU is present; covered by Gpu.RestoresLikeTheCpu";

@@ -96,7 +96,9 @@ void expect_refused_naming(const RawModel& raw, const std::string& path, const s
 class BackendWithout : public cpu::CpuBackend {
 public:
     explicit BackendWithout(Op lacks) : CpuBackend(1), lacks_(lacks) {}
-    bool supports(Op op) const override { return op != lacks_; }
+    bool supports(Op op, DType dtype, Layout layout) const override {
+        return op != lacks_ && CpuBackend::supports(op, dtype, layout);
+    }
 #define IMR_COUNTING_OP(Enum, name, Args)          \
     void name(const Args& a) override {            \
         if (lacks_ == Op::Enum) ++calls_it_lacks_; \
@@ -121,7 +123,7 @@ bool refused_without(const Stage& stage, Op op, std::mt19937& rng) {
     BackendWithout backend(op);
     std::unique_ptr<PreparedStage> prepared;
     try {
-        prepared = std::visit([&](const auto& st) { return st.prepare(backend); }, stage);
+        prepared = std::visit([&](const auto& st) { return st.prepare(backend, Precision::Fp32); }, stage);
     } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find(op_name(op)), std::string::npos) << e.what();
         return true;
@@ -132,7 +134,7 @@ bool refused_without(const Stage& stage, Op op, std::mt19937& rng) {
     const std::vector<float> input = test::random_vector(rng, in.count(), 1.0f);
     const std::vector<float> model_input = test::random_vector(rng, out.count(), 1.0f);  // the image, if it adds it
     std::vector<float> output(out.count());
-    prepared->run(backend, input.data(), output.data(), in, model_input.data());
+    prepared->run(backend, f32_nchw(input.data(), in), f32_nchw(output.data(), out), f32_nchw(model_input.data(), out));
     EXPECT_EQ(backend.calls_it_lacks(), 0)
         << "prepared on a backend without " << op_name(op) << ", then called it: does its prepare() require() it?";
     return false;
@@ -228,7 +230,7 @@ TYPED_TEST(LayerKind, OutputShapeAndReachAreWhatItsGeometrySays) {
         std::vector<float> x = test::random_vector(this->rng_, in.count(), 1.0f);
         const std::vector<float> image = test::random_vector(this->rng_, out.count(), 1.0f);
         ReferenceIO io;
-        io.in = in, io.input = x.data(), io.model_input = image.data();
+        io.input = f32_nchw(x.data(), in), io.model_input = f32_nchw(image.data(), out);
         const std::vector<double> before = stage_reference(s, io);
         ASSERT_EQ(before.size(), out.count()) << "expected " << out.str();
 
@@ -262,16 +264,14 @@ TYPED_TEST(LayerKind, OutputShapeAndReachAreWhatItsGeometrySays) {
 
 TYPED_TEST(LayerKind, RunsOnTheCpuAsItsReferenceSaysTiledOrNot) {
     auto cpu = make_cpu_backend();
-    ModelRunner runner(this->model_, *cpu);
+    ModelRunner runner(this->model_, *cpu), tiles(this->model_, *cpu, test::tiled(16));  // many tiles, their edges
     for (Shape shape : {Shape{2, 3, 45, 67}, Shape{1, 3, 1, 1}}) {
         SCOPED_TRACE(shape.str());
         const std::vector<float> input = test::random_vector(this->rng_, shape.count(), 0.3f);
         const std::vector<double> ref = test::reference_model(this->model_, input, shape);
         std::vector<float> whole(shape.count(), std::nanf("")), tiled(shape.count(), std::nanf(""));
-        runner.set_max_tile(0);
-        runner.run(input.data(), whole.data(), shape, nullptr);
-        runner.set_max_tile(16);  // many tiles, their edges and corners
-        runner.run(input.data(), tiled.data(), shape, nullptr);
+        runner.run(f32_nchw(input.data(), shape), f32_nchw(whole.data(), shape), nullptr);
+        tiles.run(f32_nchw(input.data(), shape), f32_nchw(tiled.data(), shape), nullptr);
         test::expect_matches_reference(whole, ref, "untiled");
         test::expect_matches_reference(tiled, ref, "tiled");
     }
@@ -384,6 +384,8 @@ TEST(LayerKinds, EveryOpIsNeededBySomeKind) {
             if (s.index() == kind)
                 for (size_t op = 0; op < kOpCount; ++op)
                     if (refused_without(s, Op(op), rng)) needed[op] = true;
+    // convert is placed by the runner between stages of different types, not by a layer.
+    needed[size_t(Op::Convert)] = true;
     for (size_t op = 0; op < kOpCount; ++op) EXPECT_TRUE(needed[op]) << "no layer kind needs op " << op_name(Op(op));
 }
 

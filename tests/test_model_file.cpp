@@ -737,11 +737,11 @@ TEST(ModelRunner, MatchesReferenceTiledOrNot) {
     std::vector<double> ref = reference_model(m, input, shape);
 
     ModelRunner runner(m, *cpu);
+    ModelRunner tiles(m, *cpu, test::tiled(16));  // 16 < radius-padded size: many tiles, edges and corners
     std::vector<float> whole(shape.count(), std::nanf("")), tiled(shape.count(), std::nanf(""));
     StageTimer timer;
-    runner.run(input.data(), whole.data(), shape, &timer);
-    runner.set_max_tile(16);  // 16 < radius-padded size: many tiles, edges and corners
-    runner.run(input.data(), tiled.data(), shape, nullptr);
+    runner.run(f32_nchw(input.data(), shape), f32_nchw(whole.data(), shape), &timer);
+    tiles.run(f32_nchw(input.data(), shape), f32_nchw(tiled.data(), shape), nullptr);
 
     expect_matches_reference(whole, ref, "untiled");
     expect_matches_reference(tiled, ref, "tiled");
@@ -757,16 +757,14 @@ TEST(ModelRunner, UnshuffleModelMatchesReferenceAtOddSizesTiledOrNot) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     ModelFile m = test::unshuffle_model(rng);
     auto cpu = make_cpu_backend();
-    ModelRunner runner(m, *cpu);
+    ModelRunner runner(m, *cpu), tiles(m, *cpu, test::tiled(16));
     for (Shape shape : {Shape{2, 3, 45, 67}, Shape{1, 3, 1, 1}, Shape{1, 3, 8, 33}}) {
         SCOPED_TRACE(shape.str());
         std::vector<float> input = test::random_vector(rng, shape.count(), 0.3f);
         std::vector<double> ref = reference_model(m, input, shape);
         std::vector<float> whole(shape.count(), std::nanf("")), tiled(shape.count(), std::nanf(""));
-        runner.set_max_tile(0);
-        runner.run(input.data(), whole.data(), shape, nullptr);
-        runner.set_max_tile(16);
-        runner.run(input.data(), tiled.data(), shape, nullptr);
+        runner.run(f32_nchw(input.data(), shape), f32_nchw(whole.data(), shape), nullptr);
+        tiles.run(f32_nchw(input.data(), shape), f32_nchw(tiled.data(), shape), nullptr);
         expect_matches_reference(whole, ref, "untiled");
         expect_matches_reference(tiled, ref, "tiled");
     }
@@ -811,16 +809,14 @@ TEST(ModelRunner, TwoResolutionModelsTileExactly) {
         // Back from the output: tail 1, rounded up to a block of f, + the body's
         // one block of f, + head 1, rounded up to a multiple of f: 6 (f 2), 9 (f 3).
         EXPECT_EQ(m.radius(), f == 2 ? 6 : 9) << "f " << f;
-        ModelRunner runner(m, *cpu);
+        ModelRunner runner(m, *cpu), tiles(m, *cpu, test::tiled(16));
         for (Shape shape : {Shape{1, 3, 47, 61}, Shape{2, 3, 20, 33}}) {
             SCOPED_TRACE("f " + std::to_string(f) + " " + shape.str());
             std::vector<float> input = test::random_vector(rng, shape.count(), 0.3f);
             std::vector<double> ref = reference_model(m, input, shape);
             std::vector<float> whole(shape.count(), std::nanf("")), tiled(shape.count(), std::nanf(""));
-            runner.set_max_tile(0);
-            runner.run(input.data(), whole.data(), shape, nullptr);
-            runner.set_max_tile(16);
-            runner.run(input.data(), tiled.data(), shape, nullptr);
+            runner.run(f32_nchw(input.data(), shape), f32_nchw(whole.data(), shape), nullptr);
+            tiles.run(f32_nchw(input.data(), shape), f32_nchw(tiled.data(), shape), nullptr);
             expect_matches_reference(whole, ref, "untiled");
             expect_matches_reference(tiled, ref, "tiled");
         }
@@ -835,7 +831,9 @@ public:
         : CpuBackend(0), free_(free_bytes), lacks_(lacks) {}
     std::string name() const override { return "low-memory cpu"; }
     size_t free_memory() const override { return free_; }
-    bool supports(Op op) const override { return !lacks_ || op != *lacks_; }
+    bool supports(Op op, DType dtype, Layout layout) const override {
+        return (!lacks_ || op != *lacks_) && CpuBackend::supports(op, dtype, layout);
+    }
 
 private:
     size_t free_;
@@ -881,7 +879,7 @@ TEST(ModelRunner, TilesOnItsOwnWhenMemoryIsShort) {
     ModelRunner runner(m, small);
     std::vector<float> out(shape.count(), std::nanf(""));
     StageTimer timer;
-    runner.run(input.data(), out.data(), shape, &timer);
+    runner.run(f32_nchw(input.data(), shape), f32_nchw(out.data(), shape), &timer);
     auto stage0 = std::find_if(timer.rows().begin(), timer.rows().end(),
                                [](const StageTimer::Row& r) { return r.name == "stage 0 residual_block"; });
     ASSERT_NE(stage0, timer.rows().end());
@@ -890,7 +888,7 @@ TEST(ModelRunner, TilesOnItsOwnWhenMemoryIsShort) {
 
     LowMemoryBackend tiny(1024);  // not even a 16-pixel tile
     ModelRunner hopeless(m, tiny);
-    EXPECT_THROW(hopeless.run(input.data(), out.data(), shape, nullptr), Error);
+    EXPECT_THROW(hopeless.run(f32_nchw(input.data(), shape), f32_nchw(out.data(), shape), nullptr), Error);
 }
 
 // The CPU backend with a fixed thread count and claimed free memory, for
@@ -948,17 +946,21 @@ TEST(ComputeLanes, SmallImagesOfAFolderGetOneThreadLanesThatExcludeTheWideOne) {
     EXPECT_FALSE(lanes.idle(a));
     lanes.set_busy(0, false);
 
-    // A lane's runner gives what lane 0's gives, bit for bit (tiling too: --tile
-    // reaches every lane).
-    main.set_max_tile(16);
-    ComputeLanes tiled(main, 8, false);
+    // A lane's runner gives what lane 0's gives, bit for bit: it has lane 0's
+    // settings, all of them (--tile, the precision, forced variants).
+    RunnerOptions settings = test::tiled(16);
+    settings.forced_variants = {{Op::Conv2d, "direct_register_tile"}};
+    ModelRunner main_tiled(m, cpu, settings);
+    ComputeLanes tiled(main_tiled, 8, false);
     const size_t t = tiled.pick(small);
     ASSERT_NE(t, 0u);
-    EXPECT_EQ(tiled.runner(t).max_tile(), 16);
+    EXPECT_EQ(tiled.runner(t).options().max_tile, 16);
+    EXPECT_EQ(tiled.runner(t).options().forced_variants, settings.forced_variants);
+    EXPECT_EQ(tiled.runner(t).precision(), main_tiled.precision());
     std::vector<float> input = test::random_vector(rng, small.count(), 0.3f);
     std::vector<float> on_main(small.count(), std::nanf("")), on_lane(small.count(), std::nanf(""));
-    main.run(input.data(), on_main.data(), small, nullptr);
-    tiled.runner(t).run(input.data(), on_lane.data(), small, nullptr);
+    main_tiled.run(f32_nchw(input.data(), small), f32_nchw(on_main.data(), small), nullptr);
+    tiled.runner(t).run(f32_nchw(input.data(), small), f32_nchw(on_lane.data(), small), nullptr);
     EXPECT_EQ(0, std::memcmp(on_main.data(), on_lane.data(), on_main.size() * sizeof(float)));
 
     // Lane 0 only: few files (a one-thread lane would leave a core idle), one
@@ -978,13 +980,126 @@ TEST(ComputeLanes, SmallImagesOfAFolderGetOneThreadLanesThatExcludeTheWideOne) {
     EXPECT_EQ(without.pick(small), 0u);
 }
 
+// A CPU backend that keeps conv2d's and pixel_shuffle's activations in f16
+// (NCHW), as a half-precision backend presents itself to the runner: it
+// widens them to f32, runs the CPU's own kernels and rounds the output back
+// to f16. Counts the converts the runner places.
+class HalfStorageCpu : public cpu::CpuBackend {
+public:
+    HalfStorageCpu() : CpuBackend(1) {}
+    bool supports(Op op, DType dtype, Layout layout) const override {
+        if (op == Op::Conv2d || op == Op::PixelShuffle)
+            return layout == Layout::NCHW && (dtype == DType::F32 || dtype == DType::F16);
+        return CpuBackend::supports(op, dtype, layout);
+    }
+    void convert(const ConvertArgs& a) override {
+        ++converts;
+        CpuBackend::convert(a);
+    }
+    void conv2d(const Conv2dArgs& a) override {
+        check_args(a);
+        check_supported(*this, Op::Conv2d, {&a.input, &a.output, &a.residual});
+        if (a.input.dtype == DType::F32) return CpuBackend::conv2d(a);
+        Conv2dArgs wide = a;
+        std::vector<float> in, out(a.output.shape.count()), res;
+        wide.input = widened(a.input, in), wide.output = f32_nchw(out.data(), a.output.shape);
+        if (a.residual) wide.residual = widened(a.residual, res);
+        CpuBackend::conv2d(wide);
+        narrow(wide.output, a.output);
+    }
+    void pixel_shuffle(const PixelShuffleArgs& a) override {
+        check_args(a);
+        check_supported(*this, Op::PixelShuffle, {&a.input, &a.output, &a.residual});
+        if (a.input.dtype == DType::F32) return CpuBackend::pixel_shuffle(a);
+        PixelShuffleArgs wide = a;
+        std::vector<float> in, out(a.output.shape.count()), res;
+        wide.input = widened(a.input, in), wide.output = f32_nchw(out.data(), a.output.shape);
+        if (a.residual) wide.residual = widened(a.residual, res);
+        CpuBackend::pixel_shuffle(wide);
+        narrow(wide.output, a.output);
+    }
+    int converts = 0;  // the runner's, not this backend's own
+
+private:
+    Tensor widened(const Tensor& t, std::vector<float>& store) {
+        store.resize(t.shape.count());
+        ConvertArgs c;
+        c.input = t, c.output = f32_nchw(store.data(), t.shape);
+        CpuBackend::convert(c);
+        return c.output;
+    }
+    void narrow(const Tensor& from, const Tensor& to) {
+        ConvertArgs c;
+        c.input = from, c.output = to;
+        CpuBackend::convert(c);
+    }
+};
+
+// --precision fp16 on a backend with f16 stages: the runner converts the
+// input to the stages' type, the model input once for the stage that adds it
+// and the result back to f32, and nothing else; the result is the model's
+// within f16's rounding of the activations, and not the fp32 result (so the
+// stages really ran in f16). fp32 on the same backend converts nothing and
+// gives the plain CPU's bytes.
+TEST(ModelRunner, HalfPrecisionStagesGetConvertedInputsAndOutputs) {
+    unsigned seed;
+    auto rng = fresh_rng(&seed);
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    auto cpu = make_cpu_backend(1);
+    // The unshuffle CNN: every stage in f16 (3 converts per pass); the small
+    // model: a residual block (f32 only) before f16 convolutions (2).
+    for (const auto& [m, converts] : {std::pair{test::unshuffle_model(rng), 3}, {test::small_model(rng), 2}}) {
+        SCOPED_TRACE(m.name);
+        const Shape shape{2, 3, 46, 66};
+        const std::vector<float> input = test::random_vector(rng, shape.count(), 0.3f);
+        const std::vector<double> ref = reference_model(m, input, shape);
+        std::vector<float> f32(shape.count()), half(shape.count(), std::nanf("")), same(shape.count());
+        ModelRunner(m, *cpu).run(f32_nchw(input.data(), shape), f32_nchw(f32.data(), shape), nullptr);
+
+        HalfStorageCpu backend;
+        RunnerOptions fp16;
+        fp16.precision = Precision::Fp16;
+        ModelRunner runner(m, backend, fp16);
+        EXPECT_EQ(runner.precision(), Precision::Fp16);
+        runner.run(f32_nchw(input.data(), shape), f32_nchw(half.data(), shape), nullptr);
+        EXPECT_EQ(backend.converts, converts);
+        double scale = 0, err = 0;
+        for (size_t i = 0; i < ref.size(); ++i) {
+            scale = std::max(scale, std::abs(ref[i]));
+            err = std::max(err, std::abs(double(half[i]) - ref[i]));  // NaN: fails below
+        }
+        // Each stage's output rounded to f16 (2^-11 relative), a few stages deep.
+        EXPECT_LE(err, 16 * unit_roundoff(DType::F16) * scale);
+        EXPECT_NE(0, std::memcmp(half.data(), f32.data(), f32.size() * sizeof(float)))
+            << "f16 stages gave fp32's bytes";
+        // Tiled, each tile's pass converts the same way.
+        RunnerOptions tiled = fp16;
+        tiled.max_tile = 16;
+        std::vector<float> tiles(shape.count(), std::nanf(""));
+        ModelRunner(m, backend, tiled).run(f32_nchw(input.data(), shape), f32_nchw(tiles.data(), shape), nullptr);
+        double tile_err = 0;
+        for (size_t i = 0; i < ref.size(); ++i) tile_err = std::max(tile_err, std::abs(double(tiles[i]) - ref[i]));
+        EXPECT_LE(tile_err, 16 * unit_roundoff(DType::F16) * scale) << "tiled";
+
+        HalfStorageCpu again;
+        ModelRunner(m, again).run(f32_nchw(input.data(), shape), f32_nchw(same.data(), shape), nullptr);
+        EXPECT_EQ(again.converts, 0);
+        EXPECT_EQ(0, std::memcmp(same.data(), f32.data(), f32.size() * sizeof(float)));
+    }
+    // A backend without f16 conv2d kernels refuses fp16 rather than run fp32.
+    RunnerOptions fp16;
+    fp16.precision = Precision::Fp16;
+    EXPECT_THROW(ModelRunner(test::small_model(rng), *cpu, fp16), Error);
+}
+
 TEST(ModelRunner, RefusesWrongChannelCount) {
     std::mt19937 rng(2);
     ModelFile m = test::small_model(rng);
     auto cpu = make_cpu_backend();
     ModelRunner runner(m, *cpu);
     std::vector<float> x(1 * 1 * 8 * 8), y(x.size());
-    EXPECT_THROW(runner.run(x.data(), y.data(), {1, 1, 8, 8}, nullptr), Error);
+    EXPECT_THROW(runner.run(f32_nchw(x.data(), Shape{1, 1, 8, 8}), f32_nchw(y.data(), Shape{1, 1, 8, 8}), nullptr),
+                 Error);
 }
 
 }  // namespace

@@ -12,6 +12,12 @@
 // prepares any; each variant must run at least one case.
 // Without a usable GPU the cuda tests are SKIPPED with the reason, never passed.
 //
+// Every case runs once per activation type (dtype and layout) the backend
+// supports for the op (Backend::supports): inputs are drawn in float, rounded
+// to that type, and the float64 reference computes on the rounded values, so
+// the tolerance covers only the kernel's own arithmetic and the rounding of
+// its output to the stored type (accuracy_bound, below).
+//
 // Every run: fresh N(0,1) inputs (seed from std::random_device, printed on
 // failure; IMRESTORE_TEST_SEED=<seed> reproduces a run; IMRESTORE_TEST_ALL_CASES=1
 // runs the GPU-only cases on the CPU too), the output poisoned
@@ -43,12 +49,15 @@ using imr::Activation;
 using imr::Backend;
 using imr::Conv2dArgs;
 using imr::DeviceBuffer;
+using imr::DType;
+using imr::Layout;
 using imr::Op;
 using imr::PadMode;
 using imr::PixelShuffleArgs;
 using imr::ResidualBlockArgs;
 using imr::Shape;
 using imr::ShuffleDirection;
+using imr::Tensor;
 
 // ---------------------------------------------------------------- tolerances
 //
@@ -62,8 +71,19 @@ using imr::ShuffleDirection;
 // chained reductions (L = 9 * C + 9 * hidden), yet stays ~500x below what a
 // TF32 (u = 2^-11) or fp16 kernel would produce:
 //   max |out - ref| <= 16 * 2^-24 * sqrt(L) * max |ref|
-constexpr double kFp32Unit = 1.0 / (1 << 24);
+// A kernel that stores its output in a narrower type (f16, bf16) rounds the
+// f32 result once more, by at most that type's unit roundoff u (2^-11,
+// 2^-8) relative, so for such outputs the bound adds u * max |ref| (the
+// inputs are in the narrow type already: the reference sees the same
+// values). A kernel that accumulates in another precision (TF32 products)
+// passes that precision's unit as `accumulation`.
+constexpr double kFp32Unit = imr::unit_roundoff(DType::F32);
 constexpr double kOwnToleranceFactor = 16.0;
+double accuracy_bound(DType stored, long reduction, double max_abs_ref, DType accumulation = DType::F32) {
+    const double accumulate = kOwnToleranceFactor * imr::unit_roundoff(accumulation) * std::sqrt(double(reduction));
+    const double store = stored == DType::F32 ? 0.0 : imr::unit_roundoff(stored);
+    return (accumulate + store) * max_abs_ref;
+}
 // SOL-ExecBench L1/040: |out - ref| <= atol(case) + 1e-5 * |ref| for >= 99% of elements.
 constexpr double kSolRtol = 1e-5;
 constexpr double kSolPassFraction = 0.99;
@@ -75,9 +95,14 @@ constexpr double kGpuModeTol = 1e-3;
 // (8.5e11 MACs) would take minutes even on 16 cores.
 constexpr double kFullReferenceMacs = 1e10;
 constexpr int kSampledElements = 4096;
-// Floats of sentinel on each side of every output buffer.
+// Elements of sentinel on each side of every output buffer.
 constexpr size_t kGuard = 64;
 constexpr float kSentinel = -1234.5f;
+
+using imr::TensorType;
+std::string type_name(const TensorType& t) {
+    return t.str();
+}
 
 // ---------------------------------------------------------------- inputs
 uint64_t draw_seed() {
@@ -93,49 +118,109 @@ std::vector<float> normal(std::mt19937_64& rng, size_t count, float scale = 1.0f
     return v;
 }
 
-DeviceBuffer to_device(Backend& backend, const std::vector<float>& host) {
-    DeviceBuffer buf(backend, host.size());
-    backend.upload(buf.data(), host.data(), host.size());
-    return buf;
+// A tensor in host memory of any type: the values of `logical` (NCHW
+// order) rounded to the type and stored in its layout (NHWC8's padding
+// channels zero).
+struct HostTensor {
+    std::vector<unsigned char> bytes;
+    Tensor view;  // over bytes: moves keep it valid, copies would not (deleted)
+    HostTensor() = default;
+    HostTensor(HostTensor&&) = default;
+    HostTensor& operator=(HostTensor&&) = default;
+    HostTensor(const HostTensor&) = delete;
+};
+HostTensor host_tensor(const std::vector<float>& logical, Shape s, TensorType t) {
+    HostTensor h;
+    h.view = {nullptr, s, t.dtype, t.layout};
+    h.bytes.assign(h.view.bytes(), 0);
+    h.view.data = h.bytes.data();
+    for (int n = 0; n < s.n; ++n)
+        for (int c = 0; c < s.c; ++c)
+            for (int y = 0; y < s.h; ++y)
+                for (int x = 0; x < s.w; ++x)
+                    imr::store_float(h.view, h.view.offset(n, c, y, x),
+                                     logical[((size_t(n) * s.c + c) * s.h + y) * s.w + x]);
+    return h;
+}
+// The values of a host tensor in NCHW order (exact: every type widens to float).
+std::vector<float> logical_values(const Tensor& t) {
+    const Shape& s = t.shape;
+    std::vector<float> v(s.count());
+    for (int n = 0; n < s.n; ++n)
+        for (int c = 0; c < s.c; ++c)
+            for (int y = 0; y < s.h; ++y)
+                for (int x = 0; x < s.w; ++x)
+                    v[((size_t(n) * s.c + c) * s.h + y) * s.w + x] = imr::load_float(t, t.offset(n, c, y, x));
+    return v;
 }
 
-// An output buffer poisoned with NaN, framed by kGuard sentinels on each side.
+DeviceBuffer to_device(Backend& backend, const void* host, size_t bytes) {
+    DeviceBuffer buf(backend, bytes);
+    backend.upload(buf.data(), host, bytes);
+    return buf;
+}
+DeviceBuffer to_device(Backend& backend, const std::vector<float>& host) {
+    return to_device(backend, host.data(), host.size() * sizeof(float));
+}
+DeviceBuffer to_device(Backend& backend, const HostTensor& host) {
+    return to_device(backend, host.bytes.data(), host.bytes.size());
+}
+
+// An output tensor of `shape` and type `t`, poisoned with NaN, framed by
+// kGuard sentinel elements on each side.
 class GuardedOutput {
 public:
-    GuardedOutput(Backend& backend, size_t count)
-        : backend_(backend), count_(count), buf_(backend, count + 2 * kGuard) {
-        std::vector<float> init(count + 2 * kGuard, std::numeric_limits<float>::quiet_NaN());
-        std::fill(init.begin(), init.begin() + kGuard, kSentinel);
-        std::fill(init.end() - kGuard, init.end(), kSentinel);
-        backend_.upload(buf_.data(), init.data(), init.size());
+    GuardedOutput(Backend& backend, Shape shape, TensorType t = {DType::F32, Layout::NCHW})
+        : backend_(backend), view_{nullptr, shape, t.dtype, t.layout} {
+        const size_t elem = imr::dtype_size(t.dtype), count = view_.stored_count() + 2 * kGuard;
+        init_.resize(count * elem);
+        const Tensor all{init_.data(), {1, 1, 1, int(count)}, t.dtype, Layout::NCHW};
+        for (size_t i = 0; i < count; ++i)
+            imr::store_float(all, i,
+                             i < kGuard || i >= count - kGuard ? kSentinel : std::numeric_limits<float>::quiet_NaN());
+        buf_ = DeviceBuffer(backend, init_.size());
+        backend_.upload(buf_.data(), init_.data(), init_.size());
+        view_.data = buf_.as<unsigned char>() + kGuard * elem;
     }
-    float* data() const { return buf_.data() + kGuard; }
+    const Tensor& tensor() const { return view_; }
 
-    // Downloads the output; fails the test if a guard was overwritten.
+    // Downloads the output as float in NCHW order; fails the test if a guard
+    // was overwritten. (NHWC8's padding channels are not part of the output.)
     std::vector<float> download() {
-        std::vector<float> all(count_ + 2 * kGuard);
+        std::vector<unsigned char> all(init_.size());
         backend_.download(all.data(), buf_.data(), all.size());
-        size_t bad = 0;
-        for (size_t i = 0; i < kGuard; ++i) {
-            bad += all[i] != kSentinel;
-            bad += all[kGuard + count_ + i] != kSentinel;
-        }
-        EXPECT_EQ(bad, 0u) << "the op wrote outside its output (guard elements overwritten)";
-        return std::vector<float>(all.begin() + kGuard, all.end() - kGuard);
+        const size_t guard = kGuard * imr::dtype_size(view_.dtype);
+        const bool intact =
+            std::memcmp(all.data(), init_.data(), guard) == 0 &&
+            std::memcmp(all.data() + all.size() - guard, init_.data() + init_.size() - guard, guard) == 0;
+        EXPECT_TRUE(intact) << "the op wrote outside its output (guard elements overwritten)";
+        Tensor host = view_;
+        host.data = all.data() + guard;
+        // NHWC8: every op writes its padding channels as zeros (tensor.h).
+        size_t nonzero_padding = 0;
+        for (int n = 0; n < host.shape.n; ++n)
+            for (int y = 0; y < host.shape.h; ++y)
+                for (int x = 0; x < host.shape.w; ++x)
+                    for (int c = host.shape.c; c < imr::stored_channels(host.layout, host.shape.c); ++c)
+                        nonzero_padding += imr::load_float(host, host.offset(n, c, y, x)) != 0.0f;
+        EXPECT_EQ(nonzero_padding, 0u) << "NHWC8 padding channels not zero";
+        return logical_values(host);
     }
 
 private:
     Backend& backend_;
-    size_t count_;
+    Tensor view_;
+    std::vector<unsigned char> init_;
     DeviceBuffer buf_;
 };
 
-void expect_unchanged(Backend& backend, const DeviceBuffer& buf, const std::vector<float>& host, const char* what) {
-    std::vector<float> now(host.size());
-    backend.download(now.data(), buf.data(), now.size());
-    EXPECT_TRUE(std::equal(now.begin(), now.end(), host.begin(),
-                           [](float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }))
-        << "the op modified its " << what;
+void expect_unchanged(Backend& backend, const DeviceBuffer& buf, const void* host, size_t bytes, const char* what) {
+    std::vector<unsigned char> now(bytes);
+    backend.download(now.data(), buf.data(), bytes);
+    EXPECT_EQ(std::memcmp(now.data(), host, bytes), 0) << "the op modified its " << what;
+}
+void expect_unchanged(Backend& backend, const DeviceBuffer& buf, const HostTensor& host, const char* what) {
+    expect_unchanged(backend, buf, host.bytes.data(), host.bytes.size(), what);
 }
 
 // ---------------------------------------------------------------- comparison
@@ -182,13 +267,14 @@ void expect_all_finite(const Comparison& r, const Shape& s) {
                                << where(s, r.first_nonfinite);
 }
 
-// Our own cases: the fp32 accumulation bound above, on the worst element.
-// Returns the error as a fraction of the allowed bound (for the summary).
-double expect_fp32_accurate(const std::vector<float>& out, const std::vector<double>& ref,
-                            const std::vector<size_t>& index, const Shape& s, long reduction) {
+// Our own cases: the accumulation bound above (accuracy_bound) for an output
+// stored in `stored`, on the worst element. Returns the error as a fraction
+// of the allowed bound (for the summary).
+double expect_accurate(const std::vector<float>& out, const std::vector<double>& ref, const std::vector<size_t>& index,
+                       const Shape& s, long reduction, DType stored) {
     const Comparison r = compare(out, ref, index, 0, 0);
     expect_all_finite(r, s);
-    const double bound = kOwnToleranceFactor * kFp32Unit * std::sqrt(double(reduction)) * r.max_abs_ref;
+    const double bound = accuracy_bound(stored, reduction, r.max_abs_ref);
     EXPECT_LE(r.max_abs_err, bound) << "worst element " << where(s, r.worst) << ": got " << out[r.worst] << ", float64 "
                                     << value_at(ref, index, r.worst) << " (max |ref| " << r.max_abs_ref
                                     << ", reduction length " << reduction << ")";
@@ -371,7 +457,7 @@ protected:
             std::string why;
             if (imr::cuda_device_count(&why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
         }
-        backend_ = imr::make_backend(GetParam());
+        backend_ = GetParam() == "cuda" ? imr::make_cuda_backend(0) : imr::make_cpu_backend();
     }
     // GPU-only cases run on host-memory backends only with IMRESTORE_TEST_ALL_CASES=1
     // (e.g. to check the CPU backend on a many-core machine).
@@ -395,13 +481,25 @@ protected:
     }
     // Selects a way (see ways()): "prepared" runs on the planner's pick.
     void select(Op op, const std::string& way) { backend_->force_variant(op, way == kPrepared ? "" : way); }
+    // The activation types this backend runs `op` in (Backend::supports),
+    // f32 NCHW first; each case runs in every one of them.
+    std::vector<TensorType> types(Op op) const {
+        std::vector<TensorType> t;
+        for (DType d : imr::kDTypes)
+            for (Layout l : imr::kLayouts)
+                if (backend_->supports(op, d, l)) t.push_back({d, l});
+        EXPECT_FALSE(t.empty()) << imr::op_name(op) << " supports no tensor type on " << backend_->name();
+        return t;
+    }
+
     // Runs the op once per way (ways()): a fresh NaN-poisoned, guarded output
-    // each time, `a` with that output and the way's prepared weights given to
-    // `call`; NotApplicable is counted, any other exception fails. `check`
-    // gets each result; the input must come back unchanged.
+    // of `out_type` each time, `a` with that output and the way's prepared
+    // weights given to `call`; NotApplicable is counted, any other exception
+    // fails. `check` gets each result (float, NCHW order); the input must
+    // come back unchanged.
     template <class Args, class Call, class Check>
-    void run_every_way(Op op, const Args& a, size_t out_count, const DeviceBuffer& input,
-                       const std::vector<float>& host_input, std::map<std::string, int>& ran,
+    void run_every_way(Op op, const Args& a, TensorType out_type, const DeviceBuffer& input,
+                       const HostTensor& host_input, std::map<std::string, int>& ran,
                        std::map<std::string, int>& not_applicable, Call call, Check check) {
         Backend& be = *backend_;
         for (const std::string& way : ways(op, true)) {
@@ -409,9 +507,9 @@ protected:
             select(op, way);
             const std::unique_ptr<imr::PreparedWeights> prepared = way == kPrepared ? be.prepare(a) : nullptr;
             if (way == kPrepared && !prepared) continue;  // nothing to prepare on this backend
-            GuardedOutput out(be, out_count);
+            GuardedOutput out(be, a.out_shape(), out_type);
             Args run = a;
-            run.output = out.data(), run.prepared = prepared.get();
+            run.output = out.tensor(), run.prepared = prepared.get();
             try {
                 call(run);
             } catch (const imr::NotApplicable&) {
@@ -461,58 +559,62 @@ void OpsTest::run_cases(const std::vector<ResidualCase>& cases) {
     double worst_fraction = 0;
     int skipped = 0;
     std::map<std::string, int> ran, not_applicable;
-    for (const ResidualCase& k : cases) {
-        if (!runs(k.gpu_only)) {
-            ++skipped;
-            continue;
+    for (const TensorType& type : types(Op::ResidualBlock)) {
+        for (const ResidualCase& k : cases) {
+            if (!runs(k.gpu_only)) {
+                ++skipped;
+                continue;
+            }
+            const uint64_t seed = draw_seed();
+            std::ostringstream trace;
+            trace << k << " in " << type_name(type) << " on " << be.name() << ", seed " << seed;
+            SCOPED_TRACE(trace.str());
+
+            // As SOL-ExecBench draws them: x and biases ~ N(0,1), weights ~ N(0,1) / sqrt(3).
+            std::mt19937_64 rng(seed);
+            const Shape s{k.n, k.c, k.h, k.w};
+            const float wscale = 1.0f / std::sqrt(3.0f);
+            const HostTensor x = host_tensor(normal(rng, s.count()), s, type);
+            const std::vector<float> w_in = normal(rng, size_t(k.hidden) * k.c * 9, wscale);
+            const std::vector<float> b_in = normal(rng, size_t(k.hidden));
+            const std::vector<float> w_out = normal(rng, size_t(k.c) * k.hidden * 9, wscale);
+            const std::vector<float> b_out = normal(rng, size_t(k.c));
+
+            DeviceBuffer dx = to_device(be, x), dw_in = to_device(be, w_in), db_in = to_device(be, b_in);
+            DeviceBuffer dw_out = to_device(be, w_out), db_out = to_device(be, b_out);
+            ResidualBlockArgs a;
+            a.input = x.view, a.input.data = dx.data();
+            a.hidden = k.hidden;
+            a.conv_in_weight = dw_in.tensor({k.hidden, k.c, 3, 3}), a.conv_in_bias = db_in.tensor({1, k.hidden, 1, 1});
+            a.conv_out_weight = dw_out.tensor({k.c, k.hidden, 3, 3}), a.conv_out_bias = db_out.tensor({1, k.c, 1, 1});
+
+            ResidualBlockArgs host = a;
+            host.input = x.view, host.output.data = nullptr;
+            host.conv_in_weight.data = const_cast<float*>(w_in.data());
+            host.conv_in_bias.data = const_cast<float*>(b_in.data());
+            host.conv_out_weight.data = const_cast<float*>(w_out.data());
+            host.conv_out_bias.data = const_cast<float*>(b_out.data());
+            const std::vector<double> ref = imr::reference_residual_block(host);
+
+            run_every_way(
+                Op::ResidualBlock, a, type, dx, x, ran, not_applicable,
+                [&](ResidualBlockArgs& run) { be.residual_block(run); },
+                [&](const std::vector<float>& got) {
+                    // Every case: the accuracy bound; SOL cases also by the benchmark's own rule.
+                    worst_fraction = std::max(worst_fraction,
+                                              expect_accurate(got, ref, {}, s, 9L * k.c + 9L * k.hidden, type.dtype));
+                    if (k.sol_atol > 0) {
+                        const Comparison r = compare(got, ref, {}, k.sol_atol, kSolRtol);
+                        EXPECT_GE(double(r.within), kSolPassFraction * double(r.compared))
+                            << r.compared - r.within << " of " << r.compared << " elements beyond atol " << k.sol_atol
+                            << " + rtol " << kSolRtol << "; worst " << where(s, r.worst) << ": got " << got[r.worst]
+                            << ", float64 " << ref[r.worst];
+                    }
+                });
         }
-        const uint64_t seed = draw_seed();
-        std::ostringstream trace;
-        trace << k << " on " << be.name() << ", seed " << seed;
-        SCOPED_TRACE(trace.str());
-
-        // As SOL-ExecBench draws them: x and biases ~ N(0,1), weights ~ N(0,1) / sqrt(3).
-        std::mt19937_64 rng(seed);
-        const Shape s{k.n, k.c, k.h, k.w};
-        const float wscale = 1.0f / std::sqrt(3.0f);
-        const std::vector<float> x = normal(rng, s.count());
-        const std::vector<float> w_in = normal(rng, size_t(k.hidden) * k.c * 9, wscale);
-        const std::vector<float> b_in = normal(rng, size_t(k.hidden));
-        const std::vector<float> w_out = normal(rng, size_t(k.c) * k.hidden * 9, wscale);
-        const std::vector<float> b_out = normal(rng, size_t(k.c));
-
-        DeviceBuffer dx = to_device(be, x), dw_in = to_device(be, w_in), db_in = to_device(be, b_in);
-        DeviceBuffer dw_out = to_device(be, w_out), db_out = to_device(be, b_out);
-        ResidualBlockArgs a;
-        a.shape = s, a.hidden = k.hidden;
-        a.input = dx.data();
-        a.conv_in_weight = dw_in.data(), a.conv_in_bias = db_in.data();
-        a.conv_out_weight = dw_out.data(), a.conv_out_bias = db_out.data();
-
-        ResidualBlockArgs host = a;
-        host.input = x.data(), host.output = nullptr;
-        host.conv_in_weight = w_in.data(), host.conv_in_bias = b_in.data();
-        host.conv_out_weight = w_out.data(), host.conv_out_bias = b_out.data();
-        const std::vector<double> ref = imr::reference_residual_block(host);
-
-        run_every_way(
-            Op::ResidualBlock, a, s.count(), dx, x, ran, not_applicable,
-            [&](ResidualBlockArgs& run) { be.residual_block(run); },
-            [&](const std::vector<float>& got) {
-                // Every case: the fp32 bound; SOL cases also by the benchmark's own rule.
-                worst_fraction =
-                    std::max(worst_fraction, expect_fp32_accurate(got, ref, {}, s, 9L * k.c + 9L * k.hidden));
-                if (k.sol_atol > 0) {
-                    const Comparison r = compare(got, ref, {}, k.sol_atol, kSolRtol);
-                    EXPECT_GE(double(r.within), kSolPassFraction * double(r.compared))
-                        << r.compared - r.within << " of " << r.compared << " elements beyond atol " << k.sol_atol
-                        << " + rtol " << kSolRtol << "; worst " << where(s, r.worst) << ": got " << got[r.worst]
-                        << ", float64 " << ref[r.worst];
-                }
-            });
     }
     report_ways(Op::ResidualBlock, ran, not_applicable);
-    std::cout << "[          ] worst error: " << worst_fraction << " of the fp32 bound; " << skipped
+    std::cout << "[          ] worst error: " << worst_fraction << " of the accuracy bound; " << skipped
               << " GPU-only cases not run on " << be.name() << "\n";
 }
 
@@ -523,75 +625,81 @@ void OpsTest::run_cases(const std::vector<ConvCase>& cases) {
     std::map<std::string, double> worst_by_way;  // per kernel variant: Winograd's error differs from direct's
     int skipped = 0;
     std::map<std::string, int> ran, not_applicable;
-    for (const ConvCase& k : cases) {
-        if (!runs(k.gpu_only)) {
-            ++skipped;
-            continue;
-        }
-        const bool sampled = k.macs() > kFullReferenceMacs;
-        const uint64_t seed = draw_seed();
-        std::ostringstream trace;
-        trace << k << " on " << be.name() << ", seed " << seed << (sampled ? ", float64 on sampled elements" : "");
-        SCOPED_TRACE(trace.str());
-
-        std::mt19937_64 rng(seed);
-        const Shape in{k.n, k.cin, k.h, k.w};
-        const std::vector<float> x = normal(rng, in.count());
-        const std::vector<float> w = normal(rng, size_t(k.cout) * k.cin * k.k * k.k);
-        const std::vector<float> bias = k.bias ? normal(rng, size_t(k.cout)) : std::vector<float>();
-
-        DeviceBuffer dx = to_device(be, x), dw = to_device(be, w);
-        DeviceBuffer db = k.bias ? to_device(be, bias) : DeviceBuffer();
-        Conv2dArgs a;
-        a.in = in, a.out_channels = k.cout, a.kernel = k.k;
-        a.pad_before = k.pad_before, a.pad_after = k.pad_after, a.pad_mode = k.mode;
-        a.input = dx.data(), a.weight = dw.data(), a.bias = k.bias ? db.data() : nullptr;
-        a.activation = k.act;
-        const Shape os = a.out_shape();
-        const std::vector<float> res = k.residual ? normal(rng, os.count()) : std::vector<float>();
-        DeviceBuffer dres = k.residual ? to_device(be, res) : DeviceBuffer();
-        a.residual = k.residual ? dres.data() : nullptr;
-
-        Conv2dArgs host = a;
-        host.input = x.data(), host.weight = w.data(), host.bias = k.bias ? bias.data() : nullptr;
-        host.residual = k.residual ? res.data() : nullptr;
-        host.output = nullptr;
-        std::vector<double> ref;
-        std::vector<size_t> index;
-        if (sampled) {
-            std::uniform_int_distribution<size_t> pick(0, os.count() - 1);
-            index.resize(kSampledElements);
-            for (size_t& i : index) i = pick(rng);
-            ref.resize(index.size());
-#pragma omp parallel for schedule(dynamic)
-            for (int j = 0; j < int(index.size()); ++j) {
-                const size_t i = index[size_t(j)];
-                ref[size_t(j)] = imr::reference_conv2d_at(host, int(i / (size_t(os.c) * os.h * os.w)),
-                                                          int(i / (size_t(os.h) * os.w) % os.c),
-                                                          int(i / size_t(os.w) % os.h), int(i % os.w));
+    for (const TensorType& type : types(Op::Conv2d)) {
+        for (const ConvCase& k : cases) {
+            if (!runs(k.gpu_only)) {
+                ++skipped;
+                continue;
             }
-        } else {
-            ref = imr::reference_conv2d(host);
-        }
+            const bool sampled = k.macs() > kFullReferenceMacs;
+            const uint64_t seed = draw_seed();
+            std::ostringstream trace;
+            trace << k << " in " << type_name(type) << " on " << be.name() << ", seed " << seed
+                  << (sampled ? ", float64 on sampled elements" : "");
+            SCOPED_TRACE(trace.str());
 
-        run_every_way(
-            Op::Conv2d, a, os.count(), dx, x, ran, not_applicable, [&](Conv2dArgs& run) { be.conv2d(run); },
-            [&](const std::vector<float>& got) {
-                // Every case: the fp32 bound; GPU MODE test shapes also by the benchmark's own rule.
-                const double fraction = expect_fp32_accurate(got, ref, index, os, long(k.cin) * k.k * k.k);
-                worst_fraction = std::max(worst_fraction, fraction);
-                worst_by_way[way_] = std::max(worst_by_way[way_], fraction);
-                if (k.gpu_mode && !k.gpu_only) {
-                    const Comparison r = compare(got, ref, index, kGpuModeTol, kGpuModeTol);
-                    EXPECT_EQ(r.within, r.compared)
-                        << r.compared - r.within << " of " << r.compared
-                        << " elements beyond atol = rtol = " << kGpuModeTol << "; worst " << where(os, r.worst)
-                        << ": got " << got[r.worst] << ", float64 " << value_at(ref, index, r.worst);
+            std::mt19937_64 rng(seed);
+            const Shape in{k.n, k.cin, k.h, k.w};
+            const HostTensor x = host_tensor(normal(rng, in.count()), in, type);
+            const std::vector<float> w = normal(rng, size_t(k.cout) * k.cin * k.k * k.k);
+            const std::vector<float> bias = k.bias ? normal(rng, size_t(k.cout)) : std::vector<float>();
+
+            DeviceBuffer dx = to_device(be, x), dw = to_device(be, w);
+            DeviceBuffer db = k.bias ? to_device(be, bias) : DeviceBuffer();
+            Conv2dArgs a;
+            a.input = x.view, a.input.data = dx.data();
+            a.out_channels = k.cout, a.kernel = k.k;
+            a.pad_before = k.pad_before, a.pad_after = k.pad_after, a.pad_mode = k.mode;
+            a.weight = dw.tensor({k.cout, k.cin, k.k, k.k});
+            if (k.bias) a.bias = db.tensor({1, k.cout, 1, 1});
+            a.activation = k.act;
+            const Shape os = a.out_shape();
+            const HostTensor res = k.residual ? host_tensor(normal(rng, os.count()), os, type) : HostTensor();
+            DeviceBuffer dres = k.residual ? to_device(be, res) : DeviceBuffer();
+            if (k.residual) a.residual = res.view, a.residual.data = dres.data();
+
+            Conv2dArgs host = a;
+            host.input = x.view, host.weight.data = const_cast<float*>(w.data());
+            if (k.bias) host.bias.data = const_cast<float*>(bias.data());
+            if (k.residual) host.residual = res.view;
+            host.output.data = nullptr;
+            std::vector<double> ref;
+            std::vector<size_t> index;
+            if (sampled) {
+                std::uniform_int_distribution<size_t> pick(0, os.count() - 1);
+                index.resize(kSampledElements);
+                for (size_t& i : index) i = pick(rng);
+                ref.resize(index.size());
+#pragma omp parallel for schedule(dynamic)
+                for (int j = 0; j < int(index.size()); ++j) {
+                    const size_t i = index[size_t(j)];
+                    ref[size_t(j)] = imr::reference_conv2d_at(host, int(i / (size_t(os.c) * os.h * os.w)),
+                                                              int(i / (size_t(os.h) * os.w) % os.c),
+                                                              int(i / size_t(os.w) % os.h), int(i % os.w));
                 }
-            });
+            } else {
+                ref = imr::reference_conv2d(host);
+            }
+
+            run_every_way(
+                Op::Conv2d, a, type, dx, x, ran, not_applicable, [&](Conv2dArgs& run) { be.conv2d(run); },
+                [&](const std::vector<float>& got) {
+                    // Every case: the accuracy bound; GPU MODE test shapes also by the benchmark's own rule.
+                    const double fraction = expect_accurate(got, ref, index, os, long(k.cin) * k.k * k.k, type.dtype);
+                    worst_fraction = std::max(worst_fraction, fraction);
+                    worst_by_way[way_] = std::max(worst_by_way[way_], fraction);
+                    if (k.gpu_mode && !k.gpu_only) {
+                        const Comparison r = compare(got, ref, index, kGpuModeTol, kGpuModeTol);
+                        EXPECT_EQ(r.within, r.compared)
+                            << r.compared - r.within << " of " << r.compared
+                            << " elements beyond atol = rtol = " << kGpuModeTol << "; worst " << where(os, r.worst)
+                            << ": got " << got[r.worst] << ", float64 " << value_at(ref, index, r.worst);
+                    }
+                });
+        }
     }
     report_ways(Op::Conv2d, ran, not_applicable);
-    std::cout << "[          ] worst error: " << worst_fraction << " of the fp32 bound; " << skipped
+    std::cout << "[          ] worst error: " << worst_fraction << " of the accuracy bound; " << skipped
               << " GPU-only cases not run on " << be.name() << "\n[          ] worst error per way:";
     for (const auto& [way, fraction] : worst_by_way)
         std::cout << " " << (way.empty() ? "planner" : way) << " " << fraction;
@@ -620,34 +728,135 @@ std::vector<ShuffleCase> pixel_shuffle_cases() {
 template <>
 void OpsTest::run_cases(const std::vector<ShuffleCase>& cases) {
     Backend& be = *backend_;
-    for (const ShuffleCase& k : cases) {
-        const uint64_t seed = draw_seed();
-        std::ostringstream trace;
-        trace << k << " on " << be.name() << ", seed " << seed;
-        SCOPED_TRACE(trace.str());
-        std::mt19937_64 rng(seed);
-        PixelShuffleArgs a;
-        a.in = {k.n, k.c, k.h, k.w}, a.factor = k.factor, a.direction = k.dir;
-        const Shape os = a.out_shape();
-        const std::vector<float> x = normal(rng, a.in.count());
-        const std::vector<float> res = k.residual ? normal(rng, os.count()) : std::vector<float>();
-        DeviceBuffer dx = to_device(be, x);
-        DeviceBuffer dres = k.residual ? to_device(be, res) : DeviceBuffer();
-        GuardedOutput out(be, os.count());
-        a.input = dx.data(), a.output = out.data(), a.residual = k.residual ? dres.data() : nullptr;
-        ASSERT_NO_THROW(be.pixel_shuffle(a));
-        be.synchronize();
-        const std::vector<float> got = out.download();
-        expect_unchanged(be, dx, x, "input");
-        PixelShuffleArgs host = a;
-        host.input = x.data(), host.residual = k.residual ? res.data() : nullptr, host.output = nullptr;
-        const std::vector<double> ref = imr::reference_pixel_shuffle(host);
-        // A permutation is exact; with the residual, one fp32 add rounds by half an ulp.
-        const Comparison r = compare(got, ref, {}, 0, kFp32Unit);
-        expect_all_finite(r, os);
-        EXPECT_EQ(r.within, r.compared) << "worst " << where(os, r.worst) << ": got " << got[r.worst] << ", float64 "
-                                        << ref[r.worst];
+    for (const TensorType& type : types(Op::PixelShuffle)) {
+        for (const ShuffleCase& k : cases) {
+            const uint64_t seed = draw_seed();
+            std::ostringstream trace;
+            trace << k << " in " << type_name(type) << " on " << be.name() << ", seed " << seed;
+            SCOPED_TRACE(trace.str());
+            std::mt19937_64 rng(seed);
+            PixelShuffleArgs a;
+            a.input.shape = {k.n, k.c, k.h, k.w}, a.factor = k.factor, a.direction = k.dir;
+            const Shape os = a.out_shape();
+            const HostTensor x = host_tensor(normal(rng, a.input.shape.count()), a.input.shape, type);
+            const HostTensor res = k.residual ? host_tensor(normal(rng, os.count()), os, type) : HostTensor();
+            DeviceBuffer dx = to_device(be, x);
+            DeviceBuffer dres = k.residual ? to_device(be, res) : DeviceBuffer();
+            GuardedOutput out(be, os, type);
+            a.input = x.view, a.input.data = dx.data(), a.output = out.tensor();
+            if (k.residual) a.residual = res.view, a.residual.data = dres.data();
+            ASSERT_NO_THROW(be.pixel_shuffle(a));
+            be.synchronize();
+            const std::vector<float> got = out.download();
+            expect_unchanged(be, dx, x, "input");
+            PixelShuffleArgs host = a;
+            host.input = x.view, host.residual = res.view, host.output.data = nullptr;
+            const std::vector<double> ref = imr::reference_pixel_shuffle(host);
+            // A permutation is exact; with the residual, one f32 add rounds by
+            // half an ulp, and a narrower output type rounds once more.
+            const double rtol =
+                k.residual ? kFp32Unit + (type.dtype == DType::F32 ? 0 : imr::unit_roundoff(type.dtype)) : 0.0;
+            const Comparison r = compare(got, ref, {}, k.residual ? imr::subnormal_roundoff(type.dtype) : 0.0, rtol);
+            expect_all_finite(r, os);
+            EXPECT_EQ(r.within, r.compared)
+                << "worst " << where(os, r.worst) << ": got " << got[r.worst] << ", float64 " << ref[r.worst];
+        }
     }
+}
+
+struct ConvertCase {
+    int n, c, h, w;
+    float scale = 1.0f;  // of the N(0,1) values: 3e4 overflows f16 in places, 1e-6 is f16-subnormal
+};
+std::ostream& operator<<(std::ostream& o, const ConvertCase& k) {
+    return o << "convert N=" << k.n << " C=" << k.c << " H=" << k.h << " W=" << k.w << ", values N(0,1) x " << k.scale;
+}
+std::vector<ConvertCase> convert_cases() {
+    return {
+        {1, 1, 1, 1},   {2, 3, 7, 5},         {1, 8, 3, 4},          {1, 9, 5, 3},   {2, 12, 6, 11},
+        {1, 3, 64, 97}, {1, 3, 17, 19, 3e4f}, {1, 3, 17, 19, 1e-6f}, {1, 48, 9, 13}, {3, 5, 1, 33, 1e3f},
+    };
+}
+
+// Every pair of types the backend converts between (in and out), on every case.
+// The reference rounds each value to the output type itself (reference_round:
+// by scaling to the type's quantum), so the result must match exactly: the
+// per-dtype tolerance of a conversion is its rounding, which the reference
+// already applies.
+template <>
+void OpsTest::run_cases(const std::vector<ConvertCase>& cases) {
+    Backend& be = *backend_;
+    const std::vector<TensorType> types = this->types(Op::Convert);
+    int pairs = 0;
+    for (const TensorType& from : types) {
+        for (const TensorType& to : types) {
+            ++pairs;
+            for (const ConvertCase& k : cases) {
+                const uint64_t seed = draw_seed();
+                std::ostringstream trace;
+                trace << k << ", " << type_name(from) << " -> " << type_name(to) << " on " << be.name() << ", seed "
+                      << seed;
+                SCOPED_TRACE(trace.str());
+                std::mt19937_64 rng(seed);
+                const Shape s{k.n, k.c, k.h, k.w};
+                const HostTensor x = host_tensor(normal(rng, s.count(), k.scale), s, from);
+                DeviceBuffer dx = to_device(be, x);
+                GuardedOutput out(be, s, to);
+                imr::ConvertArgs a;
+                a.input = x.view, a.input.data = dx.data(), a.output = out.tensor();
+                ASSERT_NO_THROW(be.convert(a));
+                be.synchronize();
+                const std::vector<float> got = out.download();
+                expect_unchanged(be, dx, x, "input");
+                imr::ConvertArgs host = a;
+                host.input = x.view, host.output.data = nullptr;
+                const std::vector<double> ref = imr::reference_convert(host);
+                size_t wrong = 0, first = 0;
+                for (size_t i = got.size(); i-- > 0;)
+                    if (!(double(got[i]) == ref[i])) ++wrong, first = i;
+                EXPECT_EQ(wrong, 0u) << "first at " << where(s, first) << ": got " << got[first] << ", expected "
+                                     << ref[first] << " (the input rounded to " << imr::dtype_name(to.dtype) << ")";
+            }
+        }
+    }
+    std::cout << "[          ] convert on " << be.name() << ": " << pairs << " type pairs\n";
+}
+
+// The host's conversions (tensor.h), which the CPU kernels and the tests'
+// inputs use, against the reference's rounding: every f16 and bf16 value
+// round-trips, and random floats of every magnitude, ties and the edges of
+// the ranges round to nearest even.
+TEST(TensorTypes, HostConversionsRoundToNearestEven) {
+    for (uint32_t h = 0; h < 0x10000; ++h) {
+        const float f16 = imr::f16_to_float(uint16_t(h)), bf16 = imr::bf16_to_float(uint16_t(h));
+        if (!std::isnan(f16)) EXPECT_EQ(imr::float_to_f16(f16), h) << std::hex << h;
+        if (!std::isnan(bf16)) EXPECT_EQ(imr::float_to_bf16(bf16), h) << std::hex << h;
+        if (!std::isnan(f16)) {  // the midpoint to the next value up rounds to the even one of the two
+            const float next = imr::f16_to_float(uint16_t(h + 1));
+            if (std::isfinite(next) && std::signbit(next) == std::signbit(f16)) {
+                const double mid = (double(f16) + double(next)) / 2;
+                EXPECT_EQ(double(imr::f16_to_float(imr::float_to_f16(float(mid)))),
+                          imr::reference_round(mid, DType::F16))
+                    << "tie between " << f16 << " and " << next;
+            }
+        }
+    }
+    const uint64_t seed = draw_seed();
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    std::mt19937_64 rng(seed);
+    std::uniform_int_distribution<uint32_t> bits;
+    for (int i = 0; i < 200000; ++i) {
+        uint32_t u = bits(rng);
+        float v;
+        std::memcpy(&v, &u, sizeof v);
+        if (std::isnan(v)) continue;
+        EXPECT_EQ(double(imr::f16_to_float(imr::float_to_f16(v))), imr::reference_round(v, DType::F16)) << v;
+        EXPECT_EQ(double(imr::bf16_to_float(imr::float_to_bf16(v))), imr::reference_round(v, DType::BF16)) << v;
+    }
+    EXPECT_EQ(imr::float_to_f16(65519.0f), 0x7bffu);  // the largest finite half, 65504
+    EXPECT_EQ(imr::float_to_f16(65520.0f), 0x7c00u);  // rounds to infinity
+    EXPECT_TRUE(std::isnan(imr::f16_to_float(imr::float_to_f16(std::nanf("")))));
+    EXPECT_TRUE(std::isnan(imr::bf16_to_float(imr::float_to_bf16(std::nanf("")))));
 }
 
 TEST_P(OpsTest, RejectsInvalidArgs) {
@@ -659,12 +868,16 @@ TEST_P(OpsTest, RejectsInvalidArgs) {
         ++rows[size_t(op)];
         EXPECT_THROW(call(), imr::Error) << what;
     };
-    DeviceBuffer input(be, 2 * 3 * 8 * 8), output(be, 2 * 3 * 8 * 8), weight(be, 3 * 3 * 9 * 9), bias(be, 32);
+    const size_t f = sizeof(float);
+    DeviceBuffer input(be, 2 * 3 * 8 * 8 * f), output(be, 2 * 12 * 8 * 8 * f), weight(be, 3 * 3 * 9 * 9 * f),
+        bias(be, 32 * f);
+    const Tensor in = input.tensor({2, 3, 8, 8});
 
     Conv2dArgs conv;
-    conv.in = {2, 3, 8, 8};
+    conv.input = in;
     conv.out_channels = 3, conv.kernel = 3;
-    conv.input = input.data(), conv.output = output.data(), conv.weight = weight.data(), conv.bias = bias.data();
+    conv.output = output.tensor({2, 3, 6, 6});
+    conv.weight = weight.tensor({3, 3, 3, 3}), conv.bias = bias.tensor({1, 3, 1, 1});
     ASSERT_NO_THROW(be.conv2d(conv)) << "the valid baseline must run";
     be.synchronize();
 
@@ -675,31 +888,59 @@ TEST_P(OpsTest, RejectsInvalidArgs) {
     bad.pad_before = bad.pad_after = 8, bad.pad_mode = PadMode::Reflect;  // reflect extends by at most 7
     refuses(Op::Conv2d, "reflect padding as wide as the image", [&] { be.conv2d(bad); });
     bad = conv;
-    bad.output = const_cast<float*>(bad.input);
-    refuses(Op::Conv2d, "output aliasing input", [&] { be.conv2d(bad); });
+    bad.output.data = static_cast<char*>(in.data) + 4;
+    refuses(Op::Conv2d, "output overlapping input", [&] { be.conv2d(bad); });
     bad = conv;
     bad.out_channels = 0;
     refuses(Op::Conv2d, "zero output channels", [&] { be.conv2d(bad); });
     bad = conv;
-    bad.weight = nullptr;
+    bad.weight = {};
     refuses(Op::Conv2d, "null weight", [&] { be.conv2d(bad); });
+    bad = conv;
+    bad.weight.shape = {3, 3, 5, 5};
+    refuses(Op::Conv2d, "weight of another kernel size", [&] { be.conv2d(bad); });
+    bad = conv;
+    bad.output.shape = {2, 3, 8, 8};
+    refuses(Op::Conv2d, "output of another shape", [&] { be.conv2d(bad); });
+    bad = conv;
+    bad.weight.dtype = DType::F16;
+    refuses(Op::Conv2d, "f16 weights (model weights are f32; prepare converts)", [&] { be.conv2d(bad); });
+    bad = conv;
+    bad.output.layout = Layout::NHWC;  // allowed by check_args, but no kernel of either backend writes it
+    refuses(Op::Conv2d, "an output layout the backend does not support", [&] { be.conv2d(bad); });
+    bad = conv;
+    bad.residual = output.tensor({2, 3, 6, 6}, DType::BF16);
+    bad.residual.data = static_cast<char*>(output.data()) + 2 * 3 * 6 * 6 * f;
+    refuses(Op::Conv2d, "residual of another dtype than the output", [&] { be.conv2d(bad); });
+    for (DType d : imr::kDTypes) {
+        if (be.supports(Op::Conv2d, d)) continue;
+        bad = conv;
+        bad.input.dtype = bad.output.dtype = d;
+        refuses(Op::Conv2d, "a dtype the backend does not support", [&] { be.conv2d(bad); });
+    }
 
     ResidualBlockArgs rb;
-    rb.shape = {2, 3, 8, 8}, rb.hidden = 3;
-    rb.input = input.data(), rb.output = output.data();
-    rb.conv_in_weight = weight.data(), rb.conv_in_bias = bias.data();
-    rb.conv_out_weight = weight.data(), rb.conv_out_bias = bias.data();
+    rb.input = in, rb.hidden = 3;
+    rb.output = output.tensor({2, 3, 8, 8});
+    rb.conv_in_weight = weight.tensor({3, 3, 3, 3}), rb.conv_in_bias = bias.tensor({1, 3, 1, 1});
+    rb.conv_out_weight = weight.tensor({3, 3, 3, 3}), rb.conv_out_bias = bias.tensor({1, 3, 1, 1});
     ASSERT_NO_THROW(be.residual_block(rb)) << "the valid baseline must run";
     be.synchronize();
     ResidualBlockArgs rbad = rb;
-    rbad.output = const_cast<float*>(rbad.input);
+    rbad.output = in;
     refuses(Op::ResidualBlock, "output aliasing input", [&] { be.residual_block(rbad); });
     rbad = rb;
     rbad.hidden = 0;
     refuses(Op::ResidualBlock, "zero hidden channels", [&] { be.residual_block(rbad); });
     rbad = rb;
-    rbad.shape.w = 0;
+    rbad.input.shape.w = 0;
     refuses(Op::ResidualBlock, "empty image", [&] { be.residual_block(rbad); });
+    rbad = rb;
+    rbad.input.dtype = rbad.output.dtype = DType::F16;
+    refuses(Op::ResidualBlock, "f16 tensors (the op is f32 only)", [&] { be.residual_block(rbad); });
+    rbad = rb;
+    rbad.conv_out_bias.shape = {1, 4, 1, 1};
+    refuses(Op::ResidualBlock, "bias of another length", [&] { be.residual_block(rbad); });
 
     bad = conv;
     bad.residual = bad.output;
@@ -709,13 +950,16 @@ TEST_P(OpsTest, RejectsInvalidArgs) {
     if (const std::unique_ptr<imr::PreparedWeights> prepared = be.prepare(conv)) {
         bad = conv;
         bad.out_channels = conv.out_channels - 1;
+        bad.output.shape.c = bad.out_channels;
+        bad.weight.shape.n = bad.out_channels;
+        bad.bias.shape.c = bad.out_channels;
         bad.prepared = prepared.get();
         refuses(Op::Conv2d, "weights prepared for another shape", [&] { be.conv2d(bad); });
     }
 
     PixelShuffleArgs ps;
-    ps.in = {2, 3, 8, 8}, ps.factor = 2, ps.direction = ShuffleDirection::ToDepth;
-    ps.input = input.data(), ps.output = output.data();
+    ps.input = in, ps.factor = 2, ps.direction = ShuffleDirection::ToDepth;
+    ps.output = output.tensor({2, 12, 4, 4});
     ASSERT_NO_THROW(be.pixel_shuffle(ps)) << "the valid baseline must run";
     be.synchronize();
     PixelShuffleArgs psbad = ps;
@@ -728,8 +972,30 @@ TEST_P(OpsTest, RejectsInvalidArgs) {
     psbad.factor = 0;
     refuses(Op::PixelShuffle, "zero factor", [&] { be.pixel_shuffle(psbad); });
     psbad = ps;
-    psbad.output = const_cast<float*>(psbad.input);
+    psbad.output = in;
+    psbad.output.shape = ps.output.shape;
     refuses(Op::PixelShuffle, "output aliasing input", [&] { be.pixel_shuffle(psbad); });
+    psbad = ps;
+    psbad.output.dtype = DType::F16;
+    refuses(Op::PixelShuffle, "output of another dtype than the input", [&] { be.pixel_shuffle(psbad); });
+    psbad = ps;
+    psbad.output.shape.w = 5;
+    refuses(Op::PixelShuffle, "output of another shape", [&] { be.pixel_shuffle(psbad); });
+
+    imr::ConvertArgs cv;
+    cv.input = in;
+    cv.output = output.tensor({2, 3, 8, 8}, DType::F16, Layout::NHWC8);
+    ASSERT_NO_THROW(be.convert(cv)) << "the valid baseline must run";
+    be.synchronize();
+    imr::ConvertArgs cvbad = cv;
+    cvbad.output.shape = {2, 3, 8, 7};
+    refuses(Op::Convert, "output of another shape", [&] { be.convert(cvbad); });
+    cvbad = cv;
+    cvbad.output.data = static_cast<char*>(in.data) + 2;
+    refuses(Op::Convert, "output overlapping input", [&] { be.convert(cvbad); });
+    cvbad = cv;
+    cvbad.input = {};
+    refuses(Op::Convert, "null input", [&] { be.convert(cvbad); });
 
     for (size_t i = 0; i < imr::kOpCount; ++i)
         EXPECT_GT(rows[i], 0) << imr::op_name(Op(i)) << " has no row in RejectsInvalidArgs";

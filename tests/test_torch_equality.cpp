@@ -49,7 +49,7 @@ TEST(TorchEquality, TrainedModelsMatchPyTorchWithinOneLevel) {
         const std::vector<float> expected = read_f32(entry.path(), shape.count());
         ModelRunner runner(load_model_file(model_path.string()), *cpu);
         std::vector<float> got(shape.count(), std::nanf(""));
-        runner.run(input.data(), got.data(), shape, nullptr);
+        runner.run(f32_nchw(input.data(), shape), f32_nchw(got.data(), shape), nullptr);
         size_t within = 0;
         double worst = 0;
         for (size_t i = 0; i < got.size(); ++i) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "model_file.h"
+#include "runner_options.h"
 
 namespace imr::test {
 
@@ -111,6 +112,13 @@ inline ModelFile small_model(std::mt19937& rng) {
 // The model as a chain of float64 reference ops (each layer's own reference,
 // on its op's in kernels/ops/), with the replicate padding to the size multiple done
 // here independently of the runner.
+// Runner settings that tile every image into pieces of at most `side` pixels a side.
+inline RunnerOptions tiled(int side) {
+    RunnerOptions o;
+    o.max_tile = side;
+    return o;
+}
+
 inline std::vector<double> reference_model(const ModelFile& m, const std::vector<float>& input, Shape shape) {
     const int mult = m.size_multiple();
     Shape padded = shape;
@@ -126,7 +134,7 @@ inline std::vector<double> reference_model(const ModelFile& m, const std::vector
     std::vector<double> y;
     for (const Stage& s : m.stages) {
         ReferenceIO io;
-        io.input = x.data(), io.in = in, io.model_input = image.data();
+        io.input = f32_nchw(x.data(), in), io.model_input = f32_nchw(image.data(), padded);
         y = std::visit([&](const auto& st) { return st.reference(io); }, s);
         const Geometry g = stage_geometry(s);
         in = {in.n, stage_out_channels(s), in.h / g.down * g.up, in.w / g.down * g.up};

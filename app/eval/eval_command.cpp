@@ -330,13 +330,15 @@ int run_eval(const EvalOptions& o) {
     r.entries = list_clean(o);
     ModelFile model = load_model_file(resolve_model(o.model));
     std::string device_note;
-    std::unique_ptr<Backend> backend = make_backend(o.device, o.threads, &device_note);
+    RunnerOptions settings;  // the restore command's defaults (precision auto: fp32 today)
+    settings.device = o.device, settings.threads = o.threads;
+    std::unique_ptr<Backend> backend = make_backend(settings, &device_note);
     if (!o.quiet) {
         if (!device_note.empty()) std::cerr << "note: " << device_note << "\n";
         std::cerr << "model " << printable(model.name) << " (" << printable(model.path) << "), device "
                   << backend->name() << ": " << backend->description() << "\n";
     }
-    ModelRunner runner(model, *backend);
+    ModelRunner runner(model, *backend, settings);
 
     // Read and degrade every image, in parallel (independent per file; the
     // noise depends only on the seed and the file name).
@@ -364,7 +366,7 @@ int run_eval(const EvalOptions& o) {
             std::vector<float> in(shape.count()), out(shape.count());
             image_to_planes(e.degraded, channels, in.data());
             auto start = std::chrono::steady_clock::now();
-            runner.run(in.data(), out.data(), shape, nullptr);
+            runner.run(f32_nchw(in.data(), shape), f32_nchw(out.data(), shape), nullptr);
             const double ms =
                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
             if (r.time.images == 0) r.time.first_ms = ms;

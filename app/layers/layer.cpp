@@ -44,15 +44,23 @@ bool read_add_model_input(LayerReader& r) {
 }
 
 void require(const Backend& backend, Op op) {
-    if (!backend.supports(op))
+    if (!backend.supports(op, DType::F32, Layout::NCHW))
         throw Error(std::string("this model uses the op ") + op_name(op) + ", which the " + backend.name() +
-                    " backend does not have");
+                    " backend does not have (in f32 NCHW)");
+}
+
+TensorType activation_type(const Backend& backend, Op op, Precision precision) {
+    const DType half = precision == Precision::Bf16 ? DType::BF16 : DType::F16;
+    if (precision == Precision::Bf16 || precision == Precision::Fp16)
+        for (Layout layout : {Layout::NHWC8, Layout::NHWC, Layout::NCHW})
+            if (backend.supports(op, half, layout)) return {half, layout};
+    return {DType::F32, Layout::NCHW};
 }
 
 DeviceBuffer upload(Backend& backend, const std::vector<float>& v) {
     if (v.empty()) return {};
-    DeviceBuffer buf(backend, v.size());
-    backend.upload(buf.data(), v.data(), v.size());
+    DeviceBuffer buf(backend, v.size() * sizeof(float));
+    backend.upload(buf.data(), v.data(), buf.bytes());
     return buf;
 }
 

@@ -13,7 +13,8 @@
 //   bool adds_model_input() const              ends in "+ the model's input image"
 //   std::string describe() const               one line for `imrestore model`
 //   std::vector<double> reference(...) const   float64 forward (its op's, kernels/ops/)
-//   std::unique_ptr<PreparedStage> prepare(Backend&) const  weights uploaded/packed once
+//   std::unique_ptr<PreparedStage> prepare(Backend&, Precision) const  weights uploaded/packed once,
+//                                              activations in activation_type(backend, op, precision)
 //
 // The comment at the top of each kind's header is the normative spec of its
 // stage in model files (weights/README.md specifies the file around them).
@@ -28,6 +29,7 @@
 #include <vector>
 
 #include "backend.h"
+#include "runner_options.h"
 
 namespace imr {
 
@@ -82,27 +84,37 @@ struct Geometry {
 class PreparedStage {
 public:
     virtual ~PreparedStage() = default;
+    // The type of its input, its output and the model input it adds (the
+    // runner converts to and from it where the stage before or after differs).
+    virtual TensorType type() const = 0;
     // input: [n, channels_in, h, w] at this stage's scale, in backend memory;
     // output: the stage's output shape; model_input: the image the model was
     // given (backend memory, same scale as the model's output), used by
-    // stages that add it.
-    virtual void run(Backend& backend, const float* input, float* output, Shape in, const float* model_input) = 0;
+    // stages that add it. The tensors' types are the runner's choice within
+    // what the stage's ops support (today f32 NCHW throughout).
+    virtual void run(Backend& backend, const Tensor& input, const Tensor& output, const Tensor& model_input) = 0;
 };
 
-// A layer's float64 forward for the tests' model-level reference: input in
-// fp32 (what the backends see between stages), output in float64.
+// A layer's float64 forward for the tests' model-level reference: input as
+// the backends see it between stages (host memory), output in float64.
 struct ReferenceIO {
-    const float* input = nullptr;
-    Shape in;
-    const float* model_input = nullptr;  // host, the model's output shape
+    Tensor input;
+    Tensor model_input;  // host, the model's output shape
 };
 
 // Throws "AT: attribute 'add_model_input': expected 0 or 1, found N" etc.;
 // shared by the layers that can add the model input.
 bool read_add_model_input(LayerReader& r);
 
-// Throws imr::Error unless the backend implements `op` (Backend::supports).
+// Throws imr::Error unless the backend implements `op` on f32 NCHW tensors
+// (Backend::supports), the type every stage can fall back to.
 void require(const Backend& backend, Op op);
+
+// The activation type of a stage that runs `op` at `precision` on `backend`:
+// for bf16 and fp16, the first of NHWC8, NHWC and NCHW in that dtype that
+// the backend supports for the op; else (fp32, tf32 and ops without a half
+// kernel) f32 NCHW.
+TensorType activation_type(const Backend& backend, Op op, Precision precision);
 
 // Copies weights into the backend's memory (empty: no buffer).
 DeviceBuffer upload(Backend& backend, const std::vector<float>& v);

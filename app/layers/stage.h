@@ -7,9 +7,9 @@
 #include <string>
 #include <variant>
 
-#include "conv2d.h"
-#include "pixel_shuffle.h"
-#include "residual_block.h"
+#include "conv2d_layer.h"
+#include "pixel_shuffle_layer.h"
+#include "residual_block_layer.h"
 
 namespace imr {
 
@@ -29,6 +29,9 @@ inline int stage_in_channels(const Stage& s) {
 }
 inline int stage_out_channels(const Stage& s) {
     return std::visit([](const auto& st) { return st.channels_out(); }, s);
+}
+inline bool stage_adds_model_input(const Stage& s) {
+    return std::visit([](const auto& st) { return st.adds_model_input(); }, s);
 }
 inline Geometry stage_geometry(const Stage& s) {
     return std::visit([](const auto& st) { return st.geometry(); }, s);

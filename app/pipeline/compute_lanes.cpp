@@ -29,14 +29,15 @@ size_t ComputeLanes::add_lane(int threads, bool narrow) {
     Lane lane;
     try {
         lane.backend = main_.backend().make_sibling(threads);
-        lane.runner = std::make_unique<ModelRunner>(main_.model(), *lane.backend);
+        // The whole of lane 0's settings (tile, precision, forced variants):
+        // every lane computes the same result.
+        lane.runner = std::make_unique<ModelRunner>(main_.model(), *lane.backend, main_.options());
     } catch (const std::exception&) {
         // No sibling (out of device memory for its weights, no stream, ...):
         // lane 0 runs everything from now on, which costs speed, not results.
         multiple_ = false;
         return 0;
     }
-    lane.runner->set_max_tile(main_.max_tile());
     lane.narrow = narrow;
     lanes_.push_back(std::move(lane));
     return lanes_.size() - 1;

@@ -80,29 +80,31 @@ void write_stdout(const std::vector<uint8_t>& bytes) {
 // on a GPU the small ones are page-locked (Backend::alloc_host), which costs
 // more to make but makes the copies to and from the device run at the bus's
 // speed. A buffer handed out may be larger than asked for (at most twice;
-// its count() is not the element count: callers keep their own). The pool
+// its bytes() are not the batch's: callers keep their own count). The pool
 // holds at most `max_bytes` of idle buffers. Thread-safe.
 class PlanesPool {
 public:
     PlanesPool(Backend& backend, size_t max_bytes) : backend_(backend), max_bytes_(max_bytes) {}
-    HostBuffer take(size_t n) {
+    HostBuffer take(size_t n) {  // n floats
+        const size_t want = n * sizeof(float);
         {
             std::lock_guard<std::mutex> lock(mutex_);
             auto best = free_.end();
             for (auto it = free_.begin(); it != free_.end(); ++it)  // the smallest that fits, at most twice n
-                if (it->count() >= n && it->count() <= 2 * n && (best == free_.end() || it->count() < best->count()))
+                if (it->bytes() >= want && it->bytes() <= 2 * want &&
+                    (best == free_.end() || it->bytes() < best->bytes()))
                     best = it;
             if (best != free_.end()) {
                 HostBuffer b = std::move(*best);
                 free_.erase(best);
-                idle_bytes_ -= b.count() * sizeof(float);
+                idle_bytes_ -= b.bytes();
                 return b;
             }
         }
-        return HostBuffer(backend_, n);
+        return HostBuffer(backend_, want);
     }
     void give(HostBuffer b) {
-        const size_t bytes = b.count() * sizeof(float);
+        const size_t bytes = b.bytes();
         std::lock_guard<std::mutex> lock(mutex_);
         if (bytes == 0 || idle_bytes_ + bytes > max_bytes_) return;  // freed
         idle_bytes_ += bytes;
@@ -269,7 +271,7 @@ private:
                 const int channels = runner_.model().channels;
                 d.floats = size_t(items_per_image(d.image, channels)) * channels * d.image.width * d.image.height;
                 d.planes = pool_.take(d.floats);
-                image_to_planes(d.image, channels, d.planes.data());
+                image_to_planes(d.image, channels, d.planes.as<float>());
             } catch (const std::exception& e) {  // bad_alloc: no room for the planes
                 d.status = FileResult::Status::Failed;
                 d.message = job.input + ": " +
@@ -337,7 +339,7 @@ private:
                 input = pool_.take(shape.count());
                 size_t at = 0;
                 for (Pending& p : pending_) {
-                    std::copy(p.planes.data(), p.planes.data() + p.floats, input.data() + at);
+                    std::copy(p.planes.as<float>(), p.planes.as<float>() + p.floats, input.as<float>() + at);
                     at += p.floats;
                     pool_.give(std::move(p.planes));
                 }
@@ -365,13 +367,13 @@ private:
     BatchResult compute(ModelRunner& runner, Shape shape, HostBuffer input, HostBuffer output) {
         BatchResult r;
         try {
-            runner.run(input.data(), output.data(), shape, &r.timer);
+            runner.run(input.tensor(shape), output.tensor(shape), &r.timer);
             // --bench: the run above was the warm-up; rows per batch shape, since
             // min/median over different sizes would mean nothing.
             double mp = double(shape.n) * shape.h * shape.w / 1e6;
             for (int i = 0; i < options_.bench_repeats; ++i) {
                 StageTimer once;
-                runner.run(input.data(), output.data(), shape, &once);
+                runner.run(input.tensor(shape), output.tensor(shape), &once);
                 for (const StageTimer::Row& row : once.rows())  // a tiled pass has a sample per tile
                     r.bench.add(row.name + " " + shape.str(), row.total_ms(), mp);
             }
@@ -428,7 +430,7 @@ private:
                     offset += n;
                     continue;
                 }
-                std::copy(r.output.data() + offset, r.output.data() + offset + n, planes.data());
+                std::copy(r.output.as<float>() + offset, r.output.as<float>() + offset + n, planes.as<float>());
             }
             offset += n;
             while (writing_.size() >= in_flight_now()) collect_write();
@@ -453,7 +455,7 @@ private:
         Image image;
         WriteOutcome outcome;
         try {
-            image = planes_to_image(planes.data(), runner_.model().channels, source, options_.write.bit_depth);
+            image = planes_to_image(planes.as<float>(), runner_.model().channels, source, options_.write.bit_depth);
             image.metadata = std::move(source.metadata);
         } catch (const std::exception& e) {
             outcome.error = path + ": " + e.what();

@@ -62,8 +62,10 @@ struct Padding {
     int wp = 0, hp = 0;  // padded width and height
     std::vector<int> col_src;
     explicit Padding(const Conv2dArgs& a)
-        : wp(a.in.w + a.pad_before + a.pad_after), hp(a.in.h + a.pad_before + a.pad_after), col_src(size_t(wp)) {
-        for (int x = 0; x < wp; ++x) col_src[size_t(x)] = source_index(x - a.pad_before, a.in.w, a.pad_mode);
+        : wp(a.input.shape.w + a.pad_before + a.pad_after),
+          hp(a.input.shape.h + a.pad_before + a.pad_after),
+          col_src(size_t(wp)) {
+        for (int x = 0; x < wp; ++x) col_src[size_t(x)] = source_index(x - a.pad_before, a.input.shape.w, a.pad_mode);
     }
 };
 
@@ -71,10 +73,10 @@ struct Padding {
 // buf ([cin][plane], rows of `row` floats: columns past wp zero). Rows past
 // the padded image (a kernel reading whole tiles) are zero.
 void pad_rows(const Conv2dArgs& a, const Padding& p, int n, int y0, int count, float* buf, size_t plane, size_t row) {
-    const Shape& in = a.in;
+    const Shape& in = a.input.shape;
     const int pb = a.pad_before;
     for (int c = 0; c < in.c; ++c) {
-        const float* src_plane = a.input + (size_t(n) * in.c + c) * size_t(in.h) * in.w;
+        const float* src_plane = a.input.as<const float>() + (size_t(n) * in.c + c) * size_t(in.h) * in.w;
         for (int r = 0; r < count; ++r) {
             float* dst = buf + size_t(c) * plane + size_t(r) * row;
             const int sy = y0 + r < p.hp ? source_index(y0 + r - pb, in.h, a.pad_mode) : -1;
@@ -100,15 +102,15 @@ int band_rows(const Shape& out, int threads, int max_rows, int multiple) {
 }
 
 void run_direct(const Conv2dArgs& a, int threads, Scratch& scratch) {
-    const Shape in = a.in, out = a.out_shape();
+    const Shape in = a.input.shape, out = a.out_shape();
     const int k = a.kernel;
     const Padding pad(a);
     // Row stride of the padded rows: a multiple of 8 floats (32-byte rows).
     const size_t row = (size_t(pad.wp) + kRowSlack + 7) / 8 * 8;
 
     PackedConv local;
-    const PackedConv& packed =
-        packed_or_pack(a.prepared, a.weight, a.bias, a.out_channels, in.c, k, local, "conv2d " + in.str());
+    const PackedConv& packed = packed_or_pack(a.prepared, a.weight.as<const float>(), a.bias.as<const float>(),
+                                              a.out_channels, in.c, k, local, "conv2d " + in.str());
 
     const int band = band_rows(out, threads, kMaxBandRows, 1);
     const int bands = (out.h + band - 1) / band;
@@ -138,8 +140,9 @@ void run_direct(const Conv2dArgs& a, int threads, Scratch& scratch) {
         pad_rows(a, pad, n, y0, rows + k - 1, buf, band_plane, row);
         DirectConv gn = g;
         gn.in = buf;
-        gn.out = a.output + size_t(n) * out.c * g.out_plane + size_t(y0) * g.out_row;
-        if (a.residual) gn.residual = a.residual + size_t(n) * out.c * g.res_plane + size_t(y0) * g.res_row;
+        gn.out = a.output.as<float>() + size_t(n) * out.c * g.out_plane + size_t(y0) * g.out_row;
+        if (a.residual)
+            gn.residual = a.residual.as<const float>() + size_t(n) * out.c * g.res_plane + size_t(y0) * g.res_row;
         for (int block = 0; block < blocks; ++block) direct_conv_rows(gn, block, 0, rows);
     }
 }
@@ -147,17 +150,17 @@ void run_direct(const Conv2dArgs& a, int threads, Scratch& scratch) {
 void run_winograd(const Conv2dArgs& a, int threads, Scratch& scratch) {
     if (a.kernel != 3)
         throw NotApplicable("cpu conv2d winograd_2x2_3x3: kernel " + std::to_string(a.kernel) + ", not 3");
-    const Shape in = a.in, out = a.out_shape();
+    const Shape in = a.input.shape, out = a.out_shape();
     const Padding pad(a);
     const size_t row = (std::max(size_t(pad.wp), winograd_row_floats(out.w)) + 7) / 8 * 8;
 
     // U from prepare when it made one for this shape; else transformed now.
     PackedConv local;
-    const PackedConv& packed =
-        packed_or_pack(a.prepared, a.weight, a.bias, a.out_channels, in.c, 3, local, "conv2d " + in.str());
+    const PackedConv& packed = packed_or_pack(a.prepared, a.weight.as<const float>(), a.bias.as<const float>(),
+                                              a.out_channels, in.c, 3, local, "conv2d " + in.str());
     const auto* prepared = dynamic_cast<const WinogradPackedConv*>(&packed);
     std::vector<float> local_u;
-    if (!prepared) local_u = winograd_transform_weights(a.weight, a.out_channels, in.c);
+    if (!prepared) local_u = winograd_transform_weights(a.weight.as<const float>(), a.out_channels, in.c);
     const float* u = prepared ? prepared->u.data() : local_u.data();
 
     // Bands of whole tile rows; a band pads 2 rows more than it has.
@@ -187,8 +190,9 @@ void run_winograd(const Conv2dArgs& a, int threads, Scratch& scratch) {
         WinogradConv gn = g;
         gn.in = buf;
         gn.work = buf + size_t(in.c) * band_plane;
-        gn.out = a.output + size_t(n) * out.c * g.out_plane + size_t(y0) * g.out_row;
-        if (a.residual) gn.residual = a.residual + size_t(n) * out.c * g.res_plane + size_t(y0) * g.res_row;
+        gn.out = a.output.as<float>() + size_t(n) * out.c * g.out_plane + size_t(y0) * g.out_row;
+        if (a.residual)
+            gn.residual = a.residual.as<const float>() + size_t(n) * out.c * g.res_plane + size_t(y0) * g.res_row;
         winograd_conv_rows(gn, rows);
     }
 }
@@ -215,7 +219,8 @@ constexpr int V_DIRECT = 0, V_WINOGRAD = 1;
 // everything else. Measured reason: see docs/performance.md, "CPU Winograd
 // F(2x2, 3x3)".
 int plan_conv2d(const Conv2dArgs& a) {
-    if (a.kernel == 3 && a.in.c >= kWinogradMinChannels && a.out_channels >= kWinogradMinChannels) return V_WINOGRAD;
+    if (a.kernel == 3 && a.input.shape.c >= kWinogradMinChannels && a.out_channels >= kWinogradMinChannels)
+        return V_WINOGRAD;
     return V_DIRECT;
 }
 
@@ -228,19 +233,23 @@ std::vector<std::string> conv2d_variants() {
 }
 
 std::unique_ptr<PreparedWeights> CpuBackend::prepare(const Conv2dArgs& a) {
-    if (!a.weight || a.out_channels < 1 || a.in.c < 1 || a.kernel < 1)
+    const int cin = a.input.shape.c;
+    if (!a.weight || a.out_channels < 1 || cin < 1 || a.kernel < 1)
         throw Error("cpu: conv2d weights to prepare: null weight or non-positive sizes");
-    if (a.kernel != 3)
-        return std::make_unique<PackedConv>(pack_conv(a.weight, a.bias, a.out_channels, a.in.c, a.kernel));
+    if (a.weight.dtype != DType::F32 || (a.bias && a.bias.dtype != DType::F32))
+        throw Error("cpu: conv2d weights to prepare: " + a.weight.str() + ", expected f32");
+    const float *weight = a.weight.as<const float>(), *bias = a.bias.as<const float>();
+    if (a.kernel != 3) return std::make_unique<PackedConv>(pack_conv(weight, bias, a.out_channels, cin, a.kernel));
     // 3x3: packed for both kernels, so either variant can run with it.
     auto p = std::make_unique<WinogradPackedConv>();
-    static_cast<PackedConv&>(*p) = pack_conv(a.weight, a.bias, a.out_channels, a.in.c, a.kernel);
-    p->u = winograd_transform_weights(a.weight, a.out_channels, a.in.c);
+    static_cast<PackedConv&>(*p) = pack_conv(weight, bias, a.out_channels, cin, a.kernel);
+    p->u = winograd_transform_weights(weight, a.out_channels, cin);
     return p;
 }
 
 void CpuBackend::conv2d(const Conv2dArgs& a) {
     check_args(a);
+    check_supported(*this, Op::Conv2d, {&a.input, &a.output, &a.residual});
     const int forced = forced_variant(Op::Conv2d);
     const int v = forced >= 0 && forced < kVariantCount ? forced : plan_conv2d(a);
     kConv2dVariants[v].run(a, threads_, conv_scratch_);

@@ -43,20 +43,20 @@ std::string CpuBackend::description() const {
 }
 
 // The CPU's own memory is host memory: the same aligned allocation.
-float* CpuBackend::alloc(size_t count) {
-    return alloc_host(count);
+void* CpuBackend::alloc(size_t bytes) {
+    return alloc_host(bytes);
 }
 
-void CpuBackend::release(float* p) noexcept {
+void CpuBackend::release(void* p) noexcept {
     release_host(p);
 }
 
-void CpuBackend::upload(float* dst, const float* host_src, size_t count) {
-    if (count) std::memcpy(dst, host_src, count * sizeof(float));
+void CpuBackend::upload(void* dst, const void* host_src, size_t bytes) {
+    if (bytes) std::memcpy(dst, host_src, bytes);
 }
 
-void CpuBackend::download(float* host_dst, const float* src, size_t count) {
-    if (count) std::memcpy(host_dst, src, count * sizeof(float));
+void CpuBackend::download(void* host_dst, const void* src, size_t bytes) {
+    if (bytes) std::memcpy(host_dst, src, bytes);
 }
 
 size_t CpuBackend::free_memory() const {

@@ -10,8 +10,12 @@ namespace imr::cpu {
 void CpuBackend::pixel_shuffle(const PixelShuffleArgs& a) {
     const int threads = threads_;
     check_args(a);
+    check_supported(*this, Op::PixelShuffle, {&a.input, &a.output, &a.residual});
+    const float* input = a.input.as<const float>();
+    const float* residual = a.residual.as<const float>();
+    float* output = a.output.as<float>();
     const bool to_depth = a.direction == ShuffleDirection::ToDepth;
-    const Shape wide = to_depth ? a.in : a.out_shape();
+    const Shape wide = to_depth ? a.input.shape : a.out_shape();
     const int f = a.factor, hd = wide.h / f, wd = wide.w / f;
     const long rows = long(wide.n) * wide.c * wide.h;
 #pragma omp parallel for schedule(static) num_threads(threads)
@@ -25,7 +29,7 @@ void CpuBackend::pixel_shuffle(const PixelShuffleArgs& a) {
             for (int x = 0; x < wd; ++x) {
                 const size_t wi = wide_row + size_t(x) * f + dx, di = deep_row + x;
                 const size_t src = to_depth ? wi : di, dst = to_depth ? di : wi;
-                a.output[dst] = a.residual ? a.input[src] + a.residual[dst] : a.input[src];
+                output[dst] = residual ? input[src] + residual[dst] : input[src];
             }
         }
     }

@@ -48,15 +48,17 @@ struct PackedResidualBlock : PreparedWeights {
 
 PackedResidualBlock pack_residual_block(const ResidualBlockArgs& a) {
     PackedResidualBlock p;
-    p.conv_in = pack_conv(a.conv_in_weight, a.conv_in_bias, a.hidden, a.shape.c, 3);
-    p.conv_out = pack_conv(a.conv_out_weight, a.conv_out_bias, a.shape.c, a.hidden, 3);
+    p.conv_in =
+        pack_conv(a.conv_in_weight.as<const float>(), a.conv_in_bias.as<const float>(), a.hidden, a.input.shape.c, 3);
+    p.conv_out =
+        pack_conv(a.conv_out_weight.as<const float>(), a.conv_out_bias.as<const float>(), a.input.shape.c, a.hidden, 3);
     return p;
 }
 
 }  // namespace
 
 std::unique_ptr<PreparedWeights> CpuBackend::prepare(const ResidualBlockArgs& a) {
-    if (!a.conv_in_weight || !a.conv_out_weight || a.hidden < 1 || a.shape.c < 1)
+    if (!a.conv_in_weight || !a.conv_out_weight || a.hidden < 1 || a.input.shape.c < 1)
         throw Error("cpu: residual_block weights to prepare: null weight or non-positive sizes");
     return std::make_unique<PackedResidualBlock>(pack_residual_block(a));
 }
@@ -64,7 +66,8 @@ std::unique_ptr<PreparedWeights> CpuBackend::prepare(const ResidualBlockArgs& a)
 void CpuBackend::residual_block(const ResidualBlockArgs& a) {
     const int threads = threads_;
     check_args(a);
-    const Shape s = a.shape;
+    check_supported(*this, Op::ResidualBlock, {&a.input, &a.output});
+    const Shape s = a.input.shape;
     const int hidden = a.hidden;
 
     // Tile geometry: tiles of equal size, tw a multiple of 8 floats.
@@ -133,7 +136,7 @@ void CpuBackend::residual_block(const ResidualBlockArgs& a) {
                         std::fill(dst, dst + cols + 4, 0.0f);
                         continue;
                     }
-                    const float* src = a.input + ((size_t(n) * s.c + c) * s.h + y) * s.w;
+                    const float* src = a.input.as<const float>() + ((size_t(n) * s.c + c) * s.h + y) * s.w;
                     std::fill(dst, dst + (xs - (x0 - 2)), 0.0f);
                     std::memcpy(dst + (xs - (x0 - 2)), src + xs, sizeof(float) * size_t(xe - xs));
                     std::fill(dst + (xe - (x0 - 2)), dst + cols + 4, 0.0f);
@@ -159,7 +162,7 @@ void CpuBackend::residual_block(const ResidualBlockArgs& a) {
 
             // 3. Output rows y0 .. y0+rows-1 = input + conv_out(hidden) + bias.
             conv_out.cols = cols;
-            conv_out.out = a.output + ((size_t(n) * s.c) * s.h + y0) * s.w + x0;
+            conv_out.out = a.output.as<float>() + ((size_t(n) * s.c) * s.h + y0) * s.w + x0;
             for (int b = 0; b < co_blocks(conv_out); ++b) direct_conv_rows(conv_out, b, 0, rows);
         }
     }

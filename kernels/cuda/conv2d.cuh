@@ -1,7 +1,8 @@
 // CUDA conv2d: any batch, channels, kernel size, the three pad modes with
 // pad_before/pad_after, optional bias, fused activation and residual (see
 // kernels/ops/conv2d.h for the semantics), run by one of the named kernel
-// variants of conv2d.cu's table.
+// variants of the table in conv2d/conv2d_variants.cu (one file per kernel
+// family beside it).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -14,9 +15,16 @@
 
 namespace imr::cuda {
 
+// The GPU a plan is for: its multiprocessors and compute capability
+// (major * 10 + minor: 90 for sm_90).
+struct GpuInfo {
+    int sm_count = 0;
+    int arch = 0;
+};
+
 // The variant a shape runs on and the split of the reduction over 1 or 2 blocks.
 struct Conv2dPlan {
-    int variant = 0;             // index into conv2d_variants()
+    int variant = 0;             // the row in the table
     const char* name = nullptr;  // e.g. "igemm_multistage_64x256"
     int split_k = 1;             // 2: two blocks share one output tile, adding with atomics into a zeroed output
 };
@@ -31,15 +39,16 @@ struct Conv2dPrepared : PreparedWeights {
 // Null for layers with nothing to prepare; queues the transform on `stream`.
 std::unique_ptr<PreparedWeights> prepare_conv2d(const Conv2dArgs& a, cudaStream_t stream);
 
-// Every variant's name, in table order.
-std::vector<std::string> conv2d_variants();
+// The names of the variants a GPU of compute capability `arch` can run, in
+// table order (rows that need a later architecture are left out).
+std::vector<std::string> conv2d_variants(int arch);
 
-// Picks the variant and split for a shape on a GPU with `sm_count`
-// multiprocessors; forced >= 0 takes that variant instead (throws
-// imr::NotApplicable when it cannot run the shape).
-Conv2dPlan plan_conv2d(const Conv2dArgs& a, int sm_count, int forced = -1);
+// Picks the variant and split for a shape on `gpu`; a non-empty `forced`
+// takes the variant of that name instead (imr::Error for an unknown name,
+// imr::NotApplicable when it cannot run the shape, its type or on this GPU).
+Conv2dPlan plan_conv2d(const Conv2dArgs& a, const GpuInfo& gpu, const std::string& forced = "");
 
 // Checks the arguments (imr::Error naming the shapes) and queues the op on `stream`.
-void conv2d(const Conv2dArgs& a, cudaStream_t stream, int sm_count, int forced = -1);
+void conv2d(const Conv2dArgs& a, cudaStream_t stream, const GpuInfo& gpu, const std::string& forced = "");
 
 }  // namespace imr::cuda

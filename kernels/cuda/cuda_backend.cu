@@ -75,6 +75,7 @@ CudaBackend::CudaBackend(int device) : device_(device) {
     cudaDeviceProp prop{};
     check_cuda(cudaGetDeviceProperties(&prop, device), ctx, "cudaGetDeviceProperties");
     sm_count_ = prop.multiProcessorCount;
+    arch_ = prop.major * 10 + prop.minor;
     char mem[32];
     std::snprintf(mem, sizeof mem, "%.1f GiB", double(prop.totalGlobalMem) / double(1ull << 30));
     description_ = std::string(prop.name) + ", " + mem;
@@ -91,9 +92,8 @@ CudaBackend::CudaBackend(int device) : device_(device) {
     }
 }
 
-float* CudaBackend::alloc_host(size_t count) {
-    const size_t bytes = count * sizeof(float);
-    if (bytes > kPinnedMaxBytes) return Backend::alloc_host(count);
+void* CudaBackend::alloc_host(size_t bytes) {
+    if (bytes > kPinnedMaxBytes) return Backend::alloc_host(bytes);
     {
         std::lock_guard<std::mutex> lock(host_mutex_);
         for (auto it = spare_.begin(); it != spare_.end(); ++it)
@@ -109,16 +109,16 @@ float* CudaBackend::alloc_host(size_t count) {
     void* p = nullptr;
     if (cudaHostAlloc(&p, std::max<size_t>(bytes, 1), cudaHostAllocPortable) != cudaSuccess) {
         cudaGetLastError();  // not sticky: clear it, and use plain memory
-        return Backend::alloc_host(count);
+        return Backend::alloc_host(bytes);
     }
     std::lock_guard<std::mutex> lock(host_mutex_);
-    pinned_[static_cast<float*>(p)] = std::max<size_t>(bytes, 1);
-    return static_cast<float*>(p);
+    pinned_[p] = std::max<size_t>(bytes, 1);
+    return p;
 }
 
-void CudaBackend::release_host(float* p) noexcept {
+void CudaBackend::release_host(void* p) noexcept {
     if (!p) return;
-    std::vector<float*> to_free;  // the oldest spares beyond kSpareMaxBytes
+    std::vector<void*> to_free;  // the oldest spares beyond kSpareMaxBytes
     {
         std::lock_guard<std::mutex> lock(host_mutex_);
         const auto it = pinned_.find(p);
@@ -136,13 +136,13 @@ void CudaBackend::release_host(float* p) noexcept {
         }
     }
     cudaSetDevice(device_);
-    for (float* f : to_free) cudaFreeHost(f);
+    for (void* f : to_free) cudaFreeHost(f);
 }
 
 std::vector<std::string> CudaBackend::variants(Op op) const {
     switch (op) {
         case Op::Conv2d:
-            return cuda::conv2d_variants();
+            return cuda::conv2d_variants(arch_);
         case Op::ResidualBlock:
             return cuda::residual_block_variants();
         default:

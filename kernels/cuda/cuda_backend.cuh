@@ -1,8 +1,9 @@
 // The CUDA backend (make_cuda_backend): one device, one stream per backend;
 // ops are queued on that stream (asynchronous to the host), memory is plain
 // cudaMalloc. One file per op of the list (kernels/ops/op_list.h), NAME.cu,
-// defines its member CudaBackend::NAME with its kernels; conv2d.cu also
-// prepare(Conv2dArgs) (the Winograd weights). A new op: its .cu file (and, if
+// defines its member CudaBackend::NAME with its kernels; conv2d has a folder,
+// conv2d/ (one file per kernel family, the table and CudaBackend::conv2d and
+// prepare(Conv2dArgs) in conv2d_variants.cu). A new op: its .cu file (and, if
 // it has kernel variants, a case in variants()).
 #pragma once
 
@@ -35,10 +36,9 @@ public:
     std::string description() const override { return description_; }
     bool is_host_memory() const override { return false; }
 
-    float* alloc(size_t count) override {
+    void* alloc(size_t bytes) override {
         use_device();
         void* p = nullptr;
-        const size_t bytes = count * sizeof(float);
         cudaError_t err = cudaMalloc(&p, bytes);
         if (err != cudaSuccess) {
             cudaGetLastError();  // clear the (non-sticky) allocation error
@@ -50,9 +50,9 @@ public:
             if (err == cudaErrorMemoryAllocation) throw OutOfMemory(what);
             throw Error(what);
         }
-        return static_cast<float*>(p);
+        return p;
     }
-    void release(float* p) noexcept override {
+    void release(void* p) noexcept override {
         if (!p) return;
         // Never throws: it runs in destructors, also while an earlier CUDA
         // error unwinds the stack; that error has been reported already.
@@ -61,19 +61,19 @@ public:
         cudaStreamSynchronize(stream_);
         cudaFree(p);
     }
-    void upload(float* dst, const float* host_src, size_t count) override {
+    void upload(void* dst, const void* host_src, size_t bytes) override {
         use_device();
-        check_cuda(cudaMemcpyAsync(dst, host_src, count * sizeof(float), cudaMemcpyHostToDevice, stream_),
-                   name() + ": upload of " + std::to_string(count) + " floats", "cudaMemcpyAsync");
+        check_cuda(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream_),
+                   name() + ": upload of " + std::to_string(bytes) + " bytes", "cudaMemcpyAsync");
         // From pinned memory (alloc_host) the copy is asynchronous: wait for it,
         // so the caller may reuse host_src at once (from pageable memory the
         // driver stages it, and the wait is the same).
         check_cuda(cudaStreamSynchronize(stream_), name() + ": upload", "cudaStreamSynchronize");
     }
-    void download(float* host_dst, const float* src, size_t count) override {
+    void download(void* host_dst, const void* src, size_t bytes) override {
         use_device();
-        check_cuda(cudaMemcpyAsync(host_dst, src, count * sizeof(float), cudaMemcpyDeviceToHost, stream_),
-                   name() + ": download of " + std::to_string(count) + " floats", "cudaMemcpyAsync");
+        check_cuda(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, stream_),
+                   name() + ": download of " + std::to_string(bytes) + " bytes", "cudaMemcpyAsync");
         check_cuda(cudaStreamSynchronize(stream_), name() + ": download", "cudaStreamSynchronize");
     }
     void synchronize() override {
@@ -100,8 +100,8 @@ public:
     // releases it and the overlap of the two lanes with it.
     static constexpr size_t kPinnedMaxBytes = size_t(32) << 20;
     static constexpr size_t kSpareMaxBytes = size_t(256) << 20;
-    float* alloc_host(size_t count) override;
-    void release_host(float* p) noexcept override;
+    void* alloc_host(size_t bytes) override;
+    void release_host(void* p) noexcept override;
     std::unique_ptr<Backend> make_sibling(int) const override { return std::make_unique<CudaBackend>(device_); }
 
     size_t free_memory() const override {
@@ -111,7 +111,14 @@ public:
         return free_b;
     }
 
-    bool supports(Op) const override { return true; }
+    // conv2d and residual_block in f32 NCHW (the fp32 kernels; the residual
+    // block, a benchmark anchor, stays fp32); pixel_shuffle, pure data
+    // movement, in every dtype, NCHW; convert between every dtype and layout.
+    bool supports(Op op, DType dtype, Layout layout) const override {
+        if (op == Op::Convert) return true;
+        if (op == Op::PixelShuffle) return layout == Layout::NCHW;
+        return dtype == DType::F32 && layout == Layout::NCHW;
+    }
     // The ops, each defined in its own file (see the top of this header).
     IMR_BACKEND_OP_OVERRIDES
     using Backend::prepare;  // the other ops: nothing to prepare
@@ -127,14 +134,15 @@ private:
 
     int device_;
     struct Spare {
-        float* p;
+        void* p;
         size_t bytes;
     };
-    std::mutex host_mutex_;                      // guards the two below
-    std::unordered_map<float*, size_t> pinned_;  // page-locked buffers handed out, and their bytes
-    std::vector<Spare> spare_;                   // released page-locked buffers, oldest first
+    std::mutex host_mutex_;                     // guards the two below
+    std::unordered_map<void*, size_t> pinned_;  // page-locked buffers handed out, and their bytes
+    std::vector<Spare> spare_;                  // released page-locked buffers, oldest first
     size_t spare_bytes_ = 0;
     int sm_count_ = 0;
+    int arch_ = 0;  // compute capability, major * 10 + minor
     std::string description_;
     cudaStream_t stream_ = nullptr;
 };

@@ -311,7 +311,7 @@ __global__ void __launch_bounds__(RB_GENERIC_THREADS)
 }
 
 std::string context(const ResidualBlockArgs& a) {
-    return "residual_block " + a.shape.str() + " hidden " + std::to_string(a.hidden);
+    return "residual_block " + a.input.shape.str() + " hidden " + std::to_string(a.hidden);
 }
 
 // Small grids: when the tiles would fill at most half of the SMs (blocks <=
@@ -335,27 +335,31 @@ void launch_fused(const ResidualBlockArgs& a, cudaStream_t stream, int sm_count)
     const auto kernel = residual_block_c3_v3_kernel;
     check_cuda(raise_smem_limit(reinterpret_cast<const void*>(kernel), smem), context(a),
                "cudaFuncSetAttribute(max dynamic shared memory)");
-    const unsigned gx = (a.shape.w + RB_TILE_W - 1) / RB_TILE_W, gy = (a.shape.h + RB_TILE_H - 1) / RB_TILE_H;
-    const long long blocks = (long long)gx * gy * a.shape.n;
+    const unsigned gx = (a.input.shape.w + RB_TILE_W - 1) / RB_TILE_W,
+                   gy = (a.input.shape.h + RB_TILE_H - 1) / RB_TILE_H;
+    const long long blocks = (long long)gx * gy * a.input.shape.n;
     const int splits = (split_enabled() && 2 * blocks <= sm_count && hidden_pad / RB_HC >= RB_SPLIT &&
-                        (long long)a.shape.n * RB_SPLIT <= 65535)
+                        (long long)a.input.shape.n * RB_SPLIT <= 65535)
                            ? RB_SPLIT
                            : 1;
     if (splits > 1)
-        check_cuda(cudaMemsetAsync(a.output, 0, a.shape.count() * sizeof(float), stream), context(a),
+        check_cuda(cudaMemsetAsync(a.output.data, 0, a.output.bytes(), stream), context(a),
                    "cudaMemsetAsync(output) for the split hidden channels");
-    const dim3 grid(gx, gy, unsigned(a.shape.n * splits));
-    kernel<<<grid, RB_THREADS, smem, stream>>>(a.input, a.output, a.conv_in_weight, a.conv_in_bias, a.conv_out_weight,
-                                               a.conv_out_bias, a.shape.h, a.shape.w, a.hidden, hidden_pad, splits);
+    const dim3 grid(gx, gy, unsigned(a.input.shape.n * splits));
+    kernel<<<grid, RB_THREADS, smem, stream>>>(a.input.as<const float>(), a.output.as<float>(),
+                                               a.conv_in_weight.as<const float>(), a.conv_in_bias.as<const float>(),
+                                               a.conv_out_weight.as<const float>(), a.conv_out_bias.as<const float>(),
+                                               a.input.shape.h, a.input.shape.w, a.hidden, hidden_pad, splits);
     check_launch(context(a), "residual_block_c3_v3_kernel launch");
 }
 
 void launch_generic(const ResidualBlockArgs& a, cudaStream_t stream) {
-    const size_t total = a.shape.count();
+    const size_t total = a.input.shape.count();
     const unsigned blocks = unsigned(std::min<size_t>((total + RB_GENERIC_THREADS - 1) / RB_GENERIC_THREADS, 1u << 20));
     residual_block_generic_kernel<<<blocks, RB_GENERIC_THREADS, 0, stream>>>(
-        a.input, a.output, a.conv_in_weight, a.conv_in_bias, a.conv_out_weight, a.conv_out_bias, a.shape.n, a.shape.c,
-        a.shape.h, a.shape.w, a.hidden);
+        a.input.as<const float>(), a.output.as<float>(), a.conv_in_weight.as<const float>(),
+        a.conv_in_bias.as<const float>(), a.conv_out_weight.as<const float>(), a.conv_out_bias.as<const float>(),
+        a.input.shape.n, a.input.shape.c, a.input.shape.h, a.input.shape.w, a.hidden);
     check_launch(context(a), "residual_block_generic_kernel launch");
 }
 
@@ -367,8 +371,8 @@ std::vector<std::string> residual_block_variants() {
 
 void residual_block(const ResidualBlockArgs& a, cudaStream_t stream, int sm_count, int forced) {
     check_args(a);
-    if (a.shape.n > 65535) throw Error(context(a) + ": batch larger than 65535 is not supported on CUDA");
-    const bool fused_fits = a.shape.c == RB_C && a.hidden <= RB_MAX_HIDDEN;
+    if (a.input.shape.n > 65535) throw Error(context(a) + ": batch larger than 65535 is not supported on CUDA");
+    const bool fused_fits = a.input.shape.c == RB_C && a.hidden <= RB_MAX_HIDDEN;
     if (forced == 0 && !fused_fits)
         throw NotApplicable(context(a) + ": variant fused_c3_tile_28x64 takes C = 3 and hidden <= 128 only");
     if (forced < 0 ? fused_fits : forced == 0)
@@ -379,6 +383,8 @@ void residual_block(const ResidualBlockArgs& a, cudaStream_t stream, int sm_coun
 
 void CudaBackend::residual_block(const ResidualBlockArgs& a) {
     use_device();
+    check_args(a);
+    check_supported(*this, Op::ResidualBlock, {&a.input, &a.output});
     cuda::residual_block(a, stream_, sm_count_, forced_variant(Op::ResidualBlock));
 }
 

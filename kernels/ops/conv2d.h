@@ -1,7 +1,8 @@
 // The conv2d op: what it computes, its arguments (and the padding modes and
 // activations they name), their check and its float64 reference. Its
 // kernels: kernels/cpu/conv2d.cpp (on kernels/cpu/direct_conv.cpp),
-// kernels/cuda/conv2d.cu.
+// kernels/cuda/conv2d/ (one file per kernel family, the variant table in
+// conv2d_variants.cu).
 #pragma once
 
 #include <vector>
@@ -22,28 +23,33 @@ const char* pad_mode_name(PadMode mode);
 // conv2d: the input [N, Cin, H, W] is padded by pad_before rows/columns at the
 // top/left and pad_after at the bottom/right (in pad_mode), then convolved
 // (cross-correlation, as torch) with weight [Cout, Cin, K, K], stride 1, plus
-// bias [Cout] when bias is not null, then the activation, then `residual`
-// (an output-shaped tensor) when it is not null:
+// bias [1, Cout, 1, 1] when bias is present, then the activation, then
+// `residual` (output-shaped) when it is present:
 //   output = activation(conv(input) + bias) + residual
 // With no padding, bias, activation or residual this is GPU MODE's
 // conv2d_v2: output [N, Cout, H-K+1, W-K+1]. pad_before + pad_after = K-1
 // keeps the image size (what model files use). Fusing the activation and the
 // residual add into the convolution saves a pass over the output per layer.
+// Types: weight and bias are f32 NCHW (a backend's prepare packs them into
+// its kernels' type); the residual has the output's dtype and layout; input
+// and output may differ in both (a first layer reading the f32 NCHW batch
+// and writing f16 NHWC8, a last one writing f32 NCHW) where the backend
+// supports each (Backend::supports) and one of its kernels takes the pair.
 struct Conv2dArgs {
-    Shape in;  // [N, Cin, H, W]
+    Tensor input;  // [N, Cin, H, W]
     int out_channels = 0;
     int kernel = 0;  // K
     int pad_before = 0, pad_after = 0;
     PadMode pad_mode = PadMode::Zero;
-    const float* input = nullptr;
-    float* output = nullptr;  // must not alias input
-    const float* weight = nullptr;
-    const float* bias = nullptr;  // optional
+    Tensor output;  // out_shape(); must not overlap input
+    Tensor weight;  // f32 NCHW [Cout, Cin, K, K]
+    Tensor bias;    // optional: f32 NCHW [1, Cout, 1, 1]
     Activation activation = Activation::None;
-    const float* residual = nullptr;            // optional, out_shape(); must not alias output
+    Tensor residual;                            // optional, out_shape(); must not overlap output
     const PreparedWeights* prepared = nullptr;  // optional: Backend::prepare of these weights
 
     Shape out_shape() const {
+        const Shape& in = input.shape;
         return {in.n, out_channels, in.h + pad_before + pad_after - kernel + 1,
                 in.w + pad_before + pad_after - kernel + 1};
     }
@@ -51,8 +57,9 @@ struct Conv2dArgs {
 
 // Throws imr::Error naming the op and its shapes if the arguments cannot run
 // (non-positive sizes, kernel larger than the padded image, reflect padding
-// wider than the image allows, null pointers, aliasing). Every backend calls
-// it first.
+// wider than the image allows, null or misshapen tensors, a residual of
+// another type than the output, overlapping input and output). Every
+// backend calls it first.
 void check_args(const Conv2dArgs& a);
 
 // Output a.out_shape() of conv2d (bias, activation and residual included), in

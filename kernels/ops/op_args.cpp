@@ -1,18 +1,16 @@
-// Shape's helpers (op_args.h).
+// The checks every op's check_args shares (op_args.h).
 #include "op_args.h"
-
-#include <sstream>
 
 namespace imr {
 
-std::string Shape::str() const {
-    std::ostringstream s;
-    s << '[' << n << ',' << c << ',' << h << ',' << w << ']';
-    return s.str();
+void expect_tensor(const Tensor& t, const char* name, const Shape& shape, const ArgFail& fail) {
+    if (!t) fail(std::string("null ") + name + " tensor");
+    if (t.shape != shape) fail(std::string(name) + " is " + t.shape.str() + ", expected " + shape.str());
 }
 
-bool positive(const Shape& s) {
-    return s.n > 0 && s.c > 0 && s.h > 0 && s.w > 0;
+void expect_f32_nchw(const Tensor& t, const char* name, const ArgFail& fail) {
+    if (t.dtype != DType::F32 || t.layout != Layout::NCHW)
+        fail(std::string(name) + " is " + t.str() + ", expected f32 NCHW");
 }
 
 }  // namespace imr

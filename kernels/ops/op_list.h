@@ -15,10 +15,12 @@
 #pragma once
 
 #include "conv2d.h"
+#include "convert.h"
 #include "pixel_shuffle.h"
 #include "residual_block.h"
 
 #define IMR_FOR_EACH_OP(X)                              \
     X(ResidualBlock, residual_block, ResidualBlockArgs) \
     X(Conv2d, conv2d, Conv2dArgs)                       \
-    X(PixelShuffle, pixel_shuffle, PixelShuffleArgs)
+    X(PixelShuffle, pixel_shuffle, PixelShuffleArgs)    \
+    X(Convert, convert, ConvertArgs)

@@ -18,15 +18,17 @@ namespace imr {
 // `residual` (optional, output-shaped) is added to the output: a network that
 // ends in ToSpace adds its input back in the same pass.
 enum class ShuffleDirection { ToDepth, ToSpace };
+// Types: input, output and residual share one dtype and layout (any the
+// backend supports: a permutation needs no arithmetic in that type).
 struct PixelShuffleArgs {
-    Shape in;
+    Tensor input;
     int factor = 0;
     ShuffleDirection direction = ShuffleDirection::ToDepth;
-    const float* input = nullptr;
-    float* output = nullptr;          // must not alias input
-    const float* residual = nullptr;  // optional, out_shape(); must not alias output
+    Tensor output;    // out_shape(); must not overlap input
+    Tensor residual;  // optional, out_shape(); must not overlap output
 
     Shape out_shape() const {
+        const Shape& in = input.shape;
         const int ff = factor * factor;
         if (factor <= 0) return in;
         return direction == ShuffleDirection::ToDepth ? Shape{in.n, in.c * ff, in.h / factor, in.w / factor}
@@ -35,8 +37,9 @@ struct PixelShuffleArgs {
 };
 
 // Throws imr::Error naming the op and its shapes if the arguments cannot run
-// (non-positive sizes, sizes not multiples of the factor, null pointers,
-// aliasing). Every backend calls it first.
+// (non-positive sizes, sizes not multiples of the factor, null or misshapen
+// tensors, mixed types, overlapping input and output). Every backend calls
+// it first.
 void check_args(const PixelShuffleArgs& a);
 
 // Output a.out_shape() of pixel_shuffle, in float64 (plus the residual).

@@ -32,6 +32,18 @@ std::vector<double> correlate_padded(const std::vector<double>& padded, int n, i
     return out;
 }
 
+std::vector<double> reference_values(const Tensor& t) {
+    const Shape& s = t.shape;
+    std::vector<double> out(s.count());
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int n = 0; n < s.n; ++n)
+        for (int c = 0; c < s.c; ++c)
+            for (int y = 0; y < s.h; ++y)
+                for (int x = 0; x < s.w; ++x)
+                    out[((size_t(n) * s.c + c) * s.h + y) * s.w + x] = reference_value(t, n, c, y, x);
+    return out;
+}
+
 int reference_pad_index(int p, int size, PadMode mode) {
     if (p >= 0 && p < size) return p;
     switch (mode) {

@@ -1,6 +1,6 @@
 // The float64 oracle for every op: plain loops that are obviously correct,
 // used by the tests (tests/test_ops.cpp) to judge every backend. Not fast, not
-// for production. All pointers in the Args are HOST pointers here, whatever
+// for production. All tensors in the Args are in HOST memory here, whatever
 // backend the data is later uploaded to. Each op's reference is declared in
 // its own header (kernels/ops/NAME.h: reference_NAME) and defined beside its
 // check_args; this file holds what they share.
@@ -16,6 +16,7 @@
 // with reference_pad_index instead.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "conv2d.h"
@@ -23,12 +24,25 @@
 namespace imr {
 
 // The Args must pass check_args; the reference never writes a.output, so the
-// tests may leave it null.
+// tests may leave its data null (it is then checked as a separate tensor of
+// its dtype and layout and the op's output shape, never read or written).
 template <class Args>
 void check_reference_args(Args a) {
-    float dummy = 0.0f;
-    if (!a.output) a.output = &dummy;
+    std::unique_ptr<unsigned char[]> stand_in;  // never touched: its pages are never committed
+    if (!a.output) {
+        a.output.shape = a.out_shape();
+        stand_in.reset(new unsigned char[a.output.bytes()]);
+        a.output.data = stand_in.get();
+    }
     check_args(a);
+}
+
+// The values of a host tensor of any dtype and layout, as float64 in NCHW
+// order (what every reference computes on).
+std::vector<double> reference_values(const Tensor& t);
+// Element (n, c, y, x) of a host tensor as float64.
+inline double reference_value(const Tensor& t, int n, int c, int y, int x) {
+    return double(load_float(t, t.offset(n, c, y, x)));
 }
 
 // Where padded coordinate p (in [-pad_before, size + pad_after)) reads from in

@@ -14,21 +14,24 @@ namespace imr {
 // L1/040, NAFNet's intro/ending convs).
 //   conv_in_weight  [hidden, C, 3, 3]   conv_in_bias  [hidden]
 //   conv_out_weight [C, hidden, 3, 3]   conv_out_bias [C]
+// Every tensor is f32 NCHW: the op is a benchmark anchor (SOL-ExecBench
+// states it in fp32) and stays so.
 struct ResidualBlockArgs {
-    Shape shape;  // input and output, [N, C, H, W]
+    Tensor input;  // [N, C, H, W]
     int hidden = 0;
-    const float* input = nullptr;
-    float* output = nullptr;  // must not alias input
-    const float* conv_in_weight = nullptr;
-    const float* conv_in_bias = nullptr;
-    const float* conv_out_weight = nullptr;
-    const float* conv_out_bias = nullptr;
+    Tensor output;                              // input's shape; must not overlap input
+    Tensor conv_in_weight;                      // [hidden, C, 3, 3]
+    Tensor conv_in_bias;                        // [1, hidden, 1, 1]
+    Tensor conv_out_weight;                     // [C, hidden, 3, 3]
+    Tensor conv_out_bias;                       // [1, C, 1, 1]
     const PreparedWeights* prepared = nullptr;  // optional: Backend::prepare of these weights
+
+    Shape out_shape() const { return input.shape; }
 };
 
 // Throws imr::Error naming the op and its shapes if the arguments cannot run
-// (non-positive sizes, null pointers, output aliasing input). Every backend
-// calls it first.
+// (non-positive sizes, null, misshapen or non-f32 tensors, output overlapping
+// input). Every backend calls it first.
 void check_args(const ResidualBlockArgs& a);
 
 // Output [N, C, H, W] of residual_block, in float64 (the hidden activation is

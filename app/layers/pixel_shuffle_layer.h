@@ -48,7 +48,7 @@ struct PixelShuffleStage {
     bool adds_model_input() const { return add_model_input; }
     std::string describe() const;
     std::vector<double> reference(const ReferenceIO& io) const;
-    std::unique_ptr<PreparedStage> prepare(Backend& backend) const;
+    std::unique_ptr<PreparedStage> prepare(Backend& backend, Precision precision) const;
 };
 
 using SpaceToDepthStage = PixelShuffleStage<ShuffleDirection::ToDepth>;

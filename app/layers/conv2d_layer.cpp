@@ -1,4 +1,4 @@
-#include "conv2d.h"
+#include "conv2d_layer.h"
 
 #include <algorithm>
 
@@ -21,24 +21,27 @@ Activation parse_activation(const std::string& s, const std::string& at) {
 
 class PreparedConv2d : public PreparedStage {
 public:
-    PreparedConv2d(const Conv2dStage& s, Backend& backend)
-        : base_(s.args({1, s.in_channels, 1, 1})),
+    PreparedConv2d(const Conv2dStage& s, Backend& backend, TensorType type)
+        : type_(type),
+          base_(s.args(Tensor{nullptr, {1, s.in_channels, 1, 1}, type.dtype, type.layout})),
           add_model_input_(s.add_model_input),
           weight_(upload(backend, s.weight)),
           bias_(upload(backend, s.bias)) {
-        require(backend, Op::Conv2d);
-        base_.weight = weight_.data(), base_.bias = bias_.data();
+        base_.weight = weight_.tensor({s.out_channels, s.in_channels, s.kernel, s.kernel});
+        if (!s.bias.empty()) base_.bias = bias_.tensor({1, s.out_channels, 1, 1});
         packed_ = backend.prepare(base_);
         base_.prepared = packed_.get();
     }
-    void run(Backend& backend, const float* input, float* output, Shape in, const float* model_input) override {
+    TensorType type() const override { return type_; }
+    void run(Backend& backend, const Tensor& input, const Tensor& output, const Tensor& model_input) override {
         Conv2dArgs a = base_;
-        a.in = in, a.input = input, a.output = output;
-        a.residual = add_model_input_ ? model_input : nullptr;
+        a.input = input, a.output = output;
+        if (add_model_input_) a.residual = model_input;
         backend.conv2d(a);
     }
 
 private:
+    TensorType type_;
     Conv2dArgs base_;
     bool add_model_input_;
     DeviceBuffer weight_, bias_;
@@ -105,9 +108,9 @@ std::string Conv2dStage::describe() const {
     return s;
 }
 
-Conv2dArgs Conv2dStage::args(Shape in) const {
+Conv2dArgs Conv2dStage::args(const Tensor& input) const {
     Conv2dArgs a;
-    a.in = in;
+    a.input = input;
     a.out_channels = out_channels;
     a.kernel = kernel;
     a.pad_before = pad_before(), a.pad_after = pad_after();
@@ -117,14 +120,16 @@ Conv2dArgs Conv2dStage::args(Shape in) const {
 }
 
 std::vector<double> Conv2dStage::reference(const ReferenceIO& io) const {
-    Conv2dArgs a = args(io.in);
-    a.input = io.input, a.weight = weight.data(), a.bias = bias.empty() ? nullptr : bias.data();
-    a.residual = add_model_input ? io.model_input : nullptr;
+    Conv2dArgs a = args(io.input);
+    a.weight = f32_nchw(weight.data(), {out_channels, in_channels, kernel, kernel});
+    if (!bias.empty()) a.bias = f32_vector(bias.data(), out_channels);
+    if (add_model_input) a.residual = io.model_input;
     return reference_conv2d(a);
 }
 
-std::unique_ptr<PreparedStage> Conv2dStage::prepare(Backend& backend) const {
-    return std::make_unique<PreparedConv2d>(*this, backend);
+std::unique_ptr<PreparedStage> Conv2dStage::prepare(Backend& backend, Precision precision) const {
+    require(backend, Op::Conv2d);
+    return std::make_unique<PreparedConv2d>(*this, backend, activation_type(backend, Op::Conv2d, precision));
 }
 
 }  // namespace imr

@@ -1,29 +1,32 @@
-#include "pixel_shuffle.h"
+#include "pixel_shuffle_layer.h"
 
 namespace imr {
 
 namespace {
 
-PixelShuffleArgs shuffle_args(ShuffleDirection d, int factor, Shape in) {
+PixelShuffleArgs shuffle_args(ShuffleDirection d, int factor, const Tensor& input) {
     PixelShuffleArgs a;
-    a.in = in, a.factor = factor, a.direction = d;
+    a.input = input, a.factor = factor, a.direction = d;
     return a;
 }
 
 template <ShuffleDirection D>
 class PreparedShuffle : public PreparedStage {
 public:
-    PreparedShuffle(int factor, bool add_model_input) : factor_(factor), add_model_input_(add_model_input) {}
-    void run(Backend& backend, const float* input, float* output, Shape in, const float* model_input) override {
-        PixelShuffleArgs a = shuffle_args(D, factor_, in);
-        a.input = input, a.output = output;
-        a.residual = add_model_input_ ? model_input : nullptr;
+    PreparedShuffle(int factor, bool add_model_input, TensorType type)
+        : factor_(factor), add_model_input_(add_model_input), type_(type) {}
+    TensorType type() const override { return type_; }
+    void run(Backend& backend, const Tensor& input, const Tensor& output, const Tensor& model_input) override {
+        PixelShuffleArgs a = shuffle_args(D, factor_, input);
+        a.output = output;
+        if (add_model_input_) a.residual = model_input;
         backend.pixel_shuffle(a);
     }
 
 private:
     int factor_;
     bool add_model_input_;
+    TensorType type_;
 };
 
 }  // namespace
@@ -82,16 +85,16 @@ std::string PixelShuffleStage<D>::describe() const {
 
 template <ShuffleDirection D>
 std::vector<double> PixelShuffleStage<D>::reference(const ReferenceIO& io) const {
-    PixelShuffleArgs a = shuffle_args(D, factor, io.in);
-    a.input = io.input;
-    a.residual = add_model_input ? io.model_input : nullptr;
+    PixelShuffleArgs a = shuffle_args(D, factor, io.input);
+    if (add_model_input) a.residual = io.model_input;
     return reference_pixel_shuffle(a);
 }
 
 template <ShuffleDirection D>
-std::unique_ptr<PreparedStage> PixelShuffleStage<D>::prepare(Backend& backend) const {
+std::unique_ptr<PreparedStage> PixelShuffleStage<D>::prepare(Backend& backend, Precision precision) const {
     require(backend, Op::PixelShuffle);
-    return std::make_unique<PreparedShuffle<D>>(factor, add_model_input);
+    return std::make_unique<PreparedShuffle<D>>(factor, add_model_input,
+                                                activation_type(backend, Op::PixelShuffle, precision));
 }
 
 template struct PixelShuffleStage<ShuffleDirection::ToDepth>;

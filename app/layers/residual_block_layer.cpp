@@ -1,4 +1,4 @@
-#include "residual_block.h"
+#include "residual_block_layer.h"
 
 namespace imr {
 
@@ -6,26 +6,29 @@ namespace {
 
 class PreparedResidualBlock : public PreparedStage {
 public:
-    PreparedResidualBlock(const ResidualBlockStage& s, Backend& backend)
-        : w_in_(upload(backend, s.conv_in_weight)),
+    PreparedResidualBlock(const ResidualBlockStage& s, Backend& backend, TensorType type)
+        : type_(type),
+          w_in_(upload(backend, s.conv_in_weight)),
           b_in_(upload(backend, s.conv_in_bias)),
           w_out_(upload(backend, s.conv_out_weight)),
           b_out_(upload(backend, s.conv_out_bias)) {
-        require(backend, Op::ResidualBlock);
-        base_.shape = {1, s.channels, 1, 1}, base_.hidden = s.hidden;
-        base_.conv_in_weight = w_in_.data(), base_.conv_in_bias = b_in_.data();
-        base_.conv_out_weight = w_out_.data(), base_.conv_out_bias = b_out_.data();
+        base_.input = {nullptr, {1, s.channels, 1, 1}, type.dtype, type.layout}, base_.hidden = s.hidden;
+        base_.conv_in_weight = w_in_.tensor({s.hidden, s.channels, 3, 3});
+        base_.conv_in_bias = b_in_.tensor({1, s.hidden, 1, 1});
+        base_.conv_out_weight = w_out_.tensor({s.channels, s.hidden, 3, 3});
+        base_.conv_out_bias = b_out_.tensor({1, s.channels, 1, 1});
         packed_ = backend.prepare(base_);
         base_.prepared = packed_.get();
     }
-    void run(Backend& backend, const float* input, float* output, Shape in, const float*) override {
+    TensorType type() const override { return type_; }
+    void run(Backend& backend, const Tensor& input, const Tensor& output, const Tensor&) override {
         ResidualBlockArgs a = base_;
-        a.shape = in;
         a.input = input, a.output = output;
         backend.residual_block(a);
     }
 
 private:
+    TensorType type_;
     DeviceBuffer w_in_, b_in_, w_out_, b_out_;
     ResidualBlockArgs base_;
     std::unique_ptr<PreparedWeights> packed_;
@@ -84,15 +87,18 @@ std::string ResidualBlockStage::describe() const {
 
 std::vector<double> ResidualBlockStage::reference(const ReferenceIO& io) const {
     ResidualBlockArgs a;
-    a.shape = io.in, a.hidden = hidden;
-    a.input = io.input;
-    a.conv_in_weight = conv_in_weight.data(), a.conv_in_bias = conv_in_bias.data();
-    a.conv_out_weight = conv_out_weight.data(), a.conv_out_bias = conv_out_bias.data();
+    a.input = io.input, a.hidden = hidden;
+    a.conv_in_weight = f32_nchw(conv_in_weight.data(), {hidden, channels, 3, 3});
+    a.conv_in_bias = f32_vector(conv_in_bias.data(), hidden);
+    a.conv_out_weight = f32_nchw(conv_out_weight.data(), {channels, hidden, 3, 3});
+    a.conv_out_bias = f32_vector(conv_out_bias.data(), channels);
     return reference_residual_block(a);
 }
 
-std::unique_ptr<PreparedStage> ResidualBlockStage::prepare(Backend& backend) const {
-    return std::make_unique<PreparedResidualBlock>(*this, backend);
+std::unique_ptr<PreparedStage> ResidualBlockStage::prepare(Backend& backend, Precision precision) const {
+    require(backend, Op::ResidualBlock);
+    return std::make_unique<PreparedResidualBlock>(*this, backend,
+                                                   activation_type(backend, Op::ResidualBlock, precision));
 }
 
 }  // namespace imr

@@ -56,10 +56,10 @@ struct Conv2dStage {
     bool adds_model_input() const { return add_model_input; }
     std::string describe() const;
     std::vector<double> reference(const ReferenceIO& io) const;
-    std::unique_ptr<PreparedStage> prepare(Backend& backend) const;
+    std::unique_ptr<PreparedStage> prepare(Backend& backend, Precision precision) const;
 
-    // The op arguments for one call (pointers left for the caller).
-    Conv2dArgs args(Shape in) const;
+    // The op arguments for one call on `input` (the other tensors left for the caller).
+    Conv2dArgs args(const Tensor& input) const;
 };
 
 }  // namespace imr

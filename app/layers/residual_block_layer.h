@@ -44,7 +44,7 @@ struct ResidualBlockStage {
     bool adds_model_input() const { return false; }
     std::string describe() const;
     std::vector<double> reference(const ReferenceIO& io) const;
-    std::unique_ptr<PreparedStage> prepare(Backend& backend) const;
+    std::unique_ptr<PreparedStage> prepare(Backend& backend, Precision precision) const;
 };
 
 }  // namespace imr

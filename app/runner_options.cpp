@@ -1,0 +1,89 @@
+// Parsing and resolving the runner's settings (runner_options.h).
+#include "runner_options.h"
+
+#include "model_file.h"
+
+namespace imr {
+
+namespace {
+constexpr Precision kPrecisions[] = {Precision::Fp32, Precision::Tf32, Precision::Bf16, Precision::Fp16,
+                                     Precision::Auto};
+}  // namespace
+
+const char* precision_name(Precision p) {
+    switch (p) {
+        case Precision::Fp32:
+            return "fp32";
+        case Precision::Tf32:
+            return "tf32";
+        case Precision::Bf16:
+            return "bf16";
+        case Precision::Fp16:
+            return "fp16";
+        case Precision::Auto:
+            return "auto";
+    }
+    return "?";
+}
+
+const char* precision_choices() {
+    return "fp32|tf32|bf16|fp16|auto";
+}
+
+Precision parse_precision(const std::string& s) {
+    for (Precision p : kPrecisions)
+        if (s == precision_name(p)) return p;
+    throw Error("--precision " + s + ": expected one of " + precision_choices());
+}
+
+std::unique_ptr<Backend> make_backend(const RunnerOptions& options, std::string* note) {
+    const std::string& spec = options.device;
+    if (spec == "cpu") return make_cpu_backend(options.threads);
+    if (spec == "auto") {
+        std::string why;
+        if (cuda_device_count(&why) > 0) {
+            try {
+                return make_cuda_backend(0);
+            } catch (const Error& e) {
+                why = e.what();
+            }
+        }
+        if (note) *note = "no usable GPU (" + why + "), running on the CPU";
+        return make_cpu_backend(options.threads);
+    }
+    if (spec == "cuda" || spec.rfind("cuda:", 0) == 0) {
+        int device = 0;
+        if (spec != "cuda") {
+            std::string digits = spec.substr(5);
+            if (digits.empty() || digits.size() > 4 || digits.find_first_not_of("0123456789") != std::string::npos)
+                throw Error("--device " + spec + ": expected cuda:N with N a device number (0, 1, ...)");
+            device = std::stoi(digits);
+        }
+        std::string why;
+        int count = cuda_device_count(&why);
+        if (count == 0) throw Error("--device " + spec + ": no usable CUDA device (" + why + ")");
+        if (device >= count)
+            throw Error("--device " + spec + ": only " + std::to_string(count) + " CUDA device(s) present");
+        return make_cuda_backend(device);
+    }
+    throw Error("--device " + spec + ": expected auto, cpu, cuda or cuda:N");
+}
+
+Precision resolve_precision(Precision requested, const ModelFile&, const Backend& backend) {
+    // auto: a model file records no validated precision yet (the command that
+    // measures and records it comes with the tensor-core kernels), so fp32.
+    if (requested == Precision::Fp32 || requested == Precision::Auto) return Precision::Fp32;
+    // bf16, fp16: where the backend has conv2d kernels in that type (the
+    // layers then choose their types: activation_type in app/layers/).
+    if (requested == Precision::Bf16 || requested == Precision::Fp16) {
+        const DType half = requested == Precision::Bf16 ? DType::BF16 : DType::F16;
+        for (Layout layout : kLayouts)
+            if (backend.supports(Op::Conv2d, half, layout)) return requested;
+    }
+    // Else refused, never run as fp32 under another name.
+    throw Error(std::string("--precision ") + precision_name(requested) +
+                ": the tensor-core kernels are not built yet, so " + backend.name() +
+                " computes in fp32 only (as does every CPU); use --precision fp32 or auto");
+}
+
+}  // namespace imr

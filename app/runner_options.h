@@ -1,0 +1,54 @@
+// Every setting of a model run, in one immutable value: the CLI fills it once,
+// the ModelRunner keeps it, and each compute lane's runner (on a sibling
+// backend, app/pipeline/compute_lanes.cpp) is made with a copy of the whole,
+// so no setting can differ between lanes. The device string is parsed here
+// (app/), not in kernels/, which only makes the backend it names.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backend.h"
+
+namespace imr {
+
+struct ModelFile;
+
+// What the convolutions compute in. fp32: the CUDA-core and CPU kernels
+// (bit-identical to every earlier version). tf32, bf16, fp16: tensor cores
+// (activations stored in the 16-bit types between layers). auto: the
+// fastest precision the model file records as validated for this kind of
+// input, else fp32.
+enum class Precision { Fp32, Tf32, Bf16, Fp16, Auto };
+const char* precision_name(Precision p);  // "fp32", ..., "auto"
+// "fp32" | "tf32" | "bf16" | "fp16" | "auto"; throws imr::Error naming the value otherwise.
+Precision parse_precision(const std::string& s);
+// "fp32|tf32|bf16|fp16|auto", for help texts.
+const char* precision_choices();
+
+struct RunnerOptions {
+    std::string device = "auto";  // "auto" | "cpu" | "cuda" | "cuda:N"
+    int threads = 0;              // the CPU backend's threads (0: one per core); a device ignores it
+    Precision precision = Precision::Auto;
+    int max_tile = 0;  // largest tile side in pixels (0: as large as memory allows)
+    int batch = 4;     // images of one size the pipeline hands the runner at once
+    // Kernel variants to run instead of the planner's picks (Backend::force_variant).
+    std::vector<std::pair<Op, std::string>> forced_variants;
+};
+
+// The backend `options.device` names: "cpu", "cuda", "cuda:N" or "auto" (the
+// first GPU if usable, else the CPU; *note then says why the CPU was chosen).
+// Throws imr::Error for an unknown or unusable device.
+std::unique_ptr<Backend> make_backend(const RunnerOptions& options, std::string* note = nullptr);
+
+// The precision a run of `model` on `backend` computes in, for the requested
+// one: auto resolves to fp32 (no model file records a validated precision
+// yet); bf16 and fp16 where the backend has conv2d in that dtype
+// (Backend::supports). Throws imr::Error for one it cannot run (today every
+// one but fp32: the tensor-core kernels are not built yet, and TF32 compute
+// has no switch), never falling back silently.
+Precision resolve_precision(Precision requested, const ModelFile& model, const Backend& backend);
+
+}  // namespace imr

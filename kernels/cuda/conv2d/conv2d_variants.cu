@@ -1,0 +1,282 @@
+// conv2d on CUDA: four kernel families, one file each in this folder
+// (igemm_multistage.cu, igemm_double_buffer.cu, direct.cu, winograd.cu; what
+// they share: conv2d_kernels.cuh), each run in the configurations of one
+// variant table (kConv2dVariants, here); plan_conv2d picks a variant per
+// shape, the op tests run every case on every variant and bench_gpu times
+// them all.
+//
+// igemm (implicit GEMM in fp32 FFMA, SGEMM style), two of the kernels:
+//   GEMM view: M = Cout, N = batch*Ho*Wo (output pixels), K = Cin*K*K (in the
+//   weight's own order ci, ky, kx, so a weight row is contiguous).
+//   A[m][r] = weight[m][r]; B[r][p] = padded input at (img(p), ci, oy+ky, ox+kx),
+//   gathered while the tile is loaded: the pad mode is an index mapping
+//   (zero: bounds check; reflect: mirror; replicate: clamp), never a padded copy.
+//   - multistage (conv2d_igemm_multistage_kernel): CUTLASS-style conflict-free
+//     fragments, cp.async pipeline of STAGES tiles of BK rows. H200: GPU MODE's
+//     ranked shape 40.6 ms = 62% of fp32 peak.
+//   - double buffer (conv2d_igemm_double_buffer_kernel): register-staged, two
+//     shared-memory buffers, a 32 x 64 tile for the shapes too small or too
+//     narrow for the multistage tiles (it ran every shape until ed1dc63).
+// direct (conv2d_direct_small_cout_kernel): few output channels (a network's
+//   last layer, 48 -> 3 or 64 -> 12). An implicit GEMM wastes most of its
+//   M tile there (3 of 32 rows: 1.9% of peak on the H200); the direct kernel
+//   stages an input tile with its halo in shared memory once per channel and
+//   computes all output channels of 4 pixels per thread from it.
+// Winograd (conv2d_winograd_2x2_3x3_kernel): 3x3 layers of 17..48 output
+//   channels, with 16 multiplies per 2x2 outputs where the others need 36.
+//
+// Floors: 2*M*N*K FLOP; bytes = input + weight + output (+ residual), each
+// once. Every GPU MODE conv2d_v2 shape is compute-bound by a wide margin (the
+// ranked B=1, C=128, S=256, K=32 shape: 1.70 TFLOP = ~28 ms at 60 TFLOP/s
+// against ~130 MB = 0.03 ms of traffic); so is every layer of the bundled
+// models (48 -> 48, 3x3: 864 FLOP per 392 bytes per pixel).
+//
+// A reduction too long for a grid of only ~1.5 waves may be split over two
+// igemm blocks (atomic add of exactly two partial sums onto zero: the result
+// does not depend on their order, so it stays deterministic).
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include "conv2d_kernels.cuh"
+#include "cuda/cuda_backend.cuh"
+
+namespace imr::cuda {
+namespace conv2d_detail {
+
+// The host-side helpers every family's launchers use (conv2d_kernels.cuh).
+std::string context(const Conv2dArgs& a) {
+    return "conv2d " + a.input.shape.str() + " -> " + a.out_shape().str() + ", kernel " + std::to_string(a.kernel) +
+           ", padding " + std::to_string(a.pad_before) + "/" + std::to_string(a.pad_after) + " " +
+           pad_mode_name(a.pad_mode) + (a.bias ? ", bias" : "") +
+           (a.activation != Activation::None ? std::string(", ") + activation_name(a.activation) : "") +
+           (a.residual ? ", + residual" : "");
+}
+
+void allow_smem(void (*kernel)(ConvParams), size_t bytes, const Conv2dArgs& a) {
+    const cudaError_t err = raise_smem_limit(reinterpret_cast<const void*>(kernel), bytes);
+    if (err != cudaSuccess) throw_cuda(context(a), "cudaFuncSetAttribute(max dynamic shared memory)", err);
+}
+
+void check_launched(const Conv2dArgs& a, const char* kernel) {
+    const cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess) throw_cuda(context(a), kernel, err);
+}
+
+[[noreturn]] void unknown_pad_mode(const Conv2dArgs& a) {
+    throw Error(context(a) + ": unknown pad mode");
+}
+
+}  // namespace conv2d_detail
+
+namespace {
+
+using namespace conv2d_detail;
+
+// ---- the variant table
+//
+// Every configuration conv2d can run, by name. plan_conv2d picks one per
+// shape; the tests and benchmarks force each in turn (Backend::force_variant,
+// by name). A variant runs a shape when its tensors are of the row's dtype,
+// the GPU has at least the row's architecture, Cout <= max_cout and
+// K <= max_kernel (0: any). Rows name each other (`smaller`), never by
+// position: the table can grow (a tensor-core row is a row with its dtype and
+// architecture) without renumbering anything.
+struct Conv2dVariant {
+    const char* name;
+    DType dtype;     // of the input, output and residual (the weights are f32 and packed by prepare)
+    int min_arch;    // compute capability it needs (80: sm_80 and later; the build's floor, cp.async)
+    int bm, bn;      // igemm: the block tile (M x N); direct: 0, 0
+    int step;        // reduction rows per pipeline step (a split's chunk is a multiple); direct: 0
+    int max_cout;    // 0: any
+    int max_kernel;  // 0: any; negative: exactly -max_kernel
+    int min_blocks;  // blocks per SM the launch bounds ask for (wave accounting of the split)
+    Launch launch;
+    // The row the planner takes instead when this one's tiles cannot fill the
+    // GPU (fewer tiles than SMs); null: none smaller.
+    const char* smaller;
+};
+
+static_assert(multistage_smem_bytes(128, 128, MS_BK, MS_STAGES) <= 52 * 1024, "3 x 16 x 264 floats = 51 KB");
+static_assert(multistage_smem_bytes(64, 256, MS_BK, MS_STAGES) <= 64 * 1024, "3 x 16 x 328 floats = 63 KB");
+static_assert(multistage_smem_bytes(48, 256, MS_BK, MS_STAGES) <= 60 * 1024, "3 x 16 x 312 floats = 59 KB");
+static_assert(direct_smem_bytes(DT_MAX_K, 16) <= 72 * 1024, "K = 7, 16 channels: 46 + 25 KB");
+
+constexpr DType F32 = DType::F32;
+constexpr int SM80 = 80;
+constexpr Conv2dVariant kConv2dVariants[] = {
+    // Cout > 64: 8 x 8 outputs per thread (FG 2 x FR 4 rows), 4 LDS.128 per 64 FFMA.
+    {"igemm_multistage_128x128", F32, SM80, 128, 128, MS_BK, 0, 0, MS_MIN_BLOCKS,
+     launch_multistage<128, 128, MS_BK, MS_STAGES, 2, 4>, "igemm_multistage_64x256"},
+    // 48 < Cout <= 64: 8 x 8 per thread as well, no half-empty M.
+    {"igemm_multistage_64x256", F32, SM80, 64, 256, MS_BK, 0, 0, MS_MIN_BLOCKS,
+     launch_multistage<64, 256, MS_BK, MS_STAGES, 2, 4>, "igemm_double_buffer_32x64"},
+    // 32 < Cout <= 48 (the default denoise's width): a 64-row tile would
+    // spend 25% of its FFMAs on missing channels; 6 x 8 per thread (3 x 2 rows).
+    {"igemm_multistage_48x256", F32, SM80, 48, 256, MS_BK, 0, 0, MS_MIN_BLOCKS,
+     launch_multistage<48, 256, MS_BK, MS_STAGES, 3, 2>, "igemm_double_buffer_32x64"},
+    // Cout <= 32, or too few big tiles to fill the GPU: 2 x 4 per thread.
+    {"igemm_double_buffer_32x64", F32, SM80, 32, 64, CV_BK, 0, 0, CV_MIN_BLOCKS, launch_double_buffer<32, 64>, nullptr},
+    // Cout <= 4 (RGB out) and <= 16: the direct kernel with 4 or 16 accumulators per pixel.
+    {"direct_small_cout_4", F32, SM80, 0, 0, 0, 4, DT_MAX_K, 1, launch_direct<4>, nullptr},
+    {"direct_small_cout_16", F32, SM80, 0, 0, 0, 16, DT_MAX_K, 1, launch_direct<16>, nullptr},
+    // 3x3 with 16 < Cout <= 48 and Cin >= 8 (the default denoise's 48 -> 48):
+    // Winograd F(2x2, 3x3), 16/36 of the multiplies, 48 output channels per block.
+    {"winograd_2x2_3x3_48", F32, SM80, 0, 0, 0, 0, -3, 1, launch_winograd, nullptr},
+};
+constexpr int kVariantCount = int(sizeof(kConv2dVariants) / sizeof(kConv2dVariants[0]));
+
+constexpr bool same_name(const char* a, const char* b) {
+    while (*a && *a == *b) ++a, ++b;
+    return *a == *b;
+}
+// The table position of the row called `name`, -1 if none is.
+constexpr int row(const char* name) {
+    for (int i = 0; i < kVariantCount; ++i)
+        if (same_name(kConv2dVariants[i].name, name)) return i;
+    return -1;
+}
+// Every `smaller` names a row, and no name is taken twice.
+constexpr bool table_is_consistent() {
+    for (int i = 0; i < kVariantCount; ++i) {
+        if (kConv2dVariants[i].smaller && row(kConv2dVariants[i].smaller) < 0) return false;
+        if (row(kConv2dVariants[i].name) != i) return false;
+    }
+    return true;
+}
+static_assert(table_is_consistent(), "a `smaller` that names no row, or a name used twice");
+
+// The rows the planner names (checked to exist at compile time).
+constexpr int V_DIRECT4 = row("direct_small_cout_4"), V_DIRECT16 = row("direct_small_cout_16"),
+              V_WINOGRAD = row("winograd_2x2_3x3_48"), V_128x128 = row("igemm_multistage_128x128"),
+              V_64x256 = row("igemm_multistage_64x256"), V_48x256 = row("igemm_multistage_48x256"),
+              V_32x64 = row("igemm_double_buffer_32x64");
+static_assert(V_DIRECT4 >= 0 && V_DIRECT16 >= 0 && V_WINOGRAD >= 0 && V_128x128 >= 0 && V_64x256 >= 0 &&
+                  V_48x256 >= 0 && V_32x64 >= 0,
+              "the planner names a row the table does not have");
+
+// Rows of output tiles a direct or Winograd launch puts in grid.y (at most
+// 65535); 0 for the igemm kernels, which tile pixels along grid.x.
+int grid_rows(const Conv2dVariant& v, const Conv2dArgs& a);
+
+bool applies(const Conv2dVariant& v, const Conv2dArgs& a, const GpuInfo& gpu) {
+    if (gpu.arch < v.min_arch) return false;
+    if (a.input.dtype != v.dtype || a.output.dtype != v.dtype) return false;
+    if (grid_rows(v, a) > 65535) return false;
+    const bool kernel_ok =
+        v.max_kernel >= 0 ? (v.max_kernel == 0 || a.kernel <= v.max_kernel) : a.kernel == -v.max_kernel;
+    return (v.max_cout == 0 || a.out_channels <= v.max_cout) && kernel_ok;
+}
+
+int grid_rows(const Conv2dVariant& v, const Conv2dArgs& a) {
+    const long long ho = a.out_shape().h;
+    if (v.launch == launch_winograd) return int(std::min<long long>((ho + WG_TH - 1) / WG_TH, INT_MAX));
+    if (v.bm == 0) return int(std::min<long long>((ho + DT_TY - 1) / DT_TY, INT_MAX));
+    return 0;
+}
+
+long long tile_count(const Conv2dVariant& v, long long m, long long n) {
+    return ((n + v.bn - 1) / v.bn) * ((m + v.bm - 1) / v.bm);
+}
+
+}  // namespace
+
+std::vector<std::string> conv2d_variants(int arch) {
+    std::vector<std::string> names;
+    for (const Conv2dVariant& v : kConv2dVariants)
+        if (arch >= v.min_arch) names.push_back(v.name);
+    return names;
+}
+
+Conv2dPlan plan_conv2d(const Conv2dArgs& a, const GpuInfo& gpu, const std::string& forced) {
+    const Shape o = a.out_shape();
+    const long long m = a.out_channels, n = (long long)o.n * o.h * o.w;
+    const long long kdim = (long long)a.input.shape.c * a.kernel * a.kernel;
+    int v;
+    if (!forced.empty()) {
+        v = row(forced.c_str());
+        if (v < 0) throw Error(context(a) + ": no conv2d variant '" + forced + "'");
+        if (!applies(kConv2dVariants[v], a, gpu))
+            throw NotApplicable(context(a) + ": variant " + forced + " cannot run this shape, type or GPU");
+    } else if (applies(kConv2dVariants[V_DIRECT4], a, gpu)) {
+        v = V_DIRECT4;
+    } else if (applies(kConv2dVariants[V_DIRECT16], a, gpu)) {
+        v = V_DIRECT16;
+    } else if (a.kernel == 3 && m <= WG_CO && a.input.shape.c >= WG_CC &&
+               applies(kConv2dVariants[V_WINOGRAD], a, gpu)) {
+        v = V_WINOGRAD;
+    } else {
+        v = m > 64 ? V_128x128 : m > 48 ? V_64x256 : m > 32 ? V_48x256 : V_32x64;
+        // Fill the GPU before using big tiles: each row names the smaller one
+        // to take instead (128x128 -> 64x256 -> 32x64, 48x256 -> 32x64).
+        while (kConv2dVariants[v].smaller && tile_count(kConv2dVariants[v], m, n) < gpu.sm_count)
+            v = row(kConv2dVariants[v].smaller);
+        if (!applies(kConv2dVariants[v], a, gpu))
+            throw Error(context(a) + ": no conv2d variant runs " + dtype_name(a.input.dtype) + " on sm_" +
+                        std::to_string(gpu.arch));
+    }
+    const Conv2dVariant& var = kConv2dVariants[v];
+    Conv2dPlan plan{v, var.name, 1};
+    if (var.bm == 0) return plan;  // direct: no split
+    // Wave quantization: with 1.5 waves the last one runs half empty; two
+    // half-length blocks per tile can fill it.
+    const long long blocks = tile_count(var, m, n), slots = (long long)gpu.sm_count * var.min_blocks;
+    auto efficiency = [&](long long b) { return double(b) / double((b + slots - 1) / slots * slots); };
+    // A fused activation or residual needs the whole sum in one block.
+    const bool plain_epilogue = a.activation == Activation::None && !a.residual;
+    if (plain_epilogue && kdim >= CV_SPLIT_MIN_K && efficiency(2 * blocks) > 1.05 * efficiency(blocks))
+        plan.split_k = 2;
+    return plan;
+}
+
+void conv2d(const Conv2dArgs& a, cudaStream_t stream, const GpuInfo& gpu, const std::string& forced) {
+    check_args(a);
+    if (a.prepared) {
+        const auto* prep = dynamic_cast<const Conv2dPrepared*>(a.prepared);
+        if (!prep || prep->cout != a.out_channels || prep->cin != a.input.shape.c || a.kernel != 3)
+            throw Error(context(a) + ": its prepared weights were made for another shape or backend");
+    }
+    const Shape o = a.out_shape();
+    const long long kdim = (long long)a.input.shape.c * a.kernel * a.kernel;
+    if (a.input.shape.count() >= size_t(INT_MAX) || o.count() >= size_t(INT_MAX) || kdim * a.out_channels >= INT_MAX)
+        throw Error(context(a) + ": tensors of 2^31 or more elements are not supported on CUDA");
+    const Conv2dPlan plan = plan_conv2d(a, gpu, forced);
+    const Conv2dVariant& var = kConv2dVariants[plan.variant];
+
+    ConvParams p{};
+    p.in = a.input.as<const float>(), p.weight = a.weight.as<const float>(), p.bias = a.bias.as<const float>();
+    p.out = a.output.as<float>();
+    p.residual = a.residual.as<const float>(), p.relu = a.activation == Activation::ReLU;
+    p.cin = a.input.shape.c, p.h = a.input.shape.h, p.w = a.input.shape.w, p.cout = a.out_channels, p.k = a.kernel,
+    p.pad_before = a.pad_before;
+    p.ho = o.h, p.wo = o.w, p.howo = o.h * o.w, p.npix = o.n * o.h * o.w;
+    p.kdim = int(kdim), p.kk = a.kernel * a.kernel, p.hw = a.input.shape.h * a.input.shape.w,
+    p.cin_hw = a.input.shape.c * a.input.shape.h * a.input.shape.w;
+    p.cout_howo = a.out_channels * o.h * o.w;
+    p.div_kk = FastDiv(p.kk), p.div_k = FastDiv(p.k);
+    p.atomic = plan.split_k > 1;
+    if (var.step > 0) {  // split chunks are whole reduction steps of the kernel that runs
+        const int steps = (p.kdim + var.step - 1) / var.step;
+        p.k_chunk = (steps + plan.split_k - 1) / plan.split_k * var.step;
+    }
+    if (plan.split_k > 1)
+        if (const cudaError_t err = cudaMemsetAsync(a.output.data, 0, a.output.bytes(), stream); err != cudaSuccess)
+            throw_cuda(context(a), "cudaMemsetAsync(output) for the split reduction", err);
+    var.launch(p, a, plan.split_k, stream);
+}
+
+std::unique_ptr<PreparedWeights> CudaBackend::prepare(const Conv2dArgs& a) {
+    use_device();
+    return prepare_conv2d(a, stream_);
+}
+
+void CudaBackend::conv2d(const Conv2dArgs& a) {
+    use_device();
+    check_args(a);
+    check_supported(*this, Op::Conv2d, {&a.input, &a.output, &a.residual});
+    cuda::conv2d(a, stream_, {sm_count_, arch_}, forced_variant_name(Op::Conv2d));
+}
+
+}  // namespace imr::cuda
