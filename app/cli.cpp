@@ -18,6 +18,7 @@
 
 #include "eval/degrade_command.h"
 #include "eval/eval_command.h"
+#include "eval/validate_precision.h"
 #include "model_registry.h"
 #include "pipeline/pipeline.h"
 #include "usage_error.h"
@@ -71,11 +72,12 @@ struct Options {
     int bench = 0;
     int bit_depth = 0;
     int quality = 95;
-    int png_compression = 1;    // see WriteOptions
-    std::string model_to_show;  // `imrestore model X`
-    bool models_json = false;   // `imrestore models --json`
-    DegradeOptions degrade;     // `imrestore degrade ...`
-    EvalOptions eval;           // `imrestore eval ...`
+    int png_compression = 1;            // see WriteOptions
+    std::string model_to_show;          // `imrestore model X`
+    ValidatePrecisionOptions validate;  // `imrestore model X --validate-precision DIR [--write OUT.h5]`
+    bool models_json = false;           // `imrestore models --json`
+    DegradeOptions degrade;             // `imrestore degrade ...`
+    EvalOptions eval;                   // `imrestore eval ...`
 };
 
 std::string first_sentence(const std::string& s) {
@@ -198,7 +200,8 @@ std::string report_json(const Options& o, const ModelRunner& runner, const Pipel
         s << (i ? "," : "") << "\n    {\"input\": \"" << json_escape(f.input) << "\", \"output\": \""
           << json_escape(f.output) << "\", \"status\": \"" << status_name(f.status) << "\", \"message\": \""
           << json_escape(f.message) << "\", \"width\": " << f.width << ", \"height\": " << f.height
-          << ", \"channels\": " << f.channels << ", \"bit_depth\": " << f.bit_depth << ", \"warnings\": [";
+          << ", \"channels\": " << f.channels << ", \"bit_depth\": " << f.bit_depth
+          << ", \"fp32_rerun\": " << (f.fp32_rerun ? "true" : "false") << ", \"warnings\": [";
         for (size_t w = 0; w < f.warnings.size(); ++w)
             s << (w ? ", " : "") << "\"" << json_escape(f.warnings[w]) << "\"";
         s << "]}";
@@ -418,6 +421,18 @@ void setup(CLI::App& app, Options& o) {
     models->add_flag("--json", o.models_json, "Print the list as JSON on stdout");
     auto* model = app.add_subcommand("model", "Show a model's metadata, stages, parameters and receptive field");
     model->add_option("model", o.model_to_show, "Bundled model name or .h5 path")->required();
+    model
+        ->add_option("--validate-precision", o.validate.photos,
+                     "Run the model in fp32, fp16 and bf16 (GPU) on these clean photos at its task's degradations "
+                     "and print whether each half precision keeps the output within the bound of fp32")
+        ->type_name("DIR");
+    model
+        ->add_option("--write", o.validate.write,
+                     "With --validate-precision: write the model with the precisions that hold the bound "
+                     "(validated_precisions, which --precision auto uses) to this file, only if one does")
+        ->type_name("OUT.h5");
+    model->add_option("-d,--device", o.validate.device, "With --validate-precision: auto, cuda or cuda:N")
+        ->capture_default_str();
     add_degrade_command(app, o.degrade);
     add_eval_command(app, o.eval);
 }
@@ -440,7 +455,14 @@ int cli_main(int argc, char** argv) {
                              app.get_subcommands().front()->get_name() +
                              "': to restore a folder of that name, write it as ./models or ./model");
         if (app.got_subcommand("models")) return run_models(o.models_json);
-        if (app.got_subcommand("model")) return run_model_info(o.model_to_show);
+        if (app.got_subcommand("model")) {
+            if (o.validate.photos.empty()) {
+                if (!o.validate.write.empty()) throw UsageError("model: --write needs --validate-precision DIR");
+                return run_model_info(o.model_to_show);
+            }
+            o.validate.model = o.model_to_show;
+            return run_validate_precision(o.validate);
+        }
         if (app.got_subcommand("degrade")) return run_degrade(o.degrade);
         if (app.got_subcommand("eval")) return o.json = o.eval.json, run_eval(o.eval);
         return run_restore(o);

@@ -201,6 +201,25 @@ ModelFile load_model_file(const std::string& path) {
     return interpret_raw_model(read_model_isolated(path), path);
 }
 
+std::vector<std::string> parse_validated_precisions(const std::string& value, const std::string& path) {
+    const std::string at = path + ": attribute 'validated_precisions'";
+    if (value.empty()) throw Error(at + " is empty (leave it out when no half precision is validated)");
+    std::vector<std::string> list;
+    size_t start = 0;
+    for (;;) {
+        const size_t comma = value.find(',', start);
+        const std::string item = value.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        if (item != "fp16" && item != "bf16")
+            throw Error(at + ": expected a comma-separated list of fp16 and bf16 (e.g. \"fp16,bf16\"), found '" +
+                        value + "'");
+        if (std::find(list.begin(), list.end(), item) != list.end())
+            throw Error(at + ": " + item + " is listed twice in '" + value + "'");
+        list.push_back(item);
+        if (comma == std::string::npos) return list;
+        start = comma + 1;
+    }
+}
+
 ModelFile interpret_raw_model(const RawModel& raw, const std::string& path) {
     ModelFile m;
     m.path = path;
@@ -221,6 +240,10 @@ ModelFile interpret_raw_model(const RawModel& raw, const std::string& path) {
     m.description = root.string_attribute("description");
     m.provenance = root.string_attribute("provenance");
     m.license = root.has_attribute("license") ? root.string_attribute("license") : "";
+    if (root.has_attribute("validated_precisions"))
+        m.validated_precisions = parse_validated_precisions(root.string_attribute("validated_precisions"), path);
+    if (root.has_attribute("precision_validation"))
+        m.precision_validation = root.string_attribute("precision_validation");
     long long channels = root.int_attribute("channels");
     if (channels != 1 && channels != 3)
         throw Error(path + ": attribute 'channels' must be 1 (gray) or 3 (RGB), found " + std::to_string(channels));
@@ -259,6 +282,12 @@ std::string describe_model(const ModelFile& m) {
       << "receptive    " << m.receptive_field() << "x" << m.receptive_field() << " pixels\n"
       << "cost         " << std::llround(m.flops_per_pixel() / 1e3) << " kFLOP per pixel\n";
     if (!m.license.empty()) s << "license      " << m.license << "\n";
+    if (!m.validated_precisions.empty()) {
+        s << "validated   ";
+        for (const std::string& p : m.validated_precisions) s << " " << p;
+        s << " (--precision auto on a GPU takes the first)\n";
+    }
+    if (!m.precision_validation.empty()) s << "measured     " << m.precision_validation << "\n";
     s << "description  " << m.description << "\n"
       << "provenance   " << m.provenance << "\n"
       << "stages\n";

@@ -23,6 +23,12 @@ struct ModelFile {
     int format_version = 1;  // as read; the writer raises it to min_format_version()
     std::string name, task, description, provenance, license;
     int channels = 3;  // image channels the model takes and gives: 1 (gray) or 3 (RGB)
+    // The half precisions ("fp16", "bf16") measured to keep the model's output
+    // within the bound of fp32 (`imrestore model NAME --validate-precision`),
+    // fastest first; --precision auto takes the first the GPU has. Empty: none
+    // (auto runs fp32). precision_validation: the measured figures, as text.
+    std::vector<std::string> validated_precisions;
+    std::string precision_validation;
     std::vector<Stage> stages;
 
     size_t parameter_count() const;
@@ -43,6 +49,12 @@ struct ModelFile {
     double flops_per_pixel() const;
     int min_format_version() const;  // the oldest format that can hold this model
 };
+
+// The root attribute validated_precisions ("fp16", "bf16,fp16", ...: the
+// half precisions, fastest first, comma-separated, no spaces, none twice) as
+// a list; throws imr::Error "FILE: attribute 'validated_precisions': ..."
+// naming what is wrong.
+std::vector<std::string> parse_validated_precisions(const std::string& value, const std::string& path);
 
 // What validate_model accepts at most, so that a small hostile file cannot
 // declare a model that takes hours or all memory: IMRESTORE_MAX_PARAMETERS

@@ -484,6 +484,13 @@ void write_model_hdf5(const std::string& path, const ModelFile& model) {
         write_string_attribute(root, "description", model.description);
         write_string_attribute(root, "provenance", model.provenance);
         if (!model.license.empty()) write_string_attribute(root, "license", model.license);
+        if (!model.validated_precisions.empty()) {
+            std::string list;
+            for (const std::string& p : model.validated_precisions) list += (list.empty() ? "" : ",") + p;
+            write_string_attribute(root, "validated_precisions", list);
+        }
+        if (!model.precision_validation.empty())
+            write_string_attribute(root, "precision_validation", model.precision_validation);
         write_int_attribute(root, "channels", model.channels);
         H5Handle stages(H5Gcreate2(root, "stages", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
         for (size_t i = 0; i < model.stages.size(); ++i) {

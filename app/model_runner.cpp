@@ -4,6 +4,8 @@
 #include <climits>
 #include <cstring>
 
+#include "finite_check.h"
+
 namespace imr {
 
 namespace {
@@ -46,6 +48,7 @@ ModelRunner::ModelRunner(ModelFile model, Backend& backend, RunnerOptions option
         stage_timers_.push_back(backend.make_timer());
         stage_labels_.push_back("stage " + std::to_string(i) + " " + stage_op_name(s));
     }
+    io_ = stage_types(prepared_);
     // Floats of the largest tensor per image pixel, on a side of whole blocks
     // of the size multiple so the ratio is exact; the same for the tensors in
     // other types.
@@ -61,6 +64,23 @@ ModelRunner::ModelRunner(ModelFile model, Backend& backend, RunnerOptions option
     backend.synchronize();
 }
 
+std::vector<ModelRunner::StageTypes> ModelRunner::stage_types(const Stages& stages) {
+    std::vector<StageTypes> io;
+    const TensorType f32{};
+    TensorType before = f32;  // the batch
+    for (size_t i = 0; i < stages.size(); ++i) {
+        const PreparedStage& p = *stages[i];
+        const TensorType type = p.type();
+        const bool next_f32 = i + 1 == stages.size() || stages[i + 1]->type() == f32;
+        StageTypes t{type, type};
+        if (before == f32 && p.reads_f32()) t.in = f32;
+        if (next_f32 && p.writes_f32()) t.out = f32;
+        io.push_back(t);
+        before = t.out;
+    }
+    return io;
+}
+
 ModelRunner::Size ModelRunner::typed_tensors(Shape shape) const {
     Size most;
     const TensorType f32{};
@@ -72,15 +92,16 @@ ModelRunner::Size ModelRunner::typed_tensors(Shape shape) const {
     Tensor t = f32_nchw(nullptr, shape);
     for (size_t i = 0; i < model_.stages.size(); ++i) {
         const Stage& s = model_.stages[i];
-        const TensorType type = prepared_[i]->type();
-        t.dtype = type.dtype, t.layout = type.layout;
+        const StageTypes io = io_[i];
+        t.dtype = io.in.dtype, t.layout = io.in.layout;
         note(t);
         const Geometry g = stage_geometry(s);
         t.shape = {t.shape.n, stage_out_channels(s), t.shape.h / g.down * g.up, t.shape.w / g.down * g.up};
+        t.dtype = io.out.dtype, t.layout = io.out.layout;
         note(t);
-        if (stage_adds_model_input(s) && type != f32)
+        if (stage_adds_model_input(s) && io.out != f32)
             most.model_input_bytes =
-                std::max(most.model_input_bytes, Tensor{nullptr, shape, type.dtype, type.layout}.bytes());
+                std::max(most.model_input_bytes, Tensor{nullptr, shape, io.out.dtype, io.out.layout}.bytes());
     }
     return most;
 }
@@ -243,11 +264,11 @@ void ModelRunner::run_pass(const float* input, float* output, Shape shape, Stage
     // run in f32 NCHW; only the activations between stages need buffers. A
     // device backend uploads into input_ and downloads from wherever the last
     // stage wrote. A stage in another type (--precision bf16/fp16 where the
-    // backend has the kernels) gets its input converted to its type first,
-    // the model input in its type, and the last stage's output is converted
-    // back to the f32 NCHW the caller wants.
+    // backend has the kernels) gets its input converted to the type it reads
+    // (io_) first, the model input in the type it writes, and the last
+    // stage's output is converted back to the f32 NCHW the caller wants
+    // where that stage does not write it itself.
     const bool host = backend_.is_host_memory();
-    const TensorType f32{};
     const Size typed = typed_tensors(shape);
     const size_t activations =
         std::max(model_.activation_floats(shape.n, shape.h, shape.w) * sizeof(float), typed.bytes);
@@ -261,6 +282,39 @@ void ModelRunner::run_pass(const float* input, float* output, Shape shape, Stage
         backend_.upload(src.data, input, src.bytes());
         upload_timer_->stop();
     }
+    src = run_stages(prepared_, io_, src, output);
+    // A half-precision pass whose output is not finite (an fp16 activation
+    // overflowed): the batch again in fp32, with stages prepared for it on
+    // the first such batch. The fp32 tensors fit in the buffers reserved
+    // (sized for the f32 activations too).
+    if ((precision_ == Precision::Fp16 || precision_ == Precision::Bf16) && !all_finite(backend_, src)) {
+        if (prepared_fp32_.empty()) {
+            for (const Stage& s : model_.stages)
+                prepared_fp32_.push_back(
+                    std::visit([&](const auto& st) { return st.prepare(backend_, Precision::Fp32); }, s));
+            io_fp32_ = stage_types(prepared_fp32_);
+        }
+        src = run_stages(prepared_fp32_, io_fp32_, f32_nchw(host ? input : input_.as<float>(), shape), output);
+        ++fp32_reruns_;
+    }
+    if (!host) {
+        download_timer_->start();
+        backend_.download(output, src.data, src.bytes());
+        download_timer_->stop();
+    }
+    backend_.synchronize();
+    if (timer) {
+        if (!host) timer->add("upload", upload_timer_->elapsed_ms());
+        for (size_t i = 0; i < stages; ++i) timer->add(stage_labels_[i], stage_timers_[i]->elapsed_ms());
+        if (!host) timer->add("download", download_timer_->elapsed_ms());
+    }
+}
+
+Tensor ModelRunner::run_stages(const Stages& prepared, const std::vector<StageTypes>& io_types, Tensor src,
+                               float* output) {
+    const size_t stages = prepared.size();
+    const bool host = backend_.is_host_memory();
+    const TensorType f32{};
     const Tensor model_input = src;
     TensorType model_input_held = f32;  // the type typed_input_ holds the model input in (f32: none)
     // The activation buffer src is not in: ping, pong alternate.
@@ -274,32 +328,24 @@ void ModelRunner::run_pass(const float* input, float* output, Shape shape, Stage
     for (size_t i = 0; i < stages; ++i) {
         const Stage& s = model_.stages[i];
         const Geometry g = stage_geometry(s);
-        const TensorType type = prepared_[i]->type();
+        const StageTypes io = io_types[i];
         const bool last = i + 1 == stages;
         stage_timers_[i]->start();
-        if (src.type() != type) src = convert_to(src, type, other(src));
+        if (src.type() != io.in) src = convert_to(src, io.in, other(src));
         const Shape& in = src.shape;
         Tensor dst = src;
         dst.shape = {in.n, stage_out_channels(s), in.h / g.down * g.up, in.w / g.down * g.up};
+        dst.dtype = io.out.dtype, dst.layout = io.out.layout;
         // Alternate ping/pong, never writing the buffer being read.
-        dst.data = (host && last && type == f32) ? output : other(src);
-        const Tensor added = stage_adds_model_input(s) ? model_input_as(type, model_input, model_input_held) : Tensor{};
-        prepared_[i]->run(backend_, src, dst, added);
-        if (last && type != f32) dst = convert_to(dst, f32, host ? output : other(dst));
+        dst.data = (host && last && io.out == f32) ? output : other(src);
+        const Tensor added =
+            stage_adds_model_input(s) ? model_input_as(io.out, model_input, model_input_held) : Tensor{};
+        prepared[i]->run(backend_, src, dst, added);
+        if (last && io.out != f32) dst = convert_to(dst, f32, host ? output : other(dst));
         stage_timers_[i]->stop();
         src = dst;
     }
-    if (!host) {
-        download_timer_->start();
-        backend_.download(output, src.data, src.bytes());
-        download_timer_->stop();
-    }
-    backend_.synchronize();
-    if (timer) {
-        if (!host) timer->add("upload", upload_timer_->elapsed_ms());
-        for (size_t i = 0; i < stages; ++i) timer->add(stage_labels_[i], stage_timers_[i]->elapsed_ms());
-        if (!host) timer->add("download", download_timer_->elapsed_ms());
-    }
+    return src;
 }
 
 }  // namespace imr

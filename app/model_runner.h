@@ -67,6 +67,32 @@ private:
     Backend& backend_;
     const RunnerOptions options_;
     const Precision precision_;
+
+public:
+    // Batches whose half-precision output held a non-finite value and were
+    // run again in fp32 (their results are the fp32 ones), since construction.
+    size_t fp32_reruns() const { return fp32_reruns_; }
+
+private:
+    // The type each stage reads and writes (and adds the model input in): its
+    // own type(), or f32 NCHW where it takes that directly and its neighbour
+    // (or the runner's input/output) is f32 NCHW; the runner converts
+    // between stages only where one's output type is not the next's input.
+    struct StageTypes {
+        TensorType in, out;
+    };
+    using Stages = std::vector<std::unique_ptr<PreparedStage>>;
+    static std::vector<StageTypes> stage_types(const Stages& stages);
+    std::vector<StageTypes> io_;
+    // The stages in fp32, made on the first batch whose half-precision output
+    // is not finite (fp16 overflow), which is then run again with them.
+    Stages prepared_fp32_;
+    std::vector<StageTypes> io_fp32_;
+    size_t fp32_reruns_ = 0;
+    // Runs `stages` from src (the pass's input, f32 NCHW); returns the last
+    // stage's output in f32 NCHW (on the host: `output` where the last stage
+    // writes f32 NCHW).
+    Tensor run_stages(const Stages& stages, const std::vector<StageTypes>& io, Tensor src, float* output);
     double activation_floats_per_pixel_ = 0;                // of the largest f32 tensor in a pass
     Size typed_per_pixel_;                                  // typed_tensors() per image pixel
     std::vector<std::unique_ptr<PreparedStage>> prepared_;  // weights in the backend, packed once

@@ -69,10 +69,20 @@ std::unique_ptr<Backend> make_backend(const RunnerOptions& options, std::string*
     throw Error("--device " + spec + ": expected auto, cpu, cuda or cuda:N");
 }
 
-Precision resolve_precision(Precision requested, const ModelFile&, const Backend& backend) {
-    // auto: a model file records no validated precision yet (the command that
-    // measures and records it comes with the tensor-core kernels), so fp32.
-    if (requested == Precision::Fp32 || requested == Precision::Auto) return Precision::Fp32;
+Precision resolve_precision(Precision requested, const ModelFile& model, const Backend& backend) {
+    // auto: the first half precision the model file records as validated
+    // that this backend has kernels for; fp32 when it records none, and
+    // always on the CPU (no half kernels there).
+    if (requested == Precision::Auto) {
+        for (const std::string& name : model.validated_precisions) {
+            const Precision p = parse_precision(name);  // "fp16" or "bf16": the loader checked
+            const DType half = p == Precision::Bf16 ? DType::BF16 : DType::F16;
+            for (Layout layout : kLayouts)
+                if (backend.supports(Op::Conv2d, half, layout)) return p;
+        }
+        return Precision::Fp32;
+    }
+    if (requested == Precision::Fp32) return Precision::Fp32;
     // bf16, fp16: where the backend has conv2d kernels in that type (the
     // layers then choose their types: activation_type in app/layers/).
     if (requested == Precision::Bf16 || requested == Precision::Fp16) {
@@ -81,9 +91,13 @@ Precision resolve_precision(Precision requested, const ModelFile&, const Backend
             if (backend.supports(Op::Conv2d, half, layout)) return requested;
     }
     // Else refused, never run as fp32 under another name.
-    throw Error(std::string("--precision ") + precision_name(requested) +
-                ": the tensor-core kernels are not built yet, so " + backend.name() +
-                " computes in fp32 only (as does every CPU); use --precision fp32 or auto");
+    if (requested == Precision::Tf32)
+        throw Error("--precision tf32: no TF32 kernels yet; use --precision fp32, bf16, fp16 or auto");
+    throw Error(std::string("--precision ") + precision_name(requested) + ": " + backend.name() + " has no " +
+                precision_name(requested) + " kernels (" +
+                (backend.is_host_memory() ? "the CPU computes in fp32 only"
+                                          : "the tensor-core kernels need compute capability 8.0 or later") +
+                "); use --precision fp32 or auto");
 }
 
 }  // namespace imr

@@ -44,11 +44,12 @@ struct RunnerOptions {
 std::unique_ptr<Backend> make_backend(const RunnerOptions& options, std::string* note = nullptr);
 
 // The precision a run of `model` on `backend` computes in, for the requested
-// one: auto resolves to fp32 (no model file records a validated precision
-// yet); bf16 and fp16 where the backend has conv2d in that dtype
-// (Backend::supports). Throws imr::Error for one it cannot run (today every
-// one but fp32: the tensor-core kernels are not built yet, and TF32 compute
-// has no switch), never falling back silently.
+// one: auto resolves to the first of the model file's validated_precisions
+// the backend has conv2d kernels in, else fp32 (always on the CPU); bf16 and
+// fp16 where the backend has conv2d in that dtype (Backend::supports: the
+// tensor cores of sm_80 and later). Throws imr::Error for one it cannot run
+// (bf16, fp16 on the CPU; tf32, which has no kernels yet), never falling
+// back silently.
 Precision resolve_precision(Precision requested, const ModelFile& model, const Backend& backend);
 
 }  // namespace imr

@@ -505,12 +505,19 @@ protected:
         for (const std::string& way : ways(op, true)) {
             SCOPED_TRACE("kernel: " + (way.empty() ? std::string("the planner's pick") : way));
             select(op, way);
-            const std::unique_ptr<imr::PreparedWeights> prepared = way == kPrepared ? be.prepare(a) : nullptr;
-            if (way == kPrepared && !prepared) continue;  // nothing to prepare on this backend
             GuardedOutput out(be, a.out_shape(), out_type);
             Args run = a;
-            run.output = out.tensor(), run.prepared = prepared.get();
+            run.output = out.tensor();
+            std::unique_ptr<imr::PreparedWeights> prepared;
             try {
+                // Prepared for the types it runs in (a half-precision conv2d
+                // packs its weights for its dtype; NotApplicable where no
+                // kernel takes the types and shape).
+                if (way == kPrepared) {
+                    prepared = be.prepare(run);
+                    if (!prepared) continue;  // nothing to prepare on this backend
+                }
+                run.prepared = prepared.get();
                 call(run);
             } catch (const imr::NotApplicable&) {
                 ++not_applicable[way];
@@ -625,7 +632,20 @@ void OpsTest::run_cases(const std::vector<ConvCase>& cases) {
     std::map<std::string, double> worst_by_way;  // per kernel variant: Winograd's error differs from direct's
     int skipped = 0;
     std::map<std::string, int> ran, not_applicable;
-    for (const TensorType& type : types(Op::Conv2d)) {
+    // Every supported type in and out, and the network's ends where a half
+    // type is supported: f32 NCHW in (the batch) -> half out, half in -> f32
+    // NCHW out (with an f32 residual: the model input).
+    std::vector<std::pair<TensorType, TensorType>> type_pairs;
+    const TensorType f32{};
+    for (const TensorType& type : types(Op::Conv2d)) type_pairs.push_back({type, type});
+    for (const TensorType& type : types(Op::Conv2d))
+        if (type.dtype != DType::F32 && be.supports(Op::Conv2d, DType::F32, Layout::NCHW))
+            type_pairs.push_back({f32, type}), type_pairs.push_back({type, f32});
+    for (const auto& [in_type, type] : type_pairs) {
+        // The half type the kernel computes in (that of its input or output):
+        // an f32 input is drawn as values of that type, so the kernel's own
+        // rounding of it is exact and the bound stays that of the output.
+        const DType compute = in_type.dtype != DType::F32 ? in_type.dtype : type.dtype;
         for (const ConvCase& k : cases) {
             if (!runs(k.gpu_only)) {
                 ++skipped;
@@ -634,13 +654,20 @@ void OpsTest::run_cases(const std::vector<ConvCase>& cases) {
             const bool sampled = k.macs() > kFullReferenceMacs;
             const uint64_t seed = draw_seed();
             std::ostringstream trace;
-            trace << k << " in " << type_name(type) << " on " << be.name() << ", seed " << seed
-                  << (sampled ? ", float64 on sampled elements" : "");
+            trace << k << " in " << type_name(in_type);
+            if (in_type != type) trace << " -> " << type_name(type);
+            trace << " on " << be.name() << ", seed " << seed << (sampled ? ", float64 on sampled elements" : "");
             SCOPED_TRACE(trace.str());
 
             std::mt19937_64 rng(seed);
             const Shape in{k.n, k.cin, k.h, k.w};
-            const HostTensor x = host_tensor(normal(rng, in.count()), in, type);
+            std::vector<float> x_values = normal(rng, in.count());
+            if (compute != DType::F32) {
+                const HostTensor rounded =
+                    host_tensor(x_values, {1, 1, 1, int(x_values.size())}, {compute, Layout::NCHW});
+                for (size_t i = 0; i < x_values.size(); ++i) x_values[i] = imr::load_float(rounded.view, i);
+            }
+            const HostTensor x = host_tensor(x_values, in, in_type);
             const std::vector<float> w = normal(rng, size_t(k.cout) * k.cin * k.k * k.k);
             const std::vector<float> bias = k.bias ? normal(rng, size_t(k.cout)) : std::vector<float>();
 

@@ -242,6 +242,8 @@ def write_model(path, name, task, description, provenance, channels, stages, lic
     for key, value in (extra_attrs or {}).items():
         if key in reserved or not isinstance(value, (str, int)) or isinstance(value, bool):
             raise ModelError(f"{path}: extra attribute {key!r} must be a new name with a str or int value")
+        if key == "validated_precisions":
+            parse_validated_precisions(path, value)
     # No modification times in object headers, so the same model gives the
     # same bytes (reproducible builds, no churn in git).
     fcpl = h5py.h5p.create(h5py.h5p.FILE_CREATE)
@@ -317,10 +319,31 @@ def _int_attr(path, attrs, key, default=None):
     return v
 
 
+HALF_PRECISIONS = ("fp16", "bf16")
+
+
+def parse_validated_precisions(path, value):
+    """The root attribute validated_precisions ("fp16", "bf16,fp16": the half
+    precisions `imrestore model NAME --validate-precision` measured within the
+    bound of fp32, fastest first) as a list; ModelError for anything else
+    (empty, spaces, unknown names, one listed twice), as the C++ loader."""
+    if not isinstance(value, str) or not value:
+        raise ModelError(f"{path}: attribute 'validated_precisions' must be a non-empty string")
+    items = value.split(",")
+    for item in items:
+        if item not in HALF_PRECISIONS:
+            raise ModelError(f"{path}: attribute 'validated_precisions': expected a comma-separated list of "
+                             f"fp16 and bf16, found {value!r}")
+    if len(set(items)) != len(items):
+        raise ModelError(f"{path}: attribute 'validated_precisions': a precision is listed twice in {value!r}")
+    return items
+
+
 def read_model(path):
     """Reads and validates a model file; returns a dict with the root
     attributes (name, task, description, provenance, channels, license,
-    format_version), "stages" (list of dicts as write_model takes) and
+    format_version, validated_precisions (a list, empty when none),
+    precision_validation), "stages" (list of dicts as write_model takes) and
     "receptive_field". Raises ModelError for files the loaders refuse."""
     with h5py.File(path, "r") as f:
         fmt = _str_attr(path, f.attrs, "format")
@@ -333,6 +356,9 @@ def read_model(path):
         for key in ("name", "task", "description", "provenance"):
             model[key] = _str_attr(path, f.attrs, key)
         model["license"] = _str_attr(path, f.attrs, "license", required=False)
+        vp = _str_attr(path, f.attrs, "validated_precisions", required=False)
+        model["validated_precisions"] = parse_validated_precisions(path, vp) if vp is not None else []
+        model["precision_validation"] = _str_attr(path, f.attrs, "precision_validation", required=False)
         model["channels"] = _int_attr(path, f.attrs, "channels")
         if "stages" not in f or not isinstance(f["stages"], h5py.Group):
             raise ModelError(f"{path}: missing group 'stages'")

@@ -21,6 +21,8 @@ Activation parse_activation(const std::string& s, const std::string& at) {
 
 class PreparedConv2d : public PreparedStage {
 public:
+    // Throws imr::NotApplicable when the backend has no kernel for this shape
+    // in `type` (Conv2dStage::prepare then takes f32).
     PreparedConv2d(const Conv2dStage& s, Backend& backend, TensorType type)
         : type_(type),
           base_(s.args(Tensor{nullptr, {1, s.in_channels, 1, 1}, type.dtype, type.layout})),
@@ -29,10 +31,17 @@ public:
           bias_(upload(backend, s.bias)) {
         base_.weight = weight_.tensor({s.out_channels, s.in_channels, s.kernel, s.kernel});
         if (!s.bias.empty()) base_.bias = bias_.tensor({1, s.out_channels, 1, 1});
+        base_.output = Tensor{nullptr, {1, s.out_channels, 1, 1}, type.dtype, type.layout};
         packed_ = backend.prepare(base_);
         base_.prepared = packed_.get();
+        const TensorType f32{};
+        if (type != f32) {  // does a kernel take the f32 NCHW batch in, or write it out?
+            reads_f32_ = takes(backend, f32, type), writes_f32_ = takes(backend, type, f32);
+        }
     }
     TensorType type() const override { return type_; }
+    bool reads_f32() const override { return reads_f32_; }
+    bool writes_f32() const override { return writes_f32_; }
     void run(Backend& backend, const Tensor& input, const Tensor& output, const Tensor& model_input) override {
         Conv2dArgs a = base_;
         a.input = input, a.output = output;
@@ -41,7 +50,23 @@ public:
     }
 
 private:
+    // Whether the backend has a kernel for this layer from `in` to `out` (its
+    // prepare says NotApplicable where not; the weights it packs are those of
+    // the same compute type, so the first packing serves every pair).
+    bool takes(Backend& backend, TensorType in, TensorType out) const {
+        Conv2dArgs a = base_;
+        a.input.dtype = in.dtype, a.input.layout = in.layout;
+        a.output.dtype = out.dtype, a.output.layout = out.layout;
+        a.prepared = nullptr;
+        try {
+            backend.prepare(a);
+            return true;
+        } catch (const NotApplicable&) {
+            return false;
+        }
+    }
     TensorType type_;
+    bool reads_f32_ = false, writes_f32_ = false;
     Conv2dArgs base_;
     bool add_model_input_;
     DeviceBuffer weight_, bias_;
@@ -129,7 +154,15 @@ std::vector<double> Conv2dStage::reference(const ReferenceIO& io) const {
 
 std::unique_ptr<PreparedStage> Conv2dStage::prepare(Backend& backend, Precision precision) const {
     require(backend, Op::Conv2d);
-    return std::make_unique<PreparedConv2d>(*this, backend, activation_type(backend, Op::Conv2d, precision));
+    const TensorType type = activation_type(backend, Op::Conv2d, precision);
+    if (type != TensorType{}) {
+        try {
+            return std::make_unique<PreparedConv2d>(*this, backend, type);
+        } catch (const NotApplicable&) {
+            // No half-precision kernel for this shape (a 5x5 on tensor cores): f32.
+        }
+    }
+    return std::make_unique<PreparedConv2d>(*this, backend, TensorType{});
 }
 
 }  // namespace imr

@@ -84,9 +84,16 @@ struct Geometry {
 class PreparedStage {
 public:
     virtual ~PreparedStage() = default;
-    // The type of its input, its output and the model input it adds (the
-    // runner converts to and from it where the stage before or after differs).
+    // The type it computes in: of its input, its output and the model input
+    // it adds (the runner converts to and from it where the stage before or
+    // after differs), except where the two below allow f32 NCHW.
     virtual TensorType type() const = 0;
+    // Where type() is not f32 NCHW: whether the stage also reads its input in
+    // f32 NCHW directly (a first tensor-core convolution reads the batch),
+    // and whether it also writes its output, and adds the model input, in
+    // f32 NCHW (a last one), so that the runner needs no convert pass there.
+    virtual bool reads_f32() const { return false; }
+    virtual bool writes_f32() const { return false; }
     // input: [n, channels_in, h, w] at this stage's scale, in backend memory;
     // output: the stage's output shape; model_input: the image the model was
     // given (backend memory, same scale as the model's output), used by

@@ -141,10 +141,11 @@ struct Written {
 
 // What a compute lane's thread reports for one batch.
 struct BatchResult {
-    HostBuffer output;  // the model's output planes (pooled: may be larger than the batch)
-    std::string error;  // empty: output holds the batch
-    StageTimer timer;   // upload, stages, download of the real run
-    StageTimer bench;   // the --bench repeats
+    HostBuffer output;        // the model's output planes (pooled: may be larger than the batch)
+    std::string error;        // empty: output holds the batch
+    StageTimer timer;         // upload, stages, download of the real run
+    StageTimer bench;         // the --bench repeats
+    bool fp32_rerun = false;  // the half-precision output was not finite: run again in fp32 (ModelRunner)
 };
 
 struct Computing {
@@ -367,7 +368,9 @@ private:
     BatchResult compute(ModelRunner& runner, Shape shape, HostBuffer input, HostBuffer output) {
         BatchResult r;
         try {
+            const size_t reruns = runner.fp32_reruns();
             runner.run(input.tensor(shape), output.tensor(shape), &r.timer);
+            r.fp32_rerun = runner.fp32_reruns() != reruns;
             // --bench: the run above was the warm-up; rows per batch shape, since
             // min/median over different sizes would mean nothing.
             double mp = double(shape.n) * shape.h * shape.w / 1e6;
@@ -417,6 +420,11 @@ private:
         size_t offset = 0;
         for (Pending& p : batch) {
             const size_t n = p.floats;
+            if (r.fp32_rerun) {
+                report_.files[p.job].fp32_rerun = true;
+                p.warnings.push_back(jobs_[p.job].input + ": the " + precision_name(runner_.precision()) +
+                                     " result was not finite (half-precision overflow); computed again in fp32");
+            }
             HostBuffer planes;
             if (batch.size() == 1) {
                 planes = std::move(r.output);

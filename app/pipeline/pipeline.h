@@ -37,6 +37,9 @@ struct FileResult {
     std::string message;                // why it failed or was skipped
     std::vector<std::string> warnings;  // metadata dropped on reading or writing ("FILE: ICC profile dropped: why")
     int width = 0, height = 0, channels = 0, bit_depth = 0;
+    // Its batch's half-precision output was not finite (fp16 overflow) and
+    // the batch was run again in fp32 (also a warning).
+    bool fp32_rerun = false;
 };
 
 struct PipelineReport {

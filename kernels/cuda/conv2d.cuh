@@ -20,6 +20,7 @@ namespace imr::cuda {
 struct GpuInfo {
     int sm_count = 0;
     int arch = 0;
+    int smem_optin = 0;  // shared memory a block may opt in to (bytes; the tensor-core kernels size chunks by it)
 };
 
 // The variant a shape runs on and the split of the reduction over 1 or 2 blocks.
@@ -29,14 +30,23 @@ struct Conv2dPlan {
     int split_k = 1;             // 2: two blocks share one output tile, adding with atomics into a zeroed output
 };
 
-// A conv2d's weights prepared for the CUDA kernels: for 3x3 layers, their
-// Winograd transform (device memory, owned). Other layers need nothing.
+// A conv2d's weights prepared for the CUDA kernels (device memory, owned):
+// for fp32 3x3 layers the planner sends to Winograd, their Winograd
+// transform; for a layer with a half-precision input or output, the weights
+// packed for the tensor-core kernels in that type (tc_conv_prepare_weights).
+// Other layers need nothing.
 struct Conv2dPrepared : PreparedWeights {
-    int cout = 0, cin = 0;
+    int cout = 0, cin = 0, kernel = 0;
     float* winograd_u = nullptr;
+    DType tc_dtype = DType::F32;  // F16 or BF16 when tc_weights is set
+    void* tc_weights = nullptr;
     ~Conv2dPrepared() override;
 };
-// Null for layers with nothing to prepare; queues the transform on `stream`.
+// The half type a conv2d computes in on tensor cores (its input's or its
+// output's: a first layer reads f32 and writes half, a last one the reverse);
+// F32 when both are f32 (the CUDA-core kernels).
+DType conv2d_compute_dtype(const Conv2dArgs& a);
+// Null for layers with nothing to prepare; queues the transform or packing on `stream`.
 std::unique_ptr<PreparedWeights> prepare_conv2d(const Conv2dArgs& a, cudaStream_t stream);
 
 // The names of the variants a GPU of compute capability `arch` can run, in

@@ -968,7 +968,8 @@ struct DeviceInfo {
     int sms = 0;
     int smem_optin = 0;
 };
-DeviceInfo device_info() {
+DeviceInfo device_info(const TcConvParams& a) {
+    if (a.sm_count > 0 && a.smem_optin > 0) return {a.sm_count, a.smem_optin};
     int dev = 0;
     check_cuda(cudaGetDevice(&dev), "cudaGetDevice");
     DeviceInfo d;
@@ -1011,8 +1012,8 @@ void set_tiles(KernelParams& p, int th, int tw) {
 // kernel's shared-memory limit is raised only, under a lock: two streams
 // must not lower each other's limit.
 template <void (*Kernel)(KernelParams)>
-void launch_persistent(const KernelParams& p, int threads, size_t smem, int ny, cudaStream_t stream) {
-    const DeviceInfo dev = device_info();
+void launch_persistent(const KernelParams& p, const DeviceInfo& dev, int threads, size_t smem, int ny,
+                       cudaStream_t stream) {
     if (smem > size_t(dev.smem_optin)) bad("configuration needs more shared memory than a block may have");
     {
         static std::mutex m;
@@ -1035,6 +1036,7 @@ void launch_persistent(const KernelParams& p, int threads, size_t smem, int ny, 
 template <class Cfg, class T>
 void launch(const TcConvParams& a, cudaStream_t stream) {
     KernelParams p = base_params(a);
+    const DeviceInfo dev = device_info(a);
     set_tiles(p, Cfg::TH, Cfg::TW);
     const int ny = (p.cout8 + Cfg::BN - 1) / Cfg::BN;
     if constexpr (Cfg::KS == 3) {
@@ -1042,13 +1044,13 @@ void launch(const TcConvParams& a, cudaStream_t stream) {
             p.ck = p.cin16, p.nchunks = 1, p.resident = 1;
             const size_t smem = (size_t(Cfg::BN + Cfg::BM) * kFoldStride + size_t(Cfg::BM) * kFoldOutStride<Cfg>)*2 +
                                 size_t(Cfg::STAGES) * p.cin * Cfg::HP * 4;
-            launch_persistent<conv2d_tc_fold_kernel<Cfg, T>>(p, Cfg::THREADS, smem, ny, stream);
+            launch_persistent<conv2d_tc_fold_kernel<Cfg, T>>(p, dev, Cfg::THREADS, smem, ny, stream);
             return;
         }
     }
     // Chunking: all of Cin with resident weights when it fits, else the
     // widest chunk of 64, 32 or 16 channels whose STAGES stages fit.
-    const size_t optin = size_t(device_info().smem_optin);
+    const size_t optin = size_t(dev.smem_optin);
     size_t smem = 0;
     if (smem_bytes<Cfg>(p.cin16, true) <= optin) {
         p.ck = p.cin16, p.resident = 1, smem = smem_bytes<Cfg>(p.ck, true);
@@ -1065,7 +1067,7 @@ void launch(const TcConvParams& a, cudaStream_t stream) {
     p.nchunks = (p.cin16 + p.ck - 1) / p.ck;
     if (p.in_nchw && p.nchunks != 1) bad("fp32 NCHW input takes at most " + std::to_string(p.ck) + " channels here");
     p.as = p.ck + 8, p.ws = Cfg::KS * Cfg::KS * p.ck + 8;
-    launch_persistent<conv2d_tc_kernel<Cfg, T>>(p, Cfg::THREADS, smem, ny, stream);
+    launch_persistent<conv2d_tc_kernel<Cfg, T>>(p, dev, Cfg::THREADS, smem, ny, stream);
 }
 
 // The narrow-output kernel (TapsCfg): chunks of up to 64 input channels,
@@ -1081,8 +1083,8 @@ void launch_taps(const TcConvParams& a, cudaStream_t stream) {
     p.as = p.ck + 8, p.ws = p.cin16 + 8;
     const size_t smem = size_t(TapsCfg::NT) * 8 * p.ws * 2 + size_t(TapsCfg::NCOL) * TapsCfg::PS * 4 +
                         size_t(TapsCfg::STAGES) * TapsCfg::HP * p.as * 2;
-    launch_persistent<conv2d_tc_taps_kernel<T>>(p, TapsCfg::THREADS, smem, (p.cout + TapsCfg::G - 1) / TapsCfg::G,
-                                                stream);
+    launch_persistent<conv2d_tc_taps_kernel<T>>(p, device_info(a), TapsCfg::THREADS, smem,
+                                                (p.cout + TapsCfg::G - 1) / TapsCfg::G, stream);
 }
 
 // The configuration table: tc_conv2d picks a row by kernel size and Cout

@@ -53,6 +53,10 @@ struct TcConvParams {
     bool relu = false;                   // max(0, .) after the bias
     const void* residual = nullptr;      // optional, output-shaped, added after the activation
     const char* force_config = nullptr;  // tests and benchmarks: a configuration by name (null: picked by shape)
+    // The current device's multiprocessors and opt-in shared memory per block
+    // (cudaDevAttrMultiProcessorCount, ...MaxSharedMemoryPerBlockOptin): a
+    // backend passes the values it queried once; 0 queries them per call.
+    int sm_count = 0, smem_optin = 0;
     int out_h() const { return h + pad_before + pad_after - kernel + 1; }
     int out_w() const { return w + pad_before + pad_after - kernel + 1; }
 };

@@ -76,6 +76,7 @@ CudaBackend::CudaBackend(int device) : device_(device) {
     check_cuda(cudaGetDeviceProperties(&prop, device), ctx, "cudaGetDeviceProperties");
     sm_count_ = prop.multiProcessorCount;
     arch_ = prop.major * 10 + prop.minor;
+    smem_optin_ = int(prop.sharedMemPerBlockOptin);
     char mem[32];
     std::snprintf(mem, sizeof mem, "%.1f GiB", double(prop.totalGlobalMem) / double(1ull << 30));
     description_ = std::string(prop.name) + ", " + mem;

@@ -112,11 +112,15 @@ public:
     }
 
     // conv2d and residual_block in f32 NCHW (the fp32 kernels; the residual
-    // block, a benchmark anchor, stays fp32); pixel_shuffle, pure data
-    // movement, in every dtype, NCHW; convert between every dtype and layout.
+    // block, a benchmark anchor, stays fp32); conv2d also in f16 and bf16
+    // NHWC8 on sm_80 and later (the tensor-core kernels, which may read the
+    // f32 NCHW batch as a first layer and write f32 NCHW as a last);
+    // pixel_shuffle, pure data movement, in every dtype, NCHW; convert
+    // between every dtype and layout.
     bool supports(Op op, DType dtype, Layout layout) const override {
         if (op == Op::Convert) return true;
         if (op == Op::PixelShuffle) return layout == Layout::NCHW;
+        if (op == Op::Conv2d && dtype != DType::F32) return arch_ >= 80 && layout == Layout::NHWC8;
         return dtype == DType::F32 && layout == Layout::NCHW;
     }
     // The ops, each defined in its own file (see the top of this header).
@@ -142,7 +146,8 @@ private:
     std::vector<Spare> spare_;                  // released page-locked buffers, oldest first
     size_t spare_bytes_ = 0;
     int sm_count_ = 0;
-    int arch_ = 0;  // compute capability, major * 10 + minor
+    int arch_ = 0;        // compute capability, major * 10 + minor
+    int smem_optin_ = 0;  // shared memory per block with opt-in (bytes), queried once
     std::string description_;
     cudaStream_t stream_ = nullptr;
 };

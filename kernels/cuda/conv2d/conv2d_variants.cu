@@ -41,6 +41,7 @@
 #include <string>
 
 #include "conv2d_kernels.cuh"
+#include "cuda/conv2d_tensor_core.cuh"
 #include "cuda/cuda_backend.cuh"
 
 namespace imr::cuda {
@@ -97,6 +98,11 @@ struct Conv2dVariant {
     // The row the planner takes instead when this one's tiles cannot fill the
     // GPU (fewer tiles than SMs); null: none smaller.
     const char* smaller;
+    // Tensor-core rows (dtype F16 or BF16, launch null): the configuration of
+    // kernels/cuda/conv2d_tensor_core.cu they run (its name there), which
+    // tc_conv2d is made to take (force_config), so each row runs exactly its
+    // configuration. Null for the fp32 rows.
+    const char* tc_config = nullptr;
 };
 
 static_assert(multistage_smem_bytes(128, 128, MS_BK, MS_STAGES) <= 52 * 1024, "3 x 16 x 264 floats = 51 KB");
@@ -106,6 +112,13 @@ static_assert(direct_smem_bytes(DT_MAX_K, 16) <= 72 * 1024, "K = 7, 16 channels:
 
 constexpr DType F32 = DType::F32;
 constexpr int SM80 = 80;
+// A tensor-core configuration in f16 and in bf16: two rows, named after it
+// and their dtype. They take any Cout (more channel tiles beyond the
+// configuration's width) of their kernel size K (max_kernel -K).
+#define IMR_TENSOR_CORE_ROWS(CONFIG, K)                                                                 \
+    {"tensor_core_" CONFIG "_f16", DType::F16, SM80, 0, 0, 0, 0, -(K), 1, nullptr, nullptr, CONFIG}, {  \
+        "tensor_core_" CONFIG "_bf16", DType::BF16, SM80, 0, 0, 0, 0, -(K), 1, nullptr, nullptr, CONFIG \
+    }
 constexpr Conv2dVariant kConv2dVariants[] = {
     // Cout > 64: 8 x 8 outputs per thread (FG 2 x FR 4 rows), 4 LDS.128 per 64 FFMA.
     {"igemm_multistage_128x128", F32, SM80, 128, 128, MS_BK, 0, 0, MS_MIN_BLOCKS,
@@ -125,7 +138,23 @@ constexpr Conv2dVariant kConv2dVariants[] = {
     // 3x3 with 16 < Cout <= 48 and Cin >= 8 (the default denoise's 48 -> 48):
     // Winograd F(2x2, 3x3), 16/36 of the multiplies, 48 output channels per block.
     {"winograd_2x2_3x3_48", F32, SM80, 0, 0, 0, 0, -3, 1, launch_winograd, nullptr},
+    // Tensor cores (mma.sync, fp32 accumulation; conv2d_tensor_core.cu's
+    // table, which says what each configuration is for; tc_conv2d picks one
+    // by kernel size and Cout). The first six rows of each kernel size are
+    // what it picks, the others are alternatives for tests and benchmarks.
+    IMR_TENSOR_CORE_ROWS("k3_14x14_taps_n3", 3),
+    IMR_TENSOR_CORE_ROWS("k3_16x16_n8", 3),
+    IMR_TENSOR_CORE_ROWS("k3_16x16_n16", 3),
+    IMR_TENSOR_CORE_ROWS("k3_16x16_n32", 3),
+    IMR_TENSOR_CORE_ROWS("k3_16x16_n48", 3),
+    IMR_TENSOR_CORE_ROWS("k3_16x16_n64", 3),
+    IMR_TENSOR_CORE_ROWS("k3_16x16_n128", 3),
+    IMR_TENSOR_CORE_ROWS("k3_16x32_n48_wide_warps", 3),
+    IMR_TENSOR_CORE_ROWS("k3_16x16_n8_w4", 3),
+    IMR_TENSOR_CORE_ROWS("k1_16x32_n64", 1),
+    IMR_TENSOR_CORE_ROWS("k1_16x16_n128", 1),
 };
+#undef IMR_TENSOR_CORE_ROWS
 constexpr int kVariantCount = int(sizeof(kConv2dVariants) / sizeof(kConv2dVariants[0]));
 
 constexpr bool same_name(const char* a, const char* b) {
@@ -161,9 +190,29 @@ static_assert(V_DIRECT4 >= 0 && V_DIRECT16 >= 0 && V_WINOGRAD >= 0 && V_128x128 
 // 65535); 0 for the igemm kernels, which tile pixels along grid.x.
 int grid_rows(const Conv2dVariant& v, const Conv2dArgs& a);
 
+// The most channels an f32 NCHW input of a tensor-core row may have: one
+// chunk of every configuration holds 16 (conv2d_tensor_core.cuh), which is
+// what a first layer reading the RGB(A) batch needs.
+constexpr int kTcMaxF32InputChannels = 16;
+constexpr int kTcMaxChannels = 1024;  // tc_conv2d's limit on Cin and Cout
+
+// A tensor-core row runs its dtype: half NHWC8 in and out, or the f32 NCHW
+// batch in (few channels) and/or f32 NCHW out, with its kernel size.
+bool tensor_core_applies(const Conv2dVariant& v, const Conv2dArgs& a) {
+    const DType d = conv2d_compute_dtype(a);
+    if (d != v.dtype || a.kernel != -v.max_kernel) return false;
+    const TensorType half{d, Layout::NHWC8}, f32{};
+    const bool input_ok =
+        a.input.type() == half || (a.input.type() == f32 && a.input.shape.c <= kTcMaxF32InputChannels);
+    const bool output_ok = a.output.type() == half || a.output.type() == f32;
+    return input_ok && output_ok && a.input.shape.c <= kTcMaxChannels && a.out_channels <= kTcMaxChannels;
+}
+
 bool applies(const Conv2dVariant& v, const Conv2dArgs& a, const GpuInfo& gpu) {
     if (gpu.arch < v.min_arch) return false;
-    if (a.input.dtype != v.dtype || a.output.dtype != v.dtype) return false;
+    if (v.tc_config) return tensor_core_applies(v, a);
+    const TensorType f32{};
+    if (a.input.type() != f32 || a.output.type() != f32) return false;
     if (grid_rows(v, a) > 65535) return false;
     const bool kernel_ok =
         v.max_kernel >= 0 ? (v.max_kernel == 0 || a.kernel <= v.max_kernel) : a.kernel == -v.max_kernel;
@@ -171,6 +220,7 @@ bool applies(const Conv2dVariant& v, const Conv2dArgs& a, const GpuInfo& gpu) {
 }
 
 int grid_rows(const Conv2dVariant& v, const Conv2dArgs& a) {
+    if (v.tc_config) return 0;  // persistent blocks
     const long long ho = a.out_shape().h;
     if (v.launch == launch_winograd) return int(std::min<long long>((ho + WG_TH - 1) / WG_TH, INT_MAX));
     if (v.bm == 0) return int(std::min<long long>((ho + DT_TY - 1) / DT_TY, INT_MAX));
@@ -181,7 +231,97 @@ long long tile_count(const Conv2dVariant& v, long long m, long long n) {
     return ((n + v.bn - 1) / v.bn) * ((m + v.bm - 1) / v.bm);
 }
 
+tc::TcPad tc_pad(const Conv2dArgs& a) {
+    switch (a.pad_mode) {
+        case PadMode::Zero:
+            return tc::TcPad::Zero;
+        case PadMode::Reflect:
+            return tc::TcPad::Reflect;
+        case PadMode::Replicate:
+            return tc::TcPad::Replicate;
+    }
+    unknown_pad_mode(a);
+}
+
+// The tensor-core parameters of `a` (tensors, shape, epilogue) on `gpu`;
+// weights and configuration are the caller's.
+tc::TcConvParams tc_params(const Conv2dArgs& a, const GpuInfo& gpu) {
+    tc::TcConvParams p;
+    p.n = a.input.shape.n, p.h = a.input.shape.h, p.w = a.input.shape.w;
+    p.in_channels = a.input.shape.c, p.out_channels = a.out_channels, p.kernel = a.kernel;
+    p.pad_before = a.pad_before, p.pad_after = a.pad_after, p.pad = tc_pad(a);
+    p.dtype = conv2d_compute_dtype(a) == DType::BF16 ? tc::TcDType::BF16 : tc::TcDType::F16;
+    p.input_layout = a.input.dtype == DType::F32 ? tc::TcLayout::NchwF32 : tc::TcLayout::NhwcHalf;
+    p.output_layout = a.output.dtype == DType::F32 ? tc::TcLayout::NchwF32 : tc::TcLayout::NhwcHalf;
+    p.input = a.input.data, p.output = a.output.data, p.residual = a.residual.data;
+    p.bias = a.bias.as<const float>(), p.relu = a.activation == Activation::ReLU;
+    p.sm_count = gpu.sm_count, p.smem_optin = gpu.smem_optin;
+    return p;
+}
+
+// The tensor-core row for tc_conv2d's own pick of configuration.
+int tensor_core_row(const Conv2dArgs& a, const GpuInfo& gpu) {
+    const DType d = conv2d_compute_dtype(a);
+    const char* config = nullptr;
+    try {
+        config = tc::tc_conv2d_config_name(tc_params(a, gpu));
+    } catch (const std::exception& e) {
+        throw NotApplicable(context(a) + ": " + e.what());
+    }
+    for (int i = 0; i < kVariantCount; ++i)
+        if (kConv2dVariants[i].tc_config && kConv2dVariants[i].dtype == d &&
+            same_name(kConv2dVariants[i].tc_config, config))
+            return i;
+    throw Error(context(a) + ": the tensor-core configuration " + config + " has no row in the variant table");
+}
+
+// The weights packed for a tensor-core kernel, freed (stream-ordered) however
+// the call that packed them per call leaves.
+struct TcPackedTemp {
+    void* ptr = nullptr;
+    cudaStream_t stream;
+    ~TcPackedTemp() {
+        if (ptr) cudaFreeAsync(ptr, stream);
+    }
+};
+
+void run_tensor_core(const Conv2dArgs& a, const Conv2dVariant& var, const GpuInfo& gpu, cudaStream_t stream) {
+    tc::TcConvParams p = tc_params(a, gpu);
+    p.force_config = var.tc_config;  // the row's configuration, not tc's pick
+    TcPackedTemp temp{nullptr, stream};
+    const auto* prep = dynamic_cast<const Conv2dPrepared*>(a.prepared);
+    if (prep && prep->tc_weights && prep->tc_dtype == var.dtype) {
+        p.weights = prep->tc_weights;
+    } else {  // not prepared (or for the other type): packed for this call
+        const size_t bytes = tc::tc_conv_weights_bytes(a.out_channels, a.input.shape.c, a.kernel);
+        const cudaError_t err = cudaMallocAsync(&temp.ptr, bytes, stream);
+        if (err != cudaSuccess) {
+            cudaGetLastError();
+            temp.ptr = nullptr;
+            if (err == cudaErrorMemoryAllocation)
+                throw OutOfMemory(context(a) + ": " + std::to_string(bytes) + " bytes for the packed weights");
+            throw_cuda(context(a), "cudaMallocAsync(packed weights)", err);
+        }
+        try {
+            tc::tc_conv_prepare_weights(a.weight.as<const float>(), a.out_channels, a.input.shape.c, a.kernel, p.dtype,
+                                        temp.ptr, stream);
+        } catch (const std::exception& e) {
+            throw Error(context(a) + ": " + e.what());
+        }
+        p.weights = temp.ptr;
+    }
+    try {
+        tc::tc_conv2d(p, stream);
+    } catch (const std::exception& e) {
+        throw Error(context(a) + " on " + var.name + ": " + e.what());
+    }
+}
+
 }  // namespace
+
+DType conv2d_compute_dtype(const Conv2dArgs& a) {
+    return a.input.dtype != DType::F32 ? a.input.dtype : a.output.dtype;
+}
 
 std::vector<std::string> conv2d_variants(int arch) {
     std::vector<std::string> names;
@@ -200,6 +340,11 @@ Conv2dPlan plan_conv2d(const Conv2dArgs& a, const GpuInfo& gpu, const std::strin
         if (v < 0) throw Error(context(a) + ": no conv2d variant '" + forced + "'");
         if (!applies(kConv2dVariants[v], a, gpu))
             throw NotApplicable(context(a) + ": variant " + forced + " cannot run this shape, type or GPU");
+    } else if (conv2d_compute_dtype(a) != DType::F32) {
+        v = tensor_core_row(a, gpu);
+        if (!applies(kConv2dVariants[v], a, gpu))
+            throw NotApplicable(context(a) + ": no tensor-core kernel takes " + a.input.type().str() + " -> " +
+                                a.output.type().str() + " with this shape on sm_" + std::to_string(gpu.arch));
     } else if (applies(kConv2dVariants[V_DIRECT4], a, gpu)) {
         v = V_DIRECT4;
     } else if (applies(kConv2dVariants[V_DIRECT16], a, gpu)) {
@@ -219,7 +364,7 @@ Conv2dPlan plan_conv2d(const Conv2dArgs& a, const GpuInfo& gpu, const std::strin
     }
     const Conv2dVariant& var = kConv2dVariants[v];
     Conv2dPlan plan{v, var.name, 1};
-    if (var.bm == 0) return plan;  // direct: no split
+    if (var.bm == 0) return plan;  // direct, Winograd, tensor cores: no split
     // Wave quantization: with 1.5 waves the last one runs half empty; two
     // half-length blocks per tile can fill it.
     const long long blocks = tile_count(var, m, n), slots = (long long)gpu.sm_count * var.min_blocks;
@@ -235,7 +380,7 @@ void conv2d(const Conv2dArgs& a, cudaStream_t stream, const GpuInfo& gpu, const 
     check_args(a);
     if (a.prepared) {
         const auto* prep = dynamic_cast<const Conv2dPrepared*>(a.prepared);
-        if (!prep || prep->cout != a.out_channels || prep->cin != a.input.shape.c || a.kernel != 3)
+        if (!prep || prep->cout != a.out_channels || prep->cin != a.input.shape.c || prep->kernel != a.kernel)
             throw Error(context(a) + ": its prepared weights were made for another shape or backend");
     }
     const Shape o = a.out_shape();
@@ -244,6 +389,7 @@ void conv2d(const Conv2dArgs& a, cudaStream_t stream, const GpuInfo& gpu, const 
         throw Error(context(a) + ": tensors of 2^31 or more elements are not supported on CUDA");
     const Conv2dPlan plan = plan_conv2d(a, gpu, forced);
     const Conv2dVariant& var = kConv2dVariants[plan.variant];
+    if (var.tc_config) return run_tensor_core(a, var, gpu, stream);
 
     ConvParams p{};
     p.in = a.input.as<const float>(), p.weight = a.weight.as<const float>(), p.bias = a.bias.as<const float>();
@@ -269,14 +415,42 @@ void conv2d(const Conv2dArgs& a, cudaStream_t stream, const GpuInfo& gpu, const 
 
 std::unique_ptr<PreparedWeights> CudaBackend::prepare(const Conv2dArgs& a) {
     use_device();
-    return prepare_conv2d(a, stream_);
+    const GpuInfo gpu{sm_count_, arch_, smem_optin_};
+    if (conv2d_compute_dtype(a) == DType::F32) return prepare_conv2d(a, stream_);
+    // A half-precision layer: only where a tensor-core row takes its types
+    // and kernel size (else NotApplicable: its layer computes in f32).
+    bool runs = false;
+    for (const Conv2dVariant& v : kConv2dVariants) runs = runs || (v.tc_config && applies(v, a, gpu));
+    if (!runs)
+        throw NotApplicable(context(a) + ": no tensor-core kernel takes " + a.input.type().str() + " -> " +
+                            a.output.type().str() + " with this kernel size and these channels on sm_" +
+                            std::to_string(arch_));
+    auto prep = std::make_unique<Conv2dPrepared>();
+    prep->cout = a.out_channels, prep->cin = a.input.shape.c, prep->kernel = a.kernel;
+    prep->tc_dtype = conv2d_compute_dtype(a);
+    const size_t bytes = tc::tc_conv_weights_bytes(a.out_channels, a.input.shape.c, a.kernel);
+    if (const cudaError_t err = cudaMalloc(&prep->tc_weights, bytes); err != cudaSuccess) {
+        cudaGetLastError();
+        prep->tc_weights = nullptr;
+        if (err == cudaErrorMemoryAllocation)
+            throw OutOfMemory(context(a) + ": cudaMalloc of " + std::to_string(bytes) + " bytes for packed weights");
+        throw_cuda(context(a), "cudaMalloc(packed weights)", err);
+    }
+    try {
+        tc::tc_conv_prepare_weights(a.weight.as<const float>(), a.out_channels, a.input.shape.c, a.kernel,
+                                    prep->tc_dtype == DType::BF16 ? tc::TcDType::BF16 : tc::TcDType::F16,
+                                    prep->tc_weights, stream_);
+    } catch (const std::exception& e) {
+        throw Error(context(a) + ": " + e.what());
+    }
+    return prep;
 }
 
 void CudaBackend::conv2d(const Conv2dArgs& a) {
     use_device();
     check_args(a);
     check_supported(*this, Op::Conv2d, {&a.input, &a.output, &a.residual});
-    cuda::conv2d(a, stream_, {sm_count_, arch_}, forced_variant_name(Op::Conv2d));
+    cuda::conv2d(a, stream_, {sm_count_, arch_, smem_optin_}, forced_variant_name(Op::Conv2d));
 }
 
 }  // namespace imr::cuda

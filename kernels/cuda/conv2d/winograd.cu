@@ -303,6 +303,7 @@ using namespace conv2d_detail;
 
 Conv2dPrepared::~Conv2dPrepared() {
     if (winograd_u) cudaFree(winograd_u);
+    if (tc_weights) cudaFree(tc_weights);
 }
 
 std::unique_ptr<PreparedWeights> prepare_conv2d(const Conv2dArgs& a, cudaStream_t stream) {
@@ -311,7 +312,7 @@ std::unique_ptr<PreparedWeights> prepare_conv2d(const Conv2dArgs& a, cudaStream_
     if (a.kernel != 3 || !a.weight || a.out_channels <= 16 || a.out_channels > WG_CO || a.input.shape.c < WG_CC)
         return nullptr;
     auto prep = std::make_unique<Conv2dPrepared>();
-    prep->cout = a.out_channels, prep->cin = a.input.shape.c;
+    prep->cout = a.out_channels, prep->cin = a.input.shape.c, prep->kernel = 3;
     const std::string ctx =
         "conv2d weights [" + std::to_string(a.out_channels) + "," + std::to_string(a.input.shape.c) + ",3,3]";
     const size_t bytes = winograd_u_floats(a.out_channels, a.input.shape.c) * sizeof(float);
