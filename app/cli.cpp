@@ -360,9 +360,10 @@ void setup(CLI::App& app, Options& o) {
     app.add_option("-d,--device", o.device, "auto (GPU if usable, else CPU), cpu, cuda or cuda:N")
         ->capture_default_str();
     app.add_option("--precision", o.precision,
-                   "What the convolutions compute in: fp32 (CUDA cores, CPU), tf32, bf16 or fp16 (tensor cores), "
-                   "or auto (the fastest the model file records as validated, else fp32). Only fp32 runs today: "
-                   "the tensor-core kernels are not built yet, and the others are refused")
+                   "What the convolutions compute in: fp32 (CUDA cores, CPU), bf16 or fp16 (GPU tensor cores, "
+                   "sm_80 and later; a batch whose half-precision output is not finite is computed again in fp32, "
+                   "with a warning), or auto (the fastest the model file records as validated, else fp32; fp32 "
+                   "on the CPU). tf32 has no kernels yet and is refused")
         ->check(CLI::IsMember({"fp32", "tf32", "bf16", "fp16", "auto"}))
         ->capture_default_str();
     app.add_option("-b,--batch", o.batch, "Images of the same size run together, up to this many")

@@ -146,6 +146,11 @@ void validate_model(const ModelFile& m, const std::string& where) {
     if (m.channels != 1 && m.channels != 3)
         throw Error(where + ": attribute 'channels' must be 1 (gray) or 3 (RGB), found " + std::to_string(m.channels));
     if (m.stages.empty()) throw Error(where + ": the model has no stages");
+    if (!m.validated_precisions.empty()) {  // what the writer joins must load back
+        std::string list;
+        for (const std::string& p : m.validated_precisions) list += (list.empty() ? "" : ",") + p;
+        parse_validated_precisions(list, where);
+    }
     int channels = m.channels, scale = 1;
     for (size_t i = 0; i < m.stages.size(); ++i) {
         const Stage& s = m.stages[i];

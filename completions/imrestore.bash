@@ -14,7 +14,7 @@ declare -gA _imrestore_valued=(
     [restore]='-o --output -m --model -d --device --precision -b --batch --format --suffix --codec --bit-depth --quality
         --png-compression -j --threads --tile --max-pixels --bench'
     [models]=''
-    [model]=''
+    [model]='--validate-precision --write -d --device'
     [degrade]='-o --output --blur --noise --jpeg --seed --format'
     [eval]='-m --model -d --device -j --threads --blur --noise --jpeg --seed --degraded --baselines'
 )
@@ -70,6 +70,7 @@ _imrestore_add_values() {
     local value=$3 name
     case $2 in
     -o | --output) _imrestore_add_files "$value" ;;
+    --write) _imrestore_add_files "$value" h5 ;;
     -m | --model)
         [[ $value == */* ]] || _imrestore_add_models "$1" "$value"
         _imrestore_add_files "$value" h5
@@ -85,7 +86,7 @@ _imrestore_add_values() {
     --precision) for name in fp32 tf32 bf16 fp16 auto; do [[ $name == "$value"* ]] && candidates+=("$name"); done ;;
     --codec) for name in auto opencv stb; do [[ $name == "$value"* ]] && candidates+=("$name"); done ;;
     --bit-depth) for name in 0 8 16; do [[ $name == "$value"* ]] && candidates+=("$name"); done ;;
-    --degraded)
+    --degraded | --validate-precision)
         local folder
         while IFS= read -r folder; do candidates+=("$folder"); done < <(compgen -d -- "$value")
         compopt -o filenames 2>/dev/null

@@ -681,6 +681,7 @@ void OpsTest::run_cases(const std::vector<ConvCase>& cases) {
             if (k.bias) a.bias = db.tensor({1, k.cout, 1, 1});
             a.activation = k.act;
             const Shape os = a.out_shape();
+            a.output = Tensor{nullptr, os, type.dtype, type.layout};  // its type: the reference checks the residual's
             const HostTensor res = k.residual ? host_tensor(normal(rng, os.count()), os, type) : HostTensor();
             DeviceBuffer dres = k.residual ? to_device(be, res) : DeviceBuffer();
             if (k.residual) a.residual = res.view, a.residual.data = dres.data();
