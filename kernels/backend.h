@@ -100,7 +100,10 @@ public:
 
     // Packs the weights (and biases) `a` points to for this backend's kernels;
     // null (the default, for every op) when it has nothing to prepare. Only
-    // the channel counts and kernel size of `a` matter, not its image. The
+    // the channel counts, kernel size and tensor types of `a` matter, not its
+    // image: it throws imr::NotApplicable when no kernel of the backend takes
+    // a's input and output types with these channels (the conv2d layer asks
+    // it which types it can run in: half, and f32 at the network's ends). The
     // result must outlive its calls, and the weights must not change while it
     // is used.
 #define IMR_BACKEND_PREPARE(Enum, name, Args) virtual std::unique_ptr<PreparedWeights> prepare(const Args& a);

@@ -996,6 +996,16 @@ public:
         ++converts;
         CpuBackend::convert(a);
     }
+    // Its conv2d takes one type in and out (no f32 batch into an f16 stage):
+    // NotApplicable for the others, as a backend's prepare says; the weights
+    // are the CPU's, packed as for f32.
+    using CpuBackend::prepare;
+    std::unique_ptr<PreparedWeights> prepare(const Conv2dArgs& a) override {
+        if (a.input.type() != a.output.type()) throw NotApplicable("f16 conv2d takes f16 in and out only");
+        Conv2dArgs f = a;
+        f.input.dtype = f.output.dtype = DType::F32;
+        return CpuBackend::prepare(f);
+    }
     void conv2d(const Conv2dArgs& a) override {
         check_args(a);
         check_supported(*this, Op::Conv2d, {&a.input, &a.output, &a.residual});

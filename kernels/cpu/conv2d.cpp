@@ -238,6 +238,10 @@ std::unique_ptr<PreparedWeights> CpuBackend::prepare(const Conv2dArgs& a) {
         throw Error("cpu: conv2d weights to prepare: null weight or non-positive sizes");
     if (a.weight.dtype != DType::F32 || (a.bias && a.bias.dtype != DType::F32))
         throw Error("cpu: conv2d weights to prepare: " + a.weight.str() + ", expected f32");
+    // The types of the activations it would run with (Backend::prepare): f32 NCHW only.
+    if (a.input.type() != TensorType{} || a.output.type() != TensorType{})
+        throw NotApplicable("cpu: conv2d computes in f32 NCHW only, not " + a.input.type().str() + " -> " +
+                            a.output.type().str());
     const float *weight = a.weight.as<const float>(), *bias = a.bias.as<const float>();
     if (a.kernel != 3) return std::make_unique<PackedConv>(pack_conv(weight, bias, a.out_channels, cin, a.kernel));
     // 3x3: packed for both kernels, so either variant can run with it.
