@@ -821,7 +821,7 @@ TEST(Cli, PrecisionIsReportedAndTheTensorCorePrecisionsAreRefused) {
     ASSERT_EQ(automatic.code, 0) << automatic.err;
     EXPECT_NE(automatic.out.find("timing (cpu, fp32, 1 images"), std::string::npos) << automatic.out;
     EXPECT_NE(automatic.err.find("precision fp32"), std::string::npos) << automatic.err;
-    EXPECT_EQ(slurp(dir / "fp32.png"), slurp(dir / "auto.png")) << "auto is fp32 today";
+    EXPECT_EQ(slurp(dir / "fp32.png"), slurp(dir / "auto.png")) << "auto is fp32 on the CPU";
     for (const char* p : {"tf32", "bf16", "fp16"}) {
         for (const char* device : {"cpu", "auto"}) {
             const bool tf32 = std::string(p) == "tf32";

@@ -330,7 +330,7 @@ int run_eval(const EvalOptions& o) {
     r.entries = list_clean(o);
     ModelFile model = load_model_file(resolve_model(o.model));
     std::string device_note;
-    RunnerOptions settings;  // the restore command's defaults (precision auto: fp32 today)
+    RunnerOptions settings;  // the restore command's defaults (precision auto: the model's validated one, or fp32)
     settings.device = o.device, settings.threads = o.threads;
     std::unique_ptr<Backend> backend = make_backend(settings, &device_note);
     if (!o.quiet) {

@@ -98,7 +98,8 @@ public:
     // output: the stage's output shape; model_input: the image the model was
     // given (backend memory, same scale as the model's output), used by
     // stages that add it. The tensors' types are the runner's choice within
-    // what the stage's ops support (today f32 NCHW throughout).
+    // what the stage's ops support: type(), or f32 NCHW where reads_f32() /
+    // writes_f32() allow it.
     virtual void run(Backend& backend, const Tensor& input, const Tensor& output, const Tensor& model_input) = 0;
 };
 
