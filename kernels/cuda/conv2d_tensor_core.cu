@@ -41,9 +41,11 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 #include "conv2d_tensor_core.cuh"
 
@@ -1009,24 +1011,35 @@ void set_tiles(KernelParams& p, int th, int tw) {
 
 // Launches Kernel persistent: as many blocks of `threads` as fit on the SMs
 // (at most one per tile), shared among ny channel groups (grid.y). The
-// kernel's shared-memory limit is raised only, under a lock: two streams
-// must not lower each other's limit.
+// kernel's shared-memory limit (a per-device setting) is raised only, under
+// a lock: two streams must not lower each other's limit. The blocks per SM
+// are asked of the driver once per device, block size and shared memory,
+// not per call.
 template <void (*Kernel)(KernelParams)>
 void launch_persistent(const KernelParams& p, const DeviceInfo& dev, int threads, size_t smem, int ny,
                        cudaStream_t stream) {
     if (smem > size_t(dev.smem_optin)) bad("configuration needs more shared memory than a block may have");
+    int device = 0;
+    check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+    int per_sm = 0;
     {
         static std::mutex m;
-        static size_t raised = 0;
+        static std::map<int, size_t> raised;                           // device -> limit set
+        static std::map<std::tuple<int, int, size_t>, int> occupancy;  // (device, threads, smem) -> blocks per SM
         std::lock_guard<std::mutex> lock(m);
-        if (smem > raised) {
+        if (smem > raised[device]) {
             check_cuda(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
                        "raise the shared-memory limit");
-            raised = smem;
+            raised[device] = smem;
+        }
+        const auto key = std::make_tuple(device, threads, smem);
+        if (const auto it = occupancy.find(key); it != occupancy.end()) {
+            per_sm = it->second;
+        } else {
+            check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, threads, smem), "occupancy");
+            occupancy[key] = per_sm;
         }
     }
-    int per_sm = 0;
-    check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, threads, smem), "occupancy");
     if (per_sm < 1) bad("configuration does not fit an SM");
     const int gx = int(std::min<size_t>(p.tiles, std::max(1, dev.sms * per_sm / ny)));
     Kernel<<<dim3(gx, ny), threads, smem, stream>>>(p);
