@@ -14,12 +14,12 @@
 #include <csignal>
 #include <cstdio>
 #include <iostream>
-#include <sstream>
 
 #include "eval/degrade_command.h"
 #include "eval/eval_command.h"
 #include "model_registry.h"
 #include "pipeline/pipeline.h"
+#include "report/json_document.h"
 #include "usage_error.h"
 #include "util/printable.h"
 
@@ -91,26 +91,31 @@ int run_models(bool json) {
         std::cerr << "imrestore: no bundled models found; searched:";
         for (const auto& d : model_search_dirs()) std::cerr << " " << printable(d);
         std::cerr << "\n";
-        if (json) std::cout << "{\n  \"imrestore\": \"" << IMRESTORE_VERSION << "\",\n  \"models\": []\n}\n";
+        if (json) {
+            Json doc = json_document();
+            doc["models"] = Json::array();
+            std::cout << json_text(doc);
+        }
         return kExitUsage;
     }
     if (json) {
-        std::cout << "{\n  \"imrestore\": \"" << IMRESTORE_VERSION << "\",\n  \"models\": [";
-        for (size_t i = 0; i < models.size(); ++i) {
-            const BundledModel& m = models[i];
-            std::cout << (i ? ",\n" : "\n") << "    {\"name\": \"" << json_escape(m.name) << "\", \"path\": \""
-                      << json_escape(m.path) << "\", \"default\": " << (m.name == kDefaultModel ? "true" : "false");
+        Json doc = json_document();
+        Json& list = doc["models"] = Json::array();
+        for (const BundledModel& m : models) {
+            Json entry = {{"name", m.name}, {"path", m.path}, {"default", m.name == kDefaultModel}};
             try {
                 const ModelFile f = load_model_file(m.path);
-                std::cout << ", \"task\": \"" << json_escape(f.task) << "\", \"parameters\": " << f.parameter_count()
-                          << ", \"flops_per_pixel\": " << f.flops_per_pixel()
-                          << ", \"receptive_field\": " << f.receptive_field() << ", \"description\": \""
-                          << json_escape(f.description) << "\"}";
+                entry["task"] = f.task;
+                entry["parameters"] = f.parameter_count();
+                entry["flops_per_pixel"] = f.flops_per_pixel();
+                entry["receptive_field"] = f.receptive_field();
+                entry["description"] = f.description;
             } catch (const Error& e) {
-                std::cout << ", \"error\": \"" << json_escape(e.what()) << "\"}";
+                entry["error"] = e.what();
             }
+            list.push_back(std::move(entry));
         }
-        std::cout << "\n  ]\n}\n";
+        std::cout << json_text(doc);
         return kExitOk;
     }
     std::printf("%-16s %-10s %10s  %s\n", "name", "task", "parameters", "description");
@@ -181,35 +186,34 @@ private:
 };
 
 std::string report_json(const Options& o, const ModelFile& model, const Backend& backend, const PipelineReport& r) {
-    std::ostringstream s;
-    s << "{\n  \"imrestore\": \"" << IMRESTORE_VERSION << "\",\n"
-      << "  \"model\": {\"name\": \"" << json_escape(model.name) << "\", \"path\": \"" << json_escape(model.path)
-      << "\"},\n"
-      << "  \"device\": {\"name\": \"" << json_escape(backend.name()) << "\", \"description\": \""
-      << json_escape(backend.description()) << "\"},\n"
-      << "  \"batch\": " << o.batch << ",\n  \"files\": [";
-    for (size_t i = 0; i < r.files.size(); ++i) {
-        const FileResult& f = r.files[i];
-        s << (i ? "," : "") << "\n    {\"input\": \"" << json_escape(f.input) << "\", \"output\": \""
-          << json_escape(f.output) << "\", \"status\": \"" << status_name(f.status) << "\", \"message\": \""
-          << json_escape(f.message) << "\", \"width\": " << f.width << ", \"height\": " << f.height
-          << ", \"channels\": " << f.channels << ", \"bit_depth\": " << f.bit_depth << ", \"warnings\": [";
-        for (size_t w = 0; w < f.warnings.size(); ++w)
-            s << (w ? ", " : "") << "\"" << json_escape(f.warnings[w]) << "\"";
-        s << "]}";
-    }
-    double seconds = r.wall_ms / 1e3;
-    s << "\n  ],\n  \"summary\": {\"restored\": " << r.count(FileResult::Status::Restored)
-      << ", \"skipped\": " << r.count(FileResult::Status::Skipped)
-      << ", \"failed\": " << r.count(FileResult::Status::Failed)
-      << ", \"not_run\": " << r.count(FileResult::Status::NotRun)
-      << ", \"interrupted\": " << (r.interrupted ? "true" : "false") << ", \"wall_ms\": " << r.wall_ms
-      << ", \"megapixels\": " << r.megapixels
-      << ", \"megapixels_per_s\": " << (seconds > 0 ? r.megapixels / seconds : 0)
-      << ", \"compute_lanes\": " << r.compute_lanes << "},\n  \"timing_ms\": " << r.timer.json();
-    if (!r.bench_timer.empty()) s << ",\n  \"bench_ms\": " << r.bench_timer.json();
-    s << "\n}\n";
-    return s.str();
+    Json doc = json_document();
+    doc["model"] = {{"name", model.name}, {"path", model.path}};
+    doc["device"] = {{"name", backend.name()}, {"description", backend.description()}};
+    doc["batch"] = o.batch;
+    Json& files = doc["files"] = Json::array();
+    for (const FileResult& f : r.files)
+        files.push_back({{"input", f.input},
+                         {"output", f.output},
+                         {"status", status_name(f.status)},
+                         {"message", f.message},
+                         {"width", f.width},
+                         {"height", f.height},
+                         {"channels", f.channels},
+                         {"bit_depth", f.bit_depth},
+                         {"warnings", f.warnings}});
+    const double seconds = r.wall_ms / 1e3;
+    doc["summary"] = {{"restored", r.count(FileResult::Status::Restored)},
+                      {"skipped", r.count(FileResult::Status::Skipped)},
+                      {"failed", r.count(FileResult::Status::Failed)},
+                      {"not_run", r.count(FileResult::Status::NotRun)},
+                      {"interrupted", r.interrupted},
+                      {"wall_ms", r.wall_ms},
+                      {"megapixels", r.megapixels},
+                      {"megapixels_per_s", seconds > 0 ? r.megapixels / seconds : 0},
+                      {"compute_lanes", r.compute_lanes}};
+    doc["timing_ms"] = r.timer.json();
+    if (!r.bench_timer.empty()) doc["bench_ms"] = r.bench_timer.json();
+    return json_text(doc);
 }
 
 int run_restore(const Options& o) {
@@ -317,12 +321,17 @@ std::string usage_hint(const CLI::App& app) {
     return "Try '" + command + " --help' or 'man imrestore' for more information.";
 }
 
+// The --json report of a run that stopped: {"imrestore", "schema_version", "error"}.
+std::string error_json(const std::string& message) {
+    Json doc = json_document();
+    doc["error"] = message;
+    return json_text(doc);
+}
+
 // An error that stops the whole run: on stderr, and with --json as the report.
 void report_error(const Options& o, const std::string& message) {
     std::cerr << "imrestore: " << printable(message) << "\n";
-    if (o.json)
-        std::cout << "{\n  \"imrestore\": \"" << IMRESTORE_VERSION << "\",\n  \"error\": \"" << json_escape(message)
-                  << "\"\n}\n";
+    if (o.json) std::cout << error_json(message);
 }
 
 void setup(CLI::App& app, Options& o) {
@@ -432,9 +441,7 @@ int cli_main(int argc, char** argv) {
         if (code != 0) {  // --json promises a report on stdout, also for a bad command line
             for (int i = 1; i < argc; ++i)
                 if (std::string(argv[i]) == "--json") o.json = true;
-            if (o.json)
-                std::cout << "{\n  \"imrestore\": \"" << IMRESTORE_VERSION << "\",\n  \"error\": \""
-                          << json_escape(e.what()) << "\"\n}\n";
+            if (o.json) std::cout << error_json(e.what());
         }
         return code == 0 ? kExitOk : kExitUsage;
     } catch (const UsageError& e) {

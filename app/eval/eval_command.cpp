@@ -17,6 +17,7 @@
 #include "image/image_batch.h"
 #include "model_runner.h"
 #include "pipeline/pipeline.h"
+#include "report/json_document.h"
 #include "usage_error.h"
 #include "util/printable.h"
 
@@ -165,13 +166,6 @@ std::string fmt(const char* f, double v) {
     return buf;
 }
 
-std::string json_number(double v) {
-    if (!std::isfinite(v)) return "null";  // JSON has no infinity (PSNR of identical images)
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.6g", v);
-    return buf;
-}
-
 struct ModelTime {
     double total_ms = 0, first_ms = 0, megapixels = 0;
     int images = 0;
@@ -254,59 +248,63 @@ std::string table(const Report& r) {
 }
 
 std::string json(const Report& r, const EvalOptions& o, const ModelFile& model, const Backend& backend) {
-    std::ostringstream s;
     auto scores = [&](const std::map<std::string, double>& m) {
-        std::string out = "{";
+        Json out = Json::object();
         for (const std::string& k : r.methods)
-            if (m.count(k)) out += std::string(out.size() > 1 ? ", " : "") + "\"" + k + "\": " + json_number(m.at(k));
-        return out + "}";
+            if (m.count(k)) out[k] = m.at(k);
+        return out;
     };
-    s << "{\n  \"imrestore\": \"" << IMRESTORE_VERSION << "\",\n  \"clean\": [";
-    for (size_t i = 0; i < o.inputs.size(); ++i) s << (i ? ", " : "") << "\"" << json_escape(o.inputs[i]) << "\"";
-    s << "],\n  \"degradation\": ";
+    Json doc = json_document();
+    doc["clean"] = o.inputs;
     if (o.degraded_dir.empty())
-        s << "{\"blur\": " << json_number(o.degradation.blur) << ", \"noise\": " << json_number(o.degradation.noise)
-          << ", \"jpeg\": " << o.degradation.jpeg << ", \"seed\": " << o.seed << ", \"jpeg_codec\": \""
-          << (jpeg_is_libjpeg() ? "libjpeg" : "stb") << "\"}";
+        doc["degradation"] = {{"blur", o.degradation.blur},
+                              {"noise", o.degradation.noise},
+                              {"jpeg", o.degradation.jpeg},
+                              {"seed", o.seed},
+                              {"jpeg_codec", jpeg_is_libjpeg() ? "libjpeg" : "stb"}};
     else
-        s << "{\"degraded_dir\": \"" << json_escape(o.degraded_dir) << "\"}";
+        doc["degradation"] = {{"degraded_dir", o.degraded_dir}};
     const double seconds = r.time.total_ms / 1e3;
-    s << ",\n  \"model\": {\"name\": \"" << json_escape(model.name) << "\", \"path\": \"" << json_escape(model.path)
-      << "\", \"device\": \"" << json_escape(backend.name()) << "\", \"device_description\": \""
-      << json_escape(backend.description()) << "\", \"time_ms\": " << json_number(r.time.total_ms)
-      << ", \"first_call_ms\": " << json_number(r.time.first_ms) << ", \"images\": " << r.time.images
-      << ", \"megapixels\": " << json_number(r.time.megapixels)
-      << ", \"megapixels_per_s\": " << json_number(seconds > 0 ? r.time.megapixels / seconds : 0) << "},\n";
-    s << "  \"methods\": [";
-    for (size_t i = 0; i < r.methods.size(); ++i) s << (i ? ", " : "") << "\"" << r.methods[i] << "\"";
-    s << "],\n  \"baselines\": [";
-    for (size_t i = 0; i < r.baselines.size(); ++i) {
-        const BaselineResult& b = r.baselines[i];
-        s << (i ? "," : "") << "\n    {\"name\": \"" << b.name << "\", \"method\": \"" << json_escape(b.method)
-          << "\", \"chosen\": \"" << b.chosen << "\", \"at_grid_edge\": " << (b.at_grid_edge ? "true" : "false")
-          << ", \"swept_on\": \"" << b.swept_on << "\", \"seconds\": " << json_number(b.seconds) << ", \"sweep\": [";
-        for (size_t j = 0; j < b.sweep.size(); ++j)
-            s << (j ? ", " : "") << "{\"setting\": \"" << b.sweep[j].setting
-              << "\", \"mean_psnr\": " << json_number(b.sweep[j].mean_psnr) << "}";
-        s << "]}";
+    doc["model"] = {{"name", model.name},
+                    {"path", model.path},
+                    {"device", backend.name()},
+                    {"device_description", backend.description()},
+                    {"time_ms", r.time.total_ms},
+                    {"first_call_ms", r.time.first_ms},
+                    {"images", r.time.images},
+                    {"megapixels", r.time.megapixels},
+                    {"megapixels_per_s", seconds > 0 ? r.time.megapixels / seconds : 0}};
+    doc["methods"] = r.methods;
+    Json& baselines = doc["baselines"] = Json::array();
+    for (const BaselineResult& b : r.baselines) {
+        Json sweep = Json::array();
+        for (const auto& p : b.sweep) sweep.push_back({{"setting", p.setting}, {"mean_psnr", p.mean_psnr}});
+        baselines.push_back({{"name", b.name},
+                             {"method", b.method},
+                             {"chosen", b.chosen},
+                             {"at_grid_edge", b.at_grid_edge},
+                             {"swept_on", b.swept_on},
+                             {"seconds", b.seconds},
+                             {"sweep", std::move(sweep)}});
     }
-    s << (r.baselines.empty() ? "" : "\n  ") << "],\n  \"notes\": [";
-    for (size_t i = 0; i < r.notes.size(); ++i) s << (i ? ", " : "") << "\"" << json_escape(r.notes[i]) << "\"";
-    s << "],\n  \"images\": [";
-    for (size_t i = 0; i < r.entries.size(); ++i) {
-        const Entry& e = r.entries[i];
-        s << (i ? "," : "") << "\n    {\"file\": \"" << json_escape(e.path) << "\", \"name\": \"" << json_escape(e.name)
-          << "\"";
-        if (!e.error.empty())
-            s << ", \"error\": \"" << json_escape(e.error) << "\"}";
-        else
-            s << ", \"width\": " << e.clean.width << ", \"height\": " << e.clean.height
-              << ", \"channels\": " << e.clean.channels << ", \"psnr\": " << scores(e.psnr)
-              << ", \"ssim\": " << scores(e.ssim) << "}";
+    doc["notes"] = r.notes;
+    Json& images = doc["images"] = Json::array();
+    for (const Entry& e : r.entries) {
+        Json image = {{"file", e.path}, {"name", e.name}};
+        if (!e.error.empty()) {
+            image["error"] = e.error;
+        } else {
+            image["width"] = e.clean.width;
+            image["height"] = e.clean.height;
+            image["channels"] = e.clean.channels;
+            image["psnr"] = scores(e.psnr);
+            image["ssim"] = scores(e.ssim);
+        }
+        images.push_back(std::move(image));
     }
-    s << "\n  ],\n  \"mean\": {\"images\": " << r.measured << ", \"psnr\": " << scores(r.mean_psnr)
-      << ", \"ssim\": " << scores(r.mean_ssim) << "},\n  \"failed\": " << r.failed << "\n}\n";
-    return s.str();
+    doc["mean"] = {{"images", r.measured}, {"psnr", scores(r.mean_psnr)}, {"ssim", scores(r.mean_ssim)}};
+    doc["failed"] = r.failed;
+    return json_text(doc);
 }
 
 }  // namespace
