@@ -17,9 +17,12 @@
 
 #include "eval/degrade_command.h"
 #include "eval/eval_command.h"
+#include "jobs/file_report.h"
+#include "jobs/plan_jobs.h"
 #include "model_registry.h"
 #include "pipeline/pipeline.h"
 #include "report/json_document.h"
+#include "shard_options.h"
 #include "usage_error.h"
 #include "util/printable.h"
 
@@ -75,6 +78,7 @@ struct Options {
     bool models_json = false;   // `imrestore models --json`
     DegradeOptions degrade;     // `imrestore degrade ...`
     EvalOptions eval;           // `imrestore eval ...`
+    ShardOptions shard;         // --shard K/N, --shard-count N
 };
 
 std::string first_sentence(const std::string& s) {
@@ -150,20 +154,6 @@ int run_model_info(const std::string& name_or_path) {
 
 // ---------------------------------------------------------------- restore
 
-const char* status_name(FileResult::Status s) {
-    switch (s) {
-        case FileResult::Status::Restored:
-            return "restored";
-        case FileResult::Status::Skipped:
-            return "skipped";
-        case FileResult::Status::Failed:
-            return "failed";
-        case FileResult::Status::NotRun:
-            return "not run";
-    }
-    return "?";
-}
-
 // done/total, images/s and ETA on one self-overwriting stderr line.
 class Progress {
 public:
@@ -185,22 +175,15 @@ private:
     std::chrono::steady_clock::time_point start_;
 };
 
-std::string report_json(const Options& o, const ModelFile& model, const Backend& backend, const PipelineReport& r) {
+std::string report_json(const Options& o, const PlannedJobs& plan, const ModelFile& model, const Backend& backend,
+                        const PipelineReport& r) {
     Json doc = json_document();
     doc["model"] = {{"name", model.name}, {"path", model.path}};
     doc["device"] = {{"name", backend.name()}, {"description", backend.description()}};
     doc["batch"] = o.batch;
+    doc["shard"] = shard_json(plan);
     Json& files = doc["files"] = Json::array();
-    for (const FileResult& f : r.files)
-        files.push_back({{"input", f.input},
-                         {"output", f.output},
-                         {"status", status_name(f.status)},
-                         {"message", f.message},
-                         {"width", f.width},
-                         {"height", f.height},
-                         {"channels", f.channels},
-                         {"bit_depth", f.bit_depth},
-                         {"warnings", f.warnings}});
+    for (const FileResult& f : r.files) files.push_back(file_json(f));
     const double seconds = r.wall_ms / 1e3;
     doc["summary"] = {{"restored", r.count(FileResult::Status::Restored)},
                       {"skipped", r.count(FileResult::Status::Skipped)},
@@ -225,8 +208,10 @@ int run_restore(const Options& o) {
     if (o.tile > 0 && o.tile < 16)
         throw UsageError("--tile " + std::to_string(o.tile) +
                          ": tiles under 16 pixels would be mostly halo; use 16 or more");
-    std::vector<FileJob> jobs =
-        plan_jobs(o.inputs, o.output, o.recursive, codec, format, o.suffix);  // usage errors first
+    JobRequest request;
+    request.inputs = o.inputs, request.output = o.output, request.recursive = o.recursive;
+    request.codec = codec, request.format = format, request.suffix = o.suffix;
+    const PlannedJobs plan = plan_jobs(request, shard_from_options(o.shard));  // usage errors first
     if (o.output == kStdio && (o.json || o.timing || o.bench))
         throw UsageError("-o -: standard output carries the image; --json, --timing and --bench would mix into it");
     ModelFile model = load_model_file(resolve_model(o.model));
@@ -241,6 +226,7 @@ int run_restore(const Options& o) {
                     if (int n = subfolders_skipped(in, o.suffix))
                         std::cerr << "note: " << printable(in) << ": " << n << " subfolder" << (n == 1 ? "" : "s")
                                   << " not restored; -r descends into them\n";
+        if (const std::string shard = shard_note(plan); !shard.empty()) std::cerr << shard << "\n";
         std::cerr << "model " << printable(model.name) << " (" << printable(model.path) << "), device "
                   << backend->name() << ": " << backend->description() << "\n";
     }
@@ -264,7 +250,7 @@ int run_restore(const Options& o) {
     std::signal(SIGTERM, on_interrupt);
 
     Progress progress(!o.quiet && isatty(STDERR_FILENO));
-    PipelineReport report = run_pipeline(jobs, runner, p, [&](size_t done, size_t total, const FileResult& f) {
+    PipelineReport report = run_pipeline(plan.jobs, runner, p, [&](size_t done, size_t total, const FileResult& f) {
         progress.clear();
         if (!o.quiet)
             for (const std::string& w : f.warnings) std::cerr << "warning: " << printable(w) << "\n";
@@ -281,7 +267,7 @@ int run_restore(const Options& o) {
 
     int restored = report.count(FileResult::Status::Restored), failed = report.count(FileResult::Status::Failed);
     if (o.json) {
-        std::cout << report_json(o, model, *backend, report);
+        std::cout << report_json(o, plan, model, *backend, report);
     } else {
         char title[128];
         std::snprintf(title, sizeof title, "timing (%s, %d images, %.2f MP)", backend->name().c_str(), restored,
@@ -398,6 +384,7 @@ void setup(CLI::App& app, Options& o) {
     app.add_option("--bench", o.bench, "After each batch, repeat the compute N times; print min/median per stage")
         ->check(CLI::Range(0, 100000))
         ->type_name("N");
+    add_shard_options(&app, o.shard);
     app.add_flag("--json", o.json, "Print a machine-readable report on stdout (nothing else goes there)");
     app.add_flag("-q,--quiet", o.quiet, "Print only errors");
 

@@ -15,9 +15,12 @@
 #include "eval/degrade_command.h"
 #include "eval/metrics.h"
 #include "image/image_batch.h"
+#include "jobs/file_report.h"
+#include "jobs/plan_jobs.h"
+#include "jobs/run_each_file.h"
 #include "model_runner.h"
-#include "pipeline/pipeline.h"
 #include "report/json_document.h"
+#include "shard_options.h"
 #include "usage_error.h"
 #include "util/printable.h"
 
@@ -43,6 +46,7 @@ CLI::App* add_eval_command(CLI::App& app, EvalOptions& o) {
                     "auto (those that fit the degradation), none, all, or a list of gaussian,bilateral,nlmeans,unsharp")
         ->capture_default_str();
     cmd->add_flag("-r,--recursive", o.recursive, "Descend into subfolders of folder inputs");
+    add_shard_options(cmd, o.shard);
     cmd->add_flag("--json", o.json, "Print a machine-readable report on stdout (nothing else goes there)");
     cmd->add_flag("-q,--quiet", o.quiet, "Print only errors and the results");
     cmd->footer(
@@ -88,25 +92,19 @@ std::vector<std::string> parse_baselines(const std::string& spec, const Degradat
 }
 
 // The clean images: folder contents (sorted; hidden files and NAME.restored.*
-// skipped, as the main command reads folders) and files. A missing input is
-// an error for the whole run: there is nothing to measure it against.
-std::vector<Entry> list_clean(const EvalOptions& o) {
-    std::vector<Entry> entries;
+// skipped, as the main command reads folders) and files, this shard's
+// (--shard). A missing input is an error for the whole run: there is nothing
+// to measure it against.
+PlannedJobs list_clean(const EvalOptions& o) {
     for (const std::string& raw : o.inputs) {
         std::error_code ec;
         if (!fs::exists(raw, ec)) throw Error(raw + ": no such file or folder (the clean images)");
-        const bool folder = fs::is_directory(raw, ec);
-        for (const FileJob& job : plan_jobs({raw}, "", o.recursive, Codec::Auto)) {
-            Entry e;
-            e.path = job.input;
-            e.error = job.error;
-            e.name = folder ? fs::path(job.input).lexically_relative(fs::path(raw).lexically_normal()).string()
-                            : fs::path(raw).filename().string();
-            if (e.name.empty() || e.name == ".") e.name = job.input;
-            entries.push_back(std::move(e));
-        }
     }
-    return entries;
+    JobRequest request;
+    request.inputs = o.inputs;
+    request.recursive = o.recursive;
+    request.names_outputs = false;  // eval writes nothing
+    return plan_jobs(request, shard_from_options(o.shard));
 }
 
 // The degraded partner of clean file `name` in dir: the same relative path,
@@ -247,7 +245,8 @@ std::string table(const Report& r) {
     return s.str();
 }
 
-std::string json(const Report& r, const EvalOptions& o, const ModelFile& model, const Backend& backend) {
+std::string json(const Report& r, const EvalOptions& o, const PlannedJobs& plan, const ModelFile& model,
+                 const Backend& backend) {
     auto scores = [&](const std::map<std::string, double>& m) {
         Json out = Json::object();
         for (const std::string& k : r.methods)
@@ -256,6 +255,7 @@ std::string json(const Report& r, const EvalOptions& o, const ModelFile& model, 
     };
     Json doc = json_document();
     doc["clean"] = o.inputs;
+    doc["shard"] = shard_json(plan);
     if (o.degraded_dir.empty())
         doc["degradation"] = {{"blur", o.degradation.blur},
                               {"noise", o.degradation.noise},
@@ -325,7 +325,15 @@ int run_eval(const EvalOptions& o) {
         throw Error("--degraded " + o.degraded_dir + ": no such folder");
     std::vector<std::string> baseline_names = parse_baselines(o.baselines, o.degradation);
     Report r;
-    r.entries = list_clean(o);
+    const PlannedJobs plan = list_clean(o);
+    for (const FileJob& job : plan.jobs) {
+        Entry e;
+        e.path = job.input;
+        e.error = job.error;
+        e.name = job.shard_key;  // its path below its folder input: what a degraded partner is matched by
+        if (e.name.empty() || e.name == ".") e.name = job.input;
+        r.entries.push_back(std::move(e));
+    }
     ModelFile model = load_model_file(resolve_model(o.model));
     std::string device_note;
     std::unique_ptr<Backend> backend = make_backend(o.device, o.threads, &device_note);
@@ -336,20 +344,16 @@ int run_eval(const EvalOptions& o) {
     }
     ModelRunner runner(model, *backend);
 
+    if (!o.quiet)
+        if (const std::string shard = shard_note(plan); !shard.empty()) std::cerr << shard << "\n";
+
     // Read and degrade every image, in parallel (independent per file; the
     // noise depends only on the seed and the file name).
-    const int n = int(r.entries.size());
-#pragma omp parallel for schedule(dynamic)
-    for (int i = 0; i < n; ++i) {
-        Entry& e = r.entries[i];
-        if (!e.error.empty()) continue;
-        try {
-            prepare(e, o);
-        } catch (const std::exception& ex) {
-            std::string m = ex.what();
-            e.error = m.rfind(e.path, 0) == 0 ? m : e.path + ": " + m;
-        }
-    }
+    const std::vector<FileResult> read = run_each_file(
+        plan.jobs, true, [&](const FileJob& job, FileResult&) { prepare(r.entries[&job - plan.jobs.data()], o); },
+        nullptr);
+    for (size_t i = 0; i < read.size(); ++i)
+        if (read[i].status == FileResult::Status::Failed) r.entries[i].error = read[i].message;
 
     // The model, one image per call (so every image's time is its own), on
     // the backend the main command would use.
@@ -425,7 +429,7 @@ int run_eval(const EvalOptions& o) {
           << " image" << (r.measured == 1 ? "" : "s") << ", model " << model.name << " on " << backend->name()
           << "; PSNR in dB and SSIM on 8-bit RGB";
     r.title = title.str();
-    std::cout << (o.json ? json(r, o, model, *backend) : table(r)) << std::flush;
+    std::cout << (o.json ? json(r, o, plan, model, *backend) : table(r)) << std::flush;
     return r.failed ? kExitSomeFailed : kExitOk;
 }
 

@@ -1,4 +1,4 @@
-#include "pipeline/output_folders.h"
+#include "jobs/output_folders.h"
 
 #include <fcntl.h>
 #include <signal.h>

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/output_plan.h"
+#include "jobs/file_job.h"
 
 namespace imr {
 

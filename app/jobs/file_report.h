@@ -1,0 +1,36 @@
+// The file loop's report step, the same for every command: each file's
+// result as a line on the terminal and as JSON (report/json_document.h),
+// the counts, and which shard of how many files this process ran.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "jobs/file_result.h"
+#include "jobs/plan_jobs.h"
+#include "report/json_document.h"
+
+namespace imr {
+
+// "restored" (or `done`, e.g. "degraded"), "skipped", "failed", "not run".
+const char* status_name(FileResult::Status s, const char* done = "restored");
+
+struct FileCounts {
+    int done = 0, skipped = 0, failed = 0, not_run = 0;
+};
+FileCounts count_files(const std::vector<FileResult>& results);
+
+// {"input", "output", "status", "message", "width", "height", "channels",
+// "bit_depth", "warnings"}: an element of a report's "files".
+Json file_json(const FileResult& f, const char* done = "restored");
+
+// {"index", "count", "source", "hash", "files", "listed"}: this process's
+// shard (index 0, count 1 when not sharded), how many files it ran of how
+// many the plan listed, and the hash that split them ("fnv1a-64").
+Json shard_json(const PlannedJobs& plan);
+
+// "shard 1/4 (SLURM_ARRAY_TASK_ID): 25 of 100 files", for the terminal;
+// empty when the run is not sharded.
+std::string shard_note(const PlannedJobs& plan);
+
+}  // namespace imr
