@@ -9,12 +9,14 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
 
 #include "backend.h"
 #include "cli_run.h"
 #include "image/image_io.h"
+#include "image_test_files.h"
 #include "metadata_test_files.h"
 #include "test_util.h"
 
@@ -845,6 +847,100 @@ TEST(Gpu, ConcurrentLanesGiveTheSameImages) {
     std::string why;
     if (cuda_device_count(&why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
     expect_folder_equals_each_image_alone("cli-gpu-lanes", {"-d cuda", "-d cuda --bench 1"}, {0, 1}, "-d cuda");
+}
+
+}  // namespace
+}  // namespace imr
+
+namespace imr {
+namespace {
+
+// --shard K/N on restore, degrade and eval (they share the file loop): N runs
+// cover a nested folder once, each --json report says its shard; a Slurm
+// array that is not a range is refused by name.
+TEST(Cli, ShardsSplitTheFilesOfEveryCommand) {
+    unsigned seed;
+    std::mt19937 rng = test::fresh_rng(&seed);
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    ScratchDir dir("cli-shard");
+    const int kFiles = 7;
+    for (int i = 0; i < kFiles; ++i) {
+        const std::string sub = i % 2 ? "in/deep/er/" : "in/";
+        fs::create_directories(dir / sub);
+        write_image(dir / (sub + "p" + std::to_string(i) + ".png"), test::random_image(rng, 23 + i, 17, 3, 8));
+    }
+    std::map<std::string, int> restored;  // input -> times, over all shards
+    for (int k = 0; k < 3; ++k) {
+        RunResult r = imrestore(q(dir / "in") + " -r -o " + q(dir / "out") + " -d cpu -m sharpen --json --shard " +
+                                    std::to_string(k) + "/3",
+                                dir);
+        ASSERT_EQ(r.code, 0) << r.err;
+        const nlohmann::json report = nlohmann::json::parse(r.out);
+        EXPECT_EQ(report["schema_version"], 1);
+        EXPECT_EQ(report["shard"]["index"], k);
+        EXPECT_EQ(report["shard"]["count"], 3);
+        EXPECT_EQ(report["shard"]["source"], "--shard");
+        EXPECT_EQ(report["shard"]["listed"], kFiles);
+        EXPECT_EQ(report["shard"]["files"], report["files"].size());
+        for (const auto& f : report["files"]) {
+            EXPECT_EQ(f["status"], "restored") << f;
+            ++restored[f["input"].get<std::string>()];
+        }
+    }
+    EXPECT_EQ(restored.size(), size_t(kFiles));
+    for (const auto& [input, times] : restored) EXPECT_EQ(times, 1) << input;
+    size_t outputs = 0;
+    for (const auto& e : fs::recursive_directory_iterator(dir / "out")) outputs += e.is_regular_file();
+    EXPECT_EQ(outputs, size_t(kFiles));
+
+    // degrade: the two halves write every file once.
+    for (int k = 0; k < 2; ++k) {
+        RunResult r = imrestore("degrade " + q(dir / "in") + " -r -o " + q(dir / "noisy") + " --noise 5 --shard " +
+                                    std::to_string(k) + "/2",
+                                dir);
+        ASSERT_EQ(r.code, 0) << r.err;
+        EXPECT_NE(r.err.find("shard " + std::to_string(k) + "/2 (--shard): "), std::string::npos) << r.err;
+    }
+    outputs = 0;
+    for (const auto& e : fs::recursive_directory_iterator(dir / "noisy")) outputs += e.is_regular_file();
+    EXPECT_EQ(outputs, size_t(kFiles));
+
+    // eval: the two halves measure every image once.
+    size_t measured = 0;
+    for (int k = 0; k < 2; ++k) {
+        RunResult r = imrestore("eval " + q(dir / "in") +
+                                    " -r --noise 10 -m sharpen -d cpu --baselines none --json "
+                                    "--shard " +
+                                    std::to_string(k) + "/2",
+                                dir);
+        ASSERT_EQ(r.code, 0) << r.err;
+        const nlohmann::json report = nlohmann::json::parse(r.out);
+        EXPECT_EQ(report["schema_version"], 1);
+        EXPECT_EQ(report["shard"]["index"], k);
+        measured += report["images"].size();
+    }
+    EXPECT_EQ(measured, size_t(kFiles));
+
+    // The scheduler's variables: a Slurm array that is not a range is refused
+    // before any work; one that is gives the shard.
+    RunResult odd = imrestore(q(dir / "in") + " -r -o " + q(dir / "odd") + " -d cpu -m sharpen", dir, "",
+                              "SLURM_ARRAY_TASK_ID=2 SLURM_ARRAY_TASK_MIN=1 SLURM_ARRAY_TASK_MAX=7 "
+                              "SLURM_ARRAY_TASK_STEP=1 SLURM_ARRAY_TASK_COUNT=3");
+    EXPECT_EQ(odd.code, 2) << odd.err;
+    EXPECT_NE(odd.err.find("not an arithmetic range"), std::string::npos) << odd.err;
+    EXPECT_FALSE(fs::exists(dir / "odd"));
+    RunResult task = imrestore(q(dir / "in") + " -r -o " + q(dir / "task") + " -d cpu -m sharpen --json", dir, "",
+                               "SLURM_ARRAY_TASK_ID=4 SLURM_ARRAY_TASK_MIN=1 SLURM_ARRAY_TASK_MAX=4 "
+                               "SLURM_ARRAY_TASK_STEP=1 SLURM_ARRAY_TASK_COUNT=4");
+    ASSERT_EQ(task.code, 0) << task.err;
+    const nlohmann::json report = nlohmann::json::parse(task.out);
+    EXPECT_EQ(report["shard"]["index"], 3);
+    EXPECT_EQ(report["shard"]["count"], 4);
+    EXPECT_EQ(report["shard"]["source"], "SLURM_ARRAY_TASK_ID");
+    RunResult bad = imrestore(q(dir / "in") + " --shard 3/3 --json", dir);
+    EXPECT_EQ(bad.code, 2);
+    EXPECT_NE(bad.err.find("--shard 3/3: shard 3 of 3 does not exist"), std::string::npos) << bad.err;
+    EXPECT_EQ(nlohmann::json::parse(bad.out)["schema_version"], 1) << bad.out;
 }
 
 }  // namespace
