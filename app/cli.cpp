@@ -252,15 +252,10 @@ int run_restore(const Options& o) {
     Progress progress(!o.quiet && isatty(STDERR_FILENO));
     PipelineReport report = run_pipeline(plan.jobs, runner, p, [&](size_t done, size_t total, const FileResult& f) {
         progress.clear();
-        if (!o.quiet)
-            for (const std::string& w : f.warnings) std::cerr << "warning: " << printable(w) << "\n";
-        if (f.status == FileResult::Status::Failed)
-            std::cerr << "imrestore: " << printable(f.message) << "\n";
-        else if (f.status == FileResult::Status::Skipped && !o.quiet)
-            std::cerr << "skipped: " << printable(f.message) << "\n";
-        else if (f.status == FileResult::Status::Restored && chatty)  // stdout is the image with -o -
-            (o.output == kStdio ? std::cerr : std::cout) << printable(f.input) << " -> " << printable(f.output) << "\n"
-                                                         << std::flush;
+        const FileLines lines = file_lines(f, o.quiet);
+        std::cerr << lines.log;
+        if (chatty && !lines.done.empty())  // stdout is the image with -o -
+            (o.output == kStdio ? std::cerr : std::cout) << lines.done << std::flush;
         progress.update(done, total);
     });
     progress.clear();

@@ -19,6 +19,7 @@
 #include "image_test_files.h"
 #include "metadata_test_files.h"
 #include "test_util.h"
+#include "util/temporary_name.h"
 
 namespace imr {
 namespace {
@@ -432,21 +433,25 @@ TEST(Cli, StaleTemporaryFilesOfDeadRunsAreRemoved) {
     // exited child's PID may be reused at once on a busy machine.
     long pid_max = 4194304;
     std::ifstream("/proc/sys/kernel/pid_max") >> pid_max;
-    const long dead = pid_max + 1;
-    const std::string stale = dir / ("out/.cat.png.tmp-" + std::to_string(dead) + "-3.png");
-    const std::string alive = dir / ("out/.cat.png.tmp-" + std::to_string(getpid()) + "-0.png");  // this test runs
-    const std::string other = dir / "out/.notes.tmp";                                             // not ours
-    const std::string recent = dir / ("out/.dog.png.tmp-" + std::to_string(dead) + "-4.png");     // dead, but fresh
-    for (const std::string& f : {stale, alive, other, recent}) {
+    const std::string dead = std::to_string(pid_max + 1), host = this_host();
+    const std::string stale = dir / ("out/.cat.png.tmp-" + host + "-" + dead + "-3.png");
+    const std::string alive = dir / ("out/.cat.png.tmp-" + host + "-" + std::to_string(getpid()) + "-0.png");
+    const std::string other = dir / "out/.notes.tmp";                                        // not ours
+    const std::string recent = dir / ("out/.dog.png.tmp-" + host + "-" + dead + "-4.png");   // dead, but fresh
+    const std::string remote = dir / ("out/.cow.png.tmp-" + host + "x-" + dead + "-5.png");  // another host's
+    const std::string legacy = dir / ("out/.pig.png.tmp-" + dead + "-6.png");                // before host names
+    for (const std::string& f : {stale, alive, other, recent, remote, legacy}) {
         std::ofstream(f) << "partial";
         if (f != recent) fs::last_write_time(f, fs::file_time_type::clock::now() - std::chrono::hours(1));
     }
     RunResult r = imrestore(q(sample("chelsea.png")) + " -o " + q(dir / "out/cat.png") + " -d cpu -m sharpen", dir);
     EXPECT_EQ(r.code, 0) << r.err;
     EXPECT_FALSE(fs::exists(stale)) << "the dead run's temporary file stays";
+    EXPECT_FALSE(fs::exists(legacy)) << "an older version's dead temporary file stays";
     EXPECT_TRUE(fs::exists(alive)) << "a running process's temporary file was removed";
     EXPECT_TRUE(fs::exists(other)) << "a file that is not ours was removed";
-    EXPECT_TRUE(fs::exists(recent)) << "a temporary file written minutes ago (maybe by another host) was removed";
+    EXPECT_TRUE(fs::exists(recent)) << "a temporary file written minutes ago was removed";
+    EXPECT_TRUE(fs::exists(remote)) << "another host's temporary file was removed (its PID is not ours to judge)";
     // A relative output folder that does not exist yet is created, not refused.
     RunResult rel =
         imrestore(q(sample("chelsea.png")) + " " + q(sample("coffee.png")) + " -o new/sub/ -d cpu -m sharpen", dir,
@@ -941,6 +946,41 @@ TEST(Cli, ShardsSplitTheFilesOfEveryCommand) {
     EXPECT_EQ(bad.code, 2);
     EXPECT_NE(bad.err.find("--shard 3/3: shard 3 of 3 does not exist"), std::string::npos) << bad.err;
     EXPECT_EQ(nlohmann::json::parse(bad.out)["schema_version"], 1) << bad.out;
+}
+
+}  // namespace
+}  // namespace imr
+
+namespace imr {
+namespace {
+
+// Two hosts writing into one shared folder, simulated with a UTS namespace
+// of its own (unshare -u, as root): each run removes the stale temporaries
+// of its own host and leaves the other's.
+TEST(Cli, ARunRemovesOnlyItsOwnHostsTemporaries) {
+    if (getuid() != 0 || std::system("unshare -u true >/dev/null 2>&1") != 0)
+        GTEST_SKIP() << "needs root and unshare(1) to give a process another host name";
+    ScratchDir dir("cli-hosts");
+    fs::create_directories(dir / "shared");
+    long pid_max = 4194304;
+    std::ifstream("/proc/sys/kernel/pid_max") >> pid_max;
+    const std::string dead = std::to_string(pid_max + 1);
+    const std::string ours = dir / ("shared/.a.png.tmp-" + this_host() + "-" + dead + "-0.png");
+    const std::string theirs = dir / ("shared/.b.png.tmp-imrtest-node-b-" + dead + "-0.png");
+    for (const std::string& f : {ours, theirs}) {
+        std::ofstream(f) << "partial";
+        fs::last_write_time(f, fs::file_time_type::clock::now() - std::chrono::hours(1));
+    }
+    RunResult here = imrestore(q(sample("chelsea.png")) + " -o " + q(dir / "shared/1.png") + " -d cpu -m sharpen", dir);
+    ASSERT_EQ(here.code, 0) << here.err;
+    EXPECT_FALSE(fs::exists(ours));
+    EXPECT_TRUE(fs::exists(theirs)) << "node-b's temporary file was removed by " << this_host();
+    const std::string on_b = "unshare -u sh -c 'hostname imrtest-node-b && exec \"$0\" \"$@\"' '" +
+                             std::string(IMRESTORE_EXE) + "' " + q(sample("chelsea.png")) + " -o " +
+                             q(dir / "shared/2.png") + " -d cpu -m sharpen >" + q(dir / "b.txt") + " 2>&1";
+    ASSERT_EQ(std::system(on_b.c_str()), 0) << slurp(dir / "b.txt");
+    EXPECT_FALSE(fs::exists(theirs)) << "node-b did not remove its own stale temporary file";
+    EXPECT_TRUE(fs::exists(dir / "shared/2.png"));
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "jobs/plan_jobs.h"
 #include "test_util.h"
 #include "usage_error.h"
+#include "util/temporary_name.h"
 
 namespace imr {
 namespace {
@@ -253,6 +254,38 @@ TEST(Shard, ErrorsOfMissingInputsAreReportedByOneShard) {
         for (const FileJob& j : plan_jobs(request, {k, 4, "--shard"}).jobs)
             reported += j.error.find("no such file") != std::string::npos;
     EXPECT_EQ(reported, 1);
+}
+
+TEST(TemporaryName, NamesThisHostAndProcessAndReadsBack) {
+    char buf[256] = {};
+    ASSERT_EQ(gethostname(buf, sizeof buf - 1), 0);
+    std::string host = buf;
+    host = host.substr(0, host.find('.'));
+    if (host.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") ==
+            std::string::npos &&
+        !host.empty() && host.size() <= 40)
+        EXPECT_EQ(this_host(), host);
+    const std::string name = temporary_name("photo.png", ".png", 7);
+    EXPECT_EQ(name, ".photo.png.tmp-" + this_host() + "-" + std::to_string(getpid()) + "-7.png");
+    const auto owner = temporary_owner(name);
+    ASSERT_TRUE(owner);
+    EXPECT_EQ(owner->host, this_host());
+    EXPECT_EQ(owner->pid, getpid());
+    // Long names stay below NAME_MAX with the longest host and PID.
+    EXPECT_LE(temporary_name(std::string(250, 'x'), ".tiff", 4294967295u).size() - this_host().size() + 40, 255u);
+
+    const auto other = temporary_owner(".a.jpg.tmp-node-b-12-3.jpg");
+    ASSERT_TRUE(other);
+    EXPECT_EQ(other->host, "node-b");
+    EXPECT_EQ(other->pid, 12);
+    const auto legacy = temporary_owner(".a.jpg.tmp-12-3.jpg");  // older versions: no host
+    ASSERT_TRUE(legacy);
+    EXPECT_EQ(legacy->host, "");
+    EXPECT_EQ(legacy->pid, 12);
+    EXPECT_TRUE(temporary_owner(".imrestore-probe.tmp-h-5-0"));
+    for (const char* not_ours : {".notes.tmp", "a.png.tmp-h-1-2", ".a.tmp-", ".a.tmp-h-x-2.png", ".a.tmp-h-1-.png",
+                                 ".a.tmp--1-2", ".a.tmp-h-0-2", ".a.tmp-h-99999999999-2", ".tmp-h-1-2"})
+        EXPECT_FALSE(temporary_owner(not_ours)) << not_ours;
 }
 
 }  // namespace

@@ -11,7 +11,6 @@
 #include "jobs/run_each_file.h"
 #include "shard_options.h"
 #include "usage_error.h"
-#include "util/printable.h"
 
 namespace imr {
 
@@ -83,12 +82,9 @@ int run_degrade(const DegradeOptions& o) {
     };
     const std::vector<FileResult> results =
         run_each_file(plan.jobs, o.force, degrade_one, [&](size_t, size_t, const FileResult& f) {
-            if (f.status == FileResult::Status::Failed)
-                std::cerr << "imrestore: " << printable(f.message) << "\n";
-            else if (f.status == FileResult::Status::Skipped && !o.quiet)
-                std::cerr << "skipped: " << printable(f.message) << "\n";
-            else if (f.status == FileResult::Status::Restored && !o.quiet)
-                std::cout << printable(f.input) << " -> " << printable(f.output) << "\n" << std::flush;
+            const FileLines lines = file_lines(f, o.quiet);
+            std::cerr << lines.log;
+            if (!o.quiet) std::cout << lines.done << std::flush;
         });
     const FileCounts n = count_files(results);
     if (!o.quiet) std::fprintf(stderr, "%d degraded, %d skipped, %d failed\n", n.done, n.skipped, n.failed);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "util/printable.h"
+
 namespace imr {
 
 const char* status_name(FileResult::Status s, const char* done) {
@@ -35,6 +37,19 @@ FileCounts count_files(const std::vector<FileResult>& results) {
                 break;
         }
     return c;
+}
+
+FileLines file_lines(const FileResult& f, bool quiet) {
+    FileLines lines;
+    if (!quiet)
+        for (const std::string& w : f.warnings) lines.log += "warning: " + printable(w) + "\n";
+    if (f.status == FileResult::Status::Failed)
+        lines.log += "imrestore: " + printable(f.message) + "\n";
+    else if (f.status == FileResult::Status::Skipped && !quiet)
+        lines.log += "skipped: " + printable(f.message) + "\n";
+    else if (f.status == FileResult::Status::Restored)
+        lines.done = printable(f.input) + " -> " + printable(f.output) + "\n";
+    return lines;
 }
 
 Json file_json(const FileResult& f, const char* done) {

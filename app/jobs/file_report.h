@@ -20,6 +20,15 @@ struct FileCounts {
 };
 FileCounts count_files(const std::vector<FileResult>& results);
 
+// What a finished file prints on the terminal: `log` for stderr (each
+// warning, "imrestore: ERROR", and unless `quiet` "skipped: WHY"; warnings
+// only unless `quiet`) and `done` ("IN -> OUT", for stdout) when it was
+// written; names escaped (util/printable.h), each line ending in '\n'.
+struct FileLines {
+    std::string log, done;
+};
+FileLines file_lines(const FileResult& f, bool quiet);
+
 // {"input", "output", "status", "message", "width", "height", "channels",
 // "bit_depth", "warnings"}: an element of a report's "files".
 Json file_json(const FileResult& f, const char* done = "restored");
