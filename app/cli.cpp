@@ -69,7 +69,8 @@ struct Options {
     int tile = 0;
     uint64_t max_pixels = 0;  // 0: the default (image_io.h)
     bool recursive = false, force = false, quiet = false, json = false, timing = false;
-    bool strip = false;  // write no ICC profile or EXIF
+    bool json_lines = false;  // --json-lines: one JSON record per line as files finish
+    bool strip = false;       // write no ICC profile or EXIF
     int bench = 0;
     int bit_depth = 0;
     int quality = 95;
@@ -175,15 +176,17 @@ private:
     std::chrono::steady_clock::time_point start_;
 };
 
-std::string report_json(const Options& o, const PlannedJobs& plan, const ModelFile& model, const Backend& backend,
-                        const PipelineReport& r) {
-    Json doc = json_document();
+// What a restore report says before its files: model, device, batch, shard.
+void add_run_header(Json& doc, const Options& o, const PlannedJobs& plan, const ModelFile& model,
+                    const Backend& backend) {
     doc["model"] = {{"name", model.name}, {"path", model.path}};
     doc["device"] = {{"name", backend.name()}, {"description", backend.description()}};
     doc["batch"] = o.batch;
     doc["shard"] = shard_json(plan);
-    Json& files = doc["files"] = Json::array();
-    for (const FileResult& f : r.files) files.push_back(file_json(f));
+}
+
+// What it says after them: the summary and the time per stage.
+void add_run_summary(Json& doc, const PipelineReport& r) {
     const double seconds = r.wall_ms / 1e3;
     doc["summary"] = {{"restored", r.count(FileResult::Status::Restored)},
                       {"skipped", r.count(FileResult::Status::Skipped)},
@@ -196,7 +199,24 @@ std::string report_json(const Options& o, const PlannedJobs& plan, const ModelFi
                       {"compute_lanes", r.compute_lanes}};
     doc["timing_ms"] = r.timer.json();
     if (!r.bench_timer.empty()) doc["bench_ms"] = r.bench_timer.json();
+}
+
+// --json: the whole report, once the run is over.
+std::string report_json(const Options& o, const PlannedJobs& plan, const ModelFile& model, const Backend& backend,
+                        const PipelineReport& r) {
+    Json doc = json_document();
+    add_run_header(doc, o, plan, model, backend);
+    Json& files = doc["files"] = Json::array();
+    for (const FileResult& f : r.files) files.push_back(file_json(f));
+    add_run_summary(doc, r);
     return json_text(doc);
+}
+
+// --json-lines: one record per line as the run goes (report/json_document.h).
+Json json_record(const char* type) {
+    Json doc = json_document();
+    doc["type"] = type;
+    return doc;
 }
 
 int run_restore(const Options& o) {
@@ -212,12 +232,14 @@ int run_restore(const Options& o) {
     request.inputs = o.inputs, request.output = o.output, request.recursive = o.recursive;
     request.codec = codec, request.format = format, request.suffix = o.suffix;
     const PlannedJobs plan = plan_jobs(request, shard_from_options(o.shard));  // usage errors first
-    if (o.output == kStdio && (o.json || o.timing || o.bench))
-        throw UsageError("-o -: standard output carries the image; --json, --timing and --bench would mix into it");
+    if (o.output == kStdio && (o.json || o.json_lines || o.timing || o.bench))
+        throw UsageError(
+            "-o -: standard output carries the image; --json, --json-lines, --timing and --bench would mix into it");
+    if (o.json && o.json_lines) throw UsageError("--json and --json-lines: give one");
     ModelFile model = load_model_file(resolve_model(o.model));
     std::string note;
     std::unique_ptr<Backend> backend = make_backend(o.device, o.threads, &note);
-    bool chatty = !o.quiet && !o.json;
+    bool chatty = !o.quiet && !o.json && !o.json_lines;
     if (!o.quiet) {
         if (!note.empty()) std::cerr << "note: " << note << "\n";
         if (!o.recursive)
@@ -249,6 +271,11 @@ int run_restore(const Options& o) {
     std::signal(SIGINT, on_interrupt);
     std::signal(SIGTERM, on_interrupt);
 
+    if (o.json_lines) {
+        Json start = json_record("start");
+        add_run_header(start, o, plan, model, *backend);
+        std::cout << json_line(start) << std::flush;
+    }
     Progress progress(!o.quiet && isatty(STDERR_FILENO));
     PipelineReport report = run_pipeline(plan.jobs, runner, p, [&](size_t done, size_t total, const FileResult& f) {
         progress.clear();
@@ -256,6 +283,11 @@ int run_restore(const Options& o) {
         std::cerr << lines.log;
         if (chatty && !lines.done.empty())  // stdout is the image with -o -
             (o.output == kStdio ? std::cerr : std::cout) << lines.done << std::flush;
+        if (o.json_lines) {
+            Json record = json_record("file");
+            record.update(file_json(f));
+            std::cout << json_line(record) << std::flush;
+        }
         progress.update(done, total);
     });
     progress.clear();
@@ -263,6 +295,10 @@ int run_restore(const Options& o) {
     int restored = report.count(FileResult::Status::Restored), failed = report.count(FileResult::Status::Failed);
     if (o.json) {
         std::cout << report_json(o, plan, model, *backend, report);
+    } else if (o.json_lines) {
+        Json end = json_record("summary");
+        add_run_summary(end, report);
+        std::cout << json_line(end);
     } else {
         char title[128];
         std::snprintf(title, sizeof title, "timing (%s, %d images, %.2f MP)", backend->name().c_str(), restored,
@@ -302,17 +338,19 @@ std::string usage_hint(const CLI::App& app) {
     return "Try '" + command + " --help' or 'man imrestore' for more information.";
 }
 
-// The --json report of a run that stopped: {"imrestore", "schema_version", "error"}.
-std::string error_json(const std::string& message) {
+// The --json report of a run that stopped: {"imrestore", "schema_version", "error"};
+// with --json-lines, that record on one line with "type": "error".
+std::string error_json(const std::string& message, bool lines = false) {
     Json doc = json_document();
+    if (lines) doc["type"] = "error";
     doc["error"] = message;
-    return json_text(doc);
+    return lines ? json_line(doc) : json_text(doc);
 }
 
 // An error that stops the whole run: on stderr, and with --json as the report.
 void report_error(const Options& o, const std::string& message) {
     std::cerr << "imrestore: " << printable(message) << "\n";
-    if (o.json) std::cout << error_json(message);
+    if (o.json || o.json_lines) std::cout << error_json(message, o.json_lines && !o.json);
 }
 
 void setup(CLI::App& app, Options& o) {
@@ -381,6 +419,9 @@ void setup(CLI::App& app, Options& o) {
         ->type_name("N");
     add_shard_options(&app, o.shard);
     app.add_flag("--json", o.json, "Print a machine-readable report on stdout (nothing else goes there)");
+    app.add_flag("--json-lines", o.json_lines,
+                 "Print the report as JSON Lines on stdout as the run goes: a start record, one per file as it "
+                 "finishes, a summary (for folders of millions of files)");
     app.add_flag("-q,--quiet", o.quiet, "Print only errors");
 
     app.footer(
@@ -421,9 +462,11 @@ int cli_main(int argc, char** argv) {
     } catch (const CLI::ParseError& e) {
         int code = app.exit(e);
         if (code != 0) {  // --json promises a report on stdout, also for a bad command line
-            for (int i = 1; i < argc; ++i)
+            for (int i = 1; i < argc; ++i) {
                 if (std::string(argv[i]) == "--json") o.json = true;
-            if (o.json) std::cout << error_json(e.what());
+                if (std::string(argv[i]) == "--json-lines") o.json_lines = true;
+            }
+            if (o.json || o.json_lines) std::cout << error_json(e.what(), o.json_lines && !o.json);
         }
         return code == 0 ? kExitOk : kExitUsage;
     } catch (const UsageError& e) {

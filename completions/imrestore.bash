@@ -20,7 +20,7 @@ declare -gA _imrestore_valued=(
         --shard-count'
 )
 declare -gA _imrestore_flags=(
-    [restore]='-h --help --version -r --recursive -f --force --strip --timing --json -q --quiet'
+    [restore]='-h --help --version -r --recursive -f --force --strip --timing --json --json-lines -q --quiet'
     [models]='-h --help --json'
     [model]='-h --help'
     [degrade]='-h --help -r --recursive -f --force -q --quiet'

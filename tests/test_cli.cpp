@@ -11,6 +11,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include "backend.h"
@@ -981,6 +982,55 @@ TEST(Cli, ARunRemovesOnlyItsOwnHostsTemporaries) {
     ASSERT_EQ(std::system(on_b.c_str()), 0) << slurp(dir / "b.txt");
     EXPECT_FALSE(fs::exists(theirs)) << "node-b did not remove its own stale temporary file";
     EXPECT_TRUE(fs::exists(dir / "shared/2.png"));
+}
+
+}  // namespace
+}  // namespace imr
+
+namespace imr {
+namespace {
+
+// --json-lines: a start record, one per file (each a document with its
+// schema version), a summary; errors as one record too.
+TEST(Cli, JsonLinesStreamsOneRecordPerFile) {
+    unsigned seed;
+    std::mt19937 rng = test::fresh_rng(&seed);
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    ScratchDir dir("cli-json-lines");
+    fs::create_directories(dir / "in/sub");
+    for (int i = 0; i < 5; ++i)
+        write_image(dir / ((i % 2 ? "in/sub/" : "in/") + std::to_string(i) + ".png"),
+                    test::random_image(rng, 19 + i, 13, 3, 8));
+    std::ofstream(dir / "in/broken.png") << "not a png";
+    RunResult r = imrestore(q(dir / "in") + " -r -o " + q(dir / "out") + " -d cpu -m sharpen --json-lines", dir);
+    EXPECT_EQ(r.code, 1) << r.err;  // the broken file
+    std::vector<nlohmann::json> records;
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);) records.push_back(nlohmann::json::parse(line));
+    ASSERT_EQ(records.size(), 8u) << r.out;
+    for (const auto& rec : records) EXPECT_EQ(rec["schema_version"], 1) << rec;
+    EXPECT_EQ(records.front()["type"], "start");
+    EXPECT_EQ(records.front()["shard"]["listed"], 6);
+    EXPECT_EQ(records.back()["type"], "summary");
+    EXPECT_EQ(records.back()["summary"]["restored"], 5);
+    EXPECT_EQ(records.back()["summary"]["failed"], 1);
+    std::set<std::string> inputs;
+    int failed = 0;
+    for (size_t i = 1; i + 1 < records.size(); ++i) {
+        EXPECT_EQ(records[i]["type"], "file");
+        inputs.insert(records[i]["input"].get<std::string>());
+        failed += records[i]["status"] == "failed";
+    }
+    EXPECT_EQ(inputs.size(), 6u);
+    EXPECT_EQ(failed, 1);
+
+    RunResult both = imrestore(q(dir / "in") + " --json --json-lines", dir);
+    EXPECT_EQ(both.code, 2);
+    RunResult bad = imrestore(q(dir / "in") + " --json-lines --shard 1", dir);
+    EXPECT_EQ(bad.code, 2);
+    const nlohmann::json error = nlohmann::json::parse(bad.out);
+    EXPECT_EQ(error["type"], "error");
+    EXPECT_NE(error["error"].get<std::string>().find("--shard 1: expected K/N"), std::string::npos) << bad.out;
 }
 
 }  // namespace

@@ -61,6 +61,12 @@ bool is_array_of_objects(const Json& v) {
 
 }  // namespace
 
+std::string json_line(const Json& document) {
+    std::string out;
+    write_inline(document, out);
+    return out + "\n";
+}
+
 std::string json_text(const Json& document) {
     if (!document.is_object()) {
         std::string out;

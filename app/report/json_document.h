@@ -6,7 +6,9 @@
 // Schema versions (the "schema_version" key of every document; a reader
 // checks it before anything else; the version grows when a key is removed,
 // renamed or changes its meaning, not when one is added):
-//   1  the first versioned documents; restore reports carry "shard".
+//   1  the first versioned documents; restore reports carry "shard";
+//      restore --json-lines writes records of "type" start, file, summary
+//      (or error), each a document of its own.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -30,5 +32,9 @@ Json json_document();
 // \udcXX escapes, as Python's surrogateescape, where nlohmann's own dump
 // would throw. Numbers that are not finite are null (JSON has no infinity).
 std::string json_text(const Json& document);
+
+// The document on one line, ending in a newline: a record of a JSON Lines
+// stream (restore --json-lines), escaped as json_text.
+std::string json_line(const Json& document);
 
 }  // namespace imr
