@@ -56,9 +56,12 @@ std::vector<FileJob> name_outputs(const InputListing& listing, const JobRequest&
     std::vector<FileJob> jobs;
     jobs.reserve(listing.files.size());
     for (const InputFile& f : listing.files) {
-        FileJob job{f.shown, "", f.error, f.shown};
+        FileJob job{f.shown, "", f.error, f.shown};  // an error's key: the input as named
         if (!f.error.empty()) {
-        } else if (!r.names_outputs) {
+            jobs.push_back(std::move(job));
+            continue;
+        }
+        if (!r.names_outputs) {
             job.shard_key = f.relative.string();
         } else if (layout.to_stdout) {
             job.output = kStdio;

@@ -12,7 +12,9 @@
 
 namespace imr {
 
-// The work on one job that planning left without error: fills `result`
+// The work on one job that planning left without error (`job` is the
+// element of the vector given to run_each_file, so &job - jobs.data() is
+// its index): fills `result`
 // (dimensions, warnings) and returns normally when done; throws
 // (imr::Error, bad_alloc) when the file fails.
 using FileWork = std::function<void(const FileJob& job, FileResult& result)>;
