@@ -52,11 +52,11 @@ fs::path folder_destination(const JobRequest& r, const OutputLayout& layout, con
     return layout.folder_inputs > 1 ? layout.root / folder.filename() : layout.root;
 }
 
-std::vector<FileJob> name_outputs(const InputListing& listing, const JobRequest& r, const OutputLayout& layout) {
+std::vector<FileJob> name_outputs(InputListing listing, const JobRequest& r, const OutputLayout& layout) {
     std::vector<FileJob> jobs;
     jobs.reserve(listing.files.size());
-    for (const InputFile& f : listing.files) {
-        FileJob job{f.shown, "", f.error, f.shown};  // an error's key: the input as named
+    for (InputFile& f : listing.files) {
+        FileJob job{f.shown, "", std::move(f.error), f.shown};  // an error's key: the input as named
         if (!f.error.empty()) {
             jobs.push_back(std::move(job));
             continue;
@@ -84,6 +84,7 @@ std::vector<FileJob> name_outputs(const InputListing& listing, const JobRequest&
         }
         if (!job.output.empty()) job.shard_key = shard_key(job.output, layout);
         jobs.push_back(std::move(job));
+        f = InputFile();  // the listing goes as the jobs come: a folder of millions holds one of them at a time
     }
     return jobs;
 }

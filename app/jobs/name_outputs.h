@@ -26,6 +26,6 @@ namespace imr {
 std::filesystem::path folder_destination(const JobRequest& request, const OutputLayout& layout,
                                          const std::filesystem::path& folder, const std::string& raw);
 
-std::vector<FileJob> name_outputs(const InputListing& listing, const JobRequest& request, const OutputLayout& layout);
+std::vector<FileJob> name_outputs(InputListing listing, const JobRequest& request, const OutputLayout& layout);
 
 }  // namespace imr
