@@ -7,6 +7,7 @@
 #   every input restored exactly once, no temporary file left, each task saw
 #   one CUDA_VISIBLE_DEVICES; a re-submission (--array=1-4 instead of 0-3)
 #   splits the files the same way, skips every one and changes no file;
+#   with three outputs deleted, the array again restores just those three;
 #   --array=1,2,7 is refused with a clear message; no daemon is left running.
 # Usage: slurm_array_test.sh IMRESTORE_EXE SAMPLES_DIR
 # Exits 77 (ctest: skipped) with the reason where it cannot run: the Slurm
@@ -156,7 +157,10 @@ submit() {
 # check.py: the reports of one array against the inputs.
 cat >"$work/check.py" <<'PY'
 import glob, json, os, sys
+# EXPECT: the status of every file, or "missing": restored where the file
+# named in work/missing.txt was deleted, skipped elsewhere.
 work, job, expect = sys.argv[1], sys.argv[2], sys.argv[3]
+missing = set(open(work + "/missing.txt").read().split()) if expect == "missing" else set()
 inputs = sorted(os.path.relpath(os.path.join(d, f), work + "/in")
                 for d, _, fs in os.walk(work + "/in") for f in fs)
 seen, shard_of = {}, {}
@@ -170,14 +174,16 @@ for path in reports:
     assert s["listed"] == len(inputs), (s, len(inputs))
     for f in r["files"]:
         name = os.path.relpath(f["input"], work + "/in")
-        assert f["status"] == expect, (path, f)
+        want = expect if expect != "missing" else "restored" if name in missing else "skipped"
+        assert f["status"] == want, (path, want, f)
         seen[name] = seen.get(name, 0) + 1
         shard_of[name] = s["index"]
 assert sorted(seen) == inputs, (sorted(seen), inputs)
 assert all(v == 1 for v in seen.values()), seen
 assert len(set(shard_of.values())) > 1, "every file in one shard"
 json.dump(shard_of, open(f"{work}/shards-{job}.json", "w"), sort_keys=True)
-print(f"array {job}: {len(inputs)} files {expect} once each over 4 tasks")
+what = expect if expect != "missing" else f"seen ({len(missing)} restored, the rest skipped)"
+print(f"array {job}: {len(inputs)} files {what} once each over 4 tasks")
 PY
 
 # ---------------------------------------------------------------- the checks
@@ -203,6 +209,18 @@ after=$(cd "$work/out" && find . -type f -printf '%p %s %T@\n' | sort; find . -t
 [ "$before" = "$after" ] || fail "the re-submission changed files"
 cmp -s "$work/shards-$first.json" "$work/shards-$again.json" || fail "--array=1-4 split the files otherwise than 0-3"
 echo "re-submitted as --array=1-4: the same shards, every file skipped, no file changed"
+
+# Three outputs lost (a task killed before it wrote them): the same array
+# again restores those three and nothing else.
+(cd "$work/in" && find . -type f | sort | sed -n '2p;9p;17p' | sed 's|^\./||') >"$work/missing.txt"
+while read -r f; do rm "$work/out/$f"; done <"$work/missing.txt"
+kept=$(cd "$work/out" && find . -type f -exec md5sum {} + | sort)
+third=$(submit 0-3 "$work/out")
+python3 "$work/check.py" "$work" "$third" missing || fail "the re-submission after losing 3 outputs"
+[ "$(find "$work/out" -type f | wc -l)" -eq "$n" ] || fail "not every output is back"
+[ "$kept" = "$(cd "$work/out" && find . -type f -exec md5sum {} + | sort | grep -v -F -f "$work/missing.txt")" ] ||
+  fail "the re-submission changed outputs that were there"
+echo "3 outputs deleted, the array re-submitted: those 3 restored, the rest skipped and unchanged"
 
 odd=$(submit 1,2,7 "$work/odd")
 for t in 1 2 7; do
