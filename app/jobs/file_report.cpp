@@ -1,15 +1,13 @@
 #include "jobs/file_report.h"
 
-#include <algorithm>
-
 #include "util/printable.h"
 
 namespace imr {
 
-const char* status_name(FileResult::Status s, const char* done) {
+const char* status_name(FileResult::Status s) {
     switch (s) {
         case FileResult::Status::Restored:
-            return done;
+            return "restored";
         case FileResult::Status::Skipped:
             return "skipped";
         case FileResult::Status::Failed:
@@ -52,8 +50,8 @@ FileLines file_lines(const FileResult& f, bool quiet) {
     return lines;
 }
 
-Json file_json(const FileResult& f, const char* done) {
-    return {{"input", f.input},       {"output", f.output},       {"status", status_name(f.status, done)},
+Json file_json(const FileResult& f) {
+    return {{"input", f.input},       {"output", f.output},       {"status", status_name(f.status)},
             {"message", f.message},   {"width", f.width},         {"height", f.height},
             {"channels", f.channels}, {"bit_depth", f.bit_depth}, {"warnings", f.warnings}};
 }

@@ -12,8 +12,8 @@
 
 namespace imr {
 
-// "restored" (or `done`, e.g. "degraded"), "skipped", "failed", "not run".
-const char* status_name(FileResult::Status s, const char* done = "restored");
+// "restored", "skipped", "failed", "not run".
+const char* status_name(FileResult::Status s);
 
 struct FileCounts {
     int done = 0, skipped = 0, failed = 0, not_run = 0;
@@ -31,7 +31,7 @@ FileLines file_lines(const FileResult& f, bool quiet);
 
 // {"input", "output", "status", "message", "width", "height", "channels",
 // "bit_depth", "warnings"}: an element of a report's "files".
-Json file_json(const FileResult& f, const char* done = "restored");
+Json file_json(const FileResult& f);
 
 // {"index", "count", "source", "hash", "files", "listed"}: this process's
 // shard (index 0, count 1 when not sharded), how many files it ran of how

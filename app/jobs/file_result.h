@@ -8,7 +8,9 @@
 namespace imr {
 
 struct FileResult {
-    enum class Status { Restored, Skipped, Failed, NotRun };  // NotRun: the run was interrupted first
+    // Restored: the command's work on the file is done (degrade: written);
+    // NotRun: the run was interrupted first.
+    enum class Status { Restored, Skipped, Failed, NotRun };
     std::string input, output;
     Status status = Status::NotRun;
     std::string message;                // why it failed or was skipped
