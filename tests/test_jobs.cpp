@@ -1,16 +1,19 @@
 // The file loop's plan (app/jobs/): the shard a file belongs to, the
 // scheduler variables that say which shard a process is, and that N shards
-// cover every input exactly once. Planning reads no image, so the trees here
-// are empty files with image names.
+// cover every input exactly once; the names of temporary files; the JSON
+// writer every report goes through (app/report/). Planning reads no image,
+// so the trees here are files with image names and no image in them.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
 
 #include "jobs/plan_jobs.h"
+#include "report/json_document.h"
 #include "test_util.h"
 #include "usage_error.h"
 #include "util/temporary_name.h"
@@ -288,6 +291,37 @@ TEST(TemporaryName, NamesThisHostAndProcessAndReadsBack) {
     for (const char* not_ours : {".notes.tmp", "a.png.tmp-h-1-2", ".a.tmp-", ".a.tmp-h-x-2.png", ".a.tmp-h-1-.png",
                                  ".a.tmp--1-2", ".a.tmp-h-0-2", ".a.tmp-h-99999999999-2", ".tmp-h-1-2"})
         EXPECT_FALSE(temporary_owner(not_ours)) << not_ours;
+}
+
+TEST(JsonDocument, VersionedLaidOutAndEscaped) {
+    Json doc = json_document();
+    doc["files"] = Json::array();
+    doc["files"].push_back({{"input", "caf\xe9.png"}, {"psnr", std::numeric_limits<double>::infinity()}});
+    doc["files"].push_back({{"input", "a\"b\n"}, {"psnr", 31.25}});
+    doc["empty"] = Json::array();
+    doc["names"] = {"x", "y"};
+    doc["nested"] = {{"k", {{"n", 1}, {"ok", true}, {"none", nullptr}}}};
+    const std::string expected = std::string("{\n  \"imrestore\": \"") + IMRESTORE_VERSION +
+                                 "\",\n"
+                                 "  \"schema_version\": " +
+                                 std::to_string(kJsonSchemaVersion) +
+                                 ",\n"
+                                 "  \"files\": [\n"
+                                 "    {\"input\": \"caf\\udce9.png\", \"psnr\": null},\n"
+                                 "    {\"input\": \"a\\\"b\\n\", \"psnr\": 31.25}\n"
+                                 "  ],\n"
+                                 "  \"empty\": [],\n"
+                                 "  \"names\": [\"x\", \"y\"],\n"
+                                 "  \"nested\": {\"k\": {\"n\": 1, \"ok\": true, \"none\": null}}\n"
+                                 "}\n";
+    EXPECT_EQ(json_text(doc), expected);
+    // One line; valid JSON where the text is UTF-8 (nlohmann reads it back).
+    Json line = json_document();
+    line["type"] = "file";
+    line["value"] = 0.1;
+    const std::string text = json_line(line);
+    EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1);
+    EXPECT_EQ(Json::parse(text), line);
 }
 
 }  // namespace
