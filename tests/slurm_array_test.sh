@@ -147,11 +147,18 @@ submit() {
   id=$(sbatch --parsable --array="$1" --gres=gpu:1 --cpus-per-task=1 \
     --output="$work/logs/%A_%a.json" --error="$work/logs/%A_%a.err" "$work/task.sh" "$2")
   id=${id%%;*}
-  for _ in $(seq 600); do
-    [ -z "$(squeue -h -r -j "$id" -o %i 2>/dev/null)" ] && break
+  # Done when squeue answers (exit 0) with no task left; a failed squeue
+  # (slurmctld busy) is not an answer. Sanitizer builds on 2 cores take a
+  # while: up to 240 s, then the test fails rather than reading half a run.
+  local left
+  for _ in $(seq 2400); do
+    if left=$(squeue -h -r -j "$id" -o %i 2>/dev/null) && [ -z "$left" ]; then
+      echo "$id"
+      return
+    fi
     sleep 0.1
   done
-  echo "$id"
+  fail "array $id ($1) still running after 240 s" >&2
 }
 
 # check.py: the reports of one array against the inputs.
