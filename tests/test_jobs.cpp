@@ -149,7 +149,8 @@ void touch(const std::filesystem::path& p) {
 
 // A nested tree of `n` image names in random folders, with random names.
 void random_tree(const std::filesystem::path& root, std::mt19937& rng, int n) {
-    const char* exts[] = {".png", ".jpg", ".tif", ".webp"};
+    // Formats every build reads (TIFF and WebP need OpenCV, absent from the GPU host's build).
+    const char* exts[] = {".png", ".jpg", ".bmp", ".ppm"};
     std::uniform_int_distribution<int> depth(0, 3), letter('a', 'z'), ext(0, 3);
     for (int i = 0; i < n; ++i) {
         std::filesystem::path p = root;
