@@ -14,13 +14,16 @@
 #include <csignal>
 #include <cstdio>
 #include <iostream>
-#include <sstream>
 
 #include "eval/degrade_command.h"
 #include "eval/eval_command.h"
 #include "eval/validate_precision.h"
+#include "jobs/file_report.h"
+#include "jobs/plan_jobs.h"
 #include "model_registry.h"
 #include "pipeline/pipeline.h"
+#include "report/json_document.h"
+#include "shard_options.h"
 #include "usage_error.h"
 #include "util/printable.h"
 
@@ -68,7 +71,8 @@ struct Options {
     int tile = 0;
     uint64_t max_pixels = 0;  // 0: the default (image_io.h)
     bool recursive = false, force = false, quiet = false, json = false, timing = false;
-    bool strip = false;  // write no ICC profile or EXIF
+    bool json_lines = false;  // --json-lines: one JSON record per line as files finish
+    bool strip = false;       // write no ICC profile or EXIF
     int bench = 0;
     int bit_depth = 0;
     int quality = 95;
@@ -78,6 +82,7 @@ struct Options {
     bool models_json = false;           // `imrestore models --json`
     DegradeOptions degrade;             // `imrestore degrade ...`
     EvalOptions eval;                   // `imrestore eval ...`
+    ShardOptions shard;                 // --shard K/N, --shard-count N
 };
 
 std::string first_sentence(const std::string& s) {
@@ -94,26 +99,31 @@ int run_models(bool json) {
         std::cerr << "imrestore: no bundled models found; searched:";
         for (const auto& d : model_search_dirs()) std::cerr << " " << printable(d);
         std::cerr << "\n";
-        if (json) std::cout << "{\n  \"imrestore\": \"" << IMRESTORE_VERSION << "\",\n  \"models\": []\n}\n";
+        if (json) {
+            Json doc = json_document();
+            doc["models"] = Json::array();
+            std::cout << json_text(doc);
+        }
         return kExitUsage;
     }
     if (json) {
-        std::cout << "{\n  \"imrestore\": \"" << IMRESTORE_VERSION << "\",\n  \"models\": [";
-        for (size_t i = 0; i < models.size(); ++i) {
-            const BundledModel& m = models[i];
-            std::cout << (i ? ",\n" : "\n") << "    {\"name\": \"" << json_escape(m.name) << "\", \"path\": \""
-                      << json_escape(m.path) << "\", \"default\": " << (m.name == kDefaultModel ? "true" : "false");
+        Json doc = json_document();
+        Json& list = doc["models"] = Json::array();
+        for (const BundledModel& m : models) {
+            Json entry = {{"name", m.name}, {"path", m.path}, {"default", m.name == kDefaultModel}};
             try {
                 const ModelFile f = load_model_file(m.path);
-                std::cout << ", \"task\": \"" << json_escape(f.task) << "\", \"parameters\": " << f.parameter_count()
-                          << ", \"flops_per_pixel\": " << f.flops_per_pixel()
-                          << ", \"receptive_field\": " << f.receptive_field() << ", \"description\": \""
-                          << json_escape(f.description) << "\"}";
+                entry["task"] = f.task;
+                entry["parameters"] = f.parameter_count();
+                entry["flops_per_pixel"] = f.flops_per_pixel();
+                entry["receptive_field"] = f.receptive_field();
+                entry["description"] = f.description;
             } catch (const Error& e) {
-                std::cout << ", \"error\": \"" << json_escape(e.what()) << "\"}";
+                entry["error"] = e.what();
             }
+            list.push_back(std::move(entry));
         }
-        std::cout << "\n  ]\n}\n";
+        std::cout << json_text(doc);
         return kExitOk;
     }
     std::printf("%-16s %-10s %10s  %s\n", "name", "task", "parameters", "description");
@@ -148,20 +158,6 @@ int run_model_info(const std::string& name_or_path) {
 
 // ---------------------------------------------------------------- restore
 
-const char* status_name(FileResult::Status s) {
-    switch (s) {
-        case FileResult::Status::Restored:
-            return "restored";
-        case FileResult::Status::Skipped:
-            return "skipped";
-        case FileResult::Status::Failed:
-            return "failed";
-        case FileResult::Status::NotRun:
-            return "not run";
-    }
-    return "?";
-}
-
 // done/total, images/s and ETA on one self-overwriting stderr line.
 class Progress {
 public:
@@ -183,41 +179,49 @@ private:
     std::chrono::steady_clock::time_point start_;
 };
 
-std::string report_json(const Options& o, const ModelRunner& runner, const PipelineReport& r) {
+// What a restore report says before its files: model, device, precision, batch, shard.
+void add_run_header(Json& doc, const PlannedJobs& plan, const ModelRunner& runner) {
     const ModelFile& model = runner.model();
     const Backend& backend = runner.backend();
-    std::ostringstream s;
-    s << "{\n  \"imrestore\": \"" << IMRESTORE_VERSION << "\",\n"
-      << "  \"model\": {\"name\": \"" << json_escape(model.name) << "\", \"path\": \"" << json_escape(model.path)
-      << "\"},\n"
-      << "  \"device\": {\"name\": \"" << json_escape(backend.name()) << "\", \"description\": \""
-      << json_escape(backend.description()) << "\"},\n"
-      << "  \"precision\": {\"requested\": \"" << precision_name(runner.options().precision) << "\", \"used\": \""
-      << precision_name(runner.precision()) << "\"},\n"
-      << "  \"batch\": " << runner.options().batch << ",\n  \"files\": [";
-    for (size_t i = 0; i < r.files.size(); ++i) {
-        const FileResult& f = r.files[i];
-        s << (i ? "," : "") << "\n    {\"input\": \"" << json_escape(f.input) << "\", \"output\": \""
-          << json_escape(f.output) << "\", \"status\": \"" << status_name(f.status) << "\", \"message\": \""
-          << json_escape(f.message) << "\", \"width\": " << f.width << ", \"height\": " << f.height
-          << ", \"channels\": " << f.channels << ", \"bit_depth\": " << f.bit_depth
-          << ", \"fp32_rerun\": " << (f.fp32_rerun ? "true" : "false") << ", \"warnings\": [";
-        for (size_t w = 0; w < f.warnings.size(); ++w)
-            s << (w ? ", " : "") << "\"" << json_escape(f.warnings[w]) << "\"";
-        s << "]}";
-    }
-    double seconds = r.wall_ms / 1e3;
-    s << "\n  ],\n  \"summary\": {\"restored\": " << r.count(FileResult::Status::Restored)
-      << ", \"skipped\": " << r.count(FileResult::Status::Skipped)
-      << ", \"failed\": " << r.count(FileResult::Status::Failed)
-      << ", \"not_run\": " << r.count(FileResult::Status::NotRun)
-      << ", \"interrupted\": " << (r.interrupted ? "true" : "false") << ", \"wall_ms\": " << r.wall_ms
-      << ", \"megapixels\": " << r.megapixels
-      << ", \"megapixels_per_s\": " << (seconds > 0 ? r.megapixels / seconds : 0)
-      << ", \"compute_lanes\": " << r.compute_lanes << "},\n  \"timing_ms\": " << r.timer.json();
-    if (!r.bench_timer.empty()) s << ",\n  \"bench_ms\": " << r.bench_timer.json();
-    s << "\n}\n";
-    return s.str();
+    doc["model"] = {{"name", model.name}, {"path", model.path}};
+    doc["device"] = {{"name", backend.name()}, {"description", backend.description()}};
+    doc["precision"] = {{"requested", precision_name(runner.options().precision)},
+                        {"used", precision_name(runner.precision())}};
+    doc["batch"] = runner.options().batch;
+    doc["shard"] = shard_json(plan);
+}
+
+// What it says after them: the summary and the time per stage.
+void add_run_summary(Json& doc, const PipelineReport& r) {
+    const double seconds = r.wall_ms / 1e3;
+    doc["summary"] = {{"restored", r.count(FileResult::Status::Restored)},
+                      {"skipped", r.count(FileResult::Status::Skipped)},
+                      {"failed", r.count(FileResult::Status::Failed)},
+                      {"not_run", r.count(FileResult::Status::NotRun)},
+                      {"interrupted", r.interrupted},
+                      {"wall_ms", r.wall_ms},
+                      {"megapixels", r.megapixels},
+                      {"megapixels_per_s", seconds > 0 ? r.megapixels / seconds : 0},
+                      {"compute_lanes", r.compute_lanes}};
+    doc["timing_ms"] = r.timer.json();
+    if (!r.bench_timer.empty()) doc["bench_ms"] = r.bench_timer.json();
+}
+
+// --json: the whole report, once the run is over.
+std::string report_json(const PlannedJobs& plan, const ModelRunner& runner, const PipelineReport& r) {
+    Json doc = json_document();
+    add_run_header(doc, plan, runner);
+    Json& files = doc["files"] = Json::array();
+    for (const FileResult& f : r.files) files.push_back(file_json(f));
+    add_run_summary(doc, r);
+    return json_text(doc);
+}
+
+// --json-lines: one record per line as the run goes (report/json_document.h).
+Json json_record(const char* type) {
+    Json doc = json_document();
+    doc["type"] = type;
+    return doc;
 }
 
 int run_restore(const Options& o) {
@@ -229,10 +233,14 @@ int run_restore(const Options& o) {
     if (o.tile > 0 && o.tile < 16)
         throw UsageError("--tile " + std::to_string(o.tile) +
                          ": tiles under 16 pixels would be mostly halo; use 16 or more");
-    std::vector<FileJob> jobs =
-        plan_jobs(o.inputs, o.output, o.recursive, codec, format, o.suffix);  // usage errors first
-    if (o.output == kStdio && (o.json || o.timing || o.bench))
-        throw UsageError("-o -: standard output carries the image; --json, --timing and --bench would mix into it");
+    JobRequest request;
+    request.inputs = o.inputs, request.output = o.output, request.recursive = o.recursive;
+    request.codec = codec, request.format = format, request.suffix = o.suffix;
+    const PlannedJobs plan = plan_jobs(request, shard_from_options(o.shard));  // usage errors first
+    if (o.output == kStdio && (o.json || o.json_lines || o.timing || o.bench))
+        throw UsageError(
+            "-o -: standard output carries the image; --json, --json-lines, --timing and --bench would mix into it");
+    if (o.json && o.json_lines) throw UsageError("--json and --json-lines: give one");
     ModelFile model = load_model_file(resolve_model(o.model));
     RunnerOptions settings;
     settings.device = o.device;
@@ -243,7 +251,7 @@ int run_restore(const Options& o) {
     std::string note;
     std::unique_ptr<Backend> backend = make_backend(settings, &note);
     ModelRunner runner(model, *backend, settings);
-    bool chatty = !o.quiet && !o.json;
+    bool chatty = !o.quiet && !o.json && !o.json_lines;
     if (!o.quiet) {
         if (!note.empty()) std::cerr << "note: " << note << "\n";
         if (!o.recursive)
@@ -252,6 +260,7 @@ int run_restore(const Options& o) {
                     if (int n = subfolders_skipped(in, o.suffix))
                         std::cerr << "note: " << printable(in) << ": " << n << " subfolder" << (n == 1 ? "" : "s")
                                   << " not restored; -r descends into them\n";
+        if (const std::string shard = shard_note(plan); !shard.empty()) std::cerr << shard << "\n";
         std::cerr << "model " << printable(model.name) << " (" << printable(model.path) << "), device "
                   << backend->name() << ": " << backend->description() << ", precision "
                   << precision_name(runner.precision()) << "\n";
@@ -273,25 +282,34 @@ int run_restore(const Options& o) {
     std::signal(SIGINT, on_interrupt);
     std::signal(SIGTERM, on_interrupt);
 
+    if (o.json_lines) {
+        Json start = json_record("start");
+        add_run_header(start, plan, runner);
+        std::cout << json_line(start) << std::flush;
+    }
     Progress progress(!o.quiet && isatty(STDERR_FILENO));
-    PipelineReport report = run_pipeline(jobs, runner, p, [&](size_t done, size_t total, const FileResult& f) {
+    PipelineReport report = run_pipeline(plan.jobs, runner, p, [&](size_t done, size_t total, const FileResult& f) {
         progress.clear();
-        if (!o.quiet)
-            for (const std::string& w : f.warnings) std::cerr << "warning: " << printable(w) << "\n";
-        if (f.status == FileResult::Status::Failed)
-            std::cerr << "imrestore: " << printable(f.message) << "\n";
-        else if (f.status == FileResult::Status::Skipped && !o.quiet)
-            std::cerr << "skipped: " << printable(f.message) << "\n";
-        else if (f.status == FileResult::Status::Restored && chatty)  // stdout is the image with -o -
-            (o.output == kStdio ? std::cerr : std::cout) << printable(f.input) << " -> " << printable(f.output) << "\n"
-                                                         << std::flush;
+        const FileLines lines = file_lines(f, o.quiet);
+        std::cerr << lines.log;
+        if (chatty && !lines.done.empty())  // stdout is the image with -o -
+            (o.output == kStdio ? std::cerr : std::cout) << lines.done << std::flush;
+        if (o.json_lines) {
+            Json record = json_record("file");
+            record.update(file_json(f));
+            std::cout << json_line(record) << std::flush;
+        }
         progress.update(done, total);
     });
     progress.clear();
 
     int restored = report.count(FileResult::Status::Restored), failed = report.count(FileResult::Status::Failed);
     if (o.json) {
-        std::cout << report_json(o, runner, report);
+        std::cout << report_json(plan, runner, report);
+    } else if (o.json_lines) {
+        Json end = json_record("summary");
+        add_run_summary(end, report);
+        std::cout << json_line(end);
     } else {
         char title[128];
         std::snprintf(title, sizeof title, "timing (%s, %s, %d images, %.2f MP)", backend->name().c_str(),
@@ -331,12 +349,19 @@ std::string usage_hint(const CLI::App& app) {
     return "Try '" + command + " --help' or 'man imrestore' for more information.";
 }
 
+// The --json report of a run that stopped: {"imrestore", "schema_version", "error"};
+// with --json-lines, that record on one line with "type": "error".
+std::string error_json(const std::string& message, bool lines = false) {
+    Json doc = json_document();
+    if (lines) doc["type"] = "error";
+    doc["error"] = message;
+    return lines ? json_line(doc) : json_text(doc);
+}
+
 // An error that stops the whole run: on stderr, and with --json as the report.
 void report_error(const Options& o, const std::string& message) {
     std::cerr << "imrestore: " << printable(message) << "\n";
-    if (o.json)
-        std::cout << "{\n  \"imrestore\": \"" << IMRESTORE_VERSION << "\",\n  \"error\": \"" << json_escape(message)
-                  << "\"\n}\n";
+    if (o.json || o.json_lines) std::cout << error_json(message, o.json_lines && !o.json);
 }
 
 void setup(CLI::App& app, Options& o) {
@@ -410,7 +435,11 @@ void setup(CLI::App& app, Options& o) {
     app.add_option("--bench", o.bench, "After each batch, repeat the compute N times; print min/median per stage")
         ->check(CLI::Range(0, 100000))
         ->type_name("N");
+    add_shard_options(&app, o.shard);
     app.add_flag("--json", o.json, "Print a machine-readable report on stdout (nothing else goes there)");
+    app.add_flag("--json-lines", o.json_lines,
+                 "Print the report as JSON Lines on stdout as the run goes: a start record, one per file as it "
+                 "finishes, a summary (for folders of millions of files)");
     app.add_flag("-q,--quiet", o.quiet, "Print only errors");
 
     app.footer(
@@ -470,11 +499,11 @@ int cli_main(int argc, char** argv) {
     } catch (const CLI::ParseError& e) {
         int code = app.exit(e);
         if (code != 0) {  // --json promises a report on stdout, also for a bad command line
-            for (int i = 1; i < argc; ++i)
+            for (int i = 1; i < argc; ++i) {
                 if (std::string(argv[i]) == "--json") o.json = true;
-            if (o.json)
-                std::cout << "{\n  \"imrestore\": \"" << IMRESTORE_VERSION << "\",\n  \"error\": \""
-                          << json_escape(e.what()) << "\"\n}\n";
+                if (std::string(argv[i]) == "--json-lines") o.json_lines = true;
+            }
+            if (o.json || o.json_lines) std::cout << error_json(e.what(), o.json_lines && !o.json);
         }
         return code == 0 ? kExitOk : kExitUsage;
     } catch (const UsageError& e) {

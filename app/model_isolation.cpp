@@ -42,6 +42,10 @@ constexpr int kTimeoutSeconds = 60;  // wall clock, then SIGKILL; IMRESTORE_MODE
 constexpr rlim_t kCpuSeconds = 60;   // RLIMIT_CPU
 constexpr unsigned long long kChildHeapBytes = 3ull << 30;  // RLIMIT_DATA beyond what the child inherits
 constexpr size_t kMaxEntries = 1 << 16;                     // per group
+// Over the whole answer: a reader a hostile file took over could otherwise
+// send millions of tiny entries (12 wire bytes each become a ~170-byte map
+// node here) within the wire limit and make this process hold gigabytes.
+constexpr unsigned long long kMaxTotalEntries = 1 << 20;
 constexpr size_t kMaxNameBytes = 1 << 16;
 constexpr int kExitSandboxRefused = 5;  // the child's exit status when the kernel refused its sandbox
 
@@ -116,11 +120,14 @@ private:
     size_t pos_ = 0;
 };
 
-RawGroup get_group(WireReader& r, unsigned long long& floats, unsigned long long most) {
+RawGroup get_group(WireReader& r, unsigned long long& floats, unsigned long long most,
+                   unsigned long long& entries_left) {
     RawGroup g;
     for (auto* entries : {&g.attributes, &g.datasets}) {
         const unsigned long long n = r.u64();
         if (n > kMaxEntries) r.fail(std::to_string(n) + " entries in a group");
+        if (n > entries_left) r.fail("more entries than any model has");
+        entries_left -= n;
         for (unsigned long long i = 0; i < n; ++i) {
             std::string name = r.text(kMaxNameBytes);
             RawEntry e;
@@ -211,11 +218,12 @@ RawModel decode_raw_model(const std::string& bytes, const std::string& where) {
     const unsigned long long most = max_file_floats();  // reads the environment once
     unsigned long long floats = 0;
     RawModel raw;
-    raw.root = get_group(r, floats, most);
+    unsigned long long entries_left = kMaxTotalEntries;
+    raw.root = get_group(r, floats, most, entries_left);
     raw.has_stages = *r.take(1) != 0;
     const unsigned long long n = r.u64();
     if (n > 4096) r.fail(std::to_string(n) + " stages");
-    for (unsigned long long i = 0; i < n; ++i) raw.stages.push_back(get_group(r, floats, most));
+    for (unsigned long long i = 0; i < n; ++i) raw.stages.push_back(get_group(r, floats, most, entries_left));
     if (!r.done()) r.fail("trailing bytes");
     return raw;
 }
@@ -312,7 +320,16 @@ ReaderExit run_reader(const std::string& path, int timeout_s, const std::string*
     }
     close(fds[0]);
     if (timed_out || too_long) kill(pid, SIGKILL);
-    while (waitpid(pid, &r.status, 0) < 0 && errno == EINTR) {
+    // A reader that closed the pipe without exiting (asleep on a futex, which
+    // RLIMIT_CPU never stops) is still bound by the deadline.
+    for (;;) {
+        const pid_t done = waitpid(pid, &r.status, WNOHANG);
+        if (done == pid || (done < 0 && errno != EINTR)) break;
+        if (!timed_out && !too_long && std::chrono::steady_clock::now() >= deadline) {
+            timed_out = true;
+            kill(pid, SIGKILL);
+        }
+        usleep(500);
     }
     if (timed_out)
         throw Error(path + ": reading the HDF5 file took longer than " + std::to_string(timeout_s) +
@@ -402,7 +419,13 @@ RawModel read_model_isolated(const std::string& path) {
     if (bytes.empty())
         throw Error(path + ": the model reader stopped without an answer (exit status " +
                     std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ")");
-    if (bytes[0] == 'E') throw Error(bytes.substr(1, size_t(1) << 16));
+    if (bytes[0] == 'E') {
+        // The reader's own message starts with the path; one that does not
+        // (a reader a hostile file took over) is not passed off as the tool's.
+        std::string message = bytes.substr(1, size_t(1) << 12);
+        if (message.compare(0, path.size() + 1, path + ":") != 0) message = path + ": " + message;
+        throw Error(message);
+    }
     if (bytes[0] != 'M') throw Error(path + ": the model reader's answer is malformed");
     bytes.erase(0, 1);  // the tag; in place, the answer can be hundreds of MB
     return decode_raw_model(bytes, path);

@@ -58,7 +58,7 @@ int close_other_descriptors(int result_fd, bool keep_stderr) {
     if (null < 0) return -1;
     for (int stdio = 0; stdio < (keep_stderr ? 2 : 3); ++stdio)
         if (null != stdio && dup2(null, stdio) < 0) return -1;
-    if (syscall(SYS_close_range, 3u, unsigned(fd - 1), 0u) != 0 ||
+    if ((fd > 3 && syscall(SYS_close_range, 3u, unsigned(fd - 1), 0u) != 0) ||
         syscall(SYS_close_range, unsigned(fd + 1), ~0u, 0u) != 0) {
         // Kernels before 5.9: one close per possible descriptor.
         rlimit files{};

@@ -5,7 +5,7 @@
 #include <numeric>
 #include <sstream>
 
-#include "util/printable.h"
+#include "report/json_document.h"
 
 namespace imr {
 
@@ -85,17 +85,14 @@ std::string StageTimer::table(const std::string& title, double megapixels, int i
     return s.str();
 }
 
-std::string StageTimer::json() const {
-    std::ostringstream s;
-    s << "{";
-    for (size_t i = 0; i < rows_.size(); ++i) {
-        const Row& r = rows_[i];
-        s << (i ? ", " : "") << "\"" << json_escape(r.name) << "\": {\"total_ms\": " << r.total_ms()
-          << ", \"count\": " << r.samples_ms.size() << ", \"min_ms\": " << r.min_ms()
-          << ", \"median_ms\": " << r.median_ms() << "}";
-    }
-    s << "}";
-    return s.str();
+nlohmann::ordered_json StageTimer::json() const {
+    Json stages = Json::object();
+    for (const Row& r : rows_)
+        stages[r.name] = {{"total_ms", r.total_ms()},
+                          {"count", r.samples_ms.size()},
+                          {"min_ms", r.min_ms()},
+                          {"median_ms", r.median_ms()}};
+    return stages;
 }
 
 }  // namespace imr

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -34,7 +35,8 @@ public:
     // per call and MP/s from each row's own megapixels.
     std::string table(const std::string& title, double megapixels, int images, bool per_sample = false) const;
     // {"stage": {"total_ms":..,"count":..,"min_ms":..,"median_ms":..}, ...}
-    std::string json() const;
+    // (for a report/json_document.h document)
+    nlohmann::ordered_json json() const;
 
 private:
     std::vector<Row> rows_;

@@ -12,14 +12,15 @@
 # and those that do not. -g: bash-completion sources this file in a function.
 declare -gA _imrestore_valued=(
     [restore]='-o --output -m --model -d --device --precision -b --batch --format --suffix --codec --bit-depth --quality
-        --png-compression -j --threads --tile --max-pixels --bench'
+        --png-compression -j --threads --tile --max-pixels --bench --shard --shard-count'
     [models]=''
     [model]='--validate-precision --write -d --device'
-    [degrade]='-o --output --blur --noise --jpeg --seed --format'
-    [eval]='-m --model -d --device -j --threads --blur --noise --jpeg --seed --degraded --baselines'
+    [degrade]='-o --output --blur --noise --jpeg --seed --format --shard --shard-count'
+    [eval]='-m --model -d --device -j --threads --blur --noise --jpeg --seed --degraded --baselines --shard
+        --shard-count'
 )
 declare -gA _imrestore_flags=(
-    [restore]='-h --help --version -r --recursive -f --force --strip --timing --json -q --quiet'
+    [restore]='-h --help --version -r --recursive -f --force --strip --timing --json --json-lines -q --quiet'
     [models]='-h --help --json'
     [model]='-h --help'
     [degrade]='-h --help -r --recursive -f --force -q --quiet'

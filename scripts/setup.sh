@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 
-packages=(cmake g++ make pkg-config clang-format groff-base python3-h5py python3-numpy libopencv-dev libjpeg62-turbo-dev libpng-dev libhdf5-dev libseccomp-dev libcli11-dev libstb-dev libgtest-dev libbenchmark-dev)
+packages=(cmake g++ make pkg-config clang-format groff-base python3-h5py python3-numpy libopencv-dev libjpeg62-turbo-dev libpng-dev libhdf5-dev libseccomp-dev libcli11-dev nlohmann-json3-dev libstb-dev libgtest-dev libbenchmark-dev)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -26,11 +26,13 @@ inline std::string slurp(const std::string& path) {
 }
 
 // Runs imrestore with `args` (already shell-quoted where needed), in folder
-// `cwd` if given; stdout and stderr go through files in `dir`.
-inline RunResult imrestore(const std::string& args, const ScratchDir& dir, const std::string& cwd = "") {
+// `cwd` if given, with the environment assignments `env` ("A=1 B=2") if
+// given; stdout and stderr go through files in `dir`.
+inline RunResult imrestore(const std::string& args, const ScratchDir& dir, const std::string& cwd = "",
+                           const std::string& env = "") {
     std::string out = dir / "stdout.txt", err = dir / "stderr.txt";
-    std::string cmd = (cwd.empty() ? "" : "cd '" + cwd + "' && ") + "'" + IMRESTORE_EXE + "' " + args + " >'" + out +
-                      "' 2>'" + err + "'";
+    std::string cmd = (cwd.empty() ? "" : "cd '" + cwd + "' && ") + (env.empty() ? "" : "env " + env + " ") + "'" +
+                      IMRESTORE_EXE + "' " + args + " >'" + out + "' 2>'" + err + "'";
     int status = std::system(cmd.c_str());
     return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
 }

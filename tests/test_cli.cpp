@@ -9,14 +9,18 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include "backend.h"
 #include "cli_run.h"
 #include "image/image_io.h"
+#include "image_test_files.h"
 #include "metadata_test_files.h"
 #include "test_util.h"
+#include "util/temporary_name.h"
 
 namespace imr {
 namespace {
@@ -430,21 +434,25 @@ TEST(Cli, StaleTemporaryFilesOfDeadRunsAreRemoved) {
     // exited child's PID may be reused at once on a busy machine.
     long pid_max = 4194304;
     std::ifstream("/proc/sys/kernel/pid_max") >> pid_max;
-    const long dead = pid_max + 1;
-    const std::string stale = dir / ("out/.cat.png.tmp-" + std::to_string(dead) + "-3.png");
-    const std::string alive = dir / ("out/.cat.png.tmp-" + std::to_string(getpid()) + "-0.png");  // this test runs
-    const std::string other = dir / "out/.notes.tmp";                                             // not ours
-    const std::string recent = dir / ("out/.dog.png.tmp-" + std::to_string(dead) + "-4.png");     // dead, but fresh
-    for (const std::string& f : {stale, alive, other, recent}) {
+    const std::string dead = std::to_string(pid_max + 1), host = this_host();
+    const std::string stale = dir / ("out/.cat.png.tmp-" + host + "-" + dead + "-3.png");
+    const std::string alive = dir / ("out/.cat.png.tmp-" + host + "-" + std::to_string(getpid()) + "-0.png");
+    const std::string other = dir / "out/.notes.tmp";                                        // not ours
+    const std::string recent = dir / ("out/.dog.png.tmp-" + host + "-" + dead + "-4.png");   // dead, but fresh
+    const std::string remote = dir / ("out/.cow.png.tmp-" + host + "x-" + dead + "-5.png");  // another host's
+    const std::string legacy = dir / ("out/.pig.png.tmp-" + dead + "-6.png");                // before host names
+    for (const std::string& f : {stale, alive, other, recent, remote, legacy}) {
         std::ofstream(f) << "partial";
         if (f != recent) fs::last_write_time(f, fs::file_time_type::clock::now() - std::chrono::hours(1));
     }
     RunResult r = imrestore(q(sample("chelsea.png")) + " -o " + q(dir / "out/cat.png") + " -d cpu -m sharpen", dir);
     EXPECT_EQ(r.code, 0) << r.err;
     EXPECT_FALSE(fs::exists(stale)) << "the dead run's temporary file stays";
+    EXPECT_FALSE(fs::exists(legacy)) << "an older version's dead temporary file stays";
     EXPECT_TRUE(fs::exists(alive)) << "a running process's temporary file was removed";
     EXPECT_TRUE(fs::exists(other)) << "a file that is not ours was removed";
-    EXPECT_TRUE(fs::exists(recent)) << "a temporary file written minutes ago (maybe by another host) was removed";
+    EXPECT_TRUE(fs::exists(recent)) << "a temporary file written minutes ago was removed";
+    EXPECT_TRUE(fs::exists(remote)) << "another host's temporary file was removed (its PID is not ours to judge)";
     // A relative output folder that does not exist yet is created, not refused.
     RunResult rel =
         imrestore(q(sample("chelsea.png")) + " " + q(sample("coffee.png")) + " -o new/sub/ -d cpu -m sharpen", dir,
@@ -965,6 +973,184 @@ TEST(Gpu, ConcurrentLanesGiveTheSameImages) {
     std::string why;
     if (cuda_device_count(&why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
     expect_folder_equals_each_image_alone("cli-gpu-lanes", {"-d cuda", "-d cuda --bench 1"}, {0, 1}, "-d cuda");
+}
+
+}  // namespace
+}  // namespace imr
+
+namespace imr {
+namespace {
+
+// --shard K/N on restore, degrade and eval (they share the file loop): N runs
+// cover a nested folder once, each --json report says its shard; a Slurm
+// array that is not a range is refused by name.
+TEST(Cli, ShardsSplitTheFilesOfEveryCommand) {
+    unsigned seed;
+    std::mt19937 rng = test::fresh_rng(&seed);
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    ScratchDir dir("cli-shard");
+    const int kFiles = 7;
+    for (int i = 0; i < kFiles; ++i) {
+        const std::string sub = i % 2 ? "in/deep/er/" : "in/";
+        fs::create_directories(dir / sub);
+        write_image(dir / (sub + "p" + std::to_string(i) + ".png"), test::random_image(rng, 23 + i, 17, 3, 8));
+    }
+    std::map<std::string, int> restored;  // input -> times, over all shards
+    for (int k = 0; k < 3; ++k) {
+        RunResult r = imrestore(q(dir / "in") + " -r -o " + q(dir / "out") + " -d cpu -m sharpen --json --shard " +
+                                    std::to_string(k) + "/3",
+                                dir);
+        ASSERT_EQ(r.code, 0) << r.err;
+        const nlohmann::json report = nlohmann::json::parse(r.out);
+        EXPECT_EQ(report["schema_version"], 1);
+        EXPECT_EQ(report["shard"]["index"], k);
+        EXPECT_EQ(report["shard"]["count"], 3);
+        EXPECT_EQ(report["shard"]["source"], "--shard");
+        EXPECT_EQ(report["shard"]["listed"], kFiles);
+        EXPECT_EQ(report["shard"]["files"], report["files"].size());
+        for (const auto& f : report["files"]) {
+            EXPECT_EQ(f["status"], "restored") << f;
+            ++restored[f["input"].get<std::string>()];
+        }
+    }
+    EXPECT_EQ(restored.size(), size_t(kFiles));
+    for (const auto& [input, times] : restored) EXPECT_EQ(times, 1) << input;
+    size_t outputs = 0;
+    for (const auto& e : fs::recursive_directory_iterator(dir / "out")) outputs += e.is_regular_file();
+    EXPECT_EQ(outputs, size_t(kFiles));
+
+    // degrade: the two halves write every file once.
+    for (int k = 0; k < 2; ++k) {
+        RunResult r = imrestore("degrade " + q(dir / "in") + " -r -o " + q(dir / "noisy") + " --noise 5 --shard " +
+                                    std::to_string(k) + "/2",
+                                dir);
+        ASSERT_EQ(r.code, 0) << r.err;
+        EXPECT_NE(r.err.find("shard " + std::to_string(k) + "/2 (--shard): "), std::string::npos) << r.err;
+    }
+    outputs = 0;
+    for (const auto& e : fs::recursive_directory_iterator(dir / "noisy")) outputs += e.is_regular_file();
+    EXPECT_EQ(outputs, size_t(kFiles));
+
+    // eval: the two halves measure every image once.
+    size_t measured = 0;
+    for (int k = 0; k < 2; ++k) {
+        RunResult r = imrestore("eval " + q(dir / "in") +
+                                    " -r --noise 10 -m sharpen -d cpu --baselines none --json "
+                                    "--shard " +
+                                    std::to_string(k) + "/2",
+                                dir);
+        ASSERT_EQ(r.code, 0) << r.err;
+        const nlohmann::json report = nlohmann::json::parse(r.out);
+        EXPECT_EQ(report["schema_version"], 1);
+        EXPECT_EQ(report["shard"]["index"], k);
+        measured += report["images"].size();
+    }
+    EXPECT_EQ(measured, size_t(kFiles));
+
+    // The scheduler's variables: a Slurm array that is not a range is refused
+    // before any work; one that is gives the shard.
+    RunResult odd = imrestore(q(dir / "in") + " -r -o " + q(dir / "odd") + " -d cpu -m sharpen", dir, "",
+                              "SLURM_ARRAY_TASK_ID=2 SLURM_ARRAY_TASK_MIN=1 SLURM_ARRAY_TASK_MAX=7 "
+                              "SLURM_ARRAY_TASK_STEP=1 SLURM_ARRAY_TASK_COUNT=3");
+    EXPECT_EQ(odd.code, 2) << odd.err;
+    EXPECT_NE(odd.err.find("not an arithmetic range"), std::string::npos) << odd.err;
+    EXPECT_FALSE(fs::exists(dir / "odd"));
+    RunResult task = imrestore(q(dir / "in") + " -r -o " + q(dir / "task") + " -d cpu -m sharpen --json", dir, "",
+                               "SLURM_ARRAY_TASK_ID=4 SLURM_ARRAY_TASK_MIN=1 SLURM_ARRAY_TASK_MAX=4 "
+                               "SLURM_ARRAY_TASK_STEP=1 SLURM_ARRAY_TASK_COUNT=4");
+    ASSERT_EQ(task.code, 0) << task.err;
+    const nlohmann::json report = nlohmann::json::parse(task.out);
+    EXPECT_EQ(report["shard"]["index"], 3);
+    EXPECT_EQ(report["shard"]["count"], 4);
+    EXPECT_EQ(report["shard"]["source"], "SLURM_ARRAY_TASK_ID");
+    RunResult bad = imrestore(q(dir / "in") + " --shard 3/3 --json", dir);
+    EXPECT_EQ(bad.code, 2);
+    EXPECT_NE(bad.err.find("--shard 3/3: shard 3 of 3 does not exist"), std::string::npos) << bad.err;
+    EXPECT_EQ(nlohmann::json::parse(bad.out)["schema_version"], 1) << bad.out;
+}
+
+}  // namespace
+}  // namespace imr
+
+namespace imr {
+namespace {
+
+// Two hosts writing into one shared folder, simulated with a UTS namespace
+// of its own (unshare -u, as root): each run removes the stale temporaries
+// of its own host and leaves the other's.
+TEST(Cli, ARunRemovesOnlyItsOwnHostsTemporaries) {
+    if (getuid() != 0 || std::system("unshare -u true >/dev/null 2>&1") != 0)
+        GTEST_SKIP() << "needs root and unshare(1) to give a process another host name";
+    ScratchDir dir("cli-hosts");
+    fs::create_directories(dir / "shared");
+    long pid_max = 4194304;
+    std::ifstream("/proc/sys/kernel/pid_max") >> pid_max;
+    const std::string dead = std::to_string(pid_max + 1);
+    const std::string ours = dir / ("shared/.a.png.tmp-" + this_host() + "-" + dead + "-0.png");
+    const std::string theirs = dir / ("shared/.b.png.tmp-imrtest-node-b-" + dead + "-0.png");
+    for (const std::string& f : {ours, theirs}) {
+        std::ofstream(f) << "partial";
+        fs::last_write_time(f, fs::file_time_type::clock::now() - std::chrono::hours(1));
+    }
+    RunResult here = imrestore(q(sample("chelsea.png")) + " -o " + q(dir / "shared/1.png") + " -d cpu -m sharpen", dir);
+    ASSERT_EQ(here.code, 0) << here.err;
+    EXPECT_FALSE(fs::exists(ours));
+    EXPECT_TRUE(fs::exists(theirs)) << "node-b's temporary file was removed by " << this_host();
+    const std::string on_b = "unshare -u sh -c 'hostname imrtest-node-b && exec \"$0\" \"$@\"' '" +
+                             std::string(IMRESTORE_EXE) + "' " + q(sample("chelsea.png")) + " -o " +
+                             q(dir / "shared/2.png") + " -d cpu -m sharpen >" + q(dir / "b.txt") + " 2>&1";
+    ASSERT_EQ(std::system(on_b.c_str()), 0) << slurp(dir / "b.txt");
+    EXPECT_FALSE(fs::exists(theirs)) << "node-b did not remove its own stale temporary file";
+    EXPECT_TRUE(fs::exists(dir / "shared/2.png"));
+}
+
+}  // namespace
+}  // namespace imr
+
+namespace imr {
+namespace {
+
+// --json-lines: a start record, one per file (each a document with its
+// schema version), a summary; errors as one record too.
+TEST(Cli, JsonLinesStreamsOneRecordPerFile) {
+    unsigned seed;
+    std::mt19937 rng = test::fresh_rng(&seed);
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    ScratchDir dir("cli-json-lines");
+    fs::create_directories(dir / "in/sub");
+    for (int i = 0; i < 5; ++i)
+        write_image(dir / ((i % 2 ? "in/sub/" : "in/") + std::to_string(i) + ".png"),
+                    test::random_image(rng, 19 + i, 13, 3, 8));
+    std::ofstream(dir / "in/broken.png") << "not a png";
+    RunResult r = imrestore(q(dir / "in") + " -r -o " + q(dir / "out") + " -d cpu -m sharpen --json-lines", dir);
+    EXPECT_EQ(r.code, 1) << r.err;  // the broken file
+    std::vector<nlohmann::json> records;
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);) records.push_back(nlohmann::json::parse(line));
+    ASSERT_EQ(records.size(), 8u) << r.out;
+    for (const auto& rec : records) EXPECT_EQ(rec["schema_version"], 1) << rec;
+    EXPECT_EQ(records.front()["type"], "start");
+    EXPECT_EQ(records.front()["shard"]["listed"], 6);
+    EXPECT_EQ(records.back()["type"], "summary");
+    EXPECT_EQ(records.back()["summary"]["restored"], 5);
+    EXPECT_EQ(records.back()["summary"]["failed"], 1);
+    std::set<std::string> inputs;
+    int failed = 0;
+    for (size_t i = 1; i + 1 < records.size(); ++i) {
+        EXPECT_EQ(records[i]["type"], "file");
+        inputs.insert(records[i]["input"].get<std::string>());
+        failed += records[i]["status"] == "failed";
+    }
+    EXPECT_EQ(inputs.size(), 6u);
+    EXPECT_EQ(failed, 1);
+
+    RunResult both = imrestore(q(dir / "in") + " --json --json-lines", dir);
+    EXPECT_EQ(both.code, 2);
+    RunResult bad = imrestore(q(dir / "in") + " --json-lines --shard 1", dir);
+    EXPECT_EQ(bad.code, 2);
+    const nlohmann::json error = nlohmann::json::parse(bad.out);
+    EXPECT_EQ(error["type"], "error");
+    EXPECT_NE(error["error"].get<std::string>().find("--shard 1: expected K/N"), std::string::npos) << bad.out;
 }
 
 }  // namespace

@@ -98,11 +98,13 @@ struct ToolRun {
 
 // `imrestore ARGS` with environment assignments `env`, through /bin/sh;
 // `refuse_seccomp`: in a process where seccomp is refused as on a kernel
-// built without it (filters stack, so imrestore cannot install its own).
+// built without it (filters stack, so imrestore cannot install its own);
+// where the system itself already refuses it, the run is left as it is.
 ToolRun run_imrestore(const std::string& env, const std::string& args, const ScratchDir& dir,
                       bool refuse_seccomp = false) {
     const std::string err = dir / "stderr.txt";
     const std::string command = env + " " + q(IMRESTORE_EXE) + " " + args + " >/dev/null 2>" + q(err);
+    refuse_seccomp = refuse_seccomp && seccomp_refusal().empty();
     const pid_t pid = fork();
     if (pid == 0) {
         if (refuse_seccomp) {

@@ -6,9 +6,11 @@
 #include <iostream>
 
 #include "error.h"
-#include "pipeline/output_plan.h"
+#include "jobs/file_report.h"
+#include "jobs/plan_jobs.h"
+#include "jobs/run_each_file.h"
+#include "shard_options.h"
 #include "usage_error.h"
-#include "util/printable.h"
 
 namespace imr {
 
@@ -37,6 +39,7 @@ CLI::App* add_degrade_command(CLI::App& app, DegradeOptions& o) {
     cmd->add_option("--format", o.format, "Format of outputs named after their input")->capture_default_str();
     cmd->add_flag("-r,--recursive", o.recursive, "Descend into subfolders of folder inputs");
     cmd->add_flag("-f,--force", o.force, "Overwrite outputs that already exist");
+    add_shard_options(cmd, o.shard);
     cmd->add_flag("-q,--quiet", o.quiet, "Print only errors");
     cmd->footer(
         "Examples:\n"
@@ -52,62 +55,40 @@ int run_degrade(const DegradeOptions& o) {
     if (!d.any()) throw UsageError("degrade: nothing to do: give --blur, --noise and/or --jpeg");
     std::string format = o.format;
     if (!format.empty() && format[0] == '.') format.erase(0, 1);
-    const std::vector<FileJob> jobs = plan_jobs(o.inputs, o.output, o.recursive, Codec::Auto, format);
+    JobRequest request;
+    request.inputs = o.inputs, request.output = o.output, request.recursive = o.recursive, request.format = format;
+    const PlannedJobs plan = plan_jobs(request, shard_from_options(o.shard));
     if (!o.quiet) {
         std::cerr << "degrade: " << d.describe() << (d.noise > 0 ? " (seed " + std::to_string(o.seed) + ")" : "")
                   << "\n";
+        if (const std::string shard = shard_note(plan); !shard.empty()) std::cerr << shard << "\n";
         if (d.jpeg > 0 && !jpeg_is_libjpeg())
             std::cerr << "note: this build has no OpenCV, so the JPEG round trip uses stb's encoder and decoder, "
                          "not libjpeg: the same quality tables, but other rounding (and 4:4:4 above quality 90), "
                          "so the results differ slightly from training's and an OpenCV build's\n";
     }
-    enum class Status { Written, Skipped, Failed };
-    std::vector<Status> status(jobs.size(), Status::Failed);
-    std::vector<std::string> message(jobs.size());
-    // Files in parallel: decode, degrade and encode are independent per file,
-    // and the noise of a file depends only on the seed and its name.
-#pragma omp parallel for schedule(dynamic)
-    for (size_t i = 0; i < jobs.size(); ++i) {
-        const FileJob& job = jobs[i];
-        try {
-            if (!job.error.empty()) throw Error(job.error);
-            std::error_code ec;
-            if (!o.force && fs::exists(job.output, ec)) {
-                status[i] = Status::Skipped;
-                message[i] = job.output + ": exists (--force replaces it)";
-                continue;
-            }
-            Image image = read_image(job.input);
-            if (image.color_channels() != 1 && image.color_channels() != 3)
-                throw Error(job.input + ": " + std::to_string(image.channels) + " channels; expected gray or RGB");
-            Image out = degrade(image, d, image_noise_seed(o.seed, job.input));
-            fs::path parent = fs::path(job.output).parent_path();
-            if (!parent.empty()) fs::create_directories(parent, ec);
-            if (ec) throw Error(job.output + ": cannot create folder " + parent.string() + ": " + ec.message());
-            write_image(job.output, out);
-            status[i] = Status::Written;
-        } catch (const std::exception& e) {
-            std::string m = e.what();
-            message[i] = m.rfind(job.input, 0) == 0 || m.rfind(job.output, 0) == 0 ? m : job.input + ": " + m;
-        }
-#pragma omp critical(degrade_print)
-        if (status[i] == Status::Written && !o.quiet)
-            std::cout << printable(job.input) << " -> " << printable(job.output) << "\n" << std::flush;
-    }
-    int written = 0, skipped = 0, failed = 0;
-    for (size_t i = 0; i < jobs.size(); ++i) {
-        if (status[i] == Status::Written) ++written;
-        if (status[i] == Status::Skipped) {
-            ++skipped;
-            if (!o.quiet) std::cerr << "skipped: " << printable(message[i]) << "\n";
-        }
-        if (status[i] == Status::Failed) {
-            ++failed;
-            std::cerr << "imrestore: " << printable(message[i]) << "\n";
-        }
-    }
-    if (!o.quiet) std::fprintf(stderr, "%d degraded, %d skipped, %d failed\n", written, skipped, failed);
-    return failed ? 1 : 0;
+    auto degrade_one = [&](const FileJob& job, FileResult& result) {
+        Image image = read_image(job.input);
+        if (image.color_channels() != 1 && image.color_channels() != 3)
+            throw Error(job.input + ": " + std::to_string(image.channels) + " channels; expected gray or RGB");
+        Image out = degrade(image, d, image_noise_seed(o.seed, job.input));
+        fs::path parent = fs::path(job.output).parent_path();
+        std::error_code ec;
+        if (!parent.empty()) fs::create_directories(parent, ec);
+        if (ec) throw Error(job.output + ": cannot create folder " + parent.string() + ": " + ec.message());
+        write_image(job.output, out);
+        result.width = out.width, result.height = out.height, result.channels = out.channels;
+        result.bit_depth = out.bit_depth;
+    };
+    const std::vector<FileResult> results =
+        run_each_file(plan.jobs, o.force, degrade_one, [&](size_t, size_t, const FileResult& f) {
+            const FileLines lines = file_lines(f, o.quiet);
+            std::cerr << lines.log;
+            if (!o.quiet) std::cout << lines.done << std::flush;
+        });
+    const FileCounts n = count_files(results);
+    if (!o.quiet) std::fprintf(stderr, "%d degraded, %d skipped, %d failed\n", n.done, n.skipped, n.failed);
+    return n.failed ? 1 : 0;
 }
 
 }  // namespace imr

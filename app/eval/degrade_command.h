@@ -1,7 +1,7 @@
 // `imrestore degrade`: writes degraded copies of images (blur -> noise ->
 // JPEG, the training definitions in eval/degradations.h), to make test sets
 // or to look at what a model is trained on. Output paths follow the main
-// command's rules (app/pipeline/output_plan.h plan_jobs) with -o required and PNG as the
+// command's rules (app/jobs/plan_jobs.h: the file loop restore and eval share) with -o required and PNG as the
 // default format: a file to a file (its extension says the format), files or
 // a folder into a folder (mirrored). Outputs are 8-bit; alpha is copied.
 #pragma once
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "eval/degradations.h"
+#include "jobs/shard.h"
 
 namespace CLI {
 class App;
@@ -25,6 +26,7 @@ struct DegradeOptions {
     uint64_t seed = kDefaultDegradeSeed;
     std::string format = "png";  // of outputs named after their input
     bool recursive = false, force = false, quiet = false;
+    ShardOptions shard;
 };
 
 // --blur, --noise, --jpeg and --seed, the same for degrade and eval (one

@@ -15,8 +15,12 @@
 #include "eval/degrade_command.h"
 #include "eval/metrics.h"
 #include "image/image_batch.h"
+#include "jobs/file_report.h"
+#include "jobs/plan_jobs.h"
+#include "jobs/run_each_file.h"
 #include "model_runner.h"
-#include "pipeline/pipeline.h"
+#include "report/json_document.h"
+#include "shard_options.h"
 #include "usage_error.h"
 #include "util/printable.h"
 
@@ -42,6 +46,7 @@ CLI::App* add_eval_command(CLI::App& app, EvalOptions& o) {
                     "auto (those that fit the degradation), none, all, or a list of gaussian,bilateral,nlmeans,unsharp")
         ->capture_default_str();
     cmd->add_flag("-r,--recursive", o.recursive, "Descend into subfolders of folder inputs");
+    add_shard_options(cmd, o.shard);
     cmd->add_flag("--json", o.json, "Print a machine-readable report on stdout (nothing else goes there)");
     cmd->add_flag("-q,--quiet", o.quiet, "Print only errors and the results");
     cmd->footer(
@@ -87,25 +92,19 @@ std::vector<std::string> parse_baselines(const std::string& spec, const Degradat
 }
 
 // The clean images: folder contents (sorted; hidden files and NAME.restored.*
-// skipped, as the main command reads folders) and files. A missing input is
-// an error for the whole run: there is nothing to measure it against.
-std::vector<Entry> list_clean(const EvalOptions& o) {
-    std::vector<Entry> entries;
+// skipped, as the main command reads folders) and files, this shard's
+// (--shard). A missing input is an error for the whole run: there is nothing
+// to measure it against.
+PlannedJobs list_clean(const EvalOptions& o) {
     for (const std::string& raw : o.inputs) {
         std::error_code ec;
         if (!fs::exists(raw, ec)) throw Error(raw + ": no such file or folder (the clean images)");
-        const bool folder = fs::is_directory(raw, ec);
-        for (const FileJob& job : plan_jobs({raw}, "", o.recursive, Codec::Auto)) {
-            Entry e;
-            e.path = job.input;
-            e.error = job.error;
-            e.name = folder ? fs::path(job.input).lexically_relative(fs::path(raw).lexically_normal()).string()
-                            : fs::path(raw).filename().string();
-            if (e.name.empty() || e.name == ".") e.name = job.input;
-            entries.push_back(std::move(e));
-        }
     }
-    return entries;
+    JobRequest request;
+    request.inputs = o.inputs;
+    request.recursive = o.recursive;
+    request.names_outputs = false;  // eval writes nothing
+    return plan_jobs(request, shard_from_options(o.shard));
 }
 
 // The degraded partner of clean file `name` in dir: the same relative path,
@@ -162,13 +161,6 @@ std::string fmt(const char* f, double v) {
     if (std::isnan(v)) return "-";
     char buf[64];
     std::snprintf(buf, sizeof buf, f, v);
-    return buf;
-}
-
-std::string json_number(double v) {
-    if (!std::isfinite(v)) return "null";  // JSON has no infinity (PSNR of identical images)
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.6g", v);
     return buf;
 }
 
@@ -253,60 +245,66 @@ std::string table(const Report& r) {
     return s.str();
 }
 
-std::string json(const Report& r, const EvalOptions& o, const ModelFile& model, const Backend& backend) {
-    std::ostringstream s;
+std::string json(const Report& r, const EvalOptions& o, const PlannedJobs& plan, const ModelFile& model,
+                 const Backend& backend) {
     auto scores = [&](const std::map<std::string, double>& m) {
-        std::string out = "{";
+        Json out = Json::object();
         for (const std::string& k : r.methods)
-            if (m.count(k)) out += std::string(out.size() > 1 ? ", " : "") + "\"" + k + "\": " + json_number(m.at(k));
-        return out + "}";
+            if (m.count(k)) out[k] = m.at(k);
+        return out;
     };
-    s << "{\n  \"imrestore\": \"" << IMRESTORE_VERSION << "\",\n  \"clean\": [";
-    for (size_t i = 0; i < o.inputs.size(); ++i) s << (i ? ", " : "") << "\"" << json_escape(o.inputs[i]) << "\"";
-    s << "],\n  \"degradation\": ";
+    Json doc = json_document();
+    doc["clean"] = o.inputs;
+    doc["shard"] = shard_json(plan);
     if (o.degraded_dir.empty())
-        s << "{\"blur\": " << json_number(o.degradation.blur) << ", \"noise\": " << json_number(o.degradation.noise)
-          << ", \"jpeg\": " << o.degradation.jpeg << ", \"seed\": " << o.seed << ", \"jpeg_codec\": \""
-          << (jpeg_is_libjpeg() ? "libjpeg" : "stb") << "\"}";
+        doc["degradation"] = {{"blur", o.degradation.blur},
+                              {"noise", o.degradation.noise},
+                              {"jpeg", o.degradation.jpeg},
+                              {"seed", o.seed},
+                              {"jpeg_codec", jpeg_is_libjpeg() ? "libjpeg" : "stb"}};
     else
-        s << "{\"degraded_dir\": \"" << json_escape(o.degraded_dir) << "\"}";
+        doc["degradation"] = {{"degraded_dir", o.degraded_dir}};
     const double seconds = r.time.total_ms / 1e3;
-    s << ",\n  \"model\": {\"name\": \"" << json_escape(model.name) << "\", \"path\": \"" << json_escape(model.path)
-      << "\", \"device\": \"" << json_escape(backend.name()) << "\", \"device_description\": \""
-      << json_escape(backend.description()) << "\", \"time_ms\": " << json_number(r.time.total_ms)
-      << ", \"first_call_ms\": " << json_number(r.time.first_ms) << ", \"images\": " << r.time.images
-      << ", \"megapixels\": " << json_number(r.time.megapixels)
-      << ", \"megapixels_per_s\": " << json_number(seconds > 0 ? r.time.megapixels / seconds : 0) << "},\n";
-    s << "  \"methods\": [";
-    for (size_t i = 0; i < r.methods.size(); ++i) s << (i ? ", " : "") << "\"" << r.methods[i] << "\"";
-    s << "],\n  \"baselines\": [";
-    for (size_t i = 0; i < r.baselines.size(); ++i) {
-        const BaselineResult& b = r.baselines[i];
-        s << (i ? "," : "") << "\n    {\"name\": \"" << b.name << "\", \"method\": \"" << json_escape(b.method)
-          << "\", \"chosen\": \"" << b.chosen << "\", \"at_grid_edge\": " << (b.at_grid_edge ? "true" : "false")
-          << ", \"swept_on\": \"" << b.swept_on << "\", \"seconds\": " << json_number(b.seconds) << ", \"sweep\": [";
-        for (size_t j = 0; j < b.sweep.size(); ++j)
-            s << (j ? ", " : "") << "{\"setting\": \"" << b.sweep[j].setting
-              << "\", \"mean_psnr\": " << json_number(b.sweep[j].mean_psnr) << "}";
-        s << "]}";
+    doc["model"] = {{"name", model.name},
+                    {"path", model.path},
+                    {"device", backend.name()},
+                    {"device_description", backend.description()},
+                    {"time_ms", r.time.total_ms},
+                    {"first_call_ms", r.time.first_ms},
+                    {"images", r.time.images},
+                    {"megapixels", r.time.megapixels},
+                    {"megapixels_per_s", seconds > 0 ? r.time.megapixels / seconds : 0}};
+    doc["methods"] = r.methods;
+    Json& baselines = doc["baselines"] = Json::array();
+    for (const BaselineResult& b : r.baselines) {
+        Json sweep = Json::array();
+        for (const auto& p : b.sweep) sweep.push_back({{"setting", p.setting}, {"mean_psnr", p.mean_psnr}});
+        baselines.push_back({{"name", b.name},
+                             {"method", b.method},
+                             {"chosen", b.chosen},
+                             {"at_grid_edge", b.at_grid_edge},
+                             {"swept_on", b.swept_on},
+                             {"seconds", b.seconds},
+                             {"sweep", std::move(sweep)}});
     }
-    s << (r.baselines.empty() ? "" : "\n  ") << "],\n  \"notes\": [";
-    for (size_t i = 0; i < r.notes.size(); ++i) s << (i ? ", " : "") << "\"" << json_escape(r.notes[i]) << "\"";
-    s << "],\n  \"images\": [";
-    for (size_t i = 0; i < r.entries.size(); ++i) {
-        const Entry& e = r.entries[i];
-        s << (i ? "," : "") << "\n    {\"file\": \"" << json_escape(e.path) << "\", \"name\": \"" << json_escape(e.name)
-          << "\"";
-        if (!e.error.empty())
-            s << ", \"error\": \"" << json_escape(e.error) << "\"}";
-        else
-            s << ", \"width\": " << e.clean.width << ", \"height\": " << e.clean.height
-              << ", \"channels\": " << e.clean.channels << ", \"psnr\": " << scores(e.psnr)
-              << ", \"ssim\": " << scores(e.ssim) << "}";
+    doc["notes"] = r.notes;
+    Json& images = doc["images"] = Json::array();
+    for (const Entry& e : r.entries) {
+        Json image = {{"file", e.path}, {"name", e.name}};
+        if (!e.error.empty()) {
+            image["error"] = e.error;
+        } else {
+            image["width"] = e.clean.width;
+            image["height"] = e.clean.height;
+            image["channels"] = e.clean.channels;
+            image["psnr"] = scores(e.psnr);
+            image["ssim"] = scores(e.ssim);
+        }
+        images.push_back(std::move(image));
     }
-    s << "\n  ],\n  \"mean\": {\"images\": " << r.measured << ", \"psnr\": " << scores(r.mean_psnr)
-      << ", \"ssim\": " << scores(r.mean_ssim) << "},\n  \"failed\": " << r.failed << "\n}\n";
-    return s.str();
+    doc["mean"] = {{"images", r.measured}, {"psnr", scores(r.mean_psnr)}, {"ssim", scores(r.mean_ssim)}};
+    doc["failed"] = r.failed;
+    return json_text(doc);
 }
 
 }  // namespace
@@ -327,7 +325,15 @@ int run_eval(const EvalOptions& o) {
         throw Error("--degraded " + o.degraded_dir + ": no such folder");
     std::vector<std::string> baseline_names = parse_baselines(o.baselines, o.degradation);
     Report r;
-    r.entries = list_clean(o);
+    const PlannedJobs plan = list_clean(o);
+    for (const FileJob& job : plan.jobs) {
+        Entry e;
+        e.path = job.input;
+        e.error = job.error;
+        e.name = job.shard_key;  // its path below its folder input: what a degraded partner is matched by
+        if (e.name.empty() || e.name == ".") e.name = job.input;
+        r.entries.push_back(std::move(e));
+    }
     ModelFile model = load_model_file(resolve_model(o.model));
     std::string device_note;
     RunnerOptions settings;  // the restore command's defaults (precision auto: the model's validated one, or fp32)
@@ -340,20 +346,16 @@ int run_eval(const EvalOptions& o) {
     }
     ModelRunner runner(model, *backend, settings);
 
+    if (!o.quiet)
+        if (const std::string shard = shard_note(plan); !shard.empty()) std::cerr << shard << "\n";
+
     // Read and degrade every image, in parallel (independent per file; the
     // noise depends only on the seed and the file name).
-    const int n = int(r.entries.size());
-#pragma omp parallel for schedule(dynamic)
-    for (int i = 0; i < n; ++i) {
-        Entry& e = r.entries[i];
-        if (!e.error.empty()) continue;
-        try {
-            prepare(e, o);
-        } catch (const std::exception& ex) {
-            std::string m = ex.what();
-            e.error = m.rfind(e.path, 0) == 0 ? m : e.path + ": " + m;
-        }
-    }
+    const std::vector<FileResult> read = run_each_file(
+        plan.jobs, true, [&](const FileJob& job, FileResult&) { prepare(r.entries[&job - plan.jobs.data()], o); },
+        nullptr);
+    for (size_t i = 0; i < read.size(); ++i)
+        if (read[i].status == FileResult::Status::Failed) r.entries[i].error = read[i].message;
 
     // The model, one image per call (so every image's time is its own), on
     // the backend the main command would use.
@@ -429,7 +431,7 @@ int run_eval(const EvalOptions& o) {
           << " image" << (r.measured == 1 ? "" : "s") << ", model " << model.name << " on " << backend->name()
           << "; PSNR in dB and SSIM on 8-bit RGB";
     r.title = title.str();
-    std::cout << (o.json ? json(r, o, model, *backend) : table(r)) << std::flush;
+    std::cout << (o.json ? json(r, o, plan, model, *backend) : table(r)) << std::flush;
     return r.failed ? kExitSomeFailed : kExitOk;
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "eval/degradations.h"
+#include "jobs/shard.h"
 #include "model_registry.h"
 
 namespace CLI {
@@ -29,6 +30,7 @@ struct EvalOptions {
     std::string degraded_dir;        // given degraded images instead of degrading
     std::string baselines = "auto";  // auto | none | all | comma-separated names
     bool recursive = false, json = false, quiet = false;
+    ShardOptions shard;
 };
 
 // Adds the `eval` subcommand to app, its options bound to o.

@@ -13,9 +13,9 @@
 #include "backend.h"
 #include "eval/metrics.h"
 #include "image/image_batch.h"
+#include "jobs/plan_jobs.h"
 #include "model_registry.h"
 #include "model_runner.h"
-#include "pipeline/output_plan.h"
 #include "util/printable.h"
 
 namespace imr {
@@ -78,7 +78,10 @@ int run_validate_precision(const ValidatePrecisionOptions& o) {
     if (!std::filesystem::is_directory(o.photos, ec)) throw Error(o.photos + ": no such folder (the clean photos)");
     std::vector<Image> photos;
     std::vector<std::string> names;
-    for (const FileJob& job : plan_jobs({o.photos}, "", false, Codec::Auto)) {
+    JobRequest request;
+    request.inputs = {o.photos};
+    request.names_outputs = false;  // it writes no image
+    for (const FileJob& job : plan_jobs(request).jobs) {
         if (!job.error.empty()) throw Error(job.error);
         Image clean = to_8bit(read_image(job.input));
         if (clean.color_channels() != 1 && clean.color_channels() != 3)

@@ -16,8 +16,8 @@
 #include <thread>
 
 #include "image/image_batch.h"
+#include "jobs/output_folders.h"
 #include "pipeline/compute_lanes.h"
-#include "pipeline/output_folders.h"
 
 namespace imr {
 

@@ -1,5 +1,5 @@
 // The restore pipeline: read -> batch -> run model -> write for every job
-// that plan_jobs (output_plan.h) made. A failure on one file is recorded in
+// that plan_jobs (jobs/plan_jobs.h) made. A failure on one file is recorded in
 // its result and the rest go on; only the CLI turns results into messages
 // and an exit code.
 #pragma once
@@ -10,8 +10,9 @@
 #include <vector>
 
 #include "image/image_io.h"
+#include "jobs/file_job.h"
+#include "jobs/file_result.h"
 #include "model_runner.h"
-#include "pipeline/output_plan.h"
 #include "stage_timer.h"
 
 namespace imr {
@@ -28,18 +29,6 @@ struct PipelineOptions {
     // being computed and the images being written are finished, so no
     // partial or temporary file stays behind.
     const std::atomic<bool>* cancel = nullptr;
-};
-
-struct FileResult {
-    enum class Status { Restored, Skipped, Failed, NotRun };  // NotRun: the run was interrupted first
-    std::string input, output;
-    Status status = Status::NotRun;
-    std::string message;                // why it failed or was skipped
-    std::vector<std::string> warnings;  // metadata dropped on reading or writing ("FILE: ICC profile dropped: why")
-    int width = 0, height = 0, channels = 0, bit_depth = 0;
-    // Its batch's half-precision output was not finite (fp16 overflow) and
-    // the batch was run again in fp32 (also a warning).
-    bool fp32_rerun = false;
 };
 
 struct PipelineReport {

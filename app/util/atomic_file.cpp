@@ -12,6 +12,7 @@
 #include <system_error>
 
 #include "error.h"
+#include "util/temporary_name.h"
 
 namespace imr {
 namespace {
@@ -41,11 +42,8 @@ void write_atomically(const std::string& path, const std::vector<uint8_t>& bytes
     const fs::path target(path);
     const fs::path dir = target.parent_path();
     const std::string dir_text = dir.empty() ? "." : dir.string();
-    std::string name = target.filename().string();
-    if (name.size() > 180) name.resize(180);  // stay below NAME_MAX with the suffix
-    const std::string tmp = (dir / ("." + name + ".tmp-" + std::to_string(::getpid()) + "-" +
-                                    std::to_string(counter.fetch_add(1)) + target.extension().string()))
-                                .string();
+    const std::string tmp =
+        (dir / temporary_name(target.filename().string(), target.extension().string(), counter.fetch_add(1))).string();
     auto open_error = [&](int err) {
         if (err == ENOENT) return Error(path + ": cannot write: directory '" + dir_text + "' does not exist");
         if (err == ENOTDIR) return Error(path + ": cannot write: '" + dir_text + "' is not a directory");

@@ -1,4 +1,4 @@
-#include "pipeline/output_folders.h"
+#include "jobs/output_folders.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -9,29 +9,16 @@
 #include <ctime>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <system_error>
+
+#include "util/temporary_name.h"
 
 namespace imr {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-// ".NAME.tmp-PID-N[.EXT]" -> PID; 0 when the name is not one of ours.
-pid_t temporary_file_pid(const std::string& name) {
-    if (name.size() < 8 || name[0] != '.') return 0;
-    const size_t at = name.rfind(".tmp-");
-    if (at == std::string::npos || at == 0) return 0;
-    size_t i = at + 5, digits = 0;
-    long long pid = 0;
-    while (i < name.size() && std::isdigit((unsigned char)name[i]) && digits < 10)
-        pid = pid * 10 + (name[i++] - '0'), ++digits;
-    if (digits == 0 || i >= name.size() || name[i] != '-') return 0;
-    size_t n = ++i;
-    while (i < name.size() && std::isdigit((unsigned char)name[i])) ++i;
-    if (i == n || (i < name.size() && name[i] != '.')) return 0;
-    return pid > 0 && pid <= 0x7fffffff ? pid_t(pid) : 0;
-}
 
 // How long a temporary file of a dead PID must have been left alone before
 // it is removed.
@@ -55,7 +42,7 @@ std::string probe_writable(const std::string& folder) {
     if (errno == EACCES || errno == EROFS || errno == ENOENT || errno == ENOTDIR)
         return std::generic_category().message(errno);
     // No O_TMPFILE here: a named probe.
-    const std::string probe = folder + "/.imrestore-probe.tmp-" + std::to_string(::getpid()) + "-0";
+    const std::string probe = folder + "/" + temporary_name("imrestore-probe", "", 0);
     fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) return std::generic_category().message(errno);
     const char byte = 0;
@@ -66,20 +53,21 @@ std::string probe_writable(const std::string& folder) {
     return ok ? "" : std::generic_category().message(err);
 }
 
-// The temporary files of dead imrestore processes in `folder`: names
-// matching ".*.tmp-PID-N*" whose PID is not running on this host, regular
-// files of this user, untouched for kStaleSeconds.
+// The temporary files of dead imrestore processes of this host in `folder`
+// (util/temporary_name.h): regular files of this user, named by this host
+// and a PID that is not running here, untouched for kStaleSeconds (a PID
+// namespace of its own, a container with host networking, can share the host
+// name: the age keeps a live write of it safe). Another host's are never
+// removed: whether its process lives cannot be seen from here. Names of
+// older versions, without a host, go by the PID and the age alone, as then.
 std::vector<std::string> stale_temporary_files(const std::string& folder) {
     std::vector<std::string> stale;
     std::error_code ec;
     for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
-        const std::string name = it->path().filename().string();
-        const pid_t pid = temporary_file_pid(name);
-        if (pid == 0 || pid == ::getpid() || !process_gone(pid)) continue;
+        const std::optional<TemporaryOwner> owner = temporary_owner(it->path().filename().string());
+        if (!owner || (!owner->host.empty() && owner->host != this_host())) continue;
+        if (owner->pid == ::getpid() || !process_gone(owner->pid)) continue;
         struct stat st {};
-        // Only regular files of this user (never follow a link), untouched for
-        // kStaleSeconds: the PID test sees this host only, and a run on another
-        // host writing into the same shared folder keeps its file fresh.
         if (::lstat(it->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::getuid()) continue;
         if (std::time(nullptr) - st.st_mtime < kStaleSeconds) continue;
         stale.push_back(it->path().string());

@@ -6,14 +6,15 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/output_plan.h"
+#include "jobs/file_job.h"
 
 namespace imr {
 
 // For every folder that a job will write into (no error yet; its output
 // missing, or `force`): removes this tool's temporary files there whose
-// process is gone (atomic_file.h names them ".NAME.tmp-PID-N.EXT"; a killed
-// run can leave one behind when the file system has no O_TMPFILE), and
+// process on this host is gone (util/temporary_name.h names them
+// ".NAME.tmp-HOST-PID-N.EXT"; a killed run can leave one behind when the file
+// system has no O_TMPFILE; another host's are left alone), and
 // writes one byte to an unnamed probe file there (or in its nearest existing
 // ancestor, for a folder still to be created). A folder that fails sets the
 // error of each of its jobs. Nothing is created.

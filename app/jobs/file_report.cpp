@@ -1,0 +1,72 @@
+#include "jobs/file_report.h"
+
+#include "util/printable.h"
+
+namespace imr {
+
+const char* status_name(FileResult::Status s) {
+    switch (s) {
+        case FileResult::Status::Restored:
+            return "restored";
+        case FileResult::Status::Skipped:
+            return "skipped";
+        case FileResult::Status::Failed:
+            return "failed";
+        case FileResult::Status::NotRun:
+            return "not run";
+    }
+    return "?";
+}
+
+FileCounts count_files(const std::vector<FileResult>& results) {
+    FileCounts c;
+    for (const FileResult& f : results) switch (f.status) {
+            case FileResult::Status::Restored:
+                ++c.done;
+                break;
+            case FileResult::Status::Skipped:
+                ++c.skipped;
+                break;
+            case FileResult::Status::Failed:
+                ++c.failed;
+                break;
+            case FileResult::Status::NotRun:
+                ++c.not_run;
+                break;
+        }
+    return c;
+}
+
+FileLines file_lines(const FileResult& f, bool quiet) {
+    FileLines lines;
+    if (!quiet)
+        for (const std::string& w : f.warnings) lines.log += "warning: " + printable(w) + "\n";
+    if (f.status == FileResult::Status::Failed)
+        lines.log += "imrestore: " + printable(f.message) + "\n";
+    else if (f.status == FileResult::Status::Skipped && !quiet)
+        lines.log += "skipped: " + printable(f.message) + "\n";
+    else if (f.status == FileResult::Status::Restored)
+        lines.done = printable(f.input) + " -> " + printable(f.output) + "\n";
+    return lines;
+}
+
+Json file_json(const FileResult& f) {
+    return {{"input", f.input},       {"output", f.output},       {"status", status_name(f.status)},
+            {"message", f.message},   {"width", f.width},         {"height", f.height},
+            {"channels", f.channels}, {"bit_depth", f.bit_depth}, {"fp32_rerun", f.fp32_rerun},
+            {"warnings", f.warnings}};
+}
+
+Json shard_json(const PlannedJobs& plan) {
+    return {{"index", plan.shard.index}, {"count", plan.shard.count}, {"source", plan.shard.source},
+            {"hash", "fnv1a-64"},        {"files", plan.jobs.size()}, {"listed", plan.listed}};
+}
+
+std::string shard_note(const PlannedJobs& plan) {
+    if (!plan.shard.sharded()) return "";
+    return "shard " + std::to_string(plan.shard.index) + "/" + std::to_string(plan.shard.count) + " (" +
+           plan.shard.source + "): " + std::to_string(plan.jobs.size()) + " of " + std::to_string(plan.listed) +
+           " files";
+}
+
+}  // namespace imr

@@ -1,0 +1,45 @@
+// The file loop's report step, the same for every command: each file's
+// result as a line on the terminal and as JSON (report/json_document.h),
+// the counts, and which shard of how many files this process ran.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "jobs/file_result.h"
+#include "jobs/plan_jobs.h"
+#include "report/json_document.h"
+
+namespace imr {
+
+// "restored", "skipped", "failed", "not run".
+const char* status_name(FileResult::Status s);
+
+struct FileCounts {
+    int done = 0, skipped = 0, failed = 0, not_run = 0;
+};
+FileCounts count_files(const std::vector<FileResult>& results);
+
+// What a finished file prints on the terminal: `log` for stderr (each
+// warning, "imrestore: ERROR", and unless `quiet` "skipped: WHY"; warnings
+// only unless `quiet`) and `done` ("IN -> OUT", for stdout) when it was
+// written; names escaped (util/printable.h), each line ending in '\n'.
+struct FileLines {
+    std::string log, done;
+};
+FileLines file_lines(const FileResult& f, bool quiet);
+
+// {"input", "output", "status", "message", "width", "height", "channels",
+// "bit_depth", "fp32_rerun", "warnings"}: an element of a report's "files".
+Json file_json(const FileResult& f);
+
+// {"index", "count", "source", "hash", "files", "listed"}: this process's
+// shard (index 0, count 1 when not sharded), how many files it ran of how
+// many the plan listed, and the hash that split them ("fnv1a-64").
+Json shard_json(const PlannedJobs& plan);
+
+// "shard 1/4 (SLURM_ARRAY_TASK_ID): 25 of 100 files", for the terminal;
+// empty when the run is not sharded.
+std::string shard_note(const PlannedJobs& plan);
+
+}  // namespace imr

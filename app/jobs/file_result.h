@@ -1,0 +1,24 @@
+// What running one FileJob gave, for every command's report
+// (file_report.h): restored/written, skipped, failed, or not run.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace imr {
+
+struct FileResult {
+    // Restored: the command's work on the file is done (degrade: written);
+    // NotRun: the run was interrupted first.
+    enum class Status { Restored, Skipped, Failed, NotRun };
+    std::string input, output;
+    Status status = Status::NotRun;
+    std::string message;                // why it failed or was skipped
+    std::vector<std::string> warnings;  // metadata dropped on reading or writing ("FILE: ICC profile dropped: why")
+    int width = 0, height = 0, channels = 0, bit_depth = 0;
+    // Restore: its batch's half-precision output was not finite (fp16
+    // overflow) and the batch was run again in fp32 (also a warning).
+    bool fp32_rerun = false;
+};
+
+}  // namespace imr
