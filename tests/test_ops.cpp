@@ -643,9 +643,15 @@ void OpsTest::run_cases(const std::vector<ConvCase>& cases) {
             type_pairs.push_back({f32, type}), type_pairs.push_back({type, f32});
     for (const auto& [in_type, type] : type_pairs) {
         // The half type the kernel computes in (that of its input or output):
-        // an f32 input is drawn as values of that type, so the kernel's own
-        // rounding of it is exact and the bound stays that of the output.
+        // an f32 input and the weights (which prepare packs in that type) are
+        // drawn as values of that type, so the kernel's own rounding of them
+        // is exact and the bound stays that of the output.
         const DType compute = in_type.dtype != DType::F32 ? in_type.dtype : type.dtype;
+        auto round_to_compute = [&](std::vector<float>& values) {
+            if (compute == DType::F32) return;
+            const HostTensor rounded = host_tensor(values, {1, 1, 1, int(values.size())}, {compute, Layout::NCHW});
+            for (size_t i = 0; i < values.size(); ++i) values[i] = imr::load_float(rounded.view, i);
+        };
         for (const ConvCase& k : cases) {
             if (!runs(k.gpu_only)) {
                 ++skipped;
@@ -662,13 +668,10 @@ void OpsTest::run_cases(const std::vector<ConvCase>& cases) {
             std::mt19937_64 rng(seed);
             const Shape in{k.n, k.cin, k.h, k.w};
             std::vector<float> x_values = normal(rng, in.count());
-            if (compute != DType::F32) {
-                const HostTensor rounded =
-                    host_tensor(x_values, {1, 1, 1, int(x_values.size())}, {compute, Layout::NCHW});
-                for (size_t i = 0; i < x_values.size(); ++i) x_values[i] = imr::load_float(rounded.view, i);
-            }
+            round_to_compute(x_values);
             const HostTensor x = host_tensor(x_values, in, in_type);
-            const std::vector<float> w = normal(rng, size_t(k.cout) * k.cin * k.k * k.k);
+            std::vector<float> w = normal(rng, size_t(k.cout) * k.cin * k.k * k.k);
+            round_to_compute(w);
             const std::vector<float> bias = k.bias ? normal(rng, size_t(k.cout)) : std::vector<float>();
 
             DeviceBuffer dx = to_device(be, x), dw = to_device(be, w);
