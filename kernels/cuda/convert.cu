@@ -16,35 +16,12 @@
 
 #include "common.cuh"
 #include "cuda_backend.cuh"
+#include "element_types.cuh"
 
 namespace imr::cuda {
 namespace {
 
 constexpr int CVT_THREADS = 256;  // a multiple of 32; enough blocks per SM resident
-
-__device__ __forceinline__ float widen(float v) {
-    return v;
-}
-__device__ __forceinline__ float widen(__half v) {
-    return __half2float(v);
-}
-__device__ __forceinline__ float widen(__nv_bfloat16 v) {
-    return __bfloat162float(v);
-}
-template <class T>
-__device__ __forceinline__ T narrow(float v);
-template <>
-__device__ __forceinline__ float narrow<float>(float v) {
-    return v;
-}
-template <>
-__device__ __forceinline__ __half narrow<__half>(float v) {
-    return __float2half_rn(v);
-}
-template <>
-__device__ __forceinline__ __nv_bfloat16 narrow<__nv_bfloat16>(float v) {
-    return __float2bfloat16_rn(v);
-}
 
 // Element strides of a layout, for reading the input at (n, c, y, x).
 struct Strides {

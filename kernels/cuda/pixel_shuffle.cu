@@ -17,6 +17,7 @@
 
 #include "common.cuh"
 #include "cuda_backend.cuh"
+#include "element_types.cuh"
 #include "pixel_shuffle.cuh"
 
 namespace imr::cuda {
@@ -34,25 +35,6 @@ struct ShuffleParams {
     FastDiv div_w, div_h, div_f;
 };
 
-__device__ __forceinline__ float widen(float v) {
-    return v;
-}
-__device__ __forceinline__ float widen(__half v) {
-    return __half2float(v);
-}
-__device__ __forceinline__ float widen(__nv_bfloat16 v) {
-    return __bfloat162float(v);
-}
-__device__ __forceinline__ void round_to(float v, float& out) {
-    out = v;
-}
-__device__ __forceinline__ void round_to(float v, __half& out) {
-    out = __float2half_rn(v);
-}
-__device__ __forceinline__ void round_to(float v, __nv_bfloat16& out) {
-    out = __float2bfloat16_rn(v);
-}
-
 template <class T>
 __global__ void __launch_bounds__(PS_THREADS) pixel_shuffle_kernel(const ShuffleParams p) {
     const long long i = (long long)blockIdx.x * PS_THREADS + threadIdx.x;
@@ -69,7 +51,7 @@ __global__ void __launch_bounds__(PS_THREADS) pixel_shuffle_kernel(const Shuffle
     T* out = static_cast<T*>(p.out);
     if (p.residual) {
         const T* residual = static_cast<const T*>(p.residual);
-        round_to(widen(__ldg(in + src)) + widen(__ldg(residual + dst)), out[dst]);
+        out[dst] = narrow<T>(widen(__ldg(in + src)) + widen(__ldg(residual + dst)));
     } else {
         out[dst] = __ldg(in + src);
     }
