@@ -49,6 +49,13 @@ ModelRunner::ModelRunner(ModelFile model, Backend& backend, RunnerOptions option
         stage_labels_.push_back("stage " + std::to_string(i) + " " + stage_op_name(s));
     }
     io_ = stage_types(prepared_);
+    // A half precision no stage computes in (a model of residual blocks
+    // only, or a convolution whose neighbours take f32 on both sides) runs
+    // in fp32 and is reported so, never as fp32 under another name.
+    const TensorType f32{};
+    if (precision_ != Precision::Fp32 &&
+        std::all_of(io_.begin(), io_.end(), [&](const StageTypes& t) { return t.in == f32 && t.out == f32; }))
+        precision_ = Precision::Fp32;
     // Floats of the largest tensor per image pixel, on a side of whole blocks
     // of the size multiple so the ratio is exact; the same for the tensors in
     // other types.
@@ -289,10 +296,13 @@ void ModelRunner::run_pass(const float* input, float* output, Shape shape, Stage
     // (sized for the f32 activations too).
     if ((precision_ == Precision::Fp16 || precision_ == Precision::Bf16) && !all_finite(backend_, src)) {
         if (prepared_fp32_.empty()) {
+            // Built aside and kept only whole: a prepare that throws (out of
+            // memory) must not leave a partial set for the next batch.
+            Stages fp32;
             for (const Stage& s : model_.stages)
-                prepared_fp32_.push_back(
-                    std::visit([&](const auto& st) { return st.prepare(backend_, Precision::Fp32); }, s));
-            io_fp32_ = stage_types(prepared_fp32_);
+                fp32.push_back(std::visit([&](const auto& st) { return st.prepare(backend_, Precision::Fp32); }, s));
+            io_fp32_ = stage_types(fp32);
+            prepared_fp32_ = std::move(fp32);
         }
         src = run_stages(prepared_fp32_, io_fp32_, f32_nchw(host ? input : input_.as<float>(), shape), output);
         ++fp32_reruns_;

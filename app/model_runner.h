@@ -66,7 +66,7 @@ private:
     const ModelFile model_;
     Backend& backend_;
     const RunnerOptions options_;
-    const Precision precision_;
+    Precision precision_;  // set once in the constructor
 
 public:
     // Batches whose half-precision output held a non-finite value and were

@@ -117,6 +117,23 @@ TEST(HalfPrecisionRunner, PlacesConvertsOnlyWhereNoStageTakesTheType) {
     }
 }
 
+// A half precision no stage computes in is reported as fp32, what runs: a
+// model of residual blocks only (f32-only op), and one conv whose f32 ends
+// both neighbours take (it reads and writes f32, so it runs the fp32 kernel).
+TEST(HalfPrecisionRunner, APrecisionNoStageComputesInIsReportedAsFp32) {
+    std::mt19937 rng(9);
+    HalfConvBackend half(true);
+    RunnerOptions options;
+    options.precision = Precision::Fp16;
+    const ModelFile blocks = test::model_of("blocks", {test::random_residual_block(rng, 3, 4)});
+    EXPECT_EQ(ModelRunner(blocks, half, options).precision(), Precision::Fp32);
+    Conv2dStage lone = test::random_conv2d(rng, 3, 3, 3, PadMode::Zero, true);
+    const ModelFile one_conv = test::model_of("one-conv", {lone});
+    EXPECT_EQ(ModelRunner(one_conv, half, options).precision(), Precision::Fp32);
+    std::mt19937 rng3(7);
+    EXPECT_EQ(ModelRunner(three_convs(rng3), half, options).precision(), Precision::Fp16);
+}
+
 TEST(HalfPrecisionRunner, AutoTakesTheFirstValidatedPrecisionTheBackendHas) {
     std::mt19937 rng(8);
     ModelFile m = three_convs(rng);
