@@ -117,10 +117,17 @@ public:
     // f32 NCHW batch as a first layer and write f32 NCHW as a last);
     // pixel_shuffle, pure data movement, in every dtype, NCHW; convert
     // between every dtype and layout.
+    // The tensor-core rows are sized for the 164-227 KB of shared memory a
+    // block may opt into on the A100/H100/H200: with the ~99 KB of sm_86/89
+    // parts some shapes (Cout > 64, or a 3-channel last layer of many inputs)
+    // have no configuration that fits, and a row that may not launch must
+    // not be promised, so half precision needs >= 160 KB (else fp32 runs).
+    static constexpr int kTensorCoreSharedMemory = 160 * 1024;
     bool supports(Op op, DType dtype, Layout layout) const override {
         if (op == Op::Convert) return true;
         if (op == Op::PixelShuffle) return layout == Layout::NCHW;
-        if (op == Op::Conv2d && dtype != DType::F32) return arch_ >= 80 && layout == Layout::NHWC8;
+        if (op == Op::Conv2d && dtype != DType::F32)
+            return arch_ >= 80 && smem_optin_ >= kTensorCoreSharedMemory && layout == Layout::NHWC8;
         return dtype == DType::F32 && layout == Layout::NCHW;
     }
     // The ops, each defined in its own file (see the top of this header).
