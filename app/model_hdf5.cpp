@@ -30,8 +30,13 @@ public:
     H5Handle(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
     H5Handle(const H5Handle&) = delete;
     H5Handle& operator=(const H5Handle&) = delete;
-    ~H5Handle() {
-        if (id_ >= 0) close_(id_);
+    ~H5Handle() { close(); }
+    // Closes it now; false when the close failed (for a file: its last
+    // writes did not reach it).
+    bool close() {
+        const hid_t id = id_;
+        id_ = -1;
+        return id < 0 || close_(id) >= 0;
     }
     hid_t get() const { return id_; }
     bool valid() const { return id_ >= 0; }
@@ -499,6 +504,16 @@ void write_model_hdf5(const std::string& path, const ModelFile& model) {
             if (!g.valid()) throw Error("cannot create group 'stages/" + std::to_string(i) + "'");
             write_stage(g.get(), model.stages[i]);
         }
+        // The file is complete only once libhdf5 has written its last bytes
+        // (a full disk shows up here, not in the calls above) and they are on
+        // the disk: only then may it take the name.
+        stages.close();
+        if (H5Fflush(root, H5F_SCOPE_GLOBAL) < 0 || !file.close()) throw Error("cannot finish writing the file");
+        const int fd = open(tmp.c_str(), O_RDONLY | O_CLOEXEC);
+        const bool synced = fd >= 0 && fsync(fd) == 0;
+        const int err = errno;
+        if (fd >= 0) close(fd);
+        if (!synced) throw Error(std::string("cannot write the file to disk: ") + std::strerror(err));
     } catch (const Error& e) {
         std::remove(tmp.c_str());
         throw Error(path + ": " + e.what());
