@@ -975,12 +975,6 @@ TEST(Gpu, ConcurrentLanesGiveTheSameImages) {
     expect_folder_equals_each_image_alone("cli-gpu-lanes", {"-d cuda", "-d cuda --bench 1"}, {0, 1}, "-d cuda");
 }
 
-}  // namespace
-}  // namespace imr
-
-namespace imr {
-namespace {
-
 // --shard K/N on restore, degrade and eval (they share the file loop): N runs
 // cover a nested folder once, each --json report says its shard; a Slurm
 // array that is not a range is refused by name.
@@ -1069,12 +1063,6 @@ TEST(Cli, ShardsSplitTheFilesOfEveryCommand) {
     EXPECT_EQ(nlohmann::json::parse(bad.out)["schema_version"], 1) << bad.out;
 }
 
-}  // namespace
-}  // namespace imr
-
-namespace imr {
-namespace {
-
 // Two hosts writing into one shared folder, simulated with a UTS namespace
 // of its own (unshare -u, as root): each run removes the stale temporaries
 // of its own host and leaves the other's.
@@ -1103,12 +1091,6 @@ TEST(Cli, ARunRemovesOnlyItsOwnHostsTemporaries) {
     EXPECT_FALSE(fs::exists(theirs)) << "node-b did not remove its own stale temporary file";
     EXPECT_TRUE(fs::exists(dir / "shared/2.png"));
 }
-
-}  // namespace
-}  // namespace imr
-
-namespace imr {
-namespace {
 
 // --json-lines: a start record, one per file (each a document with its
 // schema version), a summary; errors as one record too.
