@@ -7,8 +7,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <iomanip>
+#include <map>
 #include <numeric>
 #include <sstream>
 
@@ -19,24 +22,29 @@
 namespace imr {
 
 namespace fs = std::filesystem;
-// ------------------------------------------------------------------ geometry
+// ------------------------------------------------------------------ wiring and geometry
 
-namespace {
-
-// Calls f(stage, scale) for every stage, scale = image pixels per pixel of
-// the stage's input (space_to_depth multiplies it, depth_to_space divides).
-template <class F>
-void walk_scales(const ModelFile& m, F f) {
-    int scale = 1;
-    for (const Stage& s : m.stages) {
-        const Geometry g = stage_geometry(s);
-        f(s, scale, g);
-        scale = scale * g.down / g.up;
-        if (scale < 1) scale = 1;  // only an invalid model; validate_model reports it
-    }
+std::string ModelFile::stage_name(size_t i) const {
+    if (i < links.size() && !links[i].name.empty()) return links[i].name;
+    return default_stage_name(i);
 }
 
-}  // namespace
+std::vector<std::string> ModelFile::stage_input_names(size_t i) const {
+    if (i < links.size() && !links[i].inputs.empty()) return links[i].inputs;
+    return {i == 0 ? std::string("input") : stage_name(i - 1)};
+}
+
+bool ModelFile::uses_wiring() const {
+    if (!extra_inputs.empty()) return true;
+    if (!output.empty() && (stages.empty() || output != stage_name(stages.size() - 1))) return true;
+    for (size_t i = 0; i < links.size(); ++i) {
+        if (!links[i].name.empty() && links[i].name != default_stage_name(i)) return true;
+        if (!links[i].inputs.empty() &&
+            links[i].inputs != std::vector<std::string>{i == 0 ? std::string("input") : stage_name(i - 1)})
+            return true;
+    }
+    return false;
+}
 
 size_t ModelFile::parameter_count() const {
     size_t count = 0;
@@ -44,66 +52,64 @@ size_t ModelFile::parameter_count() const {
     return count;
 }
 
+// The geometry below is of a valid model (validate_model has resolved its
+// graph); on an invalid one resolve_graph throws.
+
 int ModelFile::size_multiple() const {
     // Every resolution the stages reach must divide the image exactly: the
-    // least common multiple of those reductions (for nested space_to_depth
-    // stages, the product of their factors).
-    // Saturates (validate_model refuses anything above kMaxSizeMultiple).
+    // least common multiple of each stage's input scale times its reduction.
+    const ModelGraph g = resolve_graph(*this, path);
     long long m = 1;
-    walk_scales(*this, [&](const Stage&, int scale, const Geometry& g) {
-        m = std::min<long long>(std::lcm(m, (long long)scale * g.down), 1 << 20);
-    });
+    for (size_t i = 0; i < stages.size(); ++i)
+        m = std::min<long long>(std::lcm(m, (long long)g.input_scale(i) * stage_geometry(stages[i]).down), 1 << 20);
     return int(m);
 }
 
 int ModelFile::radius() const {
-    // Walk back from the output: a halo of h image pixels at a stage's output
-    // is ceil(h / S_out) of its output pixels (whole blocks at coarse
-    // resolutions), which need `radius` more of its input pixels of S_in
-    // image pixels each. Summing radius x scale forwards would miss the
-    // rounding to blocks when convolutions run at several resolutions.
-    std::vector<std::pair<int, int>> scales;  // (S_in, S_out) per stage
-    walk_scales(*this, [&](const Stage&, int scale, const Geometry& g) {
-        scales.emplace_back(scale, std::max(1, scale * g.down / g.up));
-    });
-    long long h = 0;
+    // Worked back from the output: a halo of h image pixels at a stage's
+    // output is ceil(h / S_out) of its output pixels (whole blocks at coarse
+    // resolutions), which need `radius` more of its first input's pixels of
+    // S_in image pixels each, and the same whole blocks of its other inputs
+    // (at the output's scale). Each tensor needs the largest halo any reader
+    // asks of it.
+    const ModelGraph g = resolve_graph(*this, path);
+    std::vector<long long> halo(g.tensors.size(), 0);
     for (size_t i = stages.size(); i-- > 0;) {
-        const Geometry g = stage_geometry(stages[i]);
-        const long long s_in = scales[i].first, s_out = scales[i].second;
-        h = (h + s_out - 1) / s_out * s_out + (long long)g.radius * s_in;
+        const Geometry geo = stage_geometry(stages[i]);
+        const long long s_in = g.input_scale(i), s_out = g.output_scale(i);
+        const long long blocks = (halo[size_t(g.stage_tensor(i))] + s_out - 1) / s_out * s_out;
+        const std::vector<int>& ins = g.stage_inputs[i];
+        halo[size_t(ins[0])] = std::max(halo[size_t(ins[0])], blocks + (long long)geo.radius * s_in);
+        for (size_t k = 1; k < ins.size(); ++k) halo[size_t(ins[k])] = std::max(halo[size_t(ins[k])], blocks);
     }
     const long long m = size_multiple();
-    return int((h + m - 1) / m * m);  // tiles start on multiples of m, so halos are whole blocks
+    return int((halo[0] + m - 1) / m * m);  // tiles start on multiples of m, so halos are whole blocks
 }
 
 int ModelFile::receptive_field() const {
-    int field = 1;
-    walk_scales(*this, [&](const Stage&, int scale, const Geometry& g) { field += (g.window - 1) * scale; });
-    return field;
-}
-
-size_t ModelFile::activation_floats(int n, int h, int w) const {
-    size_t most = size_t(n) * channels * h * w;
-    walk_scales(*this, [&](const Stage& s, int scale, const Geometry& g) {
-        const int out_scale = scale * g.down / g.up;
-        if (out_scale < 1) return;
-        most = std::max(most, size_t(n) * stage_out_channels(s) * size_t(h / out_scale) * size_t(w / out_scale));
-    });
-    return most;
+    const ModelGraph g = resolve_graph(*this, path);
+    std::vector<long long> field(g.tensors.size(), 1);
+    for (size_t i = 0; i < stages.size(); ++i) {
+        const std::vector<int>& ins = g.stage_inputs[i];
+        long long f = field[size_t(ins[0])] + (long long)(stage_geometry(stages[i]).window - 1) * g.input_scale(i);
+        for (size_t k = 1; k < ins.size(); ++k) f = std::max(f, field[size_t(ins[k])]);
+        field[size_t(g.stage_tensor(i))] = f;
+    }
+    return int(std::min<long long>(field[size_t(g.output)], 1 << 30));
 }
 
 double ModelFile::flops_per_pixel() const {
+    const ModelGraph g = resolve_graph(*this, path);
     double flops = 0;
-    walk_scales(*this, [&](const Stage& s, int scale, const Geometry& g) {
-        const double out_scale = double(scale) * g.down / g.up;
-        const double params = double(std::visit([](const auto& st) { return st.parameter_count(); }, s));
-        flops += 2.0 * params / (out_scale * out_scale);
-    });
+    for (size_t i = 0; i < stages.size(); ++i) {
+        const double s = g.output_scale(i);
+        flops += stage_flops_per_pixel(stages[i]) / (s * s);
+    }
     return flops;
 }
 
 int ModelFile::min_format_version() const {
-    int v = 1;
+    int v = uses_wiring() ? 3 : 1;
     for (const Stage& s : stages)
         v = std::max(v, std::visit([](const auto& st) { return st.min_format_version(); }, s));
     return v;
@@ -151,38 +157,21 @@ void validate_model(const ModelFile& m, const std::string& where) {
         for (const std::string& p : m.validated_precisions) list += (list.empty() ? "" : ",") + p;
         parse_validated_precisions(list, where);
     }
-    int channels = m.channels, scale = 1;
     for (size_t i = 0; i < m.stages.size(); ++i) {
         const Stage& s = m.stages[i];
         const std::string at = stage_where(where, i, s);
-        if (stage_in_channels(s) != channels)
-            throw Error(at + ": takes " + std::to_string(stage_in_channels(s)) + " channels but receives " +
-                        std::to_string(channels) + (i == 0 ? " (the model's 'channels')" : " from the stage before"));
         std::visit([&](const auto& st) { st.validate(at); }, s);
         const int needs = std::visit([](const auto& st) { return st.min_format_version(); }, s);
         if (needs > m.format_version)
             throw Error(at + ": needs format_version " + std::to_string(needs) + ", the model says " +
                         std::to_string(m.format_version));
-        const Geometry g = stage_geometry(s);
-        if (g.up > 1 && scale % g.up != 0)
-            throw Error(at + ": enlarges by " + std::to_string(g.up) +
-                        " beyond the image's resolution (the stages before reduced it by " + std::to_string(scale) +
-                        ")");
-        scale = scale * g.down / g.up;
-        if (scale > 64) throw Error(at + ": reduces the resolution by more than 64 in all");
-        channels = stage_out_channels(s);
-        if (std::visit([](const auto& st) { return st.adds_model_input(); }, s) &&
-            (channels != m.channels || scale != 1))
-            throw Error(at + ": adds the model's input, but its output is not image-shaped (" +
-                        std::to_string(channels) + " channels at 1/" + std::to_string(scale) +
-                        " resolution; the image has " + std::to_string(m.channels) + " at full resolution)");
     }
-    if (channels != m.channels)
-        throw Error(where + ": the last stage gives " + std::to_string(channels) +
-                    " channels but the model's 'channels' is " + std::to_string(m.channels));
-    if (scale != 1)
-        throw Error(where + ": the last stage gives 1/" + std::to_string(scale) +
-                    " of the image's resolution; the model must end at full resolution");
+    if (m.uses_wiring() && m.format_version < 3)
+        throw Error(where +
+                    ": names stages, wires their inputs or declares inputs or an output: format_version 3 "
+                    "(the model says " +
+                    std::to_string(m.format_version) + ")");
+    resolve_graph(m, where);  // wiring, channels, scales, the output
     if (m.size_multiple() > kMaxSizeMultiple)
         throw Error(where + ": image sides would have to be multiples of " + std::to_string(m.size_multiple()) +
                     " (the least common multiple of its reductions); at most " + std::to_string(kMaxSizeMultiple) +
@@ -225,6 +214,24 @@ std::vector<std::string> parse_validated_precisions(const std::string& value, co
     }
 }
 
+namespace {
+// "a,b,c" -> {a, b, c}; empty items (",,", a leading or trailing comma, "")
+// are refused: `what` names the attribute.
+std::vector<std::string> split_names(const std::string& list, const std::string& what) {
+    std::vector<std::string> out;
+    size_t start = 0;
+    for (;;) {
+        const size_t comma = list.find(',', start);
+        std::string item = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        if (item.empty())
+            throw Error(what + ": '" + list + "' has an empty name (expected names separated by commas, no spaces)");
+        out.push_back(std::move(item));
+        if (comma == std::string::npos) return out;
+        start = comma + 1;
+    }
+}
+}  // namespace
+
 ModelFile interpret_raw_model(const RawModel& raw, const std::string& path) {
     ModelFile m;
     m.path = path;
@@ -254,16 +261,49 @@ ModelFile interpret_raw_model(const RawModel& raw, const std::string& path) {
         throw Error(path + ": attribute 'channels' must be 1 (gray) or 3 (RGB), found " + std::to_string(channels));
     m.channels = int(channels);
 
+    if (root.has_attribute("extra_inputs") || root.has_attribute("output")) {
+        if (m.format_version < 3)
+            throw Error(path + ": attributes 'extra_inputs' and 'output' need format_version 3 (the file says " +
+                        std::to_string(m.format_version) + ")");
+        if (root.has_attribute("extra_inputs"))
+            m.extra_inputs = split_names(root.string_attribute("extra_inputs"), path + ": attribute 'extra_inputs'");
+        if (root.has_attribute("output")) m.output = root.string_attribute("output");
+    }
+
     if (!raw.has_stages) throw Error(path + ": group 'stages' is missing");
-    int current = m.channels;
+    // The channels of each tensor named so far, to hand each stage's load
+    // those of its inputs; resolve_graph (in validate_model) checks the rest.
+    std::map<std::string, int> tensor_channels{{"input", m.channels}};
+    for (const std::string& e : m.extra_inputs) tensor_channels.emplace(e, 1);
+    bool wired = false;
     for (size_t i = 0; i < raw.stages.size(); ++i) {
         std::string at = path + ": stage " + std::to_string(i);
-        const std::string op = RawLayerReader(raw.stages[i], at, m.format_version).string_attribute("op");
+        RawLayerReader plain(raw.stages[i], at, m.format_version);
+        const std::string op = plain.string_attribute("op");
         at += " (" + op + ")";
         RawLayerReader reader(raw.stages[i], at, m.format_version);
-        m.stages.push_back(load_stage(op, reader, current));
-        current = stage_out_channels(m.stages.back());
+        StageLinks links;
+        if (reader.has_attribute("name") || reader.has_attribute("inputs")) {
+            if (m.format_version < 3)
+                throw Error(at + ": attributes 'name' and 'inputs' need format_version 3 (the file says " +
+                            std::to_string(m.format_version) + ")");
+            if (reader.has_attribute("name")) links.name = reader.string_attribute("name");
+            if (reader.has_attribute("inputs"))
+                links.inputs = split_names(reader.string_attribute("inputs"), at + ": attribute 'inputs'");
+            wired = true;
+        }
+        m.links.push_back(links);
+        std::vector<int> in_channels;
+        for (const std::string& name : m.stage_input_names(i)) {
+            const auto it = tensor_channels.find(name);
+            if (it == tensor_channels.end())
+                throw Error(at + ": reads '" + name + "', which no earlier stage or model input is named");
+            in_channels.push_back(it->second);
+        }
+        m.stages.push_back(load_stage(op, reader, in_channels));
+        tensor_channels[m.stage_name(i)] = stage_out_channels(m.stages.back());
     }
+    if (!wired) m.links.clear();  // a chain
     validate_model(m, path);
     return m;
 }
@@ -295,11 +335,33 @@ std::string describe_model(const ModelFile& m) {
     if (!m.precision_validation.empty()) s << "measured     " << m.precision_validation << "\n";
     s << "description  " << m.description << "\n"
       << "provenance   " << m.provenance << "\n"
-      << "stages\n";
+      << "stages       name <- inputs, scale (image pixels per pixel), kFLOP per image pixel, what\n";
+    const ModelGraph g = resolve_graph(m, m.path);
+    size_t name_width = 0, inputs_width = 0;
+    std::vector<std::string> inputs(m.stages.size());
     for (size_t i = 0; i < m.stages.size(); ++i) {
-        s << (i < 10 ? "   " : "  ") << i << "  "
-          << std::visit([](const auto& st) { return st.describe(); }, m.stages[i]) << "\n";
+        for (const std::string& in : m.stage_input_names(i)) inputs[i] += (inputs[i].empty() ? "" : ",") + in;
+        name_width = std::max(name_width, m.stage_name(i).size());
+        inputs_width = std::max(inputs_width, inputs[i].size());
     }
+    for (size_t i = 0; i < m.stages.size(); ++i) {
+        const double scale = g.output_scale(i);
+        char cost[32];
+        std::snprintf(cost, sizeof cost, "%8.1f", stage_flops_per_pixel(m.stages[i]) / (scale * scale) / 1e3);
+        std::string name = m.stage_name(i), in = inputs[i];
+        name.resize(name_width, ' '), in.resize(inputs_width, ' ');
+        s << (i < 10    ? "   "
+              : i < 100 ? "  "
+                        : " ")
+          << i << "  " << name << " <- " << in << "  1/" << std::left << std::setw(2) << g.output_scale(i) << std::right
+          << cost << "  " << std::visit([](const auto& st) { return st.describe(); }, m.stages[i]) << "\n";
+    }
+    if (!m.extra_inputs.empty()) {
+        s << "inputs       input";
+        for (const std::string& e : m.extra_inputs) s << ", " << e;
+        s << "\n";
+    }
+    if (m.output.size() && g.output != g.stage_tensor(m.stages.size() - 1)) s << "output       " << m.output << "\n";
     return s.str();
 }
 

@@ -1,4 +1,5 @@
-// A restoration model: metadata plus an ordered list of typed stages, loaded
+// A restoration model: metadata plus an ordered list of typed stages, each
+// reading tensors before it (format v3: a graph; before: a chain), loaded
 // from an HDF5 file (format spec: weights/README.md for the file, each layer's
 // header in app/layers/ for its stage) and validated once, at load time, so
 // nothing downstream has to check shapes again.
@@ -9,14 +10,24 @@
 
 #include "error.h"
 #include "layers/stage.h"
+#include "model_graph.h"
 #include "model_raw.h"
 
 namespace imr {
 
 constexpr const char* kModelFormatName = "imrestore-model";
 // The newest version this build reads. v2 added conv2d's activation and
-// add_model_input, space_to_depth and depth_to_space (weights/README.md).
-constexpr int kModelFormatVersion = 2;
+// add_model_input, space_to_depth and depth_to_space; v3 graphs of named
+// tensors and the kinds U-Nets are made of (weights/README.md).
+constexpr int kModelFormatVersion = 3;
+
+// How a stage is wired (format v3): the name of its output and the tensors
+// it reads. An empty name is the stage's index ("0", "1", ...); empty
+// inputs: the previous stage's output ("input" for the first).
+struct StageLinks {
+    std::string name;
+    std::vector<std::string> inputs;
+};
 
 struct ModelFile {
     std::string path;        // where it was loaded from (empty if built in memory)
@@ -30,22 +41,34 @@ struct ModelFile {
     std::vector<std::string> validated_precisions;
     std::string precision_validation;
     std::vector<Stage> stages;
+    // Format v3 wiring: the extra inputs the tool supplies (kExtraInputNames),
+    // one StageLinks per stage (or none at all: a chain) and the output
+    // tensor's name (empty: the last stage's).
+    std::vector<std::string> extra_inputs;
+    std::vector<StageLinks> links;
+    std::string output;
+
+    // Stage i's output name and the names of the tensors it reads (the
+    // defaults filled in).
+    std::string stage_name(size_t i) const;
+    std::vector<std::string> stage_input_names(size_t i) const;
+    // Whether anything needs format v3's wiring (names, inputs, extra
+    // inputs or output other than the chain's).
+    bool uses_wiring() const;
 
     size_t parameter_count() const;
-    // Image pixels one output pixel depends on, per axis: 1 + the sum over
-    // stages of (window - 1) in image pixels.
+    // Image pixels one output pixel depends on, per axis: along every path
+    // from the input, 1 + the sum over its stages of (window - 1) in image
+    // pixels; the widest path.
     int receptive_field() const;
-    // The halo a tile needs, in image pixels: the sum over stages of their
-    // radius in image pixels (a multiple of size_multiple()).
+    // The halo a tile needs, in image pixels (a multiple of size_multiple()),
+    // worked back from the output over every path.
     int radius() const;
-    // Image sides must be multiples of this (the product of the
-    // space_to_depth factors); the runner pads other sizes.
+    // Image sides must be multiples of this (the least common multiple of
+    // every reduction the stages reach); the runner pads other sizes.
     int size_multiple() const;
-    // Floats of the largest tensor a pass over n images of h x w holds
-    // (h, w multiples of size_multiple()): what each activation buffer needs.
-    size_t activation_floats(int n, int h, int w) const;
-    // Multiply-adds x 2 per image pixel, from the weights (bias and
-    // activations not counted): the model's cost.
+    // FLOPs per image pixel (2 per multiply-add, from each stage's
+    // flops_per_pixel at its scale): the model's cost.
     double flops_per_pixel() const;
     int min_format_version() const;  // the oldest format that can hold this model
 };

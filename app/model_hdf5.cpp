@@ -497,12 +497,32 @@ void write_model_hdf5(const std::string& path, const ModelFile& model) {
         if (!model.precision_validation.empty())
             write_string_attribute(root, "precision_validation", model.precision_validation);
         write_int_attribute(root, "channels", model.channels);
+        if (!model.extra_inputs.empty()) {
+            std::string list;
+            for (const std::string& e : model.extra_inputs) list += (list.empty() ? "" : ",") + e;
+            write_string_attribute(root, "extra_inputs", list);
+        }
+        if (model.uses_wiring() && !model.output.empty() && model.output != model.stage_name(model.stages.size() - 1))
+            write_string_attribute(root, "output", model.output);
         H5Handle stages(H5Gcreate2(root, "stages", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
         for (size_t i = 0; i < model.stages.size(); ++i) {
             H5Handle g(H5Gcreate2(stages.get(), std::to_string(i).c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
                        H5Gclose);
             if (!g.valid()) throw Error("cannot create group 'stages/" + std::to_string(i) + "'");
             write_stage(g.get(), model.stages[i]);
+            // Wiring only where it is not the chain's default, so a chain
+            // is written as before (v1/v2 files byte for byte).
+            if (model.uses_wiring()) {
+                if (model.stage_name(i) != default_stage_name(i))
+                    write_string_attribute(g.get(), "name", model.stage_name(i));
+                const std::vector<std::string> in = model.stage_input_names(i);
+                const std::string prev = i == 0 ? std::string("input") : model.stage_name(i - 1);
+                if (in != std::vector<std::string>{prev}) {
+                    std::string list;
+                    for (const std::string& n : in) list += (list.empty() ? "" : ",") + n;
+                    write_string_attribute(g.get(), "inputs", list);
+                }
+            }
         }
         // The file is complete only once libhdf5 has written its last bytes
         // (a full disk shows up here, not in the calls above) and they are on

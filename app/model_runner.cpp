@@ -38,9 +38,20 @@ void pad_replicate(const float* in, float* out, int planes, int h, int w, int hp
 
 ModelRunner::ModelRunner(ModelFile model, Backend& backend, RunnerOptions options)
     : model_(std::move(model)),
+      graph_(resolve_graph(model_, model_.path)),
       backend_(backend),
       options_(std::move(options)),
       precision_(resolve_precision(options_.precision, model_, backend)) {
+    for (const std::string& name : model_.extra_inputs) {
+        const auto it = std::find_if(options_.extra_inputs.begin(), options_.extra_inputs.end(),
+                                     [&](const auto& e) { return e.first == name; });
+        if (it == options_.extra_inputs.end())
+            throw Error("model '" + model_.name + "' takes the input '" + name + "', which was not given" +
+                        (name == "noise_level"    ? " (--noise-level)"
+                         : name == "jpeg_quality" ? " (--jpeg-quality)"
+                                                  : ""));
+        extra_values_.push_back(it->second);
+    }
     for (const auto& [op, variant] : options_.forced_variants) backend.force_variant(op, variant);
     for (size_t i = 0; i < model_.stages.size(); ++i) {
         const Stage& s = model_.stages[i];
@@ -48,100 +59,84 @@ ModelRunner::ModelRunner(ModelFile model, Backend& backend, RunnerOptions option
         stage_timers_.push_back(backend.make_timer());
         stage_labels_.push_back("stage " + std::to_string(i) + " " + stage_op_name(s));
     }
-    io_ = stage_types(prepared_);
+    plan_ = plan_for(prepared_);
     // A half precision no stage computes in (a model of residual blocks
     // only, or a convolution whose neighbours take f32 on both sides) runs
     // in fp32 and is reported so, never as fp32 under another name.
     const TensorType f32{};
     if (precision_ != Precision::Fp32 &&
-        std::all_of(io_.begin(), io_.end(), [&](const StageTypes& t) { return t.in == f32 && t.out == f32; }))
+        std::all_of(plan_.values.begin(), plan_.values.end(), [&](const PlanValue& v) { return v.type == f32; }))
         precision_ = Precision::Fp32;
-    // Floats of the largest tensor per image pixel, on a side of whole blocks
-    // of the size multiple so the ratio is exact; the same for the tensors in
-    // other types.
+    // Per image pixel, on a side of whole blocks of the size multiple so the
+    // ratio is exact: the arena of this plan and of an all-f32 one (a rerun
+    // in fp32 needs it, in the same reservation), and the largest tensor.
     const int side = 64 * model_.size_multiple();
+    const Shape unit{1, model_.channels, side, side};
     const double pixels = double(side) * side;
-    activation_floats_per_pixel_ = double(model_.activation_floats(1, side, side)) / pixels;
-    const Size typed = typed_tensors({1, model_.channels, side, side});
-    typed_per_pixel_ = {size_t(double(typed.bytes) / pixels + 1), size_t(double(typed.elements) / pixels + 1),
-                        size_t(double(typed.model_input_bytes) / pixels + 1)};
-    if (typed.bytes == 0) typed_per_pixel_ = {};
+    std::vector<StageTypeInfo> all_f32(model_.stages.size());
+    for (size_t i = 0; i < all_f32.size(); ++i) all_f32[i].adds_model_input = stage_adds_model_input(model_.stages[i]);
+    const RunnerPlan f32_plan = make_plan(graph_, all_f32);
+    size_t most = 0;
+    for (const RunnerPlan* p : {static_cast<const RunnerPlan*>(&plan_), &f32_plan}) {
+        const ArenaLayout l = layout(*p, prepared_, unit);
+        most = std::max(most, l.total);
+        for (size_t v = 0; v < p->values.size(); ++v)
+            if (p->values[v].tensor >= 0)
+                largest_elements_per_pixel_ = std::max(largest_elements_per_pixel_,
+                                                       double(Tensor{nullptr, value_shape(graph_, p->values[v], unit),
+                                                                     p->values[v].type.dtype, p->values[v].type.layout}
+                                                                  .stored_count()) /
+                                                           pixels);
+    }
+    arena_bytes_per_pixel_ = double(most) / pixels;
     upload_timer_ = backend.make_timer();
     download_timer_ = backend.make_timer();
     backend.synchronize();
 }
 
-std::vector<ModelRunner::StageTypes> ModelRunner::stage_types(const Stages& stages) {
-    std::vector<StageTypes> io;
-    const TensorType f32{};
-    TensorType before = f32;  // the batch
-    for (size_t i = 0; i < stages.size(); ++i) {
-        const PreparedStage& p = *stages[i];
-        const TensorType type = p.type();
-        const bool next_f32 = i + 1 == stages.size() || stages[i + 1]->type() == f32;
-        StageTypes t{type, type};
-        if (before == f32 && p.reads_f32()) t.in = f32;
-        if (next_f32 && p.writes_f32()) t.out = f32;
-        io.push_back(t);
-        before = t.out;
-    }
-    return io;
+RunnerPlan ModelRunner::plan_for(const Stages& stages) const {
+    std::vector<StageTypeInfo> info;
+    for (size_t i = 0; i < stages.size(); ++i)
+        info.push_back({stages[i]->type(), stages[i]->reads_f32(), stages[i]->writes_f32(),
+                        stage_adds_model_input(model_.stages[i])});
+    return make_plan(graph_, info);
 }
 
-ModelRunner::Size ModelRunner::typed_tensors(Shape shape) const {
-    Size most;
-    const TensorType f32{};
-    auto note = [&](const Tensor& t) {
-        if (t.type() == f32) return;  // counted by ModelFile::activation_floats
-        most.bytes = std::max(most.bytes, t.bytes());
-        most.elements = std::max(most.elements, t.stored_count());
-    };
-    Tensor t = f32_nchw(nullptr, shape);
-    for (size_t i = 0; i < model_.stages.size(); ++i) {
-        const Stage& s = model_.stages[i];
-        const StageTypes io = io_[i];
-        t.dtype = io.in.dtype, t.layout = io.in.layout;
-        note(t);
-        const Geometry g = stage_geometry(s);
-        t.shape = {t.shape.n, stage_out_channels(s), t.shape.h / g.down * g.up, t.shape.w / g.down * g.up};
-        t.dtype = io.out.dtype, t.layout = io.out.layout;
-        note(t);
-        if (stage_adds_model_input(s) && io.out != f32)
-            most.model_input_bytes =
-                std::max(most.model_input_bytes, Tensor{nullptr, shape, io.out.dtype, io.out.layout}.bytes());
-    }
-    return most;
+ArenaLayout ModelRunner::layout(const RunnerPlan& plan, const Stages& stages, Shape shape) const {
+    return layout_arena(plan, graph_, shape, [&](int stage, const Shape& in, TensorType type) {
+        return stages[size_t(stage)]->scratch_bytes(in, type);
+    });
 }
 
-// Two activation buffers (ping, pong) of the largest tensor and, on a device,
-// the copy of the input; where stages run in other types, their tensors and
-// the model input in their type. (Ops keep only small scratch of their own:
-// the CPU conv2d pads bands of a few rows, not whole tensors.)
+size_t ModelRunner::arena_bytes(Shape shape) const {
+    return layout(plan_, prepared_, shape).total;
+}
+
+// The arena and, on a device, the copy of the input and the extra inputs'
+// planes. (Ops keep only small scratch of their own beyond what a stage
+// asks for: the CPU conv2d pads bands of a few rows, not whole tensors.)
 size_t ModelRunner::bytes_per_pixel() const {
-    const double activations = std::max(activation_floats_per_pixel_, double(typed_per_pixel_.bytes) / sizeof(float));
     const double input = backend_.is_host_memory() ? 0.0 : double(model_.channels);
-    return size_t(sizeof(float) * (2.0 * activations + input) + double(typed_per_pixel_.model_input_bytes)) + 1;
+    return size_t(arena_bytes_per_pixel_ + sizeof(float) * (input + double(model_.extra_inputs.size()))) + 1;
 }
 
-void ModelRunner::reserve(size_t activation_bytes, size_t input_bytes, size_t typed_input_bytes) {
-    if (ping_.bytes() < activation_bytes) {
-        ping_.reset();  // free before allocating the larger pair
-        pong_.reset();
-        ping_ = DeviceBuffer(backend_, activation_bytes);
-        pong_ = DeviceBuffer(backend_, activation_bytes);
+void ModelRunner::reserve(size_t arena_bytes, size_t input_bytes, size_t extra_bytes) {
+    if (arena_.bytes() < arena_bytes) {
+        arena_.reset();  // free before allocating the larger one
+        arena_ = DeviceBuffer(backend_, arena_bytes);
     }
     if (input_.bytes() < input_bytes) {
         input_.reset();
         input_ = DeviceBuffer(backend_, input_bytes);
     }
-    if (typed_input_.bytes() < typed_input_bytes) {
-        typed_input_.reset();
-        typed_input_ = DeviceBuffer(backend_, typed_input_bytes);
+    if (extra_.bytes() < extra_bytes) {
+        extra_.reset();
+        extra_ = DeviceBuffer(backend_, extra_bytes);
     }
 }
 
 void ModelRunner::release_buffers() {
-    ping_.reset(), pong_.reset(), input_.reset(), typed_input_.reset();
+    arena_.reset(), input_.reset(), extra_.reset();
 }
 
 void ModelRunner::run(const Tensor& input_tensor, const Tensor& output_tensor, StageTimer* timer) {
@@ -174,13 +169,13 @@ void ModelRunner::run(const Tensor& input_tensor, const Tensor& output_tensor, S
 }
 
 void ModelRunner::run_aligned(const float* input, float* output, Shape shape, StageTimer* timer) {
-    const size_t held = 2 * ping_.bytes() + input_.bytes() + typed_input_.bytes();
+    const size_t held = arena_.bytes() + input_.bytes() + extra_.bytes();
     size_t budget = size_t(kMemoryShare * double(backend_.free_memory() + held));
+    if (options_.max_memory) budget = std::min(budget, options_.max_memory);
     size_t pixels_fit = budget / bytes_per_pixel();
     // Kernels index tensors with 32-bit integers (the CUDA ones refuse 2^31
     // elements and more): a pass over more pixels than that allows is tiled.
-    pixels_fit = std::min(pixels_fit, size_t(double(INT_MAX - 1) / std::max(activation_floats_per_pixel_,
-                                                                            double(typed_per_pixel_.elements))));
+    pixels_fit = std::min(pixels_fit, size_t(double(INT_MAX - 1) / largest_elements_per_pixel_));
     size_t image_pixels = size_t(shape.h) * shape.w;
     bool forced = options_.max_tile > 0 && (shape.h > options_.max_tile || shape.w > options_.max_tile);
     if (!forced && image_pixels * shape.n <= pixels_fit) {
@@ -252,36 +247,18 @@ void ModelRunner::run_tiled(const float* input, float* output, Shape shape, int 
     }
 }
 
-Tensor ModelRunner::model_input_as(TensorType type, const Tensor& model_input, TensorType& held) {
-    if (type == model_input.type()) return model_input;
-    const Tensor typed{typed_input_.data(), model_input.shape, type.dtype, type.layout};
-    if (held != type) {
-        ConvertArgs c;
-        c.input = model_input, c.output = typed;
-        backend_.convert(c);
-        held = type;
-    }
-    return typed;
-}
-
 void ModelRunner::run_pass(const float* input, float* output, Shape shape, StageTimer* timer) {
-    const size_t stages = model_.stages.size();
-    // On the host the first stage reads `input` (which is also what stages
-    // that add the model input add) and the last writes `output` where they
-    // run in f32 NCHW; only the activations between stages need buffers. A
-    // device backend uploads into input_ and downloads from wherever the last
-    // stage wrote. A stage in another type (--precision bf16/fp16 where the
-    // backend has the kernels) gets its input converted to the type it reads
-    // (io_) first, the model input in the type it writes, and the last
-    // stage's output is converted back to the f32 NCHW the caller wants
-    // where that stage does not write it itself.
+    // On the host the stages read `input` and the last writes `output` (or
+    // its convert does); everything between lives in the arena. A device
+    // backend uploads into input_ and downloads the result from the arena.
     const bool host = backend_.is_host_memory();
-    const Size typed = typed_tensors(shape);
-    const size_t activations =
-        std::max(model_.activation_floats(shape.n, shape.h, shape.w) * sizeof(float), typed.bytes);
-    if (!host || stages > 1 || typed.bytes)
-        reserve(activations, host ? 0 : shape.count() * sizeof(float), typed.model_input_bytes);
-
+    const ArenaLayout arena = layout(plan_, prepared_, shape);
+    const size_t plane = size_t(shape.n) * shape.h * shape.w;
+    reserve(arena.total, host ? 0 : shape.count() * sizeof(float), extra_values_.size() * plane * sizeof(float));
+    for (size_t e = 0; e < extra_values_.size(); ++e) {
+        const std::vector<float> values(plane, extra_values_[e]);
+        backend_.upload(extra_.as<float>() + e * plane, values.data(), plane * sizeof(float));
+    }
     Tensor src = f32_nchw(input, shape);
     if (!host) {
         upload_timer_->start();
@@ -289,73 +266,81 @@ void ModelRunner::run_pass(const float* input, float* output, Shape shape, Stage
         backend_.upload(src.data, input, src.bytes());
         upload_timer_->stop();
     }
-    src = run_stages(prepared_, io_, src, output);
+    Tensor result = execute(plan_, prepared_, arena, src, output);
     // A half-precision pass whose output is not finite (an fp16 activation
     // overflowed): the batch again in fp32, with stages prepared for it on
-    // the first such batch. The fp32 tensors fit in the buffers reserved
-    // (sized for the f32 activations too).
-    if ((precision_ == Precision::Fp16 || precision_ == Precision::Bf16) && !all_finite(backend_, src)) {
+    // the first such batch. Its arena fits the reservation (bytes_per_pixel
+    // counts an all-f32 plan).
+    if ((precision_ == Precision::Fp16 || precision_ == Precision::Bf16) && !all_finite(backend_, result)) {
         if (prepared_fp32_.empty()) {
             // Built aside and kept only whole: a prepare that throws (out of
             // memory) must not leave a partial set for the next batch.
             Stages fp32;
             for (const Stage& s : model_.stages)
                 fp32.push_back(std::visit([&](const auto& st) { return st.prepare(backend_, Precision::Fp32); }, s));
-            io_fp32_ = stage_types(fp32);
+            plan_fp32_ = plan_for(fp32);
             prepared_fp32_ = std::move(fp32);
         }
-        src = run_stages(prepared_fp32_, io_fp32_, f32_nchw(host ? input : input_.as<float>(), shape), output);
+        const ArenaLayout arena32 = layout(plan_fp32_, prepared_fp32_, shape);
+        reserve(arena32.total, 0, 0);
+        result = execute(plan_fp32_, prepared_fp32_, arena32, src, output);
         ++fp32_reruns_;
     }
     if (!host) {
         download_timer_->start();
-        backend_.download(output, src.data, src.bytes());
+        backend_.download(output, result.data, result.bytes());
         download_timer_->stop();
     }
     backend_.synchronize();
     if (timer) {
         if (!host) timer->add("upload", upload_timer_->elapsed_ms());
-        for (size_t i = 0; i < stages; ++i) timer->add(stage_labels_[i], stage_timers_[i]->elapsed_ms());
+        for (size_t i = 0; i < model_.stages.size(); ++i) timer->add(stage_labels_[i], stage_timers_[i]->elapsed_ms());
         if (!host) timer->add("download", download_timer_->elapsed_ms());
     }
 }
 
-Tensor ModelRunner::run_stages(const Stages& prepared, const std::vector<StageTypes>& io_types, Tensor src,
-                               float* output) {
-    const size_t stages = prepared.size();
+Tensor ModelRunner::execute(const RunnerPlan& plan, const Stages& stages, const ArenaLayout& arena, const Tensor& input,
+                            float* output) {
     const bool host = backend_.is_host_memory();
-    const TensorType f32{};
-    const Tensor model_input = src;
-    TensorType model_input_held = f32;  // the type typed_input_ holds the model input in (f32: none)
-    // The activation buffer src is not in: ping, pong alternate.
-    auto other = [&](const Tensor& t) { return t.data == ping_.data() ? pong_.data() : ping_.data(); };
-    auto convert_to = [&](const Tensor& from, TensorType type, void* into) {
-        ConvertArgs c;
-        c.input = from, c.output = {into, from.shape, type.dtype, type.layout};
-        backend_.convert(c);
-        return c.output;
-    };
-    for (size_t i = 0; i < stages; ++i) {
-        const Stage& s = model_.stages[i];
-        const Geometry g = stage_geometry(s);
-        const StageTypes io = io_types[i];
-        const bool last = i + 1 == stages;
-        stage_timers_[i]->start();
-        if (src.type() != io.in) src = convert_to(src, io.in, other(src));
-        const Shape& in = src.shape;
-        Tensor dst = src;
-        dst.shape = {in.n, stage_out_channels(s), in.h / g.down * g.up, in.w / g.down * g.up};
-        dst.dtype = io.out.dtype, dst.layout = io.out.layout;
-        // Alternate ping/pong, never writing the buffer being read.
-        dst.data = (host && last && io.out == f32) ? output : other(src);
-        const Tensor added =
-            stage_adds_model_input(s) ? model_input_as(io.out, model_input, model_input_held) : Tensor{};
-        prepared[i]->run(backend_, src, dst, added);
-        if (last && io.out != f32) dst = convert_to(dst, f32, host ? output : other(dst));
-        stage_timers_[i]->stop();
-        src = dst;
+    const Shape shape = input.shape;
+    const size_t plane = size_t(shape.n) * shape.h * shape.w;
+    std::vector<Tensor> t(plan.values.size());
+    for (size_t v = 0; v < plan.values.size(); ++v) {
+        const PlanValue& pv = plan.values[v];
+        if (pv.tensor < 0) {  // scratch
+            t[v].data = arena.bytes[v] ? arena_.as<char>() + arena.offset[v] : nullptr;
+            continue;
+        }
+        t[v] = {nullptr, value_shape(graph_, pv, shape), pv.type.dtype, pv.type.layout};
+        if (pv.external)  // the image, or an extra input's plane
+            t[v].data = pv.tensor == 0 ? input.data : extra_.as<float>() + size_t(pv.tensor - 1) * plane;
+        else
+            t[v].data = arena_.as<char>() + arena.offset[v];
     }
-    return src;
+    if (host) t[size_t(plan.result)].data = output;
+    int timing = -1;  // the stage whose timer runs
+    for (size_t i = 0; i < plan.steps.size(); ++i) {
+        const PlanStep& step = plan.steps[i];
+        if (step.timed_as != timing) {
+            if (timing >= 0) stage_timers_[size_t(timing)]->stop();
+            timing = step.timed_as;
+            stage_timers_[size_t(timing)]->start();
+        }
+        if (step.stage < 0) {
+            ConvertArgs c;
+            c.input = t[size_t(step.inputs[0])], c.output = t[size_t(step.output)];
+            backend_.convert(c);
+            continue;
+        }
+        StageIO io;
+        for (int v : step.inputs) io.inputs.push_back(t[size_t(v)]);
+        io.output = t[size_t(step.output)];
+        if (step.model_input >= 0) io.model_input = t[size_t(step.model_input)];
+        io.scratch = t[size_t(step.scratch)].data;
+        stages[size_t(step.stage)]->run(backend_, io);
+    }
+    if (timing >= 0) stage_timers_[size_t(timing)]->stop();
+    return t[size_t(plan.result)];
 }
 
 }  // namespace imr

@@ -1,5 +1,6 @@
-// Runs a loaded model on one backend: weights uploaded once, activation
-// buffers kept and reused across calls of the same (or smaller) size, and
+// Runs a loaded model on one backend: weights uploaded once, the graph's
+// tensors placed in one arena by their lifetimes (app/runner_plan.h) kept and
+// reused across calls of the same (or smaller) size, and
 // inputs too large for the backend's free memory split into overlapping tiles
 // whose halo equals the model's radius, so the result equals the untiled one.
 // On a host-memory backend (the CPU) the stages read the caller's input and
@@ -14,6 +15,7 @@
 #include "backend.h"
 #include "model_file.h"
 #include "runner_options.h"
+#include "runner_plan.h"
 #include "stage_timer.h"
 
 namespace imr {
@@ -43,62 +45,55 @@ public:
     // (activations, and a device's copy of the input).
     size_t bytes_per_pixel() const;
 
+    // Batches whose half-precision output held a non-finite value and were
+    // run again in fp32 (their results are the fp32 ones), since construction.
+    size_t fp32_reruns() const { return fp32_reruns_; }
+    // The type each stage reads (its first input) and writes, as the plan
+    // has it (for reports and tests).
+    std::vector<StageTypes> stage_types() const { return plan_stage_types(plan_, model_.stages.size()); }
+    // Bytes of backend memory the activations of a pass over `shape` take
+    // (the arena: the largest set of tensors alive at once).
+    size_t arena_bytes(Shape shape) const;
+
 private:
+    using Stages = std::vector<std::unique_ptr<PreparedStage>>;
     // The same as run(), for sides that are multiples of the model's size_multiple().
     void run_aligned(const float* input, float* output, Shape shape, StageTimer* timer);
     // One pass over a tensor that fits the backend: upload, stages, download.
     void run_pass(const float* input, float* output, Shape shape, StageTimer* timer);
     void run_tiled(const float* input, float* output, Shape shape, int tile, StageTimer* timer);
-    void reserve(size_t activation_bytes, size_t input_bytes, size_t typed_input_bytes);
+    void reserve(size_t arena_bytes, size_t input_bytes, size_t extra_bytes);
     void release_buffers();
-    // The largest tensor of a pass over `shape` that is not f32 NCHW (a
-    // stage's input, output or model input in its own type), in bytes and
-    // stored elements; zero when every stage runs in f32 NCHW.
-    struct Size {
-        size_t bytes = 0, elements = 0, model_input_bytes = 0;
-    };
-    Size typed_tensors(Shape shape) const;
-    // The model input (f32 NCHW) in `type`: itself, or its copy in
-    // typed_input_, converted when `held` (the type that copy is in, f32:
-    // none yet) is another.
-    Tensor model_input_as(TensorType type, const Tensor& model_input, TensorType& held);
+    // The plan for `stages` (their types as they report them).
+    RunnerPlan plan_for(const Stages& stages) const;
+    ArenaLayout layout(const RunnerPlan& plan, const Stages& stages, Shape shape) const;
+    // Runs the plan's steps on the pass's model input (f32 NCHW in backend
+    // memory) and extra inputs; returns the model's output (f32 NCHW; on the
+    // host, `output` itself).
+    Tensor execute(const RunnerPlan& plan, const Stages& stages, const ArenaLayout& arena, const Tensor& input,
+                   float* output);
 
     const ModelFile model_;
+    const ModelGraph graph_;
     Backend& backend_;
     const RunnerOptions options_;
-    Precision precision_;  // set once in the constructor
+    Precision precision_;              // set once in the constructor
+    std::vector<float> extra_values_;  // per extra input of the model, its value (options_.extra_inputs)
 
-public:
-    // Batches whose half-precision output held a non-finite value and were
-    // run again in fp32 (their results are the fp32 ones), since construction.
-    size_t fp32_reruns() const { return fp32_reruns_; }
-
-private:
-    // The type each stage reads and writes (and adds the model input in): its
-    // own type(), or f32 NCHW where it takes that directly and its neighbour
-    // (or the runner's input/output) is f32 NCHW; the runner converts
-    // between stages only where one's output type is not the next's input.
-    struct StageTypes {
-        TensorType in, out;
-    };
-    using Stages = std::vector<std::unique_ptr<PreparedStage>>;
-    static std::vector<StageTypes> stage_types(const Stages& stages);
-    std::vector<StageTypes> io_;
+    Stages prepared_;  // weights in the backend, packed once
+    RunnerPlan plan_;
     // The stages in fp32, made on the first batch whose half-precision output
     // is not finite (fp16 overflow), which is then run again with them.
     Stages prepared_fp32_;
-    std::vector<StageTypes> io_fp32_;
+    RunnerPlan plan_fp32_;
     size_t fp32_reruns_ = 0;
-    // Runs `stages` from src (the pass's input, f32 NCHW); returns the last
-    // stage's output in f32 NCHW (on the host: `output` where the last stage
-    // writes f32 NCHW).
-    Tensor run_stages(const Stages& stages, const std::vector<StageTypes>& io, Tensor src, float* output);
-    double activation_floats_per_pixel_ = 0;                // of the largest f32 tensor in a pass
-    Size typed_per_pixel_;                                  // typed_tensors() per image pixel
-    std::vector<std::unique_ptr<PreparedStage>> prepared_;  // weights in the backend, packed once
-    DeviceBuffer ping_, pong_;                              // activations, each the largest tensor of the pass
-    DeviceBuffer input_;        // a device backend's copy of the pass's input (stages may add it)
-    DeviceBuffer typed_input_;  // the model input in the type of the stages that add it, where not f32
+    // Per image pixel, for the memory budget: the arena's bytes (the larger
+    // of the plan's and an all-f32 plan's, which a rerun needs) and the most
+    // elements of one tensor (kernels index with 32-bit integers).
+    double arena_bytes_per_pixel_ = 0, largest_elements_per_pixel_ = 0;
+    DeviceBuffer arena_;  // every value of a pass, placed by layout_arena
+    DeviceBuffer input_;  // a device backend's copy of the pass's input
+    DeviceBuffer extra_;  // the extra inputs' constant planes
     std::vector<std::unique_ptr<BackendTimer>> stage_timers_;
     std::unique_ptr<BackendTimer> upload_timer_, download_timer_;
     std::vector<std::string> stage_labels_;

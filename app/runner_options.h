@@ -36,6 +36,12 @@ struct RunnerOptions {
     int batch = 4;     // images of one size the pipeline hands the runner at once
     // Kernel variants to run instead of the planner's picks (Backend::force_variant).
     std::vector<std::pair<Op, std::string>> forced_variants;
+    // The most backend memory one pass may hold, in bytes (0: 70% of what
+    // is free); larger images are tiled.
+    size_t max_memory = 0;
+    // The value of each extra input a model may take (ModelFile::extra_inputs:
+    // "noise_level" = sigma / 255, "jpeg_quality" = Q / 100), by name.
+    std::vector<std::pair<std::string, float>> extra_inputs;
 };
 
 // The backend `options.device` names: "cpu", "cuda", "cuda:N" or "auto" (the

@@ -142,9 +142,9 @@ std::vector<BadModelCase> bad_model_cases() {
         {"newer version",
          [](const std::string& p) {
              standard_file(
-                 p, [](RawH5& f, hid_t s) { f.residual_block(s, "0", 3, 4); }, 3, 3);
+                 p, [](RawH5& f, hid_t s) { f.residual_block(s, "0", 3, 4); }, 3, 4);
          },
-         "format_version 3 is not supported"},
+         "format_version 4 is not supported"},
         {"version is a string",
          [](const std::string& p) {
              RawH5 f(p);
@@ -238,7 +238,7 @@ std::vector<BadModelCase> bad_model_cases() {
                  RawH5::dataset(g, "weight", {5, 3, 3, 3});
              });
          },
-         "the last stage gives 5 channels but the model's 'channels' is 3"},
+         "the output '0' has 5 channels but the model's 'channels' is 3"},
         {"non-square kernel",
          [](const std::string& p) {
              standard_file(p, [](RawH5& f, hid_t s) {
@@ -377,7 +377,7 @@ std::vector<BadModelCase> bad_model_cases() {
                  },
                  3, 2);
          },
-         "the last stage gives 1/2 of the image's resolution"},
+         "the output '1' is at 1/2 of the image's resolution"},
         {"add_model_input on space_to_depth",
          [](const std::string& p) {
              standard_file(
@@ -1056,9 +1056,11 @@ TEST(ModelRunner, HalfPrecisionStagesGetConvertedInputsAndOutputs) {
     auto rng = fresh_rng(&seed);
     SCOPED_TRACE("seed " + std::to_string(seed));
     auto cpu = make_cpu_backend(1);
-    // The unshuffle CNN: every stage in f16 (3 converts per pass); the small
-    // model: a residual block (f32 only) before f16 convolutions (2).
-    for (const auto& [m, converts] : {std::pair{test::unshuffle_model(rng), 3}, {test::small_model(rng), 2}}) {
+    // The unshuffle CNN: every stage in f16 (2 converts per pass: the model
+    // input once, for the first stage and the last that adds it, and the
+    // output); the small model: a residual block (f32 only) before f16
+    // convolutions (2).
+    for (const auto& [m, converts] : {std::pair{test::unshuffle_model(rng), 2}, {test::small_model(rng), 2}}) {
         SCOPED_TRACE(m.name);
         const Shape shape{2, 3, 46, 66};
         const std::vector<float> input = test::random_vector(rng, shape.count(), 0.3f);

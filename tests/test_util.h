@@ -102,6 +102,31 @@ inline ModelFile unshuffle_model(std::mt19937& rng, int c = 8) {
     return model_of("test-unshuffle", {s2d, first, mid, last, d2s});  // format v2
 }
 
+// A small U-Net (format v3): conv 3->5 relu "a"; a 2x2 stride-2 conv down;
+// a 2x2 transposed conv back up plus "a"; a 3x3 conv plus "a" again; a
+// 4x4 conv to 3 channels plus the model input. Every stage reads something
+// other than the stage before or adds a second input.
+inline ModelFile unet_model(std::mt19937& rng) {
+    Conv2dStage a = random_conv2d(rng, 3, 5, 3, PadMode::Zero, true);
+    a.activation = Activation::ReLU;
+    Conv2dStage down = random_conv2d(rng, 5, 8, 2, PadMode::Zero, true);
+    down.stride = 2;
+    down.activation = Activation::ReLU;
+    ConvTranspose2dStage up;
+    up.in_channels = 8, up.out_channels = 5, up.factor = 2, up.adds_input = true;
+    up.weight = random_vector(rng, size_t(8) * 5 * 4, 1.0f / 8.0f);
+    up.bias = random_vector(rng, 5, 0.05f);
+    Conv2dStage res = random_conv2d(rng, 5, 5, 3, PadMode::Zero, false);
+    res.adds_input = true;
+    Conv2dStage last = random_conv2d(rng, 5, 3, 4, PadMode::Replicate, true);
+    last.add_model_input = true;
+    ModelFile m = model_of("test-unet", {a, down, up, res, last});
+    m.links = {{"a", {"input"}}, {"down", {"a"}}, {"up", {"down", "a"}}, {"", {"up", "a"}}, {"out", {"3"}}};
+    m.output = "out";
+    m.format_version = m.min_format_version();
+    return m;
+}
+
 inline ModelFile small_model(std::mt19937& rng) {
     // Braced lists are evaluated left to right: the weights are drawn in this order.
     return model_of("test-model",
@@ -119,6 +144,12 @@ inline RunnerOptions tiled(int side) {
     return o;
 }
 
+// The value the tests give each extra input a model may take (the runners
+// get the same through tiled_with_extras / RunnerOptions::extra_inputs).
+inline float extra_input_value(const std::string& name) {
+    return name == "noise_level" ? 25.0f / 255.0f : 0.4f;
+}
+
 inline std::vector<double> reference_model(const ModelFile& m, const std::vector<float>& input, Shape shape) {
     const int mult = m.size_multiple();
     Shape padded = shape;
@@ -129,17 +160,29 @@ inline std::vector<double> reference_model(const ModelFile& m, const std::vector
             for (int x = 0; x < padded.w; ++x)
                 image[(size_t(p) * padded.h + y) * padded.w + x] =
                     input[(size_t(p) * shape.h + std::min(y, shape.h - 1)) * shape.w + std::min(x, shape.w - 1)];
-    std::vector<float> x = image;
-    Shape in = padded;
-    std::vector<double> y;
-    for (const Stage& s : m.stages) {
-        ReferenceIO io;
-        io.input = f32_nchw(x.data(), in), io.model_input = f32_nchw(image.data(), padded);
-        y = std::visit([&](const auto& st) { return st.reference(io); }, s);
-        const Geometry g = stage_geometry(s);
-        in = {in.n, stage_out_channels(s), in.h / g.down * g.up, in.w / g.down * g.up};
-        x.assign(y.begin(), y.end());  // the next stage sees fp32, as the backends do
+    // The graph's tensors in float (what the backends hold between stages),
+    // each stage's float64 reference on its inputs.
+    const ModelGraph g = resolve_graph(m, "reference");
+    std::vector<std::vector<float>> values(g.tensors.size());
+    std::vector<Shape> shapes(g.tensors.size());
+    values[0] = image, shapes[0] = padded;
+    const size_t plane = size_t(padded.n) * padded.h * padded.w;
+    for (int e = 1; e < g.first_stage_tensor; ++e) {
+        shapes[size_t(e)] = {padded.n, 1, padded.h, padded.w};
+        values[size_t(e)].assign(plane, extra_input_value(m.extra_inputs[size_t(e - 1)]));
     }
+    std::vector<double> y;
+    for (size_t i = 0; i < m.stages.size(); ++i) {
+        const Stage& s = m.stages[i];
+        ReferenceIO io;
+        for (int t : g.stage_inputs[i]) io.inputs.push_back(f32_nchw(values[size_t(t)].data(), shapes[size_t(t)]));
+        io.model_input = f32_nchw(image.data(), padded);
+        y = std::visit([&](const auto& st) { return st.reference(io); }, s);
+        const int t = g.stage_tensor(i), scale = g.tensors[size_t(t)].scale;
+        shapes[size_t(t)] = {padded.n, stage_out_channels(s), padded.h / scale, padded.w / scale};
+        values[size_t(t)].assign(y.begin(), y.end());  // the next stage sees fp32, as the backends do
+    }
+    y.assign(values[size_t(g.output)].begin(), values[size_t(g.output)].end());
     std::vector<double> out(shape.count());
     for (int p = 0; p < shape.n * shape.c; ++p)
         for (int yy = 0; yy < shape.h; ++yy)

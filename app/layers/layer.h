@@ -3,13 +3,18 @@
 // app/layers/, holding its parameters and implementing the same members:
 //
 //   static constexpr const char* kOp           the "op" attribute in model files
-//   static T load(LayerReader&, int channels)  read + check one stage group (channels: what it receives)
+//   static constexpr int kMinInputs, kMaxInputs how many tensors it reads (format v3 wiring)
+//   static T load(LayerReader&, const std::vector<int>& channels)
+//                                              read + check one stage group (channels: of each
+//                                              input it receives, kMinInputs..kMaxInputs of them)
 //   void write(LayerWriter&) const             the inverse of load
 //   void validate(const std::string& at) const tensor sizes, finite values, attribute ranges
 //   int min_format_version() const             the oldest format that can express it
-//   int channels_in() const, channels_out() const
+//   int channels_in(int k = 0) const           the channels input k must have
+//   int channels_out() const
 //   Geometry geometry() const                  radius, window and resampling (below)
 //   size_t parameter_count() const
+//   double flops_per_pixel() const             FLOPs per pixel of its output (2 per multiply-add)
 //   bool adds_model_input() const              ends in "+ the model's input image"
 //   std::string describe() const               one line for `imrestore model`
 //   std::vector<double> reference(...) const   float64 forward (its op's, kernels/ops/)
@@ -71,12 +76,22 @@ public:
     virtual void float_attribute(const char* name, double value) = 0;  // written as float64
 };
 
-// How a layer moves pixels. Sizes are in the layer's own input pixels.
+// How a layer moves pixels, from its first input to its output. Sizes are in
+// the layer's own input pixels. Inputs after the first (a residual, the
+// second operand of add, the rest of a concat) are at the output's scale.
 struct Geometry {
     int radius = 0;  // how far an output pixel sees beyond itself, on the larger side
     int window = 1;  // the input window one output pixel depends on, per axis (K for a KxK conv)
     int down = 1;    // output pixels are `down` input pixels wide (space_to_depth)...
     int up = 1;      // ...or 1/`up` of one (depth_to_space)
+};
+
+// What a prepared stage reads and writes in one call (PreparedStage::run).
+struct StageIO {
+    std::vector<Tensor> inputs;
+    Tensor output;
+    Tensor model_input;
+    void* scratch = nullptr;
 };
 
 // A layer with its weights in a backend's memory, in whatever layout that
@@ -94,20 +109,31 @@ public:
     // f32 NCHW (a last one), so that the runner needs no convert pass there.
     virtual bool reads_f32() const { return false; }
     virtual bool writes_f32() const { return false; }
-    // input: [n, channels_in, h, w] at this stage's scale, in backend memory;
-    // output: the stage's output shape; model_input: the image the model was
-    // given (backend memory, same scale as the model's output), used by
-    // stages that add it. The tensors' types are the runner's choice within
-    // what the stage's ops support: type(), or f32 NCHW where reads_f32() /
-    // writes_f32() allow it.
-    virtual void run(Backend& backend, const Tensor& input, const Tensor& output, const Tensor& model_input) = 0;
+    // Backend memory the stage needs besides its inputs and output, for one
+    // call on `input` (its first input, in `type`): an intermediate tensor
+    // of a stage made of two ops. The runner places it with the activations.
+    virtual size_t scratch_bytes(const Shape& input, TensorType type) const {
+        (void)input, (void)type;
+        return 0;
+    }
+    // One call: io.inputs holds one tensor per input the stage reads
+    // (inputs[0] of shape [n, channels_in(0), h, w] at the stage's input
+    // scale, the others at its output scale), io.output the stage's output
+    // shape, io.model_input the image the model was given (same scale as the
+    // model's output; used by stages that add it), io.scratch
+    // scratch_bytes() of backend memory; all in backend memory. The tensors'
+    // types are the runner's choice within what the stage's ops support:
+    // type(), or f32 NCHW for inputs[0] where reads_f32() allows it and for
+    // the output, the other inputs and the model input where writes_f32() does.
+    virtual void run(Backend& backend, const StageIO& io) = 0;
 };
 
 // A layer's float64 forward for the tests' model-level reference: input as
 // the backends see it between stages (host memory), output in float64.
 struct ReferenceIO {
-    Tensor input;
-    Tensor model_input;  // host, the model's output shape
+    std::vector<Tensor> inputs;  // one per input the stage reads
+    Tensor model_input;          // host, the model's output shape
+    const Tensor& input() const { return inputs.at(0); }
 };
 
 // Throws "AT: attribute 'add_model_input': expected 0 or 1, found N" etc.;

@@ -16,10 +16,10 @@ public:
     PreparedShuffle(int factor, bool add_model_input, TensorType type)
         : factor_(factor), add_model_input_(add_model_input), type_(type) {}
     TensorType type() const override { return type_; }
-    void run(Backend& backend, const Tensor& input, const Tensor& output, const Tensor& model_input) override {
-        PixelShuffleArgs a = shuffle_args(D, factor_, input);
-        a.output = output;
-        if (add_model_input_) a.residual = model_input;
+    void run(Backend& backend, const StageIO& io) override {
+        PixelShuffleArgs a = shuffle_args(D, factor_, io.inputs[0]);
+        a.output = io.output;
+        if (add_model_input_) a.residual = io.model_input;
         backend.pixel_shuffle(a);
     }
 
@@ -32,7 +32,8 @@ private:
 }  // namespace
 
 template <ShuffleDirection D>
-PixelShuffleStage<D> PixelShuffleStage<D>::load(LayerReader& r, int channels) {
+PixelShuffleStage<D> PixelShuffleStage<D>::load(LayerReader& r, const std::vector<int>& inputs) {
+    const int channels = inputs[0];
     const std::string& at = r.where();
     if (r.format_version() < 2)
         throw Error(at + ": op '" + kOp + "' needs format_version 2 (the file says " +
@@ -85,7 +86,7 @@ std::string PixelShuffleStage<D>::describe() const {
 
 template <ShuffleDirection D>
 std::vector<double> PixelShuffleStage<D>::reference(const ReferenceIO& io) const {
-    PixelShuffleArgs a = shuffle_args(D, factor, io.input);
+    PixelShuffleArgs a = shuffle_args(D, factor, io.input());
     if (add_model_input) a.residual = io.model_input;
     return reference_pixel_shuffle(a);
 }

@@ -21,9 +21,9 @@ public:
         base_.prepared = packed_.get();
     }
     TensorType type() const override { return type_; }
-    void run(Backend& backend, const Tensor& input, const Tensor& output, const Tensor&) override {
+    void run(Backend& backend, const StageIO& io) override {
         ResidualBlockArgs a = base_;
-        a.input = input, a.output = output;
+        a.input = io.inputs[0], a.output = io.output;
         backend.residual_block(a);
     }
 
@@ -36,7 +36,8 @@ private:
 
 }  // namespace
 
-ResidualBlockStage ResidualBlockStage::load(LayerReader& r, int channels) {
+ResidualBlockStage ResidualBlockStage::load(LayerReader& r, const std::vector<int>& inputs) {
+    const int channels = inputs[0];
     const std::string& at = r.where();
     ResidualBlockStage rb;
     LayerReader::Tensor w_in = r.tensor("conv_in_weight", 4);
@@ -87,7 +88,7 @@ std::string ResidualBlockStage::describe() const {
 
 std::vector<double> ResidualBlockStage::reference(const ReferenceIO& io) const {
     ResidualBlockArgs a;
-    a.input = io.input, a.hidden = hidden;
+    a.input = io.input(), a.hidden = hidden;
     a.conv_in_weight = f32_nchw(conv_in_weight.data(), {hidden, channels, 3, 3});
     a.conv_in_bias = f32_vector(conv_in_bias.data(), hidden);
     a.conv_out_weight = f32_nchw(conv_out_weight.data(), {channels, hidden, 3, 3});

@@ -25,22 +25,24 @@ namespace imr {
 
 struct ResidualBlockStage {
     static constexpr const char* kOp = "residual_block";
+    static constexpr int kMinInputs = 1, kMaxInputs = 1;
     int channels = 0, hidden = 0;
     std::vector<float> conv_in_weight;   // [hidden, channels, 3, 3]
     std::vector<float> conv_in_bias;     // [hidden]
     std::vector<float> conv_out_weight;  // [channels, hidden, 3, 3]
     std::vector<float> conv_out_bias;    // [channels]
 
-    static ResidualBlockStage load(LayerReader& r, int channels);
+    static ResidualBlockStage load(LayerReader& r, const std::vector<int>& channels);
     void write(LayerWriter& w) const;
     void validate(const std::string& at) const;
     int min_format_version() const { return 1; }
-    int channels_in() const { return channels; }
+    int channels_in(int = 0) const { return channels; }
     int channels_out() const { return channels; }
     Geometry geometry() const { return {2, 5, 1, 1}; }  // two 3x3 convolutions
     size_t parameter_count() const {
         return conv_in_weight.size() + conv_in_bias.size() + conv_out_weight.size() + conv_out_bias.size();
     }
+    double flops_per_pixel() const { return 2.0 * double(parameter_count()); }
     bool adds_model_input() const { return false; }
     std::string describe() const;
     std::vector<double> reference(const ReferenceIO& io) const;

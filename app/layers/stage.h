@@ -5,27 +5,42 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <variant>
 
 #include "conv2d_layer.h"
+#include "conv_transpose2d_layer.h"
 #include "pixel_shuffle_layer.h"
 #include "residual_block_layer.h"
 
 namespace imr {
 
-using Stage = std::variant<ResidualBlockStage, Conv2dStage, SpaceToDepthStage, DepthToSpaceStage>;
+using Stage = std::variant<ResidualBlockStage, Conv2dStage, SpaceToDepthStage, DepthToSpaceStage, ConvTranspose2dStage>;
 
-// Reads the stage of kind `op` (the group's "op" attribute); unknown ops are
-// an error listing the known ones.
-Stage load_stage(const std::string& op, LayerReader& reader, int channels);
+// Reads the stage of kind `op` (the group's "op" attribute) that receives
+// inputs of these channel counts; unknown ops are an error listing the known
+// ones, and so is a number of inputs the kind does not take.
+Stage load_stage(const std::string& op, LayerReader& reader, const std::vector<int>& channels);
 // "residual_block, conv2d, space_to_depth, depth_to_space"
 std::string known_ops();
 
 inline const char* stage_op_name(const Stage& s) {
     return std::visit([](const auto& st) { return std::decay_t<decltype(st)>::kOp; }, s);
 }
-inline int stage_in_channels(const Stage& s) {
-    return std::visit([](const auto& st) { return st.channels_in(); }, s);
+inline int stage_in_channels(const Stage& s, int k = 0) {
+    return std::visit([k](const auto& st) { return st.channels_in(k); }, s);
+}
+// How many inputs the kind takes: [kMinInputs, kMaxInputs].
+inline std::pair<int, int> stage_input_range(const Stage& s) {
+    return std::visit(
+        [](const auto& st) {
+            using K = std::decay_t<decltype(st)>;
+            return std::pair<int, int>{K::kMinInputs, K::kMaxInputs};
+        },
+        s);
+}
+inline double stage_flops_per_pixel(const Stage& s) {
+    return std::visit([](const auto& st) { return st.flops_per_pixel(); }, s);
 }
 inline int stage_out_channels(const Stage& s) {
     return std::visit([](const auto& st) { return st.channels_out(); }, s);
