@@ -781,8 +781,9 @@ size_multiple = downscale
 def receptive_field(stages, extra_inputs=None, output=None):
     """The width of the input window one output pixel depends on (at most),
     following every path: the inputs' field is 1; a stage's output field is the
-    largest over its inputs of (that input's field + (W - 1) * its scale), W the
-    stage's window. For a chain: 1, plus 4 per residual_block and K-1 per
+    larger of its first input's field + (W - 1) * that input's scale (W the
+    stage's window) and each other input's field (added or joined pixel by
+    pixel). For a chain: 1, plus 4 per residual_block and K-1 per
     conv2d, each times the scale it runs at, plus (f-1) times the scale before
     it per space_to_depth(f); v1 models: 1 + 4 * residual_blocks + sum(K-1)."""
     graph = Graph(stages, extra_inputs, output)
@@ -790,7 +791,7 @@ def receptive_field(stages, extra_inputs=None, output=None):
     field = {MODEL_INPUT: 1, **{e: 1 for e in graph.extra_inputs}}
     for stage, name, ins in zip(stages, graph.names, graph.inputs):
         w = OPS[stage["op"]].window(stage)
-        field[name] = max(field[n] + (w - 1) * scale[n] for n in ins)
+        field[name] = max([field[ins[0]] + (w - 1) * scale[ins[0]]] + [field[n] for n in ins[1:]])
     return field[graph.output]
 
 
