@@ -1116,3 +1116,116 @@ TEST(ModelRunner, RefusesWrongChannelCount) {
 
 }  // namespace
 }  // namespace imr
+
+namespace imr {
+namespace {
+
+// ------------------------------------------------------------------ graphs (format v3)
+
+// Each way the wiring can be wrong is refused by validate_model, naming the
+// stage or attribute and what is wrong.
+TEST(ModelGraph, RefusesWiringThatCannotRun) {
+    std::mt19937 rng(11);
+    const ModelFile good = test::unet_model(rng);
+    EXPECT_NO_THROW(validate_model(good, "m.h5"));
+    struct Case {
+        const char* what;
+        std::function<void(ModelFile&)> change;
+        const char* expected;
+    };
+    const std::vector<Case> cases = {
+        {"an input defined later", [](ModelFile& m) { m.links[1].inputs = {"up"}; },
+         "stage 1 (conv2d): reads 'up', which no earlier stage or model input is named"},
+        {"a name twice", [](ModelFile& m) { m.links[1].name = "a"; }, "'a' names an earlier tensor too"},
+        {"a name starting with a digit", [](ModelFile& m) { m.links[1].name = "2nd"; }, "may not start with a digit"},
+        {"a name with a space", [](ModelFile& m) { m.links[1].name = "do wn"; }, "may hold only"},
+        {"a stage named input", [](ModelFile& m) { m.links[1].name = "input"; }, "is the name of a model input"},
+        {"too many inputs",
+         [](ModelFile& m) {
+             m.links[1].inputs = {"a", "a", "a"};
+         },
+         "reads 3 inputs; conv2d takes 1..2"},
+        {"channels that do not agree",
+         [](ModelFile& m) {
+             m.links[3].inputs = {"up", "down"};
+         },
+         "input 2 'down' has 8 channels; it takes 5"},
+        {"a dead stage", [](ModelFile& m) { m.links[4].inputs = {"up"}; },
+         "stage 3 (conv2d) '3': nothing reads its output"},
+        {"an output that is not a stage", [](ModelFile& m) { m.output = "input"; },
+         "'input' is not the name of a stage"},
+        {"an unknown extra input", [](ModelFile& m) { m.extra_inputs = {"sharpness"}; }, "unknown input 'sharpness'"},
+        {"wiring in a v2 file", [](ModelFile& m) { m.format_version = 2; }, "needs format_version 3"},
+    };
+    for (const Case& c : cases) {
+        SCOPED_TRACE(c.what);
+        ModelFile m = good;
+        c.change(m);
+        try {
+            validate_model(m, "m.h5");
+            ADD_FAILURE() << "accepted";
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find(c.expected), std::string::npos) << e.what();
+        }
+    }
+}
+
+// Written and read back: the wiring, the geometry over every path and the
+// float64 forward are the same; a chain is written without wiring (v1/v2).
+TEST(ModelGraph, RoundTripsAndWorksOutItsGeometry) {
+    std::mt19937 rng(12);
+    const ModelFile m = test::unet_model(rng);
+    ScratchDir dir("graph");
+    write_model_file(dir / "u.h5", m);
+    const ModelFile back = load_model_file(dir / "u.h5");
+    EXPECT_EQ(back.format_version, 3);
+    for (size_t i = 0; i < m.stages.size(); ++i) {
+        EXPECT_EQ(back.stage_name(i), m.stage_name(i));
+        EXPECT_EQ(back.stage_input_names(i), m.stage_input_names(i));
+    }
+    EXPECT_EQ(back.size_multiple(), 2);
+    // "a": 3x3 (field 3); down: 2x2 blocks (+1); up: pixel by pixel; the 3x3
+    // (+2) and the 4x4 (+3): 3 + 1 + 2 + 3.
+    EXPECT_EQ(back.receptive_field(), 9);
+    // Back from the output: 4x4 (2), 3x3 (1) -> 3; up: whole blocks of 2 ->
+    // 4 at "down", which adds nothing (blocks); "a" (3x3, 1) -> 5; rounded to
+    // the size multiple.
+    EXPECT_EQ(back.radius(), 6);
+    const Shape shape{1, 3, 9, 11};
+    const std::vector<float> input = test::random_vector(rng, shape.count(), 0.5f);
+    EXPECT_EQ(test::reference_model(back, input, shape), test::reference_model(m, input, shape));
+    const std::string text = describe_model(back);
+    EXPECT_NE(text.find("up   <- down,a"), std::string::npos) << text;
+    EXPECT_NE(text.find("1/2"), std::string::npos) << text;
+
+    ModelFile chain = test::unshuffle_model(rng);
+    chain.links.assign(chain.stages.size(), StageLinks{});
+    chain.links[2].name = "2";  // its default, written out
+    write_model_file(dir / "c.h5", chain);
+    EXPECT_EQ(load_model_file(dir / "c.h5").format_version, 2) << "a chain stays v2";
+}
+
+// The runner holds the largest set of tensors alive at once, not all of
+// them: a chain of equal convolutions needs two activations whatever its
+// depth, and the U-Net's arena is less than the sum of its tensors.
+TEST(ModelRunner, ArenaHoldsOnlyWhatIsAliveAtOnce) {
+    std::mt19937 rng(13);
+    auto cpu = make_cpu_backend(1);
+    const Shape shape{1, 3, 64, 64};
+    std::vector<Stage> convs;
+    for (int i = 0; i < 6; ++i) convs.push_back(test::random_conv2d(rng, 3, 3, 3, PadMode::Zero, true));
+    const ModelRunner deep(test::model_of("deep", convs), *cpu);
+    const size_t tensor = shape.count() * sizeof(float);
+    EXPECT_LE(deep.arena_bytes(shape), 2 * tensor + 512);
+    EXPECT_GE(deep.arena_bytes(shape), 2 * tensor);
+
+    const ModelFile unet = test::unet_model(rng);
+    const ModelRunner runner(unet, *cpu);
+    // a (5), down (8 at 1/4 the pixels), up (5), 3 (5), the output (3) and
+    // the strided conv's blocks (20 at 1/4).
+    const size_t pixels = size_t(shape.h) * shape.w, sum = pixels * sizeof(float) * (5 + 2 + 5 + 5 + 3 + 5);
+    EXPECT_LT(runner.arena_bytes(shape), sum);
+}
+
+}  // namespace
+}  // namespace imr
