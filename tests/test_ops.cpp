@@ -862,6 +862,329 @@ void OpsTest::run_cases(const std::vector<ConvertCase>& cases) {
     std::cout << "[          ] convert on " << be.name() << ": " << pairs << " type pairs\n";
 }
 
+// ---------------------------------------------------------------- memory-bound ops
+// elementwise, activation, simple_gate and concat. Their inputs may start
+// anywhere (`misaligned`: one element into the buffer, not 16-byte aligned:
+// the kernels' one-element paths), and NHWC8 inputs carry NaN in their
+// padding channels: no op may let those into its output, and every op
+// writes its own output's padding as zeros (GuardedOutput checks).
+
+// An input in the backend's memory: `logical` rounded to `t`, `offset`
+// elements into its buffer.
+struct DeviceInput {
+    HostTensor host;                   // the values (NHWC8 padding NaN), for the reference
+    std::vector<unsigned char> image;  // the whole buffer as uploaded
+    DeviceBuffer buf;
+    Tensor tensor;  // host.view's shape and type, in buf
+};
+DeviceInput device_input(Backend& be, const std::vector<float>& logical, Shape s, TensorType t, int offset = 0) {
+    DeviceInput d;
+    d.host = host_tensor(logical, s, t);
+    const Tensor& v = d.host.view;
+    for (int n = 0; n < s.n; ++n)
+        for (int y = 0; y < s.h; ++y)
+            for (int x = 0; x < s.w; ++x)
+                for (int c = s.c; c < imr::stored_channels(t.layout, s.c); ++c)
+                    imr::store_float(v, v.offset(n, c, y, x), std::numeric_limits<float>::quiet_NaN());
+    const size_t skip = size_t(offset) * imr::dtype_size(t.dtype);
+    d.image.assign(skip, 0);
+    d.image.insert(d.image.end(), d.host.bytes.begin(), d.host.bytes.end());
+    d.buf = to_device(be, d.image.data(), d.image.size());
+    d.tensor = v;
+    d.tensor.data = d.buf.as<unsigned char>() + skip;
+    return d;
+}
+void expect_unchanged(Backend& be, const DeviceInput& d) {
+    expect_unchanged(be, d.buf, d.image.data(), d.image.size(), "input");
+}
+
+// Every element within atol + rtol * |ref|: these ops round each result on
+// its own (no reduction), so the bound is per element. rtol: the float
+// arithmetic's few roundings of 2^-24 (`float_roundings` of them) plus the
+// store's unit roundoff in a narrower type; atol: float's smallest normal
+// 2^-126 (below it float arithmetic is only absolutely accurate: GELU and
+// SiLU of large negative inputs), plus the store's subnormal rounding, plus
+// `float_atol` where the float formulation has an absolute error of its own.
+void expect_per_element(const std::vector<float>& got, const std::vector<double>& ref, const Shape& s, DType stored,
+                        int float_roundings, double float_atol = 0) {
+    const double rtol = float_roundings * kFp32Unit + (stored == DType::F32 ? 0.0 : imr::unit_roundoff(stored));
+    const double atol = float_atol + std::ldexp(1.0, -126) + imr::subnormal_roundoff(stored);
+    const Comparison r = compare(got, ref, {}, atol, rtol);
+    expect_all_finite(r, s);
+    EXPECT_EQ(r.within, r.compared) << r.compared - r.within << " elements beyond " << atol << " + " << rtol
+                                    << " |ref|; worst " << where(s, r.worst) << ": got " << got[r.worst] << ", float64 "
+                                    << ref[r.worst];
+}
+
+void report_skipped(const char* op, int skipped, const Backend& be) {
+    if (skipped)
+        std::cout << "[          ] " << op << ": " << skipped << " GPU-only cases not run on " << be.name() << "\n";
+}
+
+struct ElementwiseCase {
+    int n, c, h, w;
+    imr::ElementwiseOp op;
+    bool same_input = false;  // rhs is lhs (x * x)
+    bool misaligned = false;  // lhs one element into its buffer
+    bool gpu_only = false;
+};
+std::ostream& operator<<(std::ostream& o, const ElementwiseCase& k) {
+    return o << "elementwise " << imr::elementwise_op_name(k.op) << " N=" << k.n << " C=" << k.c << " H=" << k.h
+             << " W=" << k.w << (k.same_input ? " (rhs = lhs)" : "") << (k.misaligned ? " (lhs misaligned)" : "");
+}
+std::vector<ElementwiseCase> elementwise_cases() {
+    const imr::ElementwiseOp A = imr::ElementwiseOp::Add, M = imr::ElementwiseOp::Mul;
+    return {
+        {1, 1, 1, 1, A},
+        {2, 3, 7, 5, M},
+        {1, 8, 3, 4, A},
+        {3, 9, 5, 3, M},
+        {2, 12, 6, 11, A, false, true},
+        {1, 5, 1, 33, M, true},
+        {2, 17, 9, 13, M, false, true},
+        {1, 48, 31, 29, A},
+        {2, 40, 499, 501, M, false, false, true},  // 20 M elements
+    };
+}
+
+template <>
+void OpsTest::run_cases(const std::vector<ElementwiseCase>& cases) {
+    Backend& be = *backend_;
+    int skipped = 0;
+    for (const TensorType& type : types(Op::Elementwise)) {
+        for (const ElementwiseCase& k : cases) {
+            if (!runs(k.gpu_only)) {
+                ++skipped;
+                continue;
+            }
+            const uint64_t seed = draw_seed();
+            std::ostringstream trace;
+            trace << k << " in " << type_name(type) << " on " << be.name() << ", seed " << seed;
+            SCOPED_TRACE(trace.str());
+            std::mt19937_64 rng(seed);
+            const Shape s{k.n, k.c, k.h, k.w};
+            const DeviceInput lhs = device_input(be, normal(rng, s.count()), s, type, k.misaligned ? 1 : 0);
+            const DeviceInput rhs = k.same_input ? DeviceInput() : device_input(be, normal(rng, s.count()), s, type);
+            GuardedOutput out(be, s, type);
+            imr::ElementwiseArgs a;
+            a.lhs = lhs.tensor, a.rhs = k.same_input ? lhs.tensor : rhs.tensor, a.op = k.op, a.output = out.tensor();
+            ASSERT_NO_THROW(be.elementwise(a));
+            be.synchronize();
+            const std::vector<float> got = out.download();
+            expect_unchanged(be, lhs);
+            if (!k.same_input) expect_unchanged(be, rhs);
+            imr::ElementwiseArgs host = a;
+            host.lhs = lhs.host.view, host.rhs = k.same_input ? lhs.host.view : rhs.host.view;
+            host.output.data = nullptr;
+            // One float rounding (exact for f16/bf16 sums); the double rounding
+            // through float to a narrower type adds at most 2^-24 relative.
+            expect_per_element(got, imr::reference_elementwise(host), s, type.dtype, 2);
+        }
+    }
+    report_skipped("elementwise", skipped, be);
+}
+
+struct ActivationCase {
+    int n, c, h, w;
+    imr::UnaryFunction function;
+    float slope = 0.01f;
+    float scale = 3.0f;  // of the N(0,1) inputs: 30 reaches SiLU's exp overflow (x < -88.7)
+    bool misaligned = false;
+    bool gpu_only = false;
+};
+std::ostream& operator<<(std::ostream& o, const ActivationCase& k) {
+    o << "activation " << imr::unary_function_name(k.function);
+    if (k.function == imr::UnaryFunction::LeakyReLU) o << " slope " << k.slope;
+    return o << " N=" << k.n << " C=" << k.c << " H=" << k.h << " W=" << k.w << ", inputs N(0,1) x " << k.scale
+             << (k.misaligned ? " (input misaligned)" : "");
+}
+std::vector<ActivationCase> activation_cases() {
+    const imr::UnaryFunction R = imr::UnaryFunction::ReLU, L = imr::UnaryFunction::LeakyReLU,
+                             G = imr::UnaryFunction::GELU, S = imr::UnaryFunction::SiLU;
+    return {
+        {1, 1, 1, 1, R},
+        {2, 3, 7, 5, R},
+        {1, 9, 5, 3, L},
+        {3, 12, 6, 11, L, 0.2f, 3.0f, true},
+        {2, 8, 3, 4, G},
+        {1, 17, 9, 13, G, 0.01f, 3.0f, true},
+        {2, 5, 1, 33, S},
+        {1, 48, 31, 29, S, 0.01f, 30.0f},
+        {1, 6, 13, 7, G, 0.01f, 30.0f},
+        {2, 40, 499, 501, G, 0.01f, 3.0f, false, true},  // 20 M elements
+    };
+}
+
+template <>
+void OpsTest::run_cases(const std::vector<ActivationCase>& cases) {
+    Backend& be = *backend_;
+    int skipped = 0;
+    for (const TensorType& type : types(Op::Activation)) {
+        for (const ActivationCase& k : cases) {
+            if (!runs(k.gpu_only)) {
+                ++skipped;
+                continue;
+            }
+            const uint64_t seed = draw_seed();
+            std::ostringstream trace;
+            trace << k << " in " << type_name(type) << " on " << be.name() << ", seed " << seed;
+            SCOPED_TRACE(trace.str());
+            std::mt19937_64 rng(seed);
+            const Shape s{k.n, k.c, k.h, k.w};
+            const DeviceInput x = device_input(be, normal(rng, s.count(), k.scale), s, type, k.misaligned ? 1 : 0);
+            GuardedOutput out(be, s, type);
+            imr::ActivationArgs a;
+            a.input = x.tensor, a.function = k.function, a.slope = k.slope, a.output = out.tensor();
+            ASSERT_NO_THROW(be.activation(a));
+            be.synchronize();
+            const std::vector<float> got = out.download();
+            expect_unchanged(be, x);
+            imr::ActivationArgs host = a;
+            host.input = x.host.view, host.output.data = nullptr;
+            // erfcf / expf err by a few ulp, then a product or quotient or two.
+            // GELU: the argument x / sqrt 2 rounds by 2^-24 relative, which erfc
+            // turns into x/2 * 2/sqrt(pi) e^(-x^2/2) * 2^-24 |x/sqrt 2| =
+            // 2^-24 x^2 phi(x) <= 0.3 * 2^-24 absolute (largest at x^2 = 2): a
+            // large relative error only where GELU is tiny (x < -4).
+            const double gelu_atol = k.function == imr::UnaryFunction::GELU ? kFp32Unit : 0.0;
+            expect_per_element(got, imr::reference_activation(host), s, type.dtype, 16, gelu_atol);
+        }
+    }
+    report_skipped("activation", skipped, be);
+}
+
+struct SimpleGateCase {
+    int n, c, h, w;
+    bool misaligned = false;
+    bool gpu_only = false;
+};
+std::ostream& operator<<(std::ostream& o, const SimpleGateCase& k) {
+    return o << "simple_gate N=" << k.n << " C=" << k.c << " H=" << k.h << " W=" << k.w
+             << (k.misaligned ? " (input misaligned)" : "");
+}
+// C/2 of 1..32: multiples of 8 and 4 (whole vectors in NHWC8) and not; H W
+// odd and even (NCHW half-image runs of whole vectors and not).
+std::vector<SimpleGateCase> simple_gate_cases() {
+    return {
+        {1, 2, 1, 1},    {2, 4, 7, 5},         {1, 12, 3, 4},
+        {3, 18, 5, 3},   {2, 16, 6, 11},       {1, 10, 9, 13, true},
+        {2, 64, 17, 19}, {1, 8, 32, 32, true}, {2, 64, 401, 397, false, true},  // 20 M input elements
+    };
+}
+
+template <>
+void OpsTest::run_cases(const std::vector<SimpleGateCase>& cases) {
+    Backend& be = *backend_;
+    int skipped = 0;
+    for (const TensorType& type : types(Op::SimpleGate)) {
+        for (const SimpleGateCase& k : cases) {
+            if (!runs(k.gpu_only)) {
+                ++skipped;
+                continue;
+            }
+            const uint64_t seed = draw_seed();
+            std::ostringstream trace;
+            trace << k << " in " << type_name(type) << " on " << be.name() << ", seed " << seed;
+            SCOPED_TRACE(trace.str());
+            std::mt19937_64 rng(seed);
+            const Shape s{k.n, k.c, k.h, k.w};
+            const DeviceInput x = device_input(be, normal(rng, s.count()), s, type, k.misaligned ? 1 : 0);
+            imr::SimpleGateArgs a;
+            a.input = x.tensor;
+            GuardedOutput out(be, a.out_shape(), type);
+            a.output = out.tensor();
+            ASSERT_NO_THROW(be.simple_gate(a));
+            be.synchronize();
+            const std::vector<float> got = out.download();
+            expect_unchanged(be, x);
+            imr::SimpleGateArgs host = a;
+            host.input = x.host.view, host.output.data = nullptr;
+            expect_per_element(got, imr::reference_simple_gate(host), a.out_shape(), type.dtype, 2);
+        }
+    }
+    report_skipped("simple_gate", skipped, be);
+}
+
+struct ConcatCase {
+    int n, h, w;
+    std::vector<int> channels;  // of each input
+    bool misaligned = false;    // input 0 one element into its buffer
+    bool repeat = false;        // the last input is input 0 again (torch.cat([x, ..., x]))
+    bool gpu_only = false;
+};
+std::ostream& operator<<(std::ostream& o, const ConcatCase& k) {
+    o << "concat N=" << k.n << " H=" << k.h << " W=" << k.w << " C=";
+    for (size_t i = 0; i < k.channels.size(); ++i) o << (i ? "+" : "") << k.channels[i];
+    return o << (k.misaligned ? " (input 0 misaligned)" : "") << (k.repeat ? " (the last input is input 0)" : "");
+}
+// Channel offsets that are multiples of 8 and 4 (whole vectors in NHWC8)
+// and not, runs of C_k H W that are whole vectors (NCHW) and not, and the
+// most inputs allowed.
+std::vector<ConcatCase> concat_cases() {
+    std::vector<int> sixteen;
+    for (int c = 1; c <= imr::kConcatMaxInputs; ++c) sixteen.push_back(c);
+    return {
+        {1, 1, 1, {1, 1}},
+        {2, 7, 5, {3, 1}},
+        {1, 9, 13, {8, 8}},
+        {3, 5, 3, {4, 4, 4}},
+        {2, 6, 11, {16, 3, 5}},
+        {2, 4, 4, sixteen},
+        {1, 11, 9, {32, 32}},
+        {1, 3, 33, {5, 7}, true},
+        {2, 5, 7, {6, 2, 6}, false, true},
+        {2, 8, 8, {8, 12}, true},
+        {2, 401, 397, {32, 32, 3}, false, false, true},  // 21 M output elements
+    };
+}
+
+template <>
+void OpsTest::run_cases(const std::vector<ConcatCase>& cases) {
+    Backend& be = *backend_;
+    int skipped = 0;
+    for (const TensorType& type : types(Op::Concat)) {
+        for (const ConcatCase& k : cases) {
+            if (!runs(k.gpu_only)) {
+                ++skipped;
+                continue;
+            }
+            const uint64_t seed = draw_seed();
+            std::ostringstream trace;
+            trace << k << " in " << type_name(type) << " on " << be.name() << ", seed " << seed;
+            SCOPED_TRACE(trace.str());
+            std::mt19937_64 rng(seed);
+            const size_t count = k.channels.size();
+            const size_t distinct = k.repeat ? count - 1 : count;
+            std::vector<DeviceInput> inputs;
+            for (size_t i = 0; i < distinct; ++i) {
+                const Shape s{k.n, k.channels[i], k.h, k.w};
+                inputs.push_back(device_input(be, normal(rng, s.count()), s, type, i == 0 && k.misaligned ? 1 : 0));
+            }
+            imr::ConcatArgs a, host;
+            for (size_t i = 0; i < count; ++i) {
+                const DeviceInput& d = inputs[i < distinct ? i : 0];
+                a.inputs.push_back(d.tensor);
+                host.inputs.push_back(d.host.view);
+            }
+            GuardedOutput out(be, a.out_shape(), type);
+            a.output = out.tensor();
+            ASSERT_NO_THROW(be.concat(a));
+            be.synchronize();
+            const std::vector<float> got = out.download();
+            for (const DeviceInput& d : inputs) expect_unchanged(be, d);
+            host.output = a.output, host.output.data = nullptr;
+            const std::vector<double> ref = imr::reference_concat(host);
+            // A copy: exact.
+            size_t wrong = 0, first = 0;
+            for (size_t i = got.size(); i-- > 0;)
+                if (!(double(got[i]) == ref[i])) ++wrong, first = i;
+            EXPECT_EQ(wrong, 0u) << "first at " << where(a.out_shape(), first) << ": got " << got[first]
+                                 << ", expected " << ref[first];
+        }
+    }
+    report_skipped("concat", skipped, be);
+}
+
 // The host's conversions (tensor.h), which the CPU kernels and the tests'
 // inputs use, against the reference's rounding: every f16 and bf16 value
 // round-trips, and random floats of every magnitude, ties and the edges of
@@ -1036,6 +1359,114 @@ TEST_P(OpsTest, RejectsInvalidArgs) {
     cvbad = cv;
     cvbad.input = {};
     refuses(Op::Convert, "null input", [&] { be.convert(cvbad); });
+
+    imr::ElementwiseArgs ew;
+    ew.lhs = in, ew.rhs = weight.tensor({2, 3, 8, 8}), ew.op = imr::ElementwiseOp::Mul;
+    ew.output = output.tensor({2, 3, 8, 8});
+    ASSERT_NO_THROW(be.elementwise(ew)) << "the valid baseline must run";
+    be.synchronize();
+    imr::ElementwiseArgs ewbad = ew;
+    ewbad.rhs.shape = {2, 3, 8, 7};
+    refuses(Op::Elementwise, "rhs of another shape", [&] { be.elementwise(ewbad); });
+    ewbad = ew;
+    ewbad.rhs.dtype = DType::F16;
+    refuses(Op::Elementwise, "rhs of another dtype", [&] { be.elementwise(ewbad); });
+    ewbad = ew;
+    ewbad.rhs = {};
+    refuses(Op::Elementwise, "null rhs", [&] { be.elementwise(ewbad); });
+    ewbad = ew;
+    ewbad.output = in;
+    refuses(Op::Elementwise, "output aliasing lhs", [&] { be.elementwise(ewbad); });
+    ewbad = ew;
+    ewbad.output.data = static_cast<char*>(ew.rhs.data) + 4;
+    refuses(Op::Elementwise, "output overlapping rhs", [&] { be.elementwise(ewbad); });
+    ewbad = ew;
+    ewbad.output.shape = {2, 3, 4, 16};
+    refuses(Op::Elementwise, "output of another shape", [&] { be.elementwise(ewbad); });
+    ewbad = ew;
+    ewbad.lhs.layout = ewbad.rhs.layout = ewbad.output.layout = Layout::NHWC;  // no backend has it
+    refuses(Op::Elementwise, "a layout the backend does not support", [&] { be.elementwise(ewbad); });
+
+    imr::ActivationArgs act;
+    act.input = in, act.function = imr::UnaryFunction::GELU;
+    act.output = output.tensor({2, 3, 8, 8});
+    ASSERT_NO_THROW(be.activation(act)) << "the valid baseline must run";
+    be.synchronize();
+    imr::ActivationArgs actbad = act;
+    actbad.function = imr::UnaryFunction::LeakyReLU, actbad.slope = std::numeric_limits<float>::quiet_NaN();
+    refuses(Op::Activation, "slope not finite", [&] { be.activation(actbad); });
+    actbad = act;
+    actbad.function = imr::UnaryFunction(17);
+    refuses(Op::Activation, "unknown function", [&] { be.activation(actbad); });
+    actbad = act;
+    actbad.output = in;
+    refuses(Op::Activation, "output aliasing input", [&] { be.activation(actbad); });
+    actbad = act;
+    actbad.output.dtype = DType::BF16;
+    refuses(Op::Activation, "output of another dtype than the input", [&] { be.activation(actbad); });
+    actbad = act;
+    actbad.output.shape.c = 4;
+    refuses(Op::Activation, "output of another shape", [&] { be.activation(actbad); });
+    actbad = act;
+    actbad.input.layout = actbad.output.layout = Layout::NHWC;  // no backend has it
+    refuses(Op::Activation, "a layout the backend does not support", [&] { be.activation(actbad); });
+
+    imr::SimpleGateArgs sg;
+    sg.input = weight.tensor({1, 4, 8, 8});
+    sg.output = output.tensor({1, 2, 8, 8});
+    ASSERT_NO_THROW(be.simple_gate(sg)) << "the valid baseline must run";
+    be.synchronize();
+    imr::SimpleGateArgs sgbad = sg;
+    sgbad.input = in;  // 3 channels
+    sgbad.output.shape = {2, 1, 8, 8};
+    refuses(Op::SimpleGate, "odd channel count", [&] { be.simple_gate(sgbad); });
+    sgbad = sg;
+    sgbad.output.shape = {1, 4, 8, 8};
+    refuses(Op::SimpleGate, "output with the input's channel count", [&] { be.simple_gate(sgbad); });
+    sgbad = sg;
+    sgbad.output.data = static_cast<char*>(sg.input.data) + 8;
+    refuses(Op::SimpleGate, "output overlapping input", [&] { be.simple_gate(sgbad); });
+    sgbad = sg;
+    sgbad.output.dtype = DType::F16;
+    refuses(Op::SimpleGate, "output of another dtype than the input", [&] { be.simple_gate(sgbad); });
+    sgbad = sg;
+    sgbad.input = {};
+    refuses(Op::SimpleGate, "null input", [&] { be.simple_gate(sgbad); });
+
+    imr::ConcatArgs cat;
+    cat.inputs = {in, weight.tensor({2, 3, 8, 8})};
+    cat.output = output.tensor({2, 6, 8, 8});
+    ASSERT_NO_THROW(be.concat(cat)) << "the valid baseline must run";
+    be.synchronize();
+    imr::ConcatArgs catbad = cat;
+    catbad.inputs = {in};
+    catbad.output.shape = in.shape;
+    refuses(Op::Concat, "one input", [&] { be.concat(catbad); });
+    catbad = cat;
+    catbad.inputs.assign(imr::kConcatMaxInputs + 1, in);
+    catbad.output.shape.c = 3 * (imr::kConcatMaxInputs + 1);
+    refuses(Op::Concat, "more inputs than allowed", [&] { be.concat(catbad); });
+    catbad = cat;
+    catbad.inputs[1].shape.h = 7;
+    refuses(Op::Concat, "inputs of different heights", [&] { be.concat(catbad); });
+    catbad = cat;
+    catbad.inputs[1].shape.n = 1;
+    refuses(Op::Concat, "inputs of different batch sizes", [&] { be.concat(catbad); });
+    catbad = cat;
+    catbad.inputs[1].dtype = DType::F16;
+    refuses(Op::Concat, "inputs of different dtypes", [&] { be.concat(catbad); });
+    catbad = cat;
+    catbad.inputs[1] = {};
+    refuses(Op::Concat, "null input", [&] { be.concat(catbad); });
+    catbad = cat;
+    catbad.output.shape.c = 5;
+    refuses(Op::Concat, "output of another channel count", [&] { be.concat(catbad); });
+    catbad = cat;
+    catbad.output.data = static_cast<char*>(cat.inputs[1].data) + 4;
+    refuses(Op::Concat, "output overlapping an input", [&] { be.concat(catbad); });
+    catbad = cat;
+    catbad.output.layout = Layout::NHWC8;
+    refuses(Op::Concat, "output of another layout than the inputs", [&] { be.concat(catbad); });
 
     for (size_t i = 0; i < imr::kOpCount; ++i)
         EXPECT_GT(rows[i], 0) << imr::op_name(Op(i)) << " has no row in RejectsInvalidArgs";

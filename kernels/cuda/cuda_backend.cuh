@@ -116,7 +116,9 @@ public:
     // NHWC8 on sm_80 and later (the tensor-core kernels, which may read the
     // f32 NCHW batch as a first layer and write f32 NCHW as a last);
     // pixel_shuffle, pure data movement, in every dtype, NCHW; convert
-    // between every dtype and layout.
+    // between every dtype and layout; elementwise, activation, simple_gate
+    // and concat (memory-bound, computing in float) in every dtype, NCHW and
+    // NHWC8.
     // The tensor-core rows are sized for the 164-227 KB of shared memory a
     // block may opt into on the A100/H100/H200: with the ~99 KB of sm_86/89
     // parts some shapes (Cout > 64, or a 3-channel last layer of many inputs)
@@ -126,6 +128,8 @@ public:
     bool supports(Op op, DType dtype, Layout layout) const override {
         if (op == Op::Convert) return true;
         if (op == Op::PixelShuffle) return layout == Layout::NCHW;
+        if (op == Op::Elementwise || op == Op::Activation || op == Op::SimpleGate || op == Op::Concat)
+            return layout == Layout::NCHW || layout == Layout::NHWC8;
         if (op == Op::Conv2d && dtype != DType::F32)
             return arch_ >= 80 && smem_optin_ >= kTensorCoreSharedMemory && layout == Layout::NHWC8;
         return dtype == DType::F32 && layout == Layout::NCHW;

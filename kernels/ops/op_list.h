@@ -14,13 +14,21 @@
 // the op tests do not compile without its case table.
 #pragma once
 
+#include "activation.h"
+#include "concat.h"
 #include "conv2d.h"
 #include "convert.h"
+#include "elementwise.h"
 #include "pixel_shuffle.h"
 #include "residual_block.h"
+#include "simple_gate.h"
 
 #define IMR_FOR_EACH_OP(X)                              \
     X(ResidualBlock, residual_block, ResidualBlockArgs) \
     X(Conv2d, conv2d, Conv2dArgs)                       \
     X(PixelShuffle, pixel_shuffle, PixelShuffleArgs)    \
-    X(Convert, convert, ConvertArgs)
+    X(Convert, convert, ConvertArgs)                    \
+    X(Elementwise, elementwise, ElementwiseArgs)        \
+    X(Activation, activation, ActivationArgs)           \
+    X(SimpleGate, simple_gate, SimpleGateArgs)          \
+    X(Concat, concat, ConcatArgs)
