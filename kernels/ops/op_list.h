@@ -16,11 +16,17 @@
 
 #include "conv2d.h"
 #include "convert.h"
+#include "depthwise_conv2d.h"
+#include "layer_norm.h"
 #include "pixel_shuffle.h"
 #include "residual_block.h"
+#include "window_mean.h"
 
-#define IMR_FOR_EACH_OP(X)                              \
-    X(ResidualBlock, residual_block, ResidualBlockArgs) \
-    X(Conv2d, conv2d, Conv2dArgs)                       \
-    X(PixelShuffle, pixel_shuffle, PixelShuffleArgs)    \
-    X(Convert, convert, ConvertArgs)
+#define IMR_FOR_EACH_OP(X)                                    \
+    X(ResidualBlock, residual_block, ResidualBlockArgs)       \
+    X(Conv2d, conv2d, Conv2dArgs)                             \
+    X(PixelShuffle, pixel_shuffle, PixelShuffleArgs)          \
+    X(Convert, convert, ConvertArgs)                          \
+    X(LayerNorm, layer_norm, LayerNormArgs)                   \
+    X(DepthwiseConv2d, depthwise_conv2d, DepthwiseConv2dArgs) \
+    X(WindowMean, window_mean, WindowMeanArgs)
