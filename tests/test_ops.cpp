@@ -758,10 +758,13 @@ std::ostream& operator<<(std::ostream& o, const ShuffleCase& k) {
 }
 std::vector<ShuffleCase> pixel_shuffle_cases() {
     const ShuffleDirection D = ShuffleDirection::ToDepth, S = ShuffleDirection::ToSpace;
+    // The last six: NHWC8 padding on both sides (5 -> 20 channels, 8 -> 24
+    // stored; 20 -> 5; 9 -> 81, 16 -> 88; 2 -> 32 with a residual), odd sizes, batches.
     return {
-        {1, 3, 2, 2, 2, D},     {2, 3, 14, 38, 2, D},          {1, 1, 9, 27, 3, D}, {3, 2, 8, 4, 4, D, true},
-        {1, 12, 1, 1, 2, S},    {2, 12, 7, 19, 2, S, true},    {1, 27, 5, 3, 3, S}, {2, 32, 3, 6, 4, S, true},
-        {1, 3, 512, 386, 2, D}, {1, 12, 256, 193, 2, S, true},
+        {1, 3, 2, 2, 2, D},     {2, 3, 14, 38, 2, D},          {1, 1, 9, 27, 3, D},       {3, 2, 8, 4, 4, D, true},
+        {1, 12, 1, 1, 2, S},    {2, 12, 7, 19, 2, S, true},    {1, 27, 5, 3, 3, S},       {2, 32, 3, 6, 4, S, true},
+        {1, 3, 512, 386, 2, D}, {1, 12, 256, 193, 2, S, true}, {2, 5, 6, 10, 2, D, true}, {3, 20, 3, 5, 2, S, true},
+        {1, 9, 9, 3, 3, D},     {2, 2, 12, 8, 4, D, true},     {1, 81, 2, 5, 3, S},       {2, 48, 5, 7, 4, S},
     };
 }
 

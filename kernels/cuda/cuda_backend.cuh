@@ -116,10 +116,10 @@ public:
     // block, a benchmark anchor, stays fp32); conv2d also in f16 and bf16
     // NHWC8 on sm_80 and later (the tensor-core kernels, which may read the
     // f32 NCHW batch as a first layer and write f32 NCHW as a last);
-    // pixel_shuffle, pure data movement, in every dtype, NCHW; layer_norm,
-    // depthwise_conv2d and window_mean in f32 NCHW and f16/bf16 NHWC8 (no
-    // shared memory or tensor cores: any architecture); convert between
-    // every dtype and layout.
+    // pixel_shuffle, pure data movement, in every dtype, NCHW, and in f16
+    // and bf16 NHWC8; layer_norm, depthwise_conv2d and window_mean in f32
+    // NCHW and f16/bf16 NHWC8 (no shared memory or tensor cores: any
+    // architecture); convert between every dtype and layout.
     // The tensor-core rows are sized for the 164-227 KB of shared memory a
     // block may opt into on the A100/H100/H200: with the ~99 KB of sm_86/89
     // parts some shapes (Cout > 64, or a 3-channel last layer of many inputs)
@@ -128,7 +128,7 @@ public:
     static constexpr int kTensorCoreSharedMemory = 160 * 1024;
     bool supports(Op op, DType dtype, Layout layout) const override {
         if (op == Op::Convert) return true;
-        if (op == Op::PixelShuffle) return layout == Layout::NCHW;
+        if (op == Op::PixelShuffle) return layout == Layout::NCHW || (layout == Layout::NHWC8 && dtype != DType::F32);
         if (op == Op::LayerNorm || op == Op::DepthwiseConv2d || op == Op::WindowMean)
             return dtype == DType::F32 ? layout == Layout::NCHW : layout == Layout::NHWC8;
         if (op == Op::Conv2d && dtype != DType::F32)
