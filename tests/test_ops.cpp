@@ -758,10 +758,13 @@ std::ostream& operator<<(std::ostream& o, const ShuffleCase& k) {
 }
 std::vector<ShuffleCase> pixel_shuffle_cases() {
     const ShuffleDirection D = ShuffleDirection::ToDepth, S = ShuffleDirection::ToSpace;
+    // The last six: NHWC8 padding on both sides (5 -> 20 channels, 8 -> 24
+    // stored; 20 -> 5; 9 -> 81, 16 -> 88; 2 -> 32 with a residual), odd sizes, batches.
     return {
-        {1, 3, 2, 2, 2, D},     {2, 3, 14, 38, 2, D},          {1, 1, 9, 27, 3, D}, {3, 2, 8, 4, 4, D, true},
-        {1, 12, 1, 1, 2, S},    {2, 12, 7, 19, 2, S, true},    {1, 27, 5, 3, 3, S}, {2, 32, 3, 6, 4, S, true},
-        {1, 3, 512, 386, 2, D}, {1, 12, 256, 193, 2, S, true},
+        {1, 3, 2, 2, 2, D},     {2, 3, 14, 38, 2, D},          {1, 1, 9, 27, 3, D},       {3, 2, 8, 4, 4, D, true},
+        {1, 12, 1, 1, 2, S},    {2, 12, 7, 19, 2, S, true},    {1, 27, 5, 3, 3, S},       {2, 32, 3, 6, 4, S, true},
+        {1, 3, 512, 386, 2, D}, {1, 12, 256, 193, 2, S, true}, {2, 5, 6, 10, 2, D, true}, {3, 20, 3, 5, 2, S, true},
+        {1, 9, 9, 3, 3, D},     {2, 2, 12, 8, 4, D, true},     {1, 81, 2, 5, 3, S},       {2, 48, 5, 7, 4, S},
     };
 }
 
@@ -1185,6 +1188,327 @@ void OpsTest::run_cases(const std::vector<ConcatCase>& cases) {
     report_skipped("concat", skipped, be);
 }
 
+// ---------------------------------------------------------------- per-element bounds
+// For ops whose error is not the accumulation bound's (layer_norm,
+// window_mean): |out - ref| <= bound[i] at every element, each bound derived
+// for its op below. Returns the worst error as a fraction of its bound.
+double expect_within(const std::vector<float>& out, const std::vector<double>& ref, const std::vector<double>& bound,
+                     const Shape& s) {
+    size_t worst = 0, beyond = 0, nonfinite = 0, first_nonfinite = 0;
+    double worst_fraction = 0;
+    for (size_t i = 0; i < out.size(); ++i) {
+        if (!std::isfinite(out[i]) && nonfinite++ == 0) first_nonfinite = i;
+        const double err = std::abs(double(out[i]) - ref[i]);
+        const double fraction = err == 0 ? 0.0 : err / bound[i];
+        if (!(fraction <= worst_fraction)) worst_fraction = fraction, worst = i;  // NaN is the worst
+        beyond += !(err <= bound[i]);
+    }
+    EXPECT_EQ(nonfinite, 0u) << "NaN/Inf in the output (unwritten or overflowed), first at "
+                             << where(s, first_nonfinite);
+    EXPECT_EQ(beyond, 0u) << beyond << " of " << out.size() << " elements beyond their bound; worst " << where(s, worst)
+                          << ": got " << out[worst] << ", float64 " << ref[worst] << ", bound " << bound[worst];
+    return worst_fraction;
+}
+
+// ---------------------------------------------------------------- layer_norm
+struct LayerNormCase {
+    int n, c, h, w;
+    float offset = 0.0f;  // added to the N(0,1) inputs: a common mean far larger than the spread
+    float eps = 1e-6f;
+};
+std::ostream& operator<<(std::ostream& o, const LayerNormCase& k) {
+    return o << "layer_norm N=" << k.n << " C=" << k.c << " H=" << k.h << " W=" << k.w << ", inputs " << k.offset
+             << " + N(0,1), eps " << k.eps;
+}
+std::vector<LayerNormCase> layer_norm_cases() {
+    return {
+        // C = 1: every deviation is 0, the output is the bias.
+        {1, 1, 1, 1},
+        {2, 1, 3, 5},
+        // Channel counts below, at and around NHWC8's vectors (1..8 per
+        // pixel: 1, 2, 4 and 8 lanes per pixel on CUDA), odd sizes, batches.
+        {2, 3, 7, 5},
+        {1, 8, 3, 4},
+        {1, 9, 5, 3},
+        {3, 12, 6, 11},
+        {2, 16, 9, 13},
+        {1, 24, 5, 17},
+        {2, 32, 11, 7},
+        {1, 33, 4, 9},
+        {1, 64, 13, 19},
+        // An eps that matters next to the variance.
+        {1, 3, 5, 7, 0.0f, 0.5f},
+        // |mean| >> the deviations: a one-pass sum of squares would cancel.
+        {2, 64, 6, 5, 100.0f},
+        {1, 7, 9, 3, 30.0f},
+        // 25 and 38 vectors per NHWC8 pixel (a warp per pixel), and 138 (more
+        // than the 128 a warp keeps in registers: the re-read path).
+        {1, 200, 3, 5},
+        {1, 300, 2, 3},
+        {1, 1100, 2, 3},
+        // Several CPU runs of pixels per row, many CUDA blocks.
+        {1, 32, 128, 97},
+        {2, 5, 300, 301},
+    };
+}
+
+// The bound, derived for two-pass float arithmetic (what every kernel does)
+// per pixel from the exact statistics of its (rounded) inputs: mean mu,
+// sigma = sqrt(var + eps), A = mean of |x_c|, z_c = (x_c - mu) / sigma, and
+// u = 2^-24, gamma_k = k u / (1 - k u):
+//   - the mean, any summation order, then the division: |e| <= gamma_C * A;
+//   - d_c = x_c - mean rounds once (u); sum d_c^2 / C: the cross term
+//     2 e sum(d_c) vanishes, so (v + e^2)(1 + theta_(C+3)); + eps, sqrt and
+//     1/x: the scale is (1/sigma)(1 + eps_s), |eps_s| <= (C/2 + 4) u +
+//     e^2 / (2 sigma^2);
+//   - (d * scale) * w + b: 2 products and the add (u each).
+// So |out_c - ref_c| <= |w_c| m + |w_c z_c| ((C/2 + 8) u + m^2 / 2) + u |b_c|
+// with m = gamma_C A / sigma (the mean's error, in output units), to first
+// order; we allow (C/2 + 10) u for the second-order terms. An f16/bf16 output
+// adds its rounding of the float result (u_out |ref|, subnormal quantum).
+std::vector<double> layer_norm_bounds(const std::vector<float>& x, const Shape& s, const std::vector<float>& weight,
+                                      const std::vector<float>& bias, float eps, const std::vector<double>& ref,
+                                      DType stored) {
+    const double u = kFp32Unit, C = s.c;
+    const double gamma = C * u / (1 - C * u);
+    std::vector<double> bound(ref.size());
+    const size_t plane = size_t(s.h) * s.w;
+    for (int n = 0; n < s.n; ++n)
+        for (size_t p = 0; p < plane; ++p) {
+            const size_t base = size_t(n) * s.c * plane + p;
+            double mean = 0, abs_mean = 0, var = 0;
+            for (int c = 0; c < s.c; ++c)
+                mean += x[base + c * plane], abs_mean += std::abs(double(x[base + c * plane]));
+            mean /= C, abs_mean /= C;
+            for (int c = 0; c < s.c; ++c) var += (x[base + c * plane] - mean) * (x[base + c * plane] - mean);
+            const double sigma = std::sqrt(var / C + double(eps));
+            const double m = gamma * abs_mean / sigma;
+            for (int c = 0; c < s.c; ++c) {
+                const size_t i = base + c * plane;
+                const double w = std::abs(double(weight[size_t(c)])), z = std::abs(x[i] - mean) / sigma;
+                double b =
+                    w * m * (1 + u) + w * z * ((C / 2 + 10) * u + m * m / 2) + u * std::abs(double(bias[size_t(c)]));
+                if (stored != DType::F32)
+                    b += imr::unit_roundoff(stored) * (std::abs(ref[i]) + b) + imr::subnormal_roundoff(stored);
+                bound[i] = b;
+            }
+        }
+    return bound;
+}
+
+template <>
+void OpsTest::run_cases(const std::vector<LayerNormCase>& cases) {
+    Backend& be = *backend_;
+    double worst_fraction = 0;
+    for (const TensorType& type : types(Op::LayerNorm)) {
+        for (const LayerNormCase& k : cases) {
+            const uint64_t seed = draw_seed();
+            std::ostringstream trace;
+            trace << k << " in " << type_name(type) << " on " << be.name() << ", seed " << seed;
+            SCOPED_TRACE(trace.str());
+            std::mt19937_64 rng(seed);
+            const Shape s{k.n, k.c, k.h, k.w};
+            std::vector<float> values = normal(rng, s.count());
+            for (float& v : values) v += k.offset;
+            const HostTensor x = host_tensor(values, s, type);
+            const std::vector<float> weight = normal(rng, size_t(k.c)), bias = normal(rng, size_t(k.c));
+            DeviceBuffer dx = to_device(be, x), dw = to_device(be, weight), db = to_device(be, bias);
+            GuardedOutput out(be, s, type);
+            imr::LayerNormArgs a;
+            a.input = x.view, a.input.data = dx.data(), a.output = out.tensor();
+            a.weight = dw.tensor({1, k.c, 1, 1}), a.bias = db.tensor({1, k.c, 1, 1});
+            a.eps = k.eps;
+            ASSERT_NO_THROW(be.layer_norm(a));
+            be.synchronize();
+            const std::vector<float> got = out.download();
+            expect_unchanged(be, dx, x, "input");
+            imr::LayerNormArgs host = a;
+            host.input = x.view, host.output.data = nullptr;
+            host.weight.data = const_cast<float*>(weight.data()), host.bias.data = const_cast<float*>(bias.data());
+            const std::vector<double> ref = imr::reference_layer_norm(host);
+            const std::vector<double> bound =
+                layer_norm_bounds(logical_values(x.view), s, weight, bias, k.eps, ref, type.dtype);
+            worst_fraction = std::max(worst_fraction, expect_within(got, ref, bound, s));
+        }
+    }
+    std::cout << "[          ] layer_norm on " << be.name() << ": worst error " << worst_fraction << " of its bound\n";
+}
+
+// ---------------------------------------------------------------- depthwise_conv2d
+struct DepthwiseCase {
+    int n, c, h, w, k;
+    int pad_before = 0, pad_after = 0;
+    PadMode mode = PadMode::Zero;
+    bool bias = false;
+};
+std::ostream& operator<<(std::ostream& o, const DepthwiseCase& k) {
+    return o << "depthwise_conv2d N=" << k.n << " C=" << k.c << " H=" << k.h << " W=" << k.w << " K=" << k.k << " pad "
+             << k.pad_before << "/" << k.pad_after << " " << imr::pad_mode_name(k.mode)
+             << (k.bias ? " bias" : " no bias");
+}
+// Size-keeping padding (what model files use): K/2 on each side.
+DepthwiseCase dw_same(int n, int c, int h, int w, int k, PadMode mode, bool bias) {
+    return {n, c, h, w, k, k / 2, k / 2, mode, bias};
+}
+std::vector<DepthwiseCase> depthwise_conv2d_cases() {
+    const PadMode Z = PadMode::Zero, R = PadMode::Reflect, P = PadMode::Replicate;
+    return {
+        // Every K in every pad mode, odd sizes, batches > 1, channel counts
+        // that are not multiples of 8.
+        dw_same(2, 3, 17, 23, 3, Z, true),
+        dw_same(2, 3, 17, 23, 3, R, false),
+        dw_same(2, 3, 17, 23, 3, P, true),
+        dw_same(1, 9, 13, 10, 1, Z, true),
+        dw_same(3, 5, 12, 9, 5, Z, false),
+        dw_same(1, 12, 12, 9, 5, R, true),
+        dw_same(2, 7, 11, 14, 5, P, true),
+        dw_same(1, 1, 19, 15, 7, Z, true),
+        dw_same(2, 16, 9, 21, 7, R, true),
+        dw_same(1, 33, 10, 8, 7, P, false),
+        dw_same(2, 64, 13, 21, 3, R, true),
+        // Reflect at its widest (pad = size - 1); images smaller than K.
+        {1, 4, 4, 5, 7, 3, 3, R, true},
+        {1, 3, 1, 1, 3, 1, 1, Z, true},
+        {1, 3, 1, 2, 3, 1, 1, P, true},
+        {2, 10, 3, 2, 7, 3, 3, Z, true},
+        // No padding; one padded side only.
+        {2, 5, 9, 11, 5, 0, 0, Z, false},
+        {1, 6, 8, 10, 3, 0, 2, P, true},
+        {1, 6, 8, 10, 3, 2, 0, R, false},
+        // Larger: many CUDA blocks, several CPU bands.
+        dw_same(2, 16, 64, 97, 7, R, true),
+        dw_same(1, 32, 131, 77, 3, Z, true),
+    };
+}
+
+template <>
+void OpsTest::run_cases(const std::vector<DepthwiseCase>& cases) {
+    Backend& be = *backend_;
+    double worst_fraction = 0;
+    for (const TensorType& type : types(Op::DepthwiseConv2d)) {
+        for (const DepthwiseCase& k : cases) {
+            const uint64_t seed = draw_seed();
+            std::ostringstream trace;
+            trace << k << " in " << type_name(type) << " on " << be.name() << ", seed " << seed;
+            SCOPED_TRACE(trace.str());
+            std::mt19937_64 rng(seed);
+            const Shape s{k.n, k.c, k.h, k.w};
+            const HostTensor x = host_tensor(normal(rng, s.count()), s, type);
+            const std::vector<float> weight = normal(rng, size_t(k.c) * k.k * k.k);
+            const std::vector<float> bias = k.bias ? normal(rng, size_t(k.c)) : std::vector<float>();
+            DeviceBuffer dx = to_device(be, x), dw = to_device(be, weight);
+            DeviceBuffer db = k.bias ? to_device(be, bias) : DeviceBuffer();
+            imr::DepthwiseConv2dArgs a;
+            a.input = x.view, a.input.data = dx.data();
+            a.kernel = k.k, a.pad_before = k.pad_before, a.pad_after = k.pad_after, a.pad_mode = k.mode;
+            a.weight = dw.tensor({k.c, 1, k.k, k.k});
+            if (k.bias) a.bias = db.tensor({1, k.c, 1, 1});
+            const Shape os = a.out_shape();
+            GuardedOutput out(be, os, type);
+            a.output = out.tensor();
+            ASSERT_NO_THROW(be.depthwise_conv2d(a));
+            be.synchronize();
+            const std::vector<float> got = out.download();
+            expect_unchanged(be, dx, x, "input");
+            imr::DepthwiseConv2dArgs host = a;
+            host.input = x.view, host.output.data = nullptr, host.weight.data = const_cast<float*>(weight.data());
+            if (k.bias) host.bias.data = const_cast<float*>(bias.data());
+            const std::vector<double> ref = imr::reference_depthwise_conv2d(host);
+            // A dot product of K * K terms (plus the bias) in float: the accumulation bound.
+            worst_fraction =
+                std::max(worst_fraction, expect_accurate(got, ref, {}, os, long(k.k) * k.k + 1, type.dtype));
+        }
+    }
+    std::cout << "[          ] depthwise_conv2d on " << be.name() << ": worst error " << worst_fraction
+              << " of the accuracy bound\n";
+}
+
+// ---------------------------------------------------------------- window_mean
+struct WindowMeanCase {
+    int n, c, h, w, window;
+    float offset = 0.0f, scale = 1.0f;  // inputs offset + scale * N(0,1)
+};
+std::ostream& operator<<(std::ostream& o, const WindowMeanCase& k) {
+    return o << "window_mean N=" << k.n << " C=" << k.c << " H=" << k.h << " W=" << k.w << " window " << k.window
+             << ", inputs " << k.offset << " + " << k.scale << " * N(0,1)";
+}
+std::vector<WindowMeanCase> window_mean_cases() {
+    return {
+        // window 1 (the identity), even and odd windows, odd sizes, batches,
+        // channel counts that are not multiples of 8.
+        {1, 1, 1, 1, 1},
+        {2, 3, 7, 5, 1},
+        {2, 3, 7, 5, 2},
+        {1, 9, 5, 3, 3},
+        {1, 12, 6, 11, 4},
+        {3, 5, 9, 13, 5},
+        {2, 8, 13, 17, 16},
+        // Windows larger than the image (every box clipped on both sides).
+        {1, 3, 7, 5, 1024},
+        {2, 2, 65, 1, 9},
+        {1, 2, 1, 77, 12},
+        // Several CUDA chunks (32 outputs, or the window) along both axes;
+        // several CPU bands.
+        {1, 4, 40, 70, 33},
+        {1, 9, 100, 150, 7},
+        {1, 17, 37, 29, 64},
+        // A large image of image-like values (mean 0.5): a float prefix sum
+        // over its rows would lose ~W / window * 2^-24 of each box sum.
+        {1, 3, 600, 800, 5, 0.5f, 0.1f},
+        // The largest windows on a wide image.
+        {1, 1, 300, 1100, 1000, 0.5f, 0.1f},
+        {1, 2, 50, 1500, 1024},
+    };
+}
+
+// The bound: every kernel sums in double (error ~2^-42 of the summed
+// magnitudes at most) and rounds the mean to float once (u |ref|); CUDA's
+// two passes also round each row sum to float in its scratch, an error of at
+// most u * (sum of |x| over the box) / count = u * (the box mean of |x|).
+// So |out - ref| <= u (2 * mean_box |x| + |ref|), the factor 2 covering the
+// double sums; an f16/bf16 output adds its rounding of the float result.
+template <>
+void OpsTest::run_cases(const std::vector<WindowMeanCase>& cases) {
+    Backend& be = *backend_;
+    double worst_fraction = 0;
+    for (const TensorType& type : types(Op::WindowMean)) {
+        for (const WindowMeanCase& k : cases) {
+            const uint64_t seed = draw_seed();
+            std::ostringstream trace;
+            trace << k << " in " << type_name(type) << " on " << be.name() << ", seed " << seed;
+            SCOPED_TRACE(trace.str());
+            std::mt19937_64 rng(seed);
+            const Shape s{k.n, k.c, k.h, k.w};
+            std::vector<float> values = normal(rng, s.count(), k.scale);
+            for (float& v : values) v += k.offset;
+            const HostTensor x = host_tensor(values, s, type);
+            DeviceBuffer dx = to_device(be, x);
+            GuardedOutput out(be, s, type);
+            imr::WindowMeanArgs a;
+            a.input = x.view, a.input.data = dx.data(), a.output = out.tensor(), a.window = k.window;
+            ASSERT_NO_THROW(be.window_mean(a));
+            be.synchronize();
+            const std::vector<float> got = out.download();
+            expect_unchanged(be, dx, x, "input");
+            imr::WindowMeanArgs host = a;
+            host.input = x.view, host.output.data = nullptr;
+            const std::vector<double> ref = imr::reference_window_mean(host);
+            std::vector<float> magnitudes = logical_values(x.view);
+            for (float& v : magnitudes) v = std::abs(v);
+            host.input = imr::f32_nchw(magnitudes.data(), s);
+            const std::vector<double> abs_mean = imr::reference_window_mean(host);
+            std::vector<double> bound(ref.size());
+            for (size_t i = 0; i < ref.size(); ++i) {
+                bound[i] = kFp32Unit * (2 * abs_mean[i] + std::abs(ref[i]));
+                if (type.dtype != DType::F32)
+                    bound[i] += imr::unit_roundoff(type.dtype) * std::abs(ref[i]) + imr::subnormal_roundoff(type.dtype);
+            }
+            worst_fraction = std::max(worst_fraction, expect_within(got, ref, bound, s));
+        }
+    }
+    std::cout << "[          ] window_mean on " << be.name() << ": worst error " << worst_fraction << " of its bound\n";
+}
+
 // The host's conversions (tensor.h), which the CPU kernels and the tests'
 // inputs use, against the reference's rounding: every f16 and bf16 value
 // round-trips, and random floats of every magnitude, ties and the edges of
@@ -1467,6 +1791,98 @@ TEST_P(OpsTest, RejectsInvalidArgs) {
     catbad = cat;
     catbad.output.layout = Layout::NHWC8;
     refuses(Op::Concat, "output of another layout than the inputs", [&] { be.concat(catbad); });
+
+    imr::LayerNormArgs ln;
+    ln.input = in, ln.output = output.tensor({2, 3, 8, 8});
+    ln.weight = weight.tensor({1, 3, 1, 1}), ln.bias = bias.tensor({1, 3, 1, 1});
+    ASSERT_NO_THROW(be.layer_norm(ln)) << "the valid baseline must run";
+    be.synchronize();
+    imr::LayerNormArgs lnbad = ln;
+    lnbad.eps = 0.0f;
+    refuses(Op::LayerNorm, "eps 0", [&] { be.layer_norm(lnbad); });
+    lnbad = ln;
+    lnbad.eps = std::numeric_limits<float>::quiet_NaN();
+    refuses(Op::LayerNorm, "eps NaN", [&] { be.layer_norm(lnbad); });
+    lnbad = ln;
+    lnbad.weight.shape = {1, 4, 1, 1};
+    refuses(Op::LayerNorm, "weight of another length", [&] { be.layer_norm(lnbad); });
+    lnbad = ln;
+    lnbad.bias = {};
+    refuses(Op::LayerNorm, "null bias", [&] { be.layer_norm(lnbad); });
+    lnbad = ln;
+    lnbad.weight.dtype = DType::F16;
+    refuses(Op::LayerNorm, "f16 weight (weights are f32)", [&] { be.layer_norm(lnbad); });
+    lnbad = ln;
+    lnbad.output.dtype = DType::BF16;
+    refuses(Op::LayerNorm, "output of another dtype than the input", [&] { be.layer_norm(lnbad); });
+    lnbad = ln;
+    lnbad.output.data = static_cast<char*>(in.data) + 4;
+    refuses(Op::LayerNorm, "output overlapping input", [&] { be.layer_norm(lnbad); });
+    lnbad = ln;
+    lnbad.output.shape = {2, 3, 8, 7};
+    refuses(Op::LayerNorm, "output of another shape", [&] { be.layer_norm(lnbad); });
+    lnbad = ln;
+    lnbad.input.dtype = lnbad.output.dtype = DType::F16;  // half runs in NHWC8 only, and not on the CPU
+    refuses(Op::LayerNorm, "f16 NCHW, which no backend has", [&] { be.layer_norm(lnbad); });
+
+    imr::DepthwiseConv2dArgs dw;
+    dw.input = in, dw.kernel = 3, dw.pad_before = dw.pad_after = 1, dw.pad_mode = PadMode::Reflect;
+    dw.output = output.tensor({2, 3, 8, 8});
+    dw.weight = weight.tensor({3, 1, 3, 3}), dw.bias = bias.tensor({1, 3, 1, 1});
+    ASSERT_NO_THROW(be.depthwise_conv2d(dw)) << "the valid baseline must run";
+    be.synchronize();
+    imr::DepthwiseConv2dArgs dwbad = dw;
+    dwbad.kernel = 2, dwbad.pad_before = 0, dwbad.weight.shape = {3, 1, 2, 2};
+    refuses(Op::DepthwiseConv2d, "even kernel", [&] { be.depthwise_conv2d(dwbad); });
+    dwbad = dw;
+    dwbad.kernel = 9, dwbad.pad_before = dwbad.pad_after = 4, dwbad.pad_mode = PadMode::Zero;
+    dwbad.weight.shape = {3, 1, 9, 9};
+    refuses(Op::DepthwiseConv2d, "kernel above 7", [&] { be.depthwise_conv2d(dwbad); });
+    dwbad = dw;
+    dwbad.weight.shape = {3, 3, 3, 3};
+    refuses(Op::DepthwiseConv2d, "a full convolution's weight shape", [&] { be.depthwise_conv2d(dwbad); });
+    dwbad = dw;
+    dwbad.pad_before = dwbad.pad_after = 8;
+    dwbad.output.shape = {2, 3, 22, 22};
+    refuses(Op::DepthwiseConv2d, "reflect padding as wide as the image", [&] { be.depthwise_conv2d(dwbad); });
+    dwbad = dw;
+    dwbad.pad_after = -1;
+    refuses(Op::DepthwiseConv2d, "negative padding", [&] { be.depthwise_conv2d(dwbad); });
+    dwbad = dw;
+    dwbad.output.shape = {2, 3, 6, 6};
+    refuses(Op::DepthwiseConv2d, "output of another shape", [&] { be.depthwise_conv2d(dwbad); });
+    dwbad = dw;
+    dwbad.bias.shape = {1, 4, 1, 1};
+    refuses(Op::DepthwiseConv2d, "bias of another length", [&] { be.depthwise_conv2d(dwbad); });
+    dwbad = dw;
+    dwbad.output.data = static_cast<char*>(in.data) + 4;
+    refuses(Op::DepthwiseConv2d, "output overlapping input", [&] { be.depthwise_conv2d(dwbad); });
+    dwbad = dw;
+    dwbad.output.dtype = DType::F16;
+    refuses(Op::DepthwiseConv2d, "output of another dtype than the input", [&] { be.depthwise_conv2d(dwbad); });
+
+    imr::WindowMeanArgs wm;
+    wm.input = in, wm.window = 3, wm.output = output.tensor({2, 3, 8, 8});
+    ASSERT_NO_THROW(be.window_mean(wm)) << "the valid baseline must run";
+    be.synchronize();
+    imr::WindowMeanArgs wmbad = wm;
+    wmbad.window = 0;
+    refuses(Op::WindowMean, "window 0", [&] { be.window_mean(wmbad); });
+    wmbad = wm;
+    wmbad.window = imr::kWindowMeanMaxWindow + 1;
+    refuses(Op::WindowMean, "window above 1024", [&] { be.window_mean(wmbad); });
+    wmbad = wm;
+    wmbad.output.shape = {2, 3, 4, 4};
+    refuses(Op::WindowMean, "output of another shape", [&] { be.window_mean(wmbad); });
+    wmbad = wm;
+    wmbad.output = in;
+    refuses(Op::WindowMean, "output aliasing input", [&] { be.window_mean(wmbad); });
+    wmbad = wm;
+    wmbad.output.layout = Layout::NHWC8;
+    refuses(Op::WindowMean, "output of another layout than the input", [&] { be.window_mean(wmbad); });
+    wmbad = wm;
+    wmbad.input.layout = wmbad.output.layout = Layout::NHWC;  // no kernel of either backend reads it
+    refuses(Op::WindowMean, "a layout the backend does not support", [&] { be.window_mean(wmbad); });
 
     for (size_t i = 0; i < imr::kOpCount; ++i)
         EXPECT_GT(rows[i], 0) << imr::op_name(Op(i)) << " has no row in RejectsInvalidArgs";

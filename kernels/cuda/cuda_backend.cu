@@ -151,6 +151,17 @@ std::vector<std::string> CudaBackend::variants(Op op) const {
     }
 }
 
+void* CudaBackend::scratch(size_t bytes) {
+    if (bytes > scratch_bytes_) {
+        void* old = scratch_;
+        scratch_ = nullptr, scratch_bytes_ = 0;
+        release(old);  // waits for the stream: queued kernels may still read it
+        scratch_ = alloc(bytes);
+        scratch_bytes_ = bytes;
+    }
+    return scratch_;
+}
+
 std::unique_ptr<BackendTimer> CudaBackend::make_timer() {
     use_device();
     return std::make_unique<CudaTimer>(stream_, name() + " timer");

@@ -30,6 +30,7 @@ public:
         cudaStreamSynchronize(stream_);
         cudaStreamDestroy(stream_);
         for (const Spare& s : spare_) cudaFreeHost(s.p);
+        if (scratch_) cudaFree(scratch_);
     }
 
     std::string name() const override { return "cuda:" + std::to_string(device_); }
@@ -115,10 +116,12 @@ public:
     // block, a benchmark anchor, stays fp32); conv2d also in f16 and bf16
     // NHWC8 on sm_80 and later (the tensor-core kernels, which may read the
     // f32 NCHW batch as a first layer and write f32 NCHW as a last);
-    // pixel_shuffle, pure data movement, in every dtype, NCHW; convert
-    // between every dtype and layout; elementwise, activation, simple_gate
-    // and concat (memory-bound, computing in float) in every dtype, NCHW and
-    // NHWC8.
+    // pixel_shuffle, pure data movement, in every dtype, NCHW, and in f16
+    // and bf16 NHWC8; elementwise, activation, simple_gate and concat
+    // (memory-bound, computing in float) in every dtype, NCHW and NHWC8;
+    // layer_norm, depthwise_conv2d and window_mean in f32 NCHW and f16/bf16
+    // NHWC8 (no shared memory or tensor cores: any architecture); convert
+    // between every dtype and layout.
     // The tensor-core rows are sized for the 164-227 KB of shared memory a
     // block may opt into on the A100/H100/H200: with the ~99 KB of sm_86/89
     // parts some shapes (Cout > 64, or a 3-channel last layer of many inputs)
@@ -127,9 +130,11 @@ public:
     static constexpr int kTensorCoreSharedMemory = 160 * 1024;
     bool supports(Op op, DType dtype, Layout layout) const override {
         if (op == Op::Convert) return true;
-        if (op == Op::PixelShuffle) return layout == Layout::NCHW;
         if (op == Op::Elementwise || op == Op::Activation || op == Op::SimpleGate || op == Op::Concat)
             return layout == Layout::NCHW || layout == Layout::NHWC8;
+        if (op == Op::PixelShuffle) return layout == Layout::NCHW || (layout == Layout::NHWC8 && dtype != DType::F32);
+        if (op == Op::LayerNorm || op == Op::DepthwiseConv2d || op == Op::WindowMean)
+            return dtype == DType::F32 ? layout == Layout::NCHW : layout == Layout::NHWC8;
         if (op == Op::Conv2d && dtype != DType::F32)
             return arch_ >= 80 && smem_optin_ >= kTensorCoreSharedMemory && layout == Layout::NHWC8;
         return dtype == DType::F32 && layout == Layout::NCHW;
@@ -143,6 +148,12 @@ public:
     std::vector<std::string> variants(Op op) const override;
 
     std::unique_ptr<BackendTimer> make_timer() override;
+
+    // Grow-only device memory an op keeps between calls (window_mean's
+    // float row sums: 4 bytes per stored element of its input), at least
+    // `bytes`. One per backend: ops run one at a time on its stream, and a
+    // larger request frees the old block only after the queued work ends.
+    void* scratch(size_t bytes);
 
 private:
     void use_device() const { check_cuda(cudaSetDevice(device_), name(), "cudaSetDevice"); }
@@ -161,6 +172,8 @@ private:
     int smem_optin_ = 0;  // shared memory per block with opt-in (bytes), queried once
     std::string description_;
     cudaStream_t stream_ = nullptr;
+    void* scratch_ = nullptr;  // scratch(): its block and size
+    size_t scratch_bytes_ = 0;
 };
 
 }  // namespace imr::cuda

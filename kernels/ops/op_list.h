@@ -18,17 +18,23 @@
 #include "concat.h"
 #include "conv2d.h"
 #include "convert.h"
+#include "depthwise_conv2d.h"
 #include "elementwise.h"
+#include "layer_norm.h"
 #include "pixel_shuffle.h"
 #include "residual_block.h"
 #include "simple_gate.h"
+#include "window_mean.h"
 
-#define IMR_FOR_EACH_OP(X)                              \
-    X(ResidualBlock, residual_block, ResidualBlockArgs) \
-    X(Conv2d, conv2d, Conv2dArgs)                       \
-    X(PixelShuffle, pixel_shuffle, PixelShuffleArgs)    \
-    X(Convert, convert, ConvertArgs)                    \
-    X(Elementwise, elementwise, ElementwiseArgs)        \
-    X(Activation, activation, ActivationArgs)           \
-    X(SimpleGate, simple_gate, SimpleGateArgs)          \
-    X(Concat, concat, ConcatArgs)
+#define IMR_FOR_EACH_OP(X)                                    \
+    X(ResidualBlock, residual_block, ResidualBlockArgs)       \
+    X(Conv2d, conv2d, Conv2dArgs)                             \
+    X(PixelShuffle, pixel_shuffle, PixelShuffleArgs)          \
+    X(Convert, convert, ConvertArgs)                          \
+    X(Elementwise, elementwise, ElementwiseArgs)              \
+    X(Activation, activation, ActivationArgs)                 \
+    X(SimpleGate, simple_gate, SimpleGateArgs)                \
+    X(Concat, concat, ConcatArgs)                             \
+    X(LayerNorm, layer_norm, LayerNormArgs)                   \
+    X(DepthwiseConv2d, depthwise_conv2d, DepthwiseConv2dArgs) \
+    X(WindowMean, window_mean, WindowMeanArgs)
