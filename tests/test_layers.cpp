@@ -57,6 +57,21 @@ ModelFile example(Kind<Conv2dStage>, std::mt19937& rng) {
 ModelFile example(Kind<ConvTranspose2dStage>, std::mt19937& rng) {
     return test::unet_model(rng);  // its transposed conv adds its second input
 }
+ModelFile example(Kind<AddStage>, std::mt19937& rng) {
+    return test::elementwise_model(rng);
+}
+ModelFile example(Kind<MulStage>, std::mt19937& rng) {
+    return test::elementwise_model(rng);
+}
+ModelFile example(Kind<ConcatStage>, std::mt19937& rng) {
+    return test::elementwise_model(rng);
+}
+ModelFile example(Kind<ActivationStage>, std::mt19937& rng) {
+    return test::elementwise_model(rng);  // gelu, leaky_relu (slope 0.2), silu
+}
+ModelFile example(Kind<SimpleGateStage>, std::mt19937& rng) {
+    return test::elementwise_model(rng);
+}
 ModelFile example(Kind<SpaceToDepthStage>, std::mt19937& rng) {
     return test::unshuffle_model(rng, 4);
 }

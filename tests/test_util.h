@@ -127,6 +127,33 @@ inline ModelFile unet_model(std::mt19937& rng) {
     return m;
 }
 
+// A graph (format v3) of the element-wise kinds: two activations of one
+// conv multiplied, gated, joined with the image, mixed by a 1x1 conv, added
+// to the first conv, silu, and a conv back to the image plus the input.
+inline ModelFile elementwise_model(std::mt19937& rng) {
+    Conv2dStage a = random_conv2d(rng, 3, 8, 3, PadMode::Zero, true);
+    ActivationStage gelu, leaky, silu;
+    gelu.channels = leaky.channels = silu.channels = 8;
+    gelu.function = UnaryFunction::GELU, leaky.function = UnaryFunction::LeakyReLU, silu.function = UnaryFunction::SiLU;
+    leaky.slope = 0.2f;
+    MulStage mul;
+    mul.channels = 8;
+    SimpleGateStage gate;
+    gate.channels = 8;
+    ConcatStage cat;
+    cat.channels = {4, 3};
+    Conv2dStage mix = random_conv2d(rng, 7, 8, 1, PadMode::Zero, true);
+    AddStage add;
+    add.channels = 8;
+    Conv2dStage last = random_conv2d(rng, 8, 3, 3, PadMode::Replicate, true);
+    last.add_model_input = true;
+    ModelFile m = model_of("test-elementwise", {a, gelu, leaky, mul, gate, cat, mix, add, silu, last});
+    m.links = {{"a", {}},    {"g", {"a"}},        {"l", {"a"}},  {"m", {"g", "l"}}, {"s", {"m"}}, {"c", {"s", "input"}},
+               {"b", {"c"}}, {"sum", {"b", "a"}}, {"", {"sum"}}, {"", {}}};
+    m.format_version = m.min_format_version();
+    return m;
+}
+
 inline ModelFile small_model(std::mt19937& rng) {
     // Braced lists are evaluated left to right: the weights are drawn in this order.
     return model_of("test-model",

@@ -8,14 +8,19 @@
 #include <utility>
 #include <variant>
 
+#include "activation_layer.h"
+#include "concat_layer.h"
 #include "conv2d_layer.h"
 #include "conv_transpose2d_layer.h"
+#include "elementwise_layer.h"
 #include "pixel_shuffle_layer.h"
 #include "residual_block_layer.h"
+#include "simple_gate_layer.h"
 
 namespace imr {
 
-using Stage = std::variant<ResidualBlockStage, Conv2dStage, SpaceToDepthStage, DepthToSpaceStage, ConvTranspose2dStage>;
+using Stage = std::variant<ResidualBlockStage, Conv2dStage, SpaceToDepthStage, DepthToSpaceStage, ConvTranspose2dStage,
+                           AddStage, MulStage, ConcatStage, ActivationStage, SimpleGateStage>;
 
 // Reads the stage of kind `op` (the group's "op" attribute) that receives
 // inputs of these channel counts; unknown ops are an error listing the known
