@@ -72,6 +72,15 @@ ModelFile example(Kind<ActivationStage>, std::mt19937& rng) {
 ModelFile example(Kind<SimpleGateStage>, std::mt19937& rng) {
     return test::elementwise_model(rng);
 }
+ModelFile example(Kind<LayerNormStage>, std::mt19937& rng) {
+    return test::nafnet_block_model(rng);
+}
+ModelFile example(Kind<DepthwiseConv2dStage>, std::mt19937& rng) {
+    return test::nafnet_block_model(rng);
+}
+ModelFile example(Kind<ChannelAttentionStage>, std::mt19937& rng) {
+    return test::nafnet_block_model(rng);
+}
 ModelFile example(Kind<SpaceToDepthStage>, std::mt19937& rng) {
     return test::unshuffle_model(rng, 4);
 }

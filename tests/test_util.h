@@ -154,6 +154,33 @@ inline ModelFile elementwise_model(std::mt19937& rng) {
     return m;
 }
 
+// A NAFNet block (format v3), small: layer norm, 1x1 conv to 2c, depthwise
+// 3x3, simple gate, channel attention over a local window, 1x1 conv, plus
+// the block's input; then a conv back to the image plus the model input.
+inline ModelFile nafnet_block_model(std::mt19937& rng, int c = 6) {
+    Conv2dStage intro = random_conv2d(rng, 3, c, 3, PadMode::Zero, true);
+    LayerNormStage norm;
+    norm.channels = c, norm.eps = 1e-5f;
+    norm.weight = random_vector(rng, size_t(c), 1.0f), norm.bias = random_vector(rng, size_t(c), 0.1f);
+    Conv2dStage expand = random_conv2d(rng, c, 2 * c, 1, PadMode::Zero, true);
+    DepthwiseConv2dStage dw;
+    dw.channels = 2 * c, dw.kernel = 3, dw.padding = PadMode::Zero;
+    dw.weight = random_vector(rng, size_t(2 * c) * 9, 1.0f / 3.0f), dw.bias = random_vector(rng, size_t(2 * c), 0.05f);
+    SimpleGateStage gate;
+    gate.channels = 2 * c;
+    ChannelAttentionStage att;
+    att.channels = c, att.window = 6;  // even: 2 above/left, 3 below/right
+    att.weight = random_vector(rng, size_t(c) * c, 1.0f / float(c)), att.bias = random_vector(rng, size_t(c), 0.5f);
+    Conv2dStage project = random_conv2d(rng, c, c, 1, PadMode::Zero, false);
+    project.adds_input = true;
+    Conv2dStage last = random_conv2d(rng, c, 3, 3, PadMode::Replicate, true);
+    last.add_model_input = true;
+    ModelFile m = model_of("test-nafnet", {intro, norm, expand, dw, gate, att, project, last});
+    m.links = {{"intro", {}}, {}, {}, {}, {}, {}, {"", {"5", "intro"}}, {}};
+    m.format_version = m.min_format_version();
+    return m;
+}
+
 inline ModelFile small_model(std::mt19937& rng) {
     // Braced lists are evaluated left to right: the weights are drawn in this order.
     return model_of("test-model",

@@ -9,10 +9,13 @@
 #include <variant>
 
 #include "activation_layer.h"
+#include "channel_attention_layer.h"
 #include "concat_layer.h"
 #include "conv2d_layer.h"
 #include "conv_transpose2d_layer.h"
+#include "depthwise_conv2d_layer.h"
 #include "elementwise_layer.h"
+#include "layer_norm_layer.h"
 #include "pixel_shuffle_layer.h"
 #include "residual_block_layer.h"
 #include "simple_gate_layer.h"
@@ -20,7 +23,8 @@
 namespace imr {
 
 using Stage = std::variant<ResidualBlockStage, Conv2dStage, SpaceToDepthStage, DepthToSpaceStage, ConvTranspose2dStage,
-                           AddStage, MulStage, ConcatStage, ActivationStage, SimpleGateStage>;
+                           AddStage, MulStage, ConcatStage, ActivationStage, SimpleGateStage, LayerNormStage,
+                           DepthwiseConv2dStage, ChannelAttentionStage>;
 
 // Reads the stage of kind `op` (the group's "op" attribute) that receives
 // inputs of these channel counts; unknown ops are an error listing the known
