@@ -784,6 +784,9 @@ def parse_args(argv=None):
     ap.add_argument("--total-train-minutes", type=float, default=None,
                     help="training time the cosine schedule spans over all calls (default: the time trained "
                          "before plus this call's)")
+    ap.add_argument("--finish", action="store_true",
+                    help="this call ends the cosine: what is left of the schedule (from the fraction trained so far "
+                         "to the end) is spread over this call's training time (for a last call)")
     ap.add_argument("--max-steps", type=int, default=None, help="stop after this many steps in total (tests)")
     ap.add_argument("--out", required=False, help="output folder for NAME.ckpt, NAME.h5, NAME.f32")
     ap.add_argument("--name", default=None, help="model name (default: the task)")
@@ -1142,6 +1145,10 @@ def train(args, model, opt, state, patches, feeder, val, gen_dev, gen_cpu, devic
         total = max(1.0, state["schedule_seconds"])
     else:  # re-planned by each call: what was trained before plus what this call has
         total = prev_seconds + max(1.0, train_deadline - t_loop)
+    frac0 = min(1.0, prev_seconds / total)
+    this_call = max(1.0, train_deadline - t_loop)
+    if args.finish:
+        call["finish"] = True
     call["schedule_seconds"] = round(total, 1)
     rewarm_from = state.get("_rewarmup_from")
     name = (f"C={args.channels} D={args.depth}" if args.arch == "unshuffle" else args.arch)
@@ -1149,7 +1156,7 @@ def train(args, model, opt, state, patches, feeder, val, gen_dev, gen_cpu, devic
         f"parameters, batch {args.batch} x {args.patch}^2, {'bf16 autocast' if amp else 'fp32'}"
         f"{', torch.compile' if fwd is not model else ''} on {device_name(device)}; "
         f"{max(0.0, train_deadline - t_loop):.0f} s this call, cosine over {total:.0f} s of training"
-        f" (at {prev_seconds / total:.1%} now)"
+        f" (at {frac0:.1%} now{', ending in this call' if args.finish else ''})"
         + (f"; lr re-warm-up over {args.rewarmup_steps} steps (compact checkpoint)" if rewarm_from is not None else ""))
     if val is not None:
         vin, vout = validate(model, val, device, amp)
@@ -1171,7 +1178,10 @@ def train(args, model, opt, state, patches, feeder, val, gen_dev, gen_cpu, devic
             last_eval = state["train_seconds"]
             paused += time.time() - t0
             continue
-        frac = min(1.0, (prev_seconds + elapsed) / total)
+        if args.finish:
+            frac = min(1.0, frac0 + (1.0 - frac0) * (now - t_loop) / this_call)  # wall clock: ends at the deadline
+        else:
+            frac = min(1.0, (prev_seconds + elapsed) / total)
         lr = args.lr_min + 0.5 * (args.lr - args.lr_min) * (1.0 + math.cos(math.pi * frac))
         if state["step"] < args.warmup_steps:
             lr *= (state["step"] + 1) / args.warmup_steps

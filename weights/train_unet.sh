@@ -27,7 +27,9 @@
 #                        (train.py --total-train-minutes; kept in the checkpoint,
 #                        so later calls may leave it out)
 #   MINUTES [9.2]        this call's budget; EVAL_EVERY_S [120]
-#   FINAL [0]            1: models.tar has the first claim on what comes back
+#   FINAL [0]            1: the last call: the cosine ends in it (train.py
+#                        --finish) and models.tar has the first claim on what
+#                        comes back
 #   SHARD_DIR [weights/data/shards]  PYTHON [python3]  PART_MIB [15]
 #   TRAIN_ARGS           further train.py arguments
 set -u
@@ -63,6 +65,7 @@ args=(--task "$TASK" --arch "$ARCH" --name "$NAME" --seed "$SEED" --minutes "$MI
       --shard "$SHARD" --heldout-shard "$SHARD_DIR/heldout.tar" --eval-every-s "$EVAL_EVERY_S")
 [ -n "${ARCH_KW:-}" ] && args+=(--arch-kw "$ARCH_KW")
 [ -n "${TOTAL_MINUTES:-}" ] && args+=(--total-train-minutes "$TOTAL_MINUTES")
+[ "$FINAL" = 1 ] && args+=(--finish)
 
 {
   echo "== train_unet.sh $(date -u '+%Y-%m-%d %H:%M:%S UTC'): $NAME ($ARCH ${ARCH_KW:-}), shard $SHARD, $MINUTES min, resume ${CKPT_DIR:-none}"
