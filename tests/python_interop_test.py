@@ -1,12 +1,18 @@
 #!/usr/bin/env python3
 """The Python writer and the C++ tool agree: random multi-stage models written
-by weights/imrestore_model.py (a format-v1 one, and two format-v2 ones: the
-unshuffle CNN with relu and add_model_input, and a space_to_depth(3) one)
-load in `imrestore model`, and `imrestore` restores random RGB and gray
-images of odd sizes (so the v2 models' replicate padding to a multiple of
-their downscale is exercised) to within one 8-bit level of the independent
-float64 numpy forward pass (imrestore_model.restore_uint8). A model with a
-wrong shape written by plain h5py is refused with exit code 2.
+by weights/imrestore_model.py (a format-v1 one, two format-v2 ones: the
+unshuffle CNN with relu and add_model_input, and a space_to_depth(3) one, and
+three format-v3 graphs: a small U-Net, a NAFNet-like block and a chain of
+activations) load in `imrestore model`, and `imrestore` restores random RGB
+and gray images of odd sizes (so the replicate padding to a multiple of the
+models' size multiple is exercised) to within one 8-bit level of the
+independent float64 numpy forward pass (imrestore_model.restore_uint8). A
+model with a wrong shape written by plain h5py is refused with exit code 2.
+
+The C++ half of the format-v3 checks runs only where `imrestore model`
+accepts format_version 3 (it says why it skips otherwise); the Python half
+(write -> read -> the same stages and the same numpy forward pass, and the
+refusals of malformed graphs) always runs.
 
 Every kind of stage the Python module knows (imrestore_model.OPS) must be in
 one of these models (a kind added there without a stage here fails); kinds
@@ -101,6 +107,188 @@ def random_v2_models(rng):
     return [("v2-unshuffle", unshuffle, 2), ("v2-factor3", factor3, 3)]
 
 
+def random_v3_models(rng):
+    """Format-v3 graphs: (name, stages, size multiple, extra_inputs). Between
+    them every v3 kind and feature: named tensors and wiring, conv2d's stride
+    and residual input, conv_transpose2d (with a residual), add, mul, concat,
+    the four activation functions, simple_gate, layer_norm, depthwise_conv2d
+    (zero and reflect padding), channel_attention whose window is smaller
+    than the image (so the clipped local mean matters)."""
+    def n(*shape, scale):
+        return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+    unet = [
+        {"op": "conv2d", "name": "head", "weight": n(8, 3, 3, 3, scale=0.2), "bias": n(8, scale=0.05),
+         "padding": "zero", "activation": "relu"},
+        {"op": "conv2d", "name": "down1", "weight": n(16, 8, 2, 2, scale=0.2), "bias": n(16, scale=0.05),
+         "stride": 2, "activation": "relu"},
+        {"op": "conv2d", "name": "mid", "inputs": "down1,down1", "weight": n(16, 16, 3, 3, scale=0.05),
+         "padding": "reflect"},
+        {"op": "conv2d", "name": "down2", "weight": n(16, 16, 2, 2, scale=0.1), "stride": 2},
+        {"op": "conv_transpose2d", "name": "up2", "inputs": ["down2", "mid"], "weight": n(16, 16, 2, 2, scale=0.1),
+         "stride": 2},
+        {"op": "conv_transpose2d", "name": "up1", "weight": n(16, 8, 2, 2, scale=0.1), "bias": n(8, scale=0.05),
+         "stride": 2},
+        {"op": "add", "name": "skip", "inputs": "up1,head"},
+        {"op": "concat", "name": "cat", "inputs": "skip,input,head"},
+        {"op": "conv2d", "name": "tail", "inputs": "cat,input", "weight": n(3, 19, 3, 3, scale=0.03),
+         "bias": n(3, scale=0.02), "padding": "replicate"},
+    ]
+    naf = [
+        {"op": "layer_norm", "name": "ln", "weight": 1 + n(3, scale=0.1), "bias": n(3, scale=0.1), "eps": 1e-5},
+        {"op": "conv2d", "name": "expand", "weight": n(8, 3, 1, 1, scale=0.3), "bias": n(8, scale=0.05)},
+        {"op": "depthwise_conv2d", "name": "dw", "weight": n(8, 1, 3, 3, scale=0.3), "bias": n(8, scale=0.05),
+         "padding": "zero"},
+        {"op": "depthwise_conv2d", "name": "dw5", "weight": n(8, 1, 5, 5, scale=0.1), "padding": "reflect"},
+        {"op": "simple_gate", "name": "gate"},
+        {"op": "channel_attention", "name": "ca", "weight": n(4, 4, scale=0.5), "bias": 1 + n(4, scale=0.1),
+         "window": 5},
+        {"op": "conv2d", "name": "proj", "inputs": "ca,input", "weight": n(3, 4, 1, 1, scale=0.1)},
+        {"op": "conv2d", "name": "g2", "weight": n(6, 3, 1, 1, scale=0.5), "bias": 0.5 + n(6, scale=0.1)},
+        {"op": "simple_gate", "name": "sg2"},
+        {"op": "mul", "name": "m", "inputs": "sg2,proj"},
+        {"op": "conv2d", "name": "down", "inputs": "proj", "weight": n(12, 3, 2, 2, scale=0.2), "stride": 2},
+        {"op": "channel_attention", "name": "ca2", "weight": n(12, 12, scale=0.2), "bias": n(12, scale=0.1),
+         "window": 4},
+        {"op": "depth_to_space", "name": "up", "factor": 2},
+        {"op": "add", "name": "out", "inputs": "up,m"},
+        {"op": "add", "name": "final", "inputs": "out,input"},
+    ]
+    acts = [
+        {"op": "conv2d", "weight": n(6, 3, 3, 3, scale=0.3), "bias": n(6, scale=0.1)},
+        {"op": "activation", "function": "gelu"},
+        {"op": "conv2d", "weight": n(6, 6, 1, 1, scale=0.4), "bias": n(6, scale=0.1)},
+        {"op": "activation", "name": "s", "function": "silu"},
+        {"op": "conv2d", "weight": n(6, 6, 1, 1, scale=0.4)},
+        {"op": "activation", "name": "lr", "function": "leaky_relu", "slope": 0.1},
+        {"op": "activation", "name": "r", "function": "relu"},
+        {"op": "concat", "inputs": "r,s,lr"},
+        {"op": "space_to_depth", "factor": 2},
+        {"op": "conv2d", "weight": n(12, 72, 1, 1, scale=0.05)},
+        {"op": "depth_to_space", "factor": 2, "add_model_input": 1},
+    ]
+    extra = [  # a noise-level map, as DRUNet and FFDNet take one (the C++ CLI's option for it is not tested here)
+        {"op": "concat", "inputs": "input,noise_level"},
+        {"op": "conv2d", "weight": n(3, 4, 3, 3, scale=0.1), "padding": "replicate"},
+        {"op": "add", "inputs": "1,input"},
+    ]
+    return [("v3-unet", unet, 4, []), ("v3-naf", naf, 2, []), ("v3-activations", acts, 2, []),
+            ("v3-extra-input", extra, 1, ["noise_level"])]
+
+
+def check_v3_python(tmp, tag, stages, m, extra_inputs, failures):
+    """Write -> read gives the same stages, version 3, the size multiple, and the
+    same numpy forward pass as the stages written; returns the model read."""
+    path = os.path.join(tmp, tag + ".h5")
+    im.write_model(path, tag, "test", "random weights", "tests/python_interop_test.py", 3, stages,
+                   extra_inputs=extra_inputs)
+    model = im.read_model(path)
+    if model["format_version"] != 3 or model["size_multiple"] != m or model["extra_inputs"] != extra_inputs:
+        failures.append(f"{tag}: read back as format_version {model['format_version']}, size multiple "
+                        f"{model['size_multiple']}, extra inputs {model['extra_inputs']} (expected 3, {m}, "
+                        f"{extra_inputs})")
+    for i, (a, b) in enumerate(zip(stages, model["stages"])):
+        for key, value in a.items():
+            got = b.get(key)
+            if key == "inputs" and isinstance(value, str):
+                value = value.split(",")
+            if key == "inputs" and isinstance(got, str):
+                got = got.split(",")
+            same = (np.array_equal(value, got) if isinstance(value, np.ndarray) else
+                    (got == value or (isinstance(value, float) and abs(got - value) < 1e-12)))
+            if not same:
+                failures.append(f"{tag}: stage {i} {key} read back as {got!r}, written {value!r}")
+    memory = {"channels": 3, "stages": stages, "extra_inputs": extra_inputs}
+    values = {"noise_level": 25 / 255} if extra_inputs else None
+    x = rng_image(tag)
+    a, b = im.apply_model(memory, x, values), im.apply_model(model, x, values)
+    if a.shape != x.shape or not np.array_equal(a, b) or not np.all(np.isfinite(a)):
+        failures.append(f"{tag}: the numpy forward of the file read back differs from the stages written")
+    print(f"{tag}: python write -> read -> forward ok ({len(stages)} stages, receptive field "
+          f"{model['receptive_field']}, size multiple {m})")
+    return path, model
+
+
+def rng_image(tag):
+    return np.random.default_rng(len(tag)).random((3, 23, 30))
+
+
+def v3_refusals(rng, failures):
+    """Graphs the format refuses: the writer raises ModelError before writing."""
+    def conv(cin, cout, **kw):
+        return {"op": "conv2d", "weight": (rng.standard_normal((cout, cin, 3, 3)) * 0.1).astype(np.float32), **kw}
+
+    cases = {
+        "input of a later stage": [conv(3, 3, inputs="b"), conv(3, 3, name="b")],
+        "undefined input": [conv(3, 3, inputs="nope")],
+        "dead stage": [conv(3, 3, name="a"), conv(3, 3, name="b", inputs="input")],
+        "name twice": [conv(3, 3, name="a"), conv(3, 3, name="a")],
+        "name starting with a digit": [conv(3, 3, name="1a")],
+        "name input": [conv(3, 3, name="input")],
+        "name with a space": [conv(3, 3, name="a b")],
+        "add of other channel counts": [conv(3, 4, name="a"), {"op": "add", "inputs": "a,input"},
+                                        conv(4, 3)],
+        "add at other scales": [{"op": "conv2d", "name": "d", "weight": np.zeros((3, 3, 2, 2), np.float32),
+                                 "stride": 2}, {"op": "add", "inputs": "d,input"}],
+        "add of one input": [{"op": "add", "inputs": "input"}],
+        "concat of 17": [{"op": "concat", "inputs": ",".join(["input"] * 17)}],
+        "simple_gate of odd channels": [{"op": "simple_gate"}],
+        "strided conv2d with K != stride": [{"op": "conv2d", "weight": np.zeros((3, 3, 3, 3), np.float32),
+                                             "stride": 2}],
+        "size multiple over 64": [{"op": "space_to_depth", "factor": 8},
+                                  {"op": "conv2d", "weight": np.zeros((3, 192, 1, 1), np.float32)},
+                                  {"op": "space_to_depth", "factor": 8},
+                                  {"op": "conv2d", "weight": np.zeros((3, 192, 1, 1), np.float32)},
+                                  {"op": "space_to_depth", "factor": 2}],
+        "lcm over 64": [{"op": "space_to_depth", "factor": 8}, {"op": "depth_to_space", "factor": 8, "name": "a"},
+                        {"op": "space_to_depth", "factor": 3, "inputs": "input"}, {"op": "space_to_depth", "factor": 3},
+                        {"op": "depth_to_space", "factor": 3}, {"op": "depth_to_space", "factor": 3},
+                        {"op": "add", "inputs": "a,5"}],
+        "depth_to_space past full resolution": [conv(3, 12), {"op": "depth_to_space", "factor": 2}],
+        "residual of another shape": [conv(3, 6, name="a"), conv(6, 3, inputs="a,a")],
+        "residual and add_model_input": [conv(3, 3, inputs="input,input", add_model_input=1)],
+        "unknown activation": [{"op": "activation", "function": "tanh"}],
+        "slope without leaky_relu": [{"op": "activation", "function": "relu", "slope": 0.1}],
+        "channel_attention window 0": [{"op": "channel_attention", "weight": np.eye(3, dtype=np.float32),
+                                        "bias": np.zeros(3, np.float32), "window": 0}],
+        "depthwise even kernel": [{"op": "depthwise_conv2d", "weight": np.zeros((3, 1, 2, 2), np.float32)}],
+        "conv_transpose2d kernel != stride": [{"op": "conv_transpose2d", "stride": 2,
+                                               "weight": np.zeros((3, 3, 3, 3), np.float32)}],
+        "layer_norm eps 0": [{"op": "layer_norm", "weight": np.ones(3, np.float32), "bias": np.zeros(3, np.float32),
+                              "eps": 0.0}],
+        "unknown op": [{"op": "tanh"}],
+    }
+    extra_cases = {"unknown extra input": (["noise"], None), "extra input twice": (["noise_level"] * 2, None),
+                   "output not a tensor": ([], "nope")}
+    for what, stages in cases.items():
+        try:
+            im.write_model(os.devnull, "bad", "test", "d", "p", 3, stages)
+            failures.append(f"the writer accepted a graph with {what}")
+        except im.ModelError as e:
+            print(f"refused ({what}): {e}")
+    for what, (extra_inputs, output) in extra_cases.items():
+        try:
+            im.write_model(os.devnull, "bad", "test", "d", "p", 3, [conv(3, 3)], extra_inputs=extra_inputs,
+                           output=output)
+            failures.append(f"the writer accepted a model with {what}")
+        except im.ModelError as e:
+            print(f"refused ({what}): {e}")
+
+
+def cxx_reads_v3(exe, tmp):
+    """None when `imrestore model` accepts a format-v3 file, else why not."""
+    path = os.path.join(tmp, "v3-probe.h5")
+    w = np.zeros((3, 3, 1, 1), np.float32)
+    probe = [{"op": "conv2d", "name": "a", "weight": w}, {"op": "conv2d", "inputs": "a,input", "weight": w}]
+    im.write_model(path, "probe", "test", "d", "p", 3, probe)
+    r = run([exe, "model", path])
+    if r.returncode == 0:
+        return None
+    if "format_version 3" in r.stderr and "not supported" in r.stderr:
+        return r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}"
+    return None  # refused for another reason: the comparisons below report it
+
+
 def check_restores(exe, tmp, tag, model_path, model, images, failures):
     """Runs the tool on each image and compares with the numpy forward pass."""
     for name, img in images:
@@ -169,6 +357,43 @@ def main():
             if info.returncode != 0:
                 failures.append(f"{tag}: `imrestore model` exit {info.returncode}:\n{info.stdout}{info.stderr}")
             check_restores(exe, tmp, tag, path, model, images_v2, failures)
+
+        # Format v3: the Python round trip always, the C++ comparison where the tool reads v3.
+        v3_refusals(rng, failures)
+        why_not = cxx_reads_v3(exe, tmp)
+        if why_not:
+            print(f"SKIPPED: the C++ comparison of the format-v3 models: `imrestore model` does not accept "
+                  f"format_version 3 ({why_not})")
+        for tag, stages, m, extra_inputs in random_v3_models(rng):
+            used |= {s["op"] for s in stages}
+            path, model = check_v3_python(tmp, tag, stages, m, extra_inputs, failures)
+            if why_not or extra_inputs:
+                continue  # extra inputs: the CLI's options for their values are not this test's business
+            info = run([exe, "model", path])
+            if info.returncode != 0 or f"receptive    {model['receptive_field']}x" not in info.stdout:
+                failures.append(f"{tag}: `imrestore model` exit {info.returncode} (expected receptive field "
+                                f"{model['receptive_field']}):\n{info.stdout}{info.stderr}")
+                continue
+            check_restores(exe, tmp, tag, path, model, images_v2, failures)
+        if not why_not:
+            dead = os.path.join(tmp, "dead.h5")  # written by plain h5py: the writer refuses it
+            one = [{"op": "conv2d", "name": "a", "weight": np.zeros((3, 3, 1, 1), np.float32)}]
+            im.write_model(dead, "dead", "test", "d", "p", 3, one)
+            with h5py.File(dead, "a") as f:
+                f.attrs["format_version"] = 3
+                g = f["stages"].create_group("1")
+                g.attrs["op"] = "conv2d"
+                g.attrs["inputs"] = "input"
+                g["weight"] = np.zeros((3, 3, 1, 1), np.float32)
+                f.attrs["output"] = "a"
+            r = run([exe, os.path.join(tmp, "rgb.ppm"), "-m", dead, "-o", os.path.join(tmp, "x.ppm")])
+            if r.returncode != 2:
+                failures.append(f"a model with a dead stage: exit {r.returncode}, stderr: {r.stderr}")
+            try:
+                im.read_model(dead)
+                failures.append("read_model accepted a model with a dead stage")
+            except im.ModelError:
+                pass
 
         for op in sorted(set(im.OPS) - used):
             failures.append(f"imrestore_model knows op {op!r}, but no model of this test has a stage of it")
