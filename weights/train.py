@@ -1288,10 +1288,9 @@ def export(args, model, state, paths, device, nparams, mult, log):
 
 def write_unet_model(export_graph, args, model, path, description, provenance, quality):
     """A U-Net as format v3 through weights/export_graph.py."""
-    model = model.to("cpu").float().eval()
-    export_graph.export(model, path, name=args.name, task=args.task, description=description,
-                        provenance=provenance, license=args.license,
-                        extra_attrs={"quality_json": json.dumps(quality)})
+    model = model.to("cpu", memory_format=torch.contiguous_format).float().eval()
+    export_graph.export_model(model, path, args.name, args.task, description, provenance, license=args.license,
+                              extra_attrs={"quality_json": json.dumps(quality)})
 
 
 def arch_text(args, model, nparams):
