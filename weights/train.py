@@ -726,7 +726,9 @@ def describe(args, results, rf, model=None):
     n = results[0]["photos"] if results else 0
     if args.arch != "unshuffle":
         nparams = sum(p.numel() for p in model.parameters())
-        shape = f"U-Net {args.arch} ({type(model).__name__}, {nparams / 1e6:.2f} M parameters)"
+        cfg = model.config() if hasattr(model, "config") else args.arch_kw
+        sizes = ", ".join(f"{k} {v}" for k, v in cfg.items() if k not in ("arch", "image_channels"))
+        shape = f"U-Net {args.arch} ({type(model).__name__}: {sizes}; {nparams / 1e6:.2f} M parameters)"
     else:
         shape = (f"Unshuffle CNN (space_to_depth {args.factor}, {args.depth} 3x3 convolutions of width {args.channels} "
                  f"with ReLU, depth_to_space {args.factor}, plus the input" if args.factor > 1 else
@@ -1119,6 +1121,7 @@ def compile_model(args, model, device, amp, log):
     if not use_compile(args, device):
         return model, 0.0
     t0 = time.time()
+    model.train()  # compiled for training mode (NAFNet's attention pools differently in eval)
     fwd = torch.compile(model)
     g = torch.Generator(device=device).manual_seed(0)
     x = torch.rand(args.batch, 3, args.patch, args.patch, generator=g, device=device)
@@ -1300,9 +1303,8 @@ def arch_text(args, model, nparams):
                     f"{args.channels} with ReLU, depth_to_space {args.factor} + input, {nparams} parameters")
         return (f"full-resolution CNN, {args.depth} conv3x3 (zero padding, bias) of width {args.channels} with ReLU, "
                 f"the last + input, {nparams} parameters")
-    doc = (getattr(model, "description", None) or "").strip()
-    return (f"{args.arch} ({type(model).__name__} of weights/architectures.py{': ' + doc if doc else ''}), "
-            f"{nparams} parameters")
+    cfg = model.config() if hasattr(model, "config") else args.arch_kw
+    return f"{args.arch} ({type(model).__name__} of weights/architectures.py, {json.dumps(cfg)}), {nparams} parameters"
 
 
 def provenance_text(args, state, nparams, model=None):
