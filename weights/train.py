@@ -1122,19 +1122,24 @@ def compile_model(args, model, device, amp, log):
         return model, 0.0
     t0 = time.time()
     model.train()  # compiled for training mode (NAFNet's attention pools differently in eval)
-    fwd = torch.compile(model)
-    g = torch.Generator(device=device).manual_seed(0)
-    x = torch.rand(args.batch, 3, args.patch, args.patch, generator=g, device=device)
-    x = x.contiguous(memory_format=torch.channels_last)
-    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
-        y = fwd(x)
-    y.float().mean().backward()
+    try:
+        fwd = torch.compile(model)
+        g = torch.Generator(device=device).manual_seed(0)
+        x = torch.rand(args.batch, 3, args.patch, args.patch, generator=g, device=device)
+        x = x.contiguous(memory_format=torch.channels_last)
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
+            y = fwd(x)
+        y.float().mean().backward()
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+    except Exception as e:  # a compiler that fails here must not cost the call: train eagerly
+        log(f"torch.compile failed ({type(e).__name__}: {str(e)[:500]}); training without it")
+        fwd = model
     model.zero_grad(set_to_none=True)
-    if device.type == "cuda":
-        torch.cuda.synchronize()
     secs = time.time() - t0
-    log(f"torch.compile: {secs:.1f} s (not counted as training time)")
-    return fwd, secs
+    if fwd is not model:
+        log(f"torch.compile: {secs:.1f} s (not counted as training time)")
+    return fwd, (secs if fwd is not model else 0.0)
 
 
 def train(args, model, opt, state, patches, feeder, val, gen_dev, gen_cpu, device, amp, margin, train_deadline,
