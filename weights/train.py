@@ -684,6 +684,9 @@ def save_ckpt(path, model, opt, state, gen_dev, gen_cpu, args, log=None):
         log(f"wrote {path} ({os.path.getsize(path) / 2**20:.2f} MiB"
             + (f", compact: {ck['compact']['weights']} weights, relative RMS weight error "
                f"{ck['compact']['rel_rms_error']:.2e}, no optimizer moments" if "compact" in ck else "") + ")")
+        if "compact" in ck and os.path.getsize(path) > args.ckpt_max_mib * 2**20:
+            log(f"WARNING: {path} is over --ckpt-max-mib {args.ckpt_max_mib:g}: it does not travel to the GPU host "
+                "beside the held-out shard and a training shard (weights/README.md, \"U-Nets\")")
 
 
 def arch_config(args):
