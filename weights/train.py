@@ -1081,7 +1081,7 @@ class Evaluator:
             self.log(f"held-out {r['level']}: input {r['input_psnr']:.2f} dB -> output {r['output_psnr']:.2f} dB "
                      f"({r['photos']} photos, fp32, {secs:.1f} s; step {self.state['step']}, "
                      f"{self.state['train_seconds']:.0f} s trained)")
-        point = {"step": self.state["step"], "train_seconds": round(self.state["train_seconds"], 1),
+        point = {"step": self.state["step"], "train_seconds": round(self.state["train_seconds"], 2),
                  "call": len(self.state.get("calls") or []) + 1, "final": final,
                  "heldout": {r["level"]: round(r["output_psnr"], 4) for r in res},
                  "heldout_input": {r["level"]: round(r["input_psnr"], 4) for r in res},
