@@ -160,6 +160,10 @@ class UnshuffleCNN(nn.Module):
         with torch.no_grad():
             convs[-1].weight.mul_(0.1)  # start close to the identity
 
+    @property
+    def size_multiple(self):
+        return self.factor
+
     def convs(self):
         return [m for m in self.body if isinstance(m, nn.Conv2d)]
 
@@ -189,6 +193,68 @@ class UnshuffleCNN(nn.Module):
         else:
             stages[-1]["add_model_input"] = 1
         return stages
+
+
+# The U-Nets (DRUNet-like, NAFNet-like) live in weights/architectures.py; their
+# presets are built by architectures.build(NAME) and written as format v3 by
+# weights/export_graph.py. Defaults per family (weights/README.md, "Recipe"
+# says why these batch and patch sizes for an H200):
+ARCH_DEFAULTS = {
+    "unshuffle": {"batch": 64, "patch": 128, "lr": 5e-4, "ckpt_mode": "full", "rewarmup_steps": 200, "compile": False},
+    "drunet": {"batch": 32, "patch": 128, "lr": 3e-4, "ckpt_mode": "compact", "rewarmup_steps": 200, "compile": False},
+    "drunet-small": {"batch": 64, "lr": 5e-4},
+    "drunet-large": {"lr": 2e-4},
+    "nafnet": {"batch": 32, "patch": 128, "lr": 5e-4, "ckpt_mode": "compact", "rewarmup_steps": 200, "compile": True},
+    "nafnet-small": {"batch": 64},
+}
+
+
+def arch_defaults(arch):
+    """The defaults of a preset: its family's (the name up to '-'), then its own."""
+    d = dict(ARCH_DEFAULTS.get(arch.partition("-")[0], ARCH_DEFAULTS["drunet"]))
+    d.update(ARCH_DEFAULTS.get(arch, {}) if arch != arch.partition("-")[0] else {})
+    return d
+
+
+def load_architectures():
+    sys.path.insert(0, HERE)
+    import architectures
+
+    return architectures
+
+
+def build_model(args):
+    if args.arch == "unshuffle":
+        return UnshuffleCNN(args.channels, args.depth, args.factor)
+    try:
+        arch = load_architectures()
+    except ImportError as e:
+        raise SystemExit(f"train.py: --arch {args.arch} needs weights/architectures.py: {e}")
+    try:
+        return arch.build(args.arch, **args.arch_kw)
+    except (KeyError, ValueError, TypeError) as e:
+        raise SystemExit(f"train.py: --arch {args.arch}: {e}")
+
+
+def size_multiple(model):
+    """What image sides are padded to (the format's size multiple): the model's
+    size_multiple (attribute, property or method)."""
+    v = getattr(model, "size_multiple", None)
+    if callable(v):
+        v = v()
+    if not v:
+        raise SystemExit(f"train.py: {type(model).__name__} has no size_multiple")
+    return int(v)
+
+
+def forward_any_size(model, x, mult):
+    """The format's rule for sizes that are not a multiple of the size multiple:
+    replicate-pad bottom/right, run, crop."""
+    h, w = x.shape[-2:]
+    ph, pw = -h % mult, -w % mult
+    if ph or pw:
+        x = F.pad(x, (0, pw, 0, ph), mode="replicate")
+    return model(x)[..., :h, :w]
 
 
 # ---------------------------------------------------------------------------
@@ -465,7 +531,7 @@ def psnr_u8(a, b):
 
 
 @torch.no_grad()
-def evaluate_full(model, sets, device):
+def evaluate_full(model, sets, device, mult):
     """fp32, TF32 off: mean over the photos of the whole-image PSNR (8-bit output as
     the CLI makes it) for each level, and of the degraded input."""
     model.eval()
@@ -474,7 +540,7 @@ def evaluate_full(model, sets, device):
         pin, pout = [], []
         for clean, deg in pairs:
             x = deg.to(device).float().unsqueeze(0) / 255.0
-            y = model.forward_any_size(x)
+            y = forward_any_size(model, x, mult)
             y8 = torch.round(y.clamp(0, 1) * 255.0)[0]
             cd = clean.to(device)
             pin.append(psnr_u8(deg.to(device), cd))
@@ -542,20 +608,91 @@ def optimizer_state_bf16(opt):
     return sd
 
 
-def save_ckpt(path, model, opt, state, gen_dev, gen_cpu, args):
+INT8_MIN_NUMEL = 4096  # smaller tensors (and every vector) stay fp16 in int8 checkpoints
+
+
+def encode_compact(sd, weights):
+    """A state dict in compact form: float tensors as fp16, or (weights int8) those of
+    rank >= 2 and at least INT8_MIN_NUMEL elements as int8 with one fp32 scale per
+    slice along dim 0 (symmetric, max |w| -> 127). Tensors whose values fp16 cannot
+    hold stay fp32."""
+    out = {}
+    for k, v in sd.items():
+        v = v.detach().cpu()
+        if not v.is_floating_point():
+            out[k] = v
+        elif weights == "int8" and v.dim() >= 2 and v.numel() >= INT8_MIN_NUMEL:
+            w = v.float().reshape(v.shape[0], -1)
+            scale = (w.abs().amax(dim=1) / 127.0).clamp_min(1e-30)
+            q = torch.round(w / scale[:, None]).clamp(-127, 127).to(torch.int8).reshape(v.shape)
+            out[k] = {"int8": q.contiguous(), "scale": scale}
+        elif v.numel() == 0 or v.float().abs().max().item() < 60000.0:
+            out[k] = v.to(torch.float16).contiguous()
+        else:
+            out[k] = v.float().contiguous()
+    return out
+
+
+def decode_compact(enc):
+    """encode_compact's inverse: fp32 tensors (non-float buffers as stored)."""
+    out = {}
+    for k, v in enc.items():
+        if isinstance(v, dict):
+            out[k] = (v["int8"].float().reshape(v["int8"].shape[0], -1) * v["scale"][:, None]).reshape(v["int8"].shape)
+        else:
+            out[k] = v.float() if v.is_floating_point() else v
+    return out
+
+
+def compact_weights_mode(args, sd):
+    """fp16 or int8 for a compact checkpoint of this state dict (--ckpt-weights auto:
+    fp16 while the fp16 file stays within --ckpt-max-mib)."""
+    if args.ckpt_weights != "auto":
+        return args.ckpt_weights
+    fp16_bytes = sum(v.numel() * 2 for v in sd.values() if v.is_floating_point()) + 64 * 1024 + 1024 * len(sd)
+    return "fp16" if fp16_bytes <= args.ckpt_max_mib * 1024 * 1024 else "int8"
+
+
+def roundtrip_error(sd, enc):
+    """Relative RMS error of the compact weights: ||decoded - w|| / ||w|| over all float tensors."""
+    dec = decode_compact(enc)
+    num = den = 0.0
+    for k, v in sd.items():
+        if v.is_floating_point():
+            v = v.detach().cpu().double()
+            num += (dec[k].double() - v).pow(2).sum().item()
+            den += v.pow(2).sum().item()
+    return math.sqrt(num / max(den, 1e-300))
+
+
+def save_ckpt(path, model, opt, state, gen_dev, gen_cpu, args, log=None):
+    sd = {k: v.detach().cpu() for k, v in model.state_dict().items()}
     ck = {"format": CKPT_FORMAT, "config": arch_config(args), "hyper": hyper_config(args),
-          "model": {k: v.detach().cpu() for k, v in model.state_dict().items()},
-          "optimizer": optimizer_state_bf16(opt), "rng": rng_state(gen_dev, gen_cpu),
-          "device_type": gen_dev.device.type,
-          "name": args.name,
-          **state}
+          "rng": rng_state(gen_dev, gen_cpu), "device_type": gen_dev.device.type, "name": args.name,
+          **{k: v for k, v in state.items() if not k.startswith("_")}}
+    if args.ckpt_mode == "compact":
+        mode = compact_weights_mode(args, sd)
+        ck["model"] = encode_compact(sd, mode)
+        ck["compact"] = {"weights": mode, "rel_rms_error": roundtrip_error(sd, ck["model"])}
+    else:
+        ck["model"] = sd
+        ck["optimizer"] = optimizer_state_bf16(opt)
     tmp = path + ".tmp"
     torch.save(ck, tmp)
     os.replace(tmp, path)
+    if log is not None:
+        log(f"wrote {path} ({os.path.getsize(path) / 2**20:.2f} MiB"
+            + (f", compact: {ck['compact']['weights']} weights, relative RMS weight error "
+               f"{ck['compact']['rel_rms_error']:.2e}, no optimizer moments" if "compact" in ck else "") + ")")
+        if "compact" in ck and os.path.getsize(path) > args.ckpt_max_mib * 2**20:
+            log(f"WARNING: {path} is over --ckpt-max-mib {args.ckpt_max_mib:g}: it does not travel to the GPU host "
+                "beside the held-out shard and a training shard (weights/README.md, \"U-Nets\")")
 
 
 def arch_config(args):
-    return {"task": args.task, "channels": args.channels, "depth": args.depth, "factor": args.factor}
+    if args.arch == "unshuffle":  # as before, so older checkpoints still resume
+        return {"task": args.task, "channels": args.channels, "depth": args.depth, "factor": args.factor}
+    return {"task": args.task, "arch": args.arch, "arch_kw": args.arch_kw}
 
 
 def hyper_config(args):
@@ -586,15 +723,21 @@ TASK_TEXT = {
 }
 
 
-def describe(args, results, rf):
+def describe(args, results, rf, model=None):
     what, trained, limits = TASK_TEXT[args.task]
     q = "; ".join(f"{r['level']}: {r['input_psnr']:.2f} -> {r['output_psnr']:.2f} dB" for r in results)
     n = results[0]["photos"] if results else 0
-    shape = (f"Unshuffle CNN (space_to_depth {args.factor}, {args.depth} 3x3 convolutions of width {args.channels} "
-             f"with ReLU, depth_to_space {args.factor}, plus the input" if args.factor > 1 else
-             f"Full-resolution CNN (DnCNN-like: {args.depth} 3x3 convolutions of width {args.channels} with ReLU, "
-             f"the last one plus the input")
-    return (f"{what}; {trained}. {shape}; receptive field {rf} px). "
+    if args.arch != "unshuffle":
+        nparams = sum(p.numel() for p in model.parameters())
+        cfg = model.config() if hasattr(model, "config") else args.arch_kw
+        sizes = ", ".join(f"{k} {v}" for k, v in cfg.items() if k not in ("arch", "image_channels"))
+        shape = f"U-Net {args.arch} ({type(model).__name__}: {sizes}; {nparams / 1e6:.2f} M parameters)"
+    else:
+        shape = (f"Unshuffle CNN (space_to_depth {args.factor}, {args.depth} 3x3 convolutions of width {args.channels} "
+                 f"with ReLU, depth_to_space {args.factor}, plus the input" if args.factor > 1 else
+                 f"Full-resolution CNN (DnCNN-like: {args.depth} 3x3 convolutions of width {args.channels} with ReLU, "
+                 f"the last one plus the input") + f"; receptive field {rf} px)"
+    return (f"{what}; {trained}. {shape}. "
             f"Held-out PSNR (degraded input -> output, mean over {n} held-out photos, whole image, 8-bit): {q}. "
             f"Limits: {limits}")
 
@@ -628,6 +771,13 @@ def degradation_text(task, sigma_power=1.0):
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--task", choices=sorted(EVAL_LEVELS), help="what the model restores")
+    ap.add_argument("--arch", default="unshuffle",
+                    help="network: unshuffle (the CNN below, default) or a preset of weights/architectures.py "
+                         "(e.g. drunet-small, drunet-large, nafnet-small, nafnet-large: U-Nets, written as format v3 "
+                         "by weights/export_graph.py)")
+    ap.add_argument("--arch-kw", type=json.loads, default={},
+                    help="JSON object of constructor arguments for architectures.build, overriding the preset's "
+                         "sizes: e.g. --arch drunet --arch-kw '{\"widths\": [48, 96, 192, 384], \"blocks\": 3}'")
     ap.add_argument("--channels", type=int, default=64, help="C, the width (default 64)")
     ap.add_argument("--depth", type=int, default=14, help="D, the number of convolutions (default 14)")
     ap.add_argument("--factor", type=int, default=2, choices=(1, 2, 3, 4),
@@ -639,6 +789,9 @@ def parse_args(argv=None):
     ap.add_argument("--total-train-minutes", type=float, default=None,
                     help="training time the cosine schedule spans over all calls (default: the time trained "
                          "before plus this call's)")
+    ap.add_argument("--finish", action="store_true",
+                    help="this call ends the cosine: what is left of the schedule (from the fraction trained so far "
+                         "to the end) is spread over this call's training time (for a last call)")
     ap.add_argument("--max-steps", type=int, default=None, help="stop after this many steps in total (tests)")
     ap.add_argument("--out", required=False, help="output folder for NAME.ckpt, NAME.h5, NAME.f32")
     ap.add_argument("--name", default=None, help="model name (default: the task)")
@@ -659,9 +812,10 @@ def parse_args(argv=None):
                     help="dataset manifest whose sha256 goes into the provenance (default: the first of "
                          "MANIFEST.{tsv,json,csv,txt} (or lower case) next to the train folder)")
     ap.add_argument("--device", default=None, help="cuda (default when available) or cpu")
-    ap.add_argument("--batch", type=int, default=64)
-    ap.add_argument("--patch", type=int, default=128, help="patch size (a multiple of 16)")
-    ap.add_argument("--lr", type=float, default=5e-4, help="peak learning rate (AdamW)")
+    ap.add_argument("--batch", type=int, default=None, help="batch size (default 64; U-Nets: ARCH_DEFAULTS)")
+    ap.add_argument("--patch", type=int, default=None,
+                    help="patch size (a multiple of 16 and of the network's size multiple; default 128)")
+    ap.add_argument("--lr", type=float, default=None, help="peak learning rate (AdamW; default 5e-4; U-Nets: ARCH_DEFAULTS)")
     ap.add_argument("--lr-min", type=float, default=1e-6)
     ap.add_argument("--warmup-steps", type=int, default=300)
     ap.add_argument("--weight-decay", type=float, default=0.0)
@@ -674,6 +828,28 @@ def parse_args(argv=None):
     ap.add_argument("--no-amp", action="store_true", help="fp32 training (default on CUDA: bf16 autocast)")
     ap.add_argument("--val-count", type=int, default=64, help="validation patches")
     ap.add_argument("--ckpt-every-s", type=float, default=60.0)
+    ap.add_argument("--ckpt-mode", choices=("full", "compact"), default=None,
+                    help="full: fp32 model + optimizer (the unshuffle default); compact (the U-Net default): the "
+                         "weights in --ckpt-weights precision, no optimizer moments (rebuilt on resume with "
+                         "--rewarmup-steps of linear lr warm-up), so a big net's checkpoint fits what a GPU call carries")
+    ap.add_argument("--ckpt-weights", choices=("auto", "fp16", "int8"), default="auto",
+                    help="compact checkpoints: fp16, or int8 per output channel (fp16 scales; vectors and small "
+                         "tensors stay fp16); auto: fp16 when the file stays within --ckpt-max-mib, else int8")
+    ap.add_argument("--ckpt-max-mib", type=float, default=15.0,
+                    help="compact checkpoints, --ckpt-weights auto: the size budget (default 15 MiB: what is left of "
+                         "the 64 MiB a call carries after the tree, the held-out shard and one training shard)")
+    ap.add_argument("--rewarmup-steps", type=int, default=None,
+                    help="after resuming from a compact checkpoint: linear lr warm-up over this many steps while "
+                         "Adam's moments are rebuilt (default 200)")
+    ap.add_argument("--eval-every-s", type=float, default=0.0,
+                    help="also run the held-out evaluation every this many training seconds (0: only at the end of "
+                         "the call); each one is a line of NAME.curve.jsonl; its time is not training time")
+    ap.add_argument("--eval-photos", type=int, default=0,
+                    help="evaluate on the first N held-out photos only (0: all; for smoke tests)")
+    ap.add_argument("--eval-crop", type=int, default=0,
+                    help="evaluate on the centre SxS crop of each held-out photo (0: whole photos; for smoke tests)")
+    ap.add_argument("--compile", choices=("auto", "on", "off"), default="auto",
+                    help="torch.compile the training forward/backward (auto: on CUDA for nafnet-*)")
     ap.add_argument("--log-every-s", type=float, default=30.0)
     ap.add_argument("--jpeg-workers", type=int, default=6)
     ap.add_argument("--cpu-threads", type=int, default=2, help="torch CPU threads (on CUDA)")
@@ -682,7 +858,7 @@ def parse_args(argv=None):
     args = ap.parse_args(argv)
     if not args.make_check_input and ((args.task is None and not args.export_only) or args.out is None):
         ap.error("--task (except with --export-only) and --out are required")
-    if args.patch % 16:
+    if args.patch is not None and args.patch % 16:
         ap.error("--patch must be a multiple of 16")
     if args.export_only and not args.resume:
         ap.error("--export-only needs --resume")
@@ -701,6 +877,14 @@ def find_manifest(args):
     return None
 
 
+def apply_arch_defaults(args):
+    """Fills the options left unset with the architecture family's defaults."""
+    d = arch_defaults(args.arch)
+    for k in ("batch", "patch", "lr", "ckpt_mode", "rewarmup_steps"):
+        if getattr(args, k) is None:
+            setattr(args, k, d[k])
+
+
 def main(argv=None):
     args = parse_args(argv)
     if args.make_check_input:
@@ -717,19 +901,30 @@ def main(argv=None):
             raise SystemExit(f"train.py: {args.resume} is not a {CKPT_FORMAT} checkpoint")
         cfg = ck["config"]
         if args.export_only:
-            args.task, args.channels, args.depth = cfg["task"], cfg["channels"], cfg["depth"]
-            args.factor = cfg.get("factor", args.factor)
+            args.task, args.arch, args.arch_kw = cfg["task"], cfg.get("arch", "unshuffle"), cfg.get("arch_kw", {})
+            if args.arch == "unshuffle":
+                args.channels, args.depth = cfg["channels"], cfg["depth"]
+                args.factor = cfg.get("factor", args.factor)
             for k, v in ck.get("hyper", {}).items():
                 setattr(args, k, v)
         elif cfg != arch_config(args):
             raise SystemExit(f"train.py: {args.resume} is {cfg}, not {arch_config(args)}")
-    args.name = args.name or (ck.get("name") if ck is not None and args.export_only else None) or args.task
+    apply_arch_defaults(args)
+    default_name = args.task if args.arch == "unshuffle" else f"{args.task}-{args.arch}"
+    args.name = args.name or (ck.get("name") if ck is not None and args.export_only else None) or default_name
 
     os.makedirs(args.out, exist_ok=True)
     paths = {k: os.path.join(args.out, f"{args.name}.{k}") for k in ("ckpt", "h5", "f32")}
+    paths["curve"] = os.path.join(args.out, f"{args.name}.curve.jsonl")
     want_cuda = args.device in (None, "cuda") and not (args.device is None and not _cuda_present())
     margin = int(math.ceil(3 * BLUR_S[1])) if args.task == "deblur" else 0
     torch.set_num_threads(args.cpu_threads if want_cuda else max(1, os.cpu_count() or 1))
+
+    torch.manual_seed(args.seed)
+    model = build_model(args)  # before the data: a bad --patch fails at once
+    mult = size_multiple(model)
+    if args.patch % mult:
+        raise SystemExit(f"train.py: --patch {args.patch} is not a multiple of {args.arch}'s size multiple {mult}")
 
     # Data (CPU), then the JPEG worker processes (forked before CUDA starts).
     feeder = None
@@ -769,33 +964,46 @@ def main(argv=None):
     # the final fp32 evaluation must be plain fp32.
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    torch.manual_seed(args.seed)
     gen_dev = torch.Generator(device=device).manual_seed(args.seed)
     gen_cpu = torch.Generator().manual_seed(args.seed + 1)
 
-    model = UnshuffleCNN(args.channels, args.depth, args.factor).to(device)
+    model = model.to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.99), weight_decay=args.weight_decay)
-    state = {"step": 0, "train_seconds": 0.0, "patches": 0, "calls": []}
+    state = {"step": 0, "train_seconds": 0.0, "patches": 0, "calls": [], "curve": []}
     if ck is not None:
-        model.load_state_dict(ck["model"])
-        opt.load_state_dict(ck["optimizer"])
+        if ck.get("compact"):
+            model.load_state_dict(decode_compact(ck["model"]))
+            state["_rewarmup_from"] = ck["step"]  # Adam's moments start afresh: warm the lr up again
+        else:
+            model.load_state_dict(ck["model"])
+            opt.load_state_dict(ck["optimizer"])
         if ck.get("device_type") == device.type:  # a CUDA generator state does not fit a CPU one
             gen_dev.set_state(ck["rng"]["dev"])
         gen_cpu.set_state(ck["rng"]["cpu"])
-        for k in state:
-            state[k] = ck.get(k, state[k])
-        for k in ("final_eval", "final_eval_step", "train_info", "val"):
+        for k in list(state):
+            if not k.startswith("_"):
+                state[k] = ck.get(k, state[k])
+        for k in ("final_eval", "final_eval_step", "train_info", "val", "schedule_seconds"):
             if k in ck:
                 state[k] = ck[k]
-        log(f"resumed {args.resume}: step {state['step']}, {state['train_seconds']:.0f} s trained")
+        log(f"resumed {args.resume}: step {state['step']}, {state['train_seconds']:.0f} s trained"
+            + (f", compact checkpoint ({ck['compact']['weights']} weights; Adam's moments rebuilt with "
+               f"{args.rewarmup_steps} steps of lr warm-up)" if ck.get("compact") else ""))
+    if args.total_train_minutes is not None:  # one schedule over all calls; kept in the checkpoint
+        if state.get("schedule_seconds") not in (None, args.total_train_minutes * 60.0):
+            log(f"note: the schedule was over {state['schedule_seconds']:.0f} s, now {args.total_train_minutes * 60:.0f} s")
+        state["schedule_seconds"] = args.total_train_minutes * 60.0
     model = model.to(memory_format=torch.channels_last)
     nparams = sum(p.numel() for p in model.parameters())
     if not args.export_only:
         state["train_info"] = train_info
 
+    eval_photos = hphotos[:args.eval_photos] if args.eval_photos else hphotos
+    if args.eval_crop:
+        eval_photos = [center_crop(p, args.eval_crop) for p in eval_photos]
     eval_sets = None
     if not (args.export_only and state.get("final_eval_step") == state["step"]):
-        eval_sets = eval_set(args.task, hphotos)
+        eval_sets = eval_set(args.task, eval_photos)
     val = None
     if not args.export_only:
         val = validation_set(args.task, hphotos, args.val_count, args.patch, margin)
@@ -805,6 +1013,10 @@ def main(argv=None):
             "loss": loss_text(args), "degradation": degradation_text(args.task, args.sigma_power)}
     if shard_index is not None:
         call["shard"] = train_info["shard"]
+        call["shard_file"] = os.path.basename(args.shard)
+    heldout_text = (f"{len(eval_photos)} of {len(hphotos)} held-out photos"
+                    + (f", centre {args.eval_crop}x{args.eval_crop} crops" if args.eval_crop else ""))
+    evaluator = Evaluator(model, eval_sets, device, mult, state, paths["curve"], call, heldout_text, log)
     if not args.export_only:
         patches.device = device
         patches.to_device()
@@ -814,33 +1026,75 @@ def main(argv=None):
         else:
             patches.flat_np = None  # the device copy is the one in use
         train(args, model, opt, state, patches, feeder, val, gen_dev, gen_cpu, device, amp, margin, train_deadline,
-              paths, log, call)
+              paths, log, call, evaluator)
         if feeder is not None:
             feeder.close()
 
     # Final: checkpoint, fp32 evaluation, model file, check output.
     torch.backends.cudnn.benchmark = False
     model = model.to(memory_format=torch.contiguous_format).float()
+    evaluator.model = model
     if eval_sets is not None:
         t0 = time.time()
-        state["final_eval"] = evaluate_full(model, eval_sets, device)
+        state["final_eval"] = evaluator.run(final=True, lr=call.get("last_lr"))
         state["final_eval_step"] = state["step"]
         call["eval_seconds"] = round(time.time() - t0, 1)
-        for r in state["final_eval"]:
-            log(f"held-out {r['level']}: input {r['input_psnr']:.2f} dB -> output {r['output_psnr']:.2f} dB "
-                f"({r['photos']} photos, fp32, {call['eval_seconds']} s)")
-    state["heldout_info"] = {"photos": len(hnames), "digest": hdigest, "source": heldout_source}
+    state["heldout_info"] = {"photos": len(hnames), "digest": hdigest, "source": heldout_source,
+                             "evaluated": heldout_text}
     call["end_step"] = state["step"]
     if not args.export_only:
         state["calls"] = list(state["calls"]) + [call]
-        save_ckpt(paths["ckpt"], model, opt, state, gen_dev, gen_cpu, args)
-        log(f"wrote {paths['ckpt']}")
-    export(args, model, state, paths, device, nparams, log)
+        save_ckpt(paths["ckpt"], model, opt, state, gen_dev, gen_cpu, args, log)
+    export(args, model, state, paths, device, nparams, mult, log)
     if shard_index is not None:
         k = (shard_index["shard"] + 1) % shard_index["shards"]
         log(f"next call: --shard train-{k:02d}.tar ({k + 1} of {shard_index['shards']}) --resume {paths['ckpt']}")
     log(f"done in {time.time() - START:.0f} s (budget {args.minutes * 60:.0f} s)")
     return 0
+
+
+def center_crop(p, s):
+    h, w = p.shape[1], p.shape[2]
+    y, x = max(0, (h - s) // 2), max(0, (w - s) // 2)
+    return p[:, y:y + s, x:x + s].contiguous()
+
+
+class Evaluator:
+    """The held-out evaluation (evaluate_full) at any point of training: logs it,
+    appends it to state['curve'] and rewrites NAME.curve.jsonl (one JSON object a
+    line: step, cumulative training seconds, the PSNR per level, the call, the shard)."""
+
+    def __init__(self, model, sets, device, mult, state, path, call, heldout_text, log):
+        self.model, self.sets, self.device, self.mult = model, sets, device, mult
+        self.state, self.path, self.call, self.heldout_text, self.log = state, path, call, heldout_text, log
+
+    def run(self, final=False, lr=None):
+        if self.sets is None:
+            return None
+        t0 = time.time()
+        bench = torch.backends.cudnn.benchmark
+        torch.backends.cudnn.benchmark = False  # every photo has its own size
+        res = evaluate_full(self.model, self.sets, self.device, self.mult)
+        torch.backends.cudnn.benchmark = bench
+        secs = time.time() - t0
+        for r in res:
+            self.log(f"held-out {r['level']}: input {r['input_psnr']:.2f} dB -> output {r['output_psnr']:.2f} dB "
+                     f"({r['photos']} photos, fp32, {secs:.1f} s; step {self.state['step']}, "
+                     f"{self.state['train_seconds']:.0f} s trained)")
+        point = {"step": self.state["step"], "train_seconds": round(self.state["train_seconds"], 2),
+                 "call": len(self.state.get("calls") or []) + 1, "final": final,
+                 "heldout": {r["level"]: round(r["output_psnr"], 4) for r in res},
+                 "heldout_input": {r["level"]: round(r["input_psnr"], 4) for r in res},
+                 "photos": self.heldout_text, "shard": self.call.get("shard_file"), "lr": lr,
+                 "eval_seconds": round(secs, 1), "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        if not self.state["curve"] or self.state["curve"][-1]["step"] != point["step"]:
+            self.state["curve"] = list(self.state["curve"]) + [point]
+        tmp = self.path + ".tmp"
+        with open(tmp, "w") as f:
+            for p in self.state["curve"]:
+                f.write(json.dumps(p, sort_keys=True) + "\n")
+        os.replace(tmp, self.path)
+        return res
 
 
 def _cuda_present():
@@ -856,41 +1110,100 @@ def device_name(device):
     return f"CPU ({platform.processor() or platform.machine()})"
 
 
+def use_compile(args, device):
+    if args.compile == "auto":
+        return device.type == "cuda" and arch_defaults(args.arch)["compile"]
+    return args.compile == "on"
+
+
+def compile_model(args, model, device, amp, log):
+    """torch.compile of the training forward (the module itself stays uncompiled for
+    validation and evaluation, whose shapes vary). Compiles it with one forward and
+    backward pass on random data outside the training clock (no optimizer step, no
+    draw from the training generators)."""
+    if not use_compile(args, device):
+        return model, 0.0
+    t0 = time.time()
+    model.train()  # compiled for training mode (NAFNet's attention pools differently in eval)
+    try:
+        fwd = torch.compile(model)
+        g = torch.Generator(device=device).manual_seed(0)
+        x = torch.rand(args.batch, 3, args.patch, args.patch, generator=g, device=device)
+        x = x.contiguous(memory_format=torch.channels_last)
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
+            y = fwd(x)
+        y.float().mean().backward()
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+    except Exception as e:  # a compiler that fails here must not cost the call: train eagerly
+        log(f"torch.compile failed ({type(e).__name__}: {str(e)[:500]}); training without it")
+        fwd = model
+    model.zero_grad(set_to_none=True)
+    secs = time.time() - t0
+    if fwd is not model:
+        log(f"torch.compile: {secs:.1f} s (not counted as training time)")
+    return fwd, (secs if fwd is not model else 0.0)
+
+
 def train(args, model, opt, state, patches, feeder, val, gen_dev, gen_cpu, device, amp, margin, train_deadline,
-          paths, log, call):
+          paths, log, call, evaluator):
+    fwd, call["compile_seconds"] = compile_model(args, model, device, amp, log)
     torch.backends.cudnn.benchmark = device.type == "cuda"
     model.train()
     t_loop = time.time()
     prev_seconds = state["train_seconds"]
-    if args.total_train_minutes is not None:  # one schedule over several calls
-        total = max(1.0, args.total_train_minutes * 60.0)
+    if state.get("schedule_seconds"):  # one schedule over several calls (--total-train-minutes)
+        total = max(1.0, state["schedule_seconds"])
     else:  # re-planned by each call: what was trained before plus what this call has
         total = prev_seconds + max(1.0, train_deadline - t_loop)
+    frac0 = min(1.0, prev_seconds / total)
+    this_call = max(1.0, train_deadline - t_loop)
+    if args.finish:
+        call["finish"] = True
     call["schedule_seconds"] = round(total, 1)
-    log(f"training {args.task}: C={args.channels} D={args.depth}, {sum(p.numel() for p in model.parameters())} "
-        f"parameters, batch {args.batch} x {args.patch}^2, {'bf16 autocast' if amp else 'fp32'} on {device_name(device)}; "
-        f"{max(0.0, train_deadline - t_loop):.0f} s this call, cosine over {total:.0f} s of training")
+    rewarm_from = state.get("_rewarmup_from")
+    name = (f"C={args.channels} D={args.depth}" if args.arch == "unshuffle" else args.arch)
+    log(f"training {args.task}: {name}, {sum(p.numel() for p in model.parameters())} "
+        f"parameters, batch {args.batch} x {args.patch}^2, {'bf16 autocast' if amp else 'fp32'}"
+        f"{', torch.compile' if fwd is not model else ''} on {device_name(device)}; "
+        f"{max(0.0, train_deadline - t_loop):.0f} s this call, cosine over {total:.0f} s of training"
+        f" (at {frac0:.1%} now{', ending in this call' if args.finish else ''})"
+        + (f"; lr re-warm-up over {args.rewarmup_steps} steps (compact checkpoint)" if rewarm_from is not None else ""))
     if val is not None:
         vin, vout = validate(model, val, device, amp)
         log(f"step {state['step']}: val PSNR {vin:.2f} -> {vout:.2f} dB")
     paused = 0.0
     last_log = last_ckpt = time.time()
+    last_eval = prev_seconds
     steps0, loss_acc, loss_n = state["step"], torch.zeros((), device=device), 0
+    lr = 0.0
     while True:
         now = time.time()
         elapsed = now - t_loop - paused
         if now >= train_deadline or (args.max_steps is not None and state["step"] >= args.max_steps):
             break
-        frac = min(1.0, (prev_seconds + elapsed) / total)
+        if args.eval_every_s and prev_seconds + elapsed - last_eval >= args.eval_every_s:
+            t0 = time.time()
+            state["train_seconds"] = prev_seconds + elapsed
+            evaluator.run(lr=lr)
+            last_eval = state["train_seconds"]
+            paused += time.time() - t0
+            continue
+        if args.finish:
+            frac = min(1.0, frac0 + (1.0 - frac0) * (now - t_loop) / this_call)  # wall clock: ends at the deadline
+        else:
+            frac = min(1.0, (prev_seconds + elapsed) / total)
         lr = args.lr_min + 0.5 * (args.lr - args.lr_min) * (1.0 + math.cos(math.pi * frac))
         if state["step"] < args.warmup_steps:
             lr *= (state["step"] + 1) / args.warmup_steps
+        if rewarm_from is not None and state["step"] - rewarm_from < args.rewarmup_steps:
+            lr *= (state["step"] - rewarm_from + 1) / args.rewarmup_steps
         for g in opt.param_groups:
             g["lr"] = lr
         deg, clean = make_batch(args.task, patches, feeder, args.batch, args.patch, margin, gen_dev, args.sigma_power)
         deg = deg.contiguous(memory_format=torch.channels_last)
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
-            out = model(deg)
+            out = fwd(deg)
         diff = out.float() - clean
         if args.loss == "mse":
             loss = (diff * diff).mean()
@@ -928,18 +1241,20 @@ def train(args, model, opt, state, patches, feeder, val, gen_dev, gen_cpu, devic
     vin, vout = validate(model, val, device, amp)
     state["val"] = {"step": state["step"], "input_psnr": vin, "output_psnr": vout}
     call["train_seconds"] = round(state["train_seconds"] - prev_seconds, 1)
+    call["last_lr"] = lr
     log(f"step {state['step']}: training ends after {state['train_seconds']:.0f} s in total "
         f"({state['patches']} patches); val PSNR {vin:.2f} -> {vout:.2f} dB")
 
 
 @torch.no_grad()
-def export(args, model, state, paths, device, nparams, log):
-    """Writes NAME.f32 (torch fp32 output for check_input.png) and NAME.h5, and checks
-    the numpy float64 forward of the written file against torch."""
+def export(args, model, state, paths, device, nparams, mult, log):
+    """Writes NAME.f32 (torch fp32 output for check_input.png) and NAME.h5 (unshuffle:
+    format v2 via imrestore_model; U-Nets: format v3 via weights/export_graph.py), and
+    checks the numpy float64 forward of the written file against torch."""
     img, _ = _load_png(CHECK_INPUT)
     x = img.float().unsqueeze(0).to(device) / 255.0
     model.eval()
-    y = model.forward_any_size(x).float().cpu().contiguous()
+    y = forward_any_size(model, x, mult).float().cpu().contiguous()
     with open(paths["f32"], "wb") as f:
         f.write(y.numpy().astype("<f4").tobytes())
     log(f"wrote {paths['f32']} ({list(y.shape)} float32, fp32 torch output for {os.path.basename(CHECK_INPUT)})")
@@ -949,9 +1264,58 @@ def export(args, model, state, paths, device, nparams, log):
     except ImportError as e:
         log(f"NOT writing {paths['h5']}: {e} (run train.py --resume {paths['ckpt']} --export-only where h5py is)")
         return
-    stages = model.stages()
-    rf = im.receptive_field(stages)
     res = state.get("final_eval") or []
+    quality = {"step": state.get("final_eval_step"), "heldout": res, "val_patches": state.get("val"),
+               "heldout_evaluated": (state.get("heldout_info") or {}).get("evaluated"),
+               "curve": state.get("curve") or []}
+    if args.arch == "unshuffle":
+        stages = model.stages()
+        rf = im.receptive_field(stages)
+        im.write_model(paths["h5"], args.name, args.task, describe(args, res, rf), provenance_text(args, state, nparams),
+                       3, stages, license=args.license, extra_attrs={"quality_json": json.dumps(quality)})
+    else:
+        try:
+            import export_graph
+        except Exception as e:  # not there yet, or broken: the checkpoint still has the weights
+            log(f"NOT writing {paths['h5']}: weights/export_graph.py is not importable ({type(e).__name__}: {e}); "
+                f"{paths['ckpt']} holds the weights: train.py --resume {paths['ckpt']} --export-only --out DIR "
+                f"writes it where export_graph.py is")
+            return
+        write_unet_model(export_graph, args, model, paths["h5"], describe(args, res, None, model),
+                         provenance_text(args, state, nparams, model), quality)
+    m = im.read_model(paths["h5"])
+    try:
+        ref = im.apply_model(m, img.numpy().astype(np.float64) / 255.0)
+    except Exception as e:  # a reader that cannot run this graph yet
+        log(f"wrote {paths['h5']} (format_version {m.get('format_version')}); NOT checked: "
+            f"imrestore_model.apply_model: {type(e).__name__}: {e}")
+        return
+    diff = float(np.abs(ref - y[0].numpy().astype(np.float64)).max())
+    log(f"wrote {paths['h5']} (format_version {m['format_version']}, receptive field {m.get('receptive_field')}); "
+        f"numpy float64 forward vs torch fp32 on {os.path.basename(CHECK_INPUT)}: max |diff| {diff:.2e}")
+    if diff > 1e-4:
+        log("WARNING: the numpy forward of the written file differs from torch by more than 1e-4")
+
+
+def write_unet_model(export_graph, args, model, path, description, provenance, quality):
+    """A U-Net as format v3 through weights/export_graph.py."""
+    model = model.to("cpu", memory_format=torch.contiguous_format).float().eval()
+    export_graph.export_model(model, path, args.name, args.task, description, provenance, license=args.license,
+                              extra_attrs={"quality_json": json.dumps(quality)})
+
+
+def arch_text(args, model, nparams):
+    if args.arch == "unshuffle":
+        if args.factor > 1:
+            return (f"unshuffle CNN, space_to_depth {args.factor}, {args.depth} conv3x3 (zero padding, bias) of width "
+                    f"{args.channels} with ReLU, depth_to_space {args.factor} + input, {nparams} parameters")
+        return (f"full-resolution CNN, {args.depth} conv3x3 (zero padding, bias) of width {args.channels} with ReLU, "
+                f"the last + input, {nparams} parameters")
+    cfg = model.config() if hasattr(model, "config") else args.arch_kw
+    return f"{args.arch} ({type(model).__name__} of weights/architectures.py, {json.dumps(cfg)}), {nparams} parameters"
+
+
+def provenance_text(args, state, nparams, model=None):
     ti = state.get("train_info") or {}
     hi = state.get("heldout_info") or {}
     calls = state.get("calls") or []
@@ -966,21 +1330,28 @@ def export(args, model, state, paths, device, nparams, log):
     data += (f", {hi.get('photos', '?')} held-out photos from {hi.get('source', 'weights/data/heldout')} "
              f"(set sha256 {hi.get('digest', '?')})")
     wall = sum(c.get("train_seconds", 0) for c in calls)
-    provenance = (
+    if state.get("schedule_seconds"):
+        sched = f"one schedule over {state['schedule_seconds']:.0f} s of training across the calls"
+    else:
+        sched = "re-planned by each call over the time trained before plus its own"
+    compact = ""
+    if args.ckpt_mode == "compact":
+        compact = (f"; between calls the weights travel as compact checkpoints (fp16, or int8 per output channel for "
+                   f"big nets; no optimizer moments: each resumed call rebuilds them under {args.rewarmup_steps} "
+                   f"steps of linear lr warm-up)")
+    return (
         f"weights/train.py (git {git_commit()}, sha256 {sha256_file(os.path.abspath(__file__))[:16]}); data: {data}; "
         f"degradation: {degradation_text(args.task)} (each call's own below where it differs); architecture: "
-        + (f"unshuffle CNN, space_to_depth {args.factor}, {args.depth} conv3x3 (zero padding, bias) of width "
-           f"{args.channels} with ReLU, depth_to_space {args.factor} + input, " if args.factor > 1 else
-           f"full-resolution CNN, {args.depth} conv3x3 (zero padding, bias) of width {args.channels} with ReLU, "
-           f"the last + input, ")
-        + f"{nparams} parameters; training: {state['step']} steps of batch {hyper['batch']} x {hyper['patch']}x"
+        + arch_text(args, model, nparams)
+        + f"; training: {state['step']} steps of batch {hyper['batch']} x {hyper['patch']}x"
         f"{hyper['patch']} random crops (uniform over positions, 8 flips/rotations), AdamW (betas 0.9/0.99, "
         f"weight decay {hyper['weight_decay']:g}) lr {hyper['lr']:g} with {hyper['warmup_steps']} warm-up steps and "
-        f"cosine decay to {hyper['lr_min']:g} over the training time (re-planned by each call over the time trained "
-        f"before plus its own, unless one schedule was given), Charbonnier loss (eps {hyper['charbonnier_eps']:g}) unless a call says otherwise, "
-        f"gradient norm clip {hyper['clip']:g}; seed {args.seed}; "
+        f"cosine decay to {hyper['lr_min']:g} over the training time ({sched}), Charbonnier loss "
+        f"(eps {hyper['charbonnier_eps']:g}) unless a call says otherwise, "
+        f"gradient norm clip {hyper['clip']:g}; seed {args.seed}{compact}; "
         f"{len(calls)} call(s), {wall:.0f} s of training in total ("
         + ", ".join(f"steps {c['start_step']}-{c['end_step']} on {c['device']} in {c.get('precision', '?')}"
+                    + (", torch.compile" if c.get("compile_seconds") else "")
                     + (f", {c['loss']} loss" if c.get("loss", "").startswith("MSE") else "")
                     + (f", {c['train_seconds']:.0f} s" if "train_seconds" in c else "")
                     + (f", training photos from {c['shard']}" if c.get("shard") else "")
@@ -988,17 +1359,8 @@ def export(args, model, state, paths, device, nparams, log):
                        != degradation_text(args.task) else "")
                     for c in calls)
         + f"); torch {torch.__version__}, torchvision {torchvision.__version__}; evaluation: fp32 with TF32 off, "
-        f"degradation seeds {EVAL_SEED}+level; written {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}")
-    quality = {"step": state.get("final_eval_step"), "heldout": res, "val_patches": state.get("val")}
-    im.write_model(paths["h5"], args.name, args.task, describe(args, res, rf), provenance, 3, stages,
-                   license=args.license, extra_attrs={"quality_json": json.dumps(quality)})
-    m = im.read_model(paths["h5"])
-    ref = im.apply_model(m, img.numpy().astype(np.float64) / 255.0)
-    diff = float(np.abs(ref - y[0].numpy().astype(np.float64)).max())
-    log(f"wrote {paths['h5']} (format_version {m['format_version']}, receptive field {m['receptive_field']}); "
-        f"numpy float64 forward vs torch fp32 on {os.path.basename(CHECK_INPUT)}: max |diff| {diff:.2e}")
-    if diff > 1e-4:
-        log("WARNING: the numpy forward of the written file differs from torch by more than 1e-4")
+        f"degradation seeds {EVAL_SEED}+level, {hi.get('evaluated', 'all held-out photos')}; "
+        f"written {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}")
 
 
 if __name__ == "__main__":

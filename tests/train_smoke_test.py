@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""weights/train.py trains a U-Net of weights/architectures.py on the CPU and
+resumes from its own compact checkpoint: drunet-small, 3 steps on a few
+synthetic photos, then 2 more from the checkpoint (written with int8 weights
+the second time). Checks the checkpoint (compact, no optimizer moments, step,
+schedule kept across the resume, calls), that the fp16 round trip leaves the
+validation PSNR as it was, the held-out curve (one line per call, cumulative
+training seconds), and that the int8 checkpoint loads into the architecture.
+With --shards DIR it trains on DIR/train-00.tar and DIR/heldout.tar instead
+(the real data, where weights/data/shards exist).
+
+    python3 tests/train_smoke_test.py [--shards weights/data/shards]
+(needs torch and torchvision: skipped, exit 77, without them; about 20 s on 2 cores)
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+try:
+    import torch
+    from torchvision.io import encode_png
+except ImportError as e:  # ctest reports exit code 77 as skipped, with this reason
+    print(f"skipped: {e} (needs torch and torchvision)")
+    sys.exit(77)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+WEIGHTS = os.path.join(ROOT, "weights")
+TRAIN = os.path.join(WEIGHTS, "train.py")
+NAME = "denoise-drunet-small"
+
+
+def fail(msg):
+    print(f"FAIL: {msg}")
+    sys.exit(1)
+
+
+def synthetic_photos(folder, sizes, seed):
+    """Smooth colour gradients with a few sharp-edged rectangles, 8-bit PNGs."""
+    os.makedirs(folder)
+    g = torch.Generator().manual_seed(seed)
+    for i, (w, h) in enumerate(sizes):
+        y = torch.linspace(0, 1, h).view(1, h, 1)
+        x = torch.linspace(0, 1, w).view(1, 1, w)
+        c = torch.rand(3, 1, 1, generator=g)
+        img = 0.5 + 0.4 * torch.sin(6.28 * (c * x + (1 - c) * y) + 3 * c)
+        for _ in range(4):
+            x0, y0 = int(torch.randint(0, w - 8, (1,), generator=g)), int(torch.randint(0, h - 8, (1,), generator=g))
+            img[:, y0:y0 + h // 3, x0:x0 + w // 3] = torch.rand(3, 1, 1, generator=g)
+        u8 = torch.round(img.clamp(0, 1) * 255).to(torch.uint8)
+        with open(os.path.join(folder, f"p{i}.png"), "wb") as f:
+            f.write(encode_png(u8).numpy().tobytes())
+
+
+def run(args, tag):
+    t0 = time.time()
+    p = subprocess.run([sys.executable, TRAIN] + args, capture_output=True, text=True, timeout=300)
+    out = p.stdout + p.stderr
+    print(f"--- {tag}: exit {p.returncode}, {time.time() - t0:.1f} s")
+    print(out)
+    if p.returncode != 0:
+        fail(f"{tag}: train.py exited {p.returncode}")
+    return out
+
+
+def val_psnr(out, step, which):
+    """The output PSNR of the log's val line of `step` (which: 0 first, -1 last)."""
+    found = re.findall(rf"step {step}: (?:training ends.*?)?val PSNR [0-9.]+ -> ([0-9.]+) dB", out)
+    if not found:
+        fail(f"no val PSNR line of step {step}")
+    return float(found[which])
+
+
+def main():
+    shards = None
+    if len(sys.argv) == 3 and sys.argv[1] == "--shards":
+        shards = sys.argv[2]
+    with tempfile.TemporaryDirectory() as tmp:
+        if shards:
+            data = ["--shard", os.path.join(shards, "train-00.tar"),
+                    "--heldout-shard", os.path.join(shards, "heldout.tar"), "--eval-photos", "2", "--eval-crop", "64"]
+            data2 = ["--shard", os.path.join(shards, "train-01.tar")] + data[2:]
+        else:
+            synthetic_photos(os.path.join(tmp, "train"), [(96, 80), (80, 96), (120, 72)], 1)
+            synthetic_photos(os.path.join(tmp, "heldout"), [(50, 41), (45, 52)], 2)  # not multiples of 8: padding
+            data = ["--train-dir", os.path.join(tmp, "train"), "--heldout-dir", os.path.join(tmp, "heldout")]
+            data2 = data
+        common = ["--task", "denoise", "--arch", "drunet-small", "--device", "cpu", "--cpu-threads", "2",
+                  "--batch", "2", "--patch", "32", "--val-count", "4", "--warmup-steps", "2", "--minutes", "3",
+                  "--reserve-s", "20", "--log-every-s", "0"]
+        d1, d2 = os.path.join(tmp, "c1"), os.path.join(tmp, "c2")
+        out1 = run(common + data + ["--max-steps", "3", "--total-train-minutes", "5", "--out", d1], "call 1")
+        ck1 = torch.load(os.path.join(d1, NAME + ".ckpt"), map_location="cpu", weights_only=False)
+        if ck1.get("compact", {}).get("weights") != "fp16" or "optimizer" in ck1:
+            fail(f"call 1: not a compact fp16 checkpoint: {ck1.get('compact')}, optimizer {'optimizer' in ck1}")
+        if ck1["step"] != 3 or ck1.get("schedule_seconds") != 300.0 or len(ck1["calls"]) != 1:
+            fail(f"call 1: step {ck1['step']}, schedule {ck1.get('schedule_seconds')}, {len(ck1['calls'])} calls")
+        if ck1["config"] != {"task": "denoise", "arch": "drunet-small", "arch_kw": {}}:
+            fail(f"call 1: config {ck1['config']}")
+
+        out2 = run(common + data2 + ["--max-steps", "5", "--resume", os.path.join(d1, NAME + ".ckpt"),
+                                     "--rewarmup-steps", "2", "--ckpt-weights", "int8", "--out", d2], "call 2")
+        end1, start2 = val_psnr(out1, 3, -1), val_psnr(out2, 3, 0)
+        if abs(end1 - start2) > 0.01:
+            fail(f"the fp16 checkpoint changed the validation PSNR: {end1} -> {start2} dB")
+        if "lr re-warm-up over 2 steps" not in out2 or "cosine over 300 s" not in out2:
+            fail("call 2: no lr re-warm-up, or the stored schedule was not used")
+        ck2 = torch.load(os.path.join(d2, NAME + ".ckpt"), map_location="cpu", weights_only=False)
+        if ck2.get("compact", {}).get("weights") != "int8" or ck2["step"] != 5 or len(ck2["calls"]) != 2:
+            fail(f"call 2: {ck2.get('compact')}, step {ck2['step']}, {len(ck2['calls'])} calls")
+        if ck2.get("schedule_seconds") != 300.0:
+            fail(f"call 2: schedule {ck2.get('schedule_seconds')} s, not the 300 s of call 1")
+        if not 0 < ck2["compact"]["rel_rms_error"] < 2e-2:
+            fail(f"call 2: int8 relative RMS weight error {ck2['compact']['rel_rms_error']}")
+
+        sys.path.insert(0, WEIGHTS)
+        import architectures
+        import train
+
+        model = architectures.build("drunet-small")
+        model.load_state_dict(train.decode_compact(ck2["model"]))  # strict: every tensor, right shapes
+
+        with open(os.path.join(d2, NAME + ".curve.jsonl")) as f:
+            curve = [json.loads(line) for line in f]
+        if [p["call"] for p in curve] != [1, 2] or [p["step"] for p in curve] != [3, 5]:
+            fail(f"curve: {curve}")
+        if not 0 <= curve[0]["train_seconds"] <= curve[1]["train_seconds"]:
+            fail(f"curve: training seconds {[p['train_seconds'] for p in curve]}")
+        if sorted(curve[1]["heldout"]) != ["noise 15", "noise 25", "noise 50"]:
+            fail(f"curve: levels {sorted(curve[1]['heldout'])}")
+        for d in (d1, d2):
+            if not os.path.exists(os.path.join(d, NAME + ".f32")):
+                fail(f"no {NAME}.f32 in {d}")
+    print(f"PASS: trained 3 steps, resumed from the compact checkpoint (val PSNR {end1:.2f} -> {start2:.2f} dB "
+          f"across it), 2 more, int8 checkpoint (relative RMS weight error {ck2['compact']['rel_rms_error']:.1e}) "
+          "loads; curve of 2 calls")
+
+
+if __name__ == "__main__":
+    main()
