@@ -95,6 +95,8 @@ class DRUNetLike(_SizeMixin, nn.Module):
             self.up.append(nn.ConvTranspose2d(w[i + 1], w[i], 2, stride=2, bias=self.bias))
             self.up_blocks.append(nn.Sequential(*[_ResBlock(w[i], self.bias) for _ in range(self.blocks)]))
         self.tail = nn.Conv2d(w[0], self.image_channels, 3, padding=1, bias=self.bias)
+        with torch.no_grad():  # start near the identity (the + input), not worse than the input
+            self.tail.weight.mul_(0.1)
 
     @property
     def size_multiple(self):
