@@ -15,6 +15,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "model_fusion.h"
 #include "model_hdf5.h"
 #include "model_isolation.h"
 #include "raw_layer_reader.h"
@@ -362,6 +363,13 @@ std::string describe_model(const ModelFile& m) {
         s << "\n";
     }
     if (m.output.size() && g.output != g.stage_tensor(m.stages.size() - 1)) s << "output       " << m.output << "\n";
+    std::vector<std::string> fused;
+    const size_t runs = fuse_stages(m, &fused).stages.size();
+    if (!fused.empty()) {
+        s << "fused        " << m.stages.size() << " stages run as " << runs << " (into the convolution before):";
+        for (const std::string& f : fused) s << "\n             " << f;
+        s << "\n";
+    }
     return s.str();
 }
 

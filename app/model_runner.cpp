@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "finite_check.h"
+#include "model_fusion.h"
 
 namespace imr {
 
@@ -37,7 +38,8 @@ void pad_replicate(const float* in, float* out, int planes, int h, int w, int hp
 }  // namespace
 
 ModelRunner::ModelRunner(ModelFile model, Backend& backend, RunnerOptions options)
-    : model_(std::move(model)),
+    : file_model_(std::move(model)),
+      model_(fuse_stages(file_model_)),
       graph_(resolve_graph(model_, model_.path)),
       backend_(backend),
       options_(std::move(options)),
@@ -53,11 +55,13 @@ ModelRunner::ModelRunner(ModelFile model, Backend& backend, RunnerOptions option
         extra_values_.push_back(it->second);
     }
     for (const auto& [op, variant] : options_.forced_variants) backend.force_variant(op, variant);
+    const bool wired = file_model_.uses_wiring();
     for (size_t i = 0; i < model_.stages.size(); ++i) {
         const Stage& s = model_.stages[i];
         prepared_.push_back(std::visit([&](const auto& st) { return st.prepare(backend, precision_); }, s));
         stage_timers_.push_back(backend.make_timer());
-        stage_labels_.push_back("stage " + std::to_string(i) + " " + stage_op_name(s));
+        // By index in a chain (as the file numbers them), by name in a graph.
+        stage_labels_.push_back("stage " + (wired ? model_.stage_name(i) : std::to_string(i)) + " " + stage_op_name(s));
     }
     plan_ = plan_for(prepared_);
     // A half precision no stage computes in (a model of residual blocks

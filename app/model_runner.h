@@ -38,7 +38,8 @@ public:
     const RunnerOptions& options() const { return options_; }
     // What the convolutions compute in (options().precision resolved: never auto).
     Precision precision() const { return precision_; }
-    const ModelFile& model() const { return model_; }
+    // The model as given (a lane's sibling runner is made from it).
+    const ModelFile& model() const { return file_model_; }
     Backend& backend() { return backend_; }
     const Backend& backend() const { return backend_; }
     // Backend memory in bytes one image pixel needs in an untiled pass
@@ -73,6 +74,9 @@ private:
     Tensor execute(const RunnerPlan& plan, const Stages& stages, const ArenaLayout& arena, const Tensor& input,
                    float* output);
 
+    const ModelFile file_model_;
+    // The model as it runs: its element-wise stages fused into the
+    // convolutions before them where exact (app/model_fusion.h).
     const ModelFile model_;
     const ModelGraph graph_;
     Backend& backend_;

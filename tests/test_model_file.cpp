@@ -11,6 +11,7 @@
 #include <functional>
 
 #include "cpu/cpu_backend.h"
+#include "model_fusion.h"
 #include "model_hdf5.h"
 #include "model_isolation.h"
 #include "model_registry.h"
@@ -1225,6 +1226,58 @@ TEST(ModelRunner, ArenaHoldsOnlyWhatIsAliveAtOnce) {
     // the strided conv's blocks (20 at 1/4).
     const size_t pixels = size_t(shape.h) * shape.w, sum = pixels * sizeof(float) * (5 + 2 + 5 + 5 + 3 + 5);
     EXPECT_LT(runner.arena_bytes(shape), sum);
+}
+
+}  // namespace
+}  // namespace imr
+
+namespace imr {
+namespace {
+
+// The runner folds a ReLU and an add into the convolutions before them where
+// that is exact (app/model_fusion.h), and only there: not a ReLU after a
+// convolution that already adds something, not a convolution whose output
+// another stage reads too. The fused model computes what the file's graph
+// says (its float64 reference, stage by stage).
+TEST(ModelFusion, FoldsReluAndAddIntoTheConvolutionBefore) {
+    unsigned seed;
+    auto rng = fresh_rng(&seed);
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    ActivationStage relu;
+    relu.channels = 4;
+    AddStage add;
+    add.channels = 4;
+    Conv2dStage a = test::random_conv2d(rng, 3, 4, 3, PadMode::Zero, true);
+    Conv2dStage b = test::random_conv2d(rng, 4, 4, 3, PadMode::Zero, true);
+    Conv2dStage c = test::random_conv2d(rng, 4, 4, 3, PadMode::Reflect, false);
+    Conv2dStage t = test::random_conv2d(rng, 4, 3, 3, PadMode::Replicate, true);
+    t.add_model_input = true;
+    ModelFile m = test::model_of("fusion", {a, b, relu, c, add, relu, t});
+    m.links = {{"a", {}}, {"b", {}}, {"rb", {}}, {"c", {}}, {"s", {"a", "c"}}, {"r2", {}}, {}};
+    m.format_version = m.min_format_version();
+    validate_model(m, "fusion");
+
+    std::vector<std::string> notes;
+    const ModelFile fused = fuse_stages(m, &notes);
+    ASSERT_EQ(notes.size(), 2u);
+    EXPECT_EQ(notes[0], "rb (activation) into b (conv2d)");
+    EXPECT_EQ(notes[1], "s (add) into c (conv2d)");
+    ASSERT_EQ(fused.stages.size(), 5u);
+    EXPECT_EQ(std::get<Conv2dStage>(fused.stages[1]).activation, Activation::ReLU);
+    EXPECT_TRUE(std::get<Conv2dStage>(fused.stages[2]).adds_input);
+    EXPECT_EQ(fused.stage_input_names(2), (std::vector<std::string>{"rb", "a"}));
+    EXPECT_TRUE(std::holds_alternative<ActivationStage>(fused.stages[3])) << "a ReLU after a residual stays";
+    EXPECT_NO_THROW(validate_model(fused, "fused"));
+    EXPECT_NE(describe_model(m).find("7 stages run as 5"), std::string::npos) << describe_model(m);
+
+    auto cpu = make_cpu_backend(1);
+    ModelRunner runner(m, *cpu);
+    EXPECT_EQ(runner.model().stages.size(), 7u) << "model() is the file's";
+    const Shape shape{2, 3, 19, 23};
+    const std::vector<float> input = test::random_vector(rng, shape.count(), 0.5f);
+    std::vector<float> out(shape.count(), std::nanf(""));
+    runner.run(f32_nchw(input.data(), shape), f32_nchw(out.data(), shape), nullptr);
+    expect_matches_reference(out, reference_model(m, input, shape), "fused");
 }
 
 }  // namespace

@@ -1,0 +1,27 @@
+// The fusion pass the runner applies at load time: an element-wise stage
+// that a convolution's epilogue computes anyway is folded into that
+// convolution, so its tensor is never written and read back (on a GPU a
+// memory-bound pass each). Exact: the fused stage computes the same float
+// operations in the same order as the two stages did.
+//   conv2d (no activation, nothing added) -> activation relu
+//       => conv2d with activation relu
+//   conv2d / conv_transpose2d (nothing added) -> add (with any other tensor)
+//       => the convolution with that tensor as its second input (its residual)
+// where the convolution's output is read by that stage alone (and is not the
+// model's output). Repeated until nothing changes, so conv -> relu -> add
+// becomes one stage. `imrestore model` lists what was fused.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model_file.h"
+
+namespace imr {
+
+// The model as the runner runs it: every stage named explicitly (fusing
+// removes stages, which would renumber the default names), the fusible
+// stages folded in. `notes` (if given) gets one line per fusion.
+ModelFile fuse_stages(const ModelFile& m, std::vector<std::string>* notes = nullptr);
+
+}  // namespace imr
