@@ -70,6 +70,7 @@ struct Options {
     int threads = 0;
     int tile = 0;
     uint64_t max_pixels = 0;  // 0: the default (image_io.h)
+    uint64_t max_memory = 0;  // bytes; 0: what is free (RunnerOptions::max_memory)
     bool recursive = false, force = false, quiet = false, json = false, timing = false;
     bool json_lines = false;  // --json-lines: one JSON record per line as files finish
     bool strip = false;       // write no ICC profile or EXIF
@@ -247,6 +248,7 @@ int run_restore(const Options& o) {
     settings.threads = o.threads;
     settings.precision = parse_precision(o.precision);
     settings.max_tile = o.tile;
+    settings.max_memory = size_t(o.max_memory);
     settings.batch = o.batch;
     std::string note;
     std::unique_ptr<Backend> backend = make_backend(settings, &note);
@@ -427,6 +429,11 @@ void setup(CLI::App& app, Options& o) {
                    "are used when memory requires)")
         ->check(CLI::Range(0, 1 << 20))
         ->capture_default_str();
+    app.add_option("--max-memory", o.max_memory,
+                   "The most memory of the compute device (GPU, or RAM on the CPU) one pass may hold, e.g. 8G or "
+                   "512M; larger images run in tiles, with the same result (default: 70% of what is free)")
+        ->transform(CLI::AsSizeValue(false).description(""))
+        ->type_name("SIZE");
     app.add_option("--max-pixels", o.max_pixels,
                    "Refuse images with more pixels than this, before decoding them (default: what this machine's "
                    "memory allows, at most 268435456; images that cannot fit in memory are refused anyway)")

@@ -12,7 +12,7 @@
 # and those that do not. -g: bash-completion sources this file in a function.
 declare -gA _imrestore_valued=(
     [restore]='-o --output -m --model -d --device --precision -b --batch --format --suffix --codec --bit-depth --quality
-        --png-compression -j --threads --tile --max-pixels --bench --shard --shard-count'
+        --png-compression -j --threads --tile --max-memory --max-pixels --bench --shard --shard-count'
     [models]=''
     [model]='--validate-precision --write -d --device'
     [degrade]='-o --output --blur --noise --jpeg --seed --format --shard --shard-count'

@@ -630,6 +630,14 @@ TEST(Cli, JsonReportAndTilingGiveTheSameImage) {
     ASSERT_EQ(tiled.code, 0) << tiled.err;
     EXPECT_TRUE(tiled.out.empty() && tiled.err.empty()) << "--quiet printed: " << tiled.out << tiled.err;
     EXPECT_LE(max_difference(read_image(dir / "whole.png"), read_image(dir / "tiled.png")), 1);
+    // A memory cap far below what the image needs untiled: tiles, the same image.
+    RunResult capped =
+        imrestore(q(sample("coffee.png")) + " -o " + q(dir / "capped.png") + " -d cpu --max-memory 48M --timing", dir);
+    ASSERT_EQ(capped.code, 0) << capped.err;
+    EXPECT_NE(capped.out.find("tile copies"), std::string::npos) << "not tiled: " << capped.out;
+    EXPECT_LE(max_difference(read_image(dir / "whole.png"), read_image(dir / "capped.png")), 1);
+    EXPECT_NE(imrestore(q(sample("coffee.png")) + " --max-memory lots", dir).err.find("--max-memory"),
+              std::string::npos);
 }
 
 // A folder runs on several compute lanes at once (app/pipeline/compute_lanes.h:
