@@ -1105,6 +1105,42 @@ TEST(ModelRunner, HalfPrecisionStagesGetConvertedInputsAndOutputs) {
     EXPECT_THROW(ModelRunner(test::small_model(rng), *cpu, fp16), Error);
 }
 
+// Graphs in fp16 on a backend whose convolutions and shuffles are f16 and
+// whose other ops are f32 only: the plan converts each tensor where a reader
+// wants the other type (once per type), skip connections included, and the
+// result is the graph's within f16's rounding of the activations, tiled or not.
+TEST(ModelRunner, GraphsRunInHalfPrecisionWithConvertsWhereTypesMeet) {
+    unsigned seed;
+    auto rng = fresh_rng(&seed);
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    for (const ModelFile& m : {test::unet_model(rng), test::elementwise_model(rng), test::nafnet_block_model(rng)}) {
+        SCOPED_TRACE(m.name);
+        const Shape shape{2, 3, 22, 30};
+        const std::vector<float> input = test::random_vector(rng, shape.count(), 0.3f);
+        const std::vector<double> ref = reference_model(m, input, shape);
+        double scale = 0;
+        for (double v : ref) scale = std::max(scale, std::abs(v));
+        HalfStorageCpu backend;
+        RunnerOptions fp16;
+        fp16.precision = Precision::Fp16;
+        for (int tile : {0, 16}) {
+            SCOPED_TRACE(tile ? "tiled" : "whole");
+            RunnerOptions o = fp16;
+            o.max_tile = tile;
+            ModelRunner runner(m, backend, o);
+            EXPECT_EQ(runner.precision(), Precision::Fp16);
+            std::vector<float> out(shape.count(), std::nanf(""));
+            const int before = backend.converts;
+            runner.run(f32_nchw(input.data(), shape), f32_nchw(out.data(), shape), nullptr);
+            EXPECT_GT(backend.converts, before) << "the f32 stages got no converted inputs";
+            double err = 0;
+            for (size_t i = 0; i < ref.size(); ++i) err = std::max(err, std::abs(double(out[i]) - ref[i]));
+            // About ten stages deep, each output rounded to f16 (2^-11).
+            EXPECT_LE(err, 32 * unit_roundoff(DType::F16) * scale);
+        }
+    }
+}
+
 TEST(ModelRunner, RefusesWrongChannelCount) {
     std::mt19937 rng(2);
     ModelFile m = test::small_model(rng);
