@@ -12,15 +12,36 @@ within 1e-4 on a random image of odd size. Also: the fusions happened (no
 separate ReLU, no per-channel scale as a stage), and unsupported layers are
 refused naming the node.
 
-    python3 tests/torch_export_test.py
-(needs torch, numpy and h5py; weights/ on PYTHONPATH or found next to tests/)
-"""
+Given the imrestore binary (the first argument, or $IMRESTORE_EXE), also the
+C++ tool on the CPU: both reference architectures at their small and large
+presets (drunet-large: 32.6 M parameters, nafnet-large: 29.2 M), weights
+perturbed and the last convolution scaled so the output differs from the
+input by a standard deviation of TARGET_CHANGE over the image (and clips
+little), exported, run by `imrestore IN -m MODEL -o OUT --device cpu` on a
+99x77 crop of a held-out photo (weights/data/heldout/skimage-chelsea.png, or
+$IMRESTORE_HELDOUT/...; git-ignored, so where it is absent, as in CI, a
+synthetic image of smooth gradients, edges and texture, and the test says
+which): the tool's 8-bit output equals PyTorch's fp32 output clamped and
+rounded to 8 bits within one level on every sample (the max difference and
+how many samples differ are printed; numpy's float64 too for the small
+presets). 99x77 is no multiple of 8 or 16, so the padding to the size
+multiple and the crop back run. And `imrestore model` lists each exported
+graph as the file holds it: every stage with its name, inputs, scale and
+kind, the parameter count and the receptive field imrestore_model computes.
+
+    python3 tests/torch_export_test.py [path/to/imrestore]
+(needs torch, numpy and h5py, PIL for the photo; weights/ on PYTHONPATH or
+found next to tests/; $TORCH_EXPORT_SEED repeats a run's seed)"""
 
 import os
+import re
+import subprocess
 import sys
 import tempfile
+import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "weights"))
+REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.path.insert(0, os.path.join(REPO, "weights"))
 try:
     import numpy as np
     import torch
@@ -176,8 +197,174 @@ class EvenPadding(nn.Module):
         return self.conv(x)
 
 
+# ---------------------------------------------------------------------------
+# The C++ tool against PyTorch: the reference architectures at both presets.
+
+PHOTO = "skimage-chelsea.png"  # a cat's eye and fur: edges, texture, smooth shading; no clipped samples
+CROP = (77, 99)                # H, W: no multiple of 8 (DRUNetLike) or 16 (NAFNetLike)
+TARGET_CHANGE = 0.04           # the output's standard deviation from the input (about 10 levels)
+MAX_CLIPPED = 0.05             # at most this share of torch's output samples outside [0, 1]
+NAFNET_WINDOW = 48             # the attention's window: 48, 24, 12, 6, 3 pixels, under the crop at each level
+
+
+def write_ppm(path, img):
+    with open(path, "wb") as f:
+        f.write(b"P6\n%d %d\n255\n" % (img.shape[1], img.shape[0]))
+        f.write(np.ascontiguousarray(img, dtype=np.uint8).tobytes())
+
+
+def read_ppm(path):
+    data = open(path, "rb").read()
+    fields = data.split(maxsplit=4)  # P6, width, height, 255, then one whitespace byte and the samples
+    if fields[0] != b"P6" or fields[3] != b"255":
+        raise ValueError(f"{path}: not an 8-bit binary PPM")
+    w, h = int(fields[1]), int(fields[2])
+    return np.frombuffer(data[len(data) - w * h * 3:], dtype=np.uint8).reshape(h, w, 3)
+
+
+def synthetic_photo(h, w):
+    """Deterministic and natural-looking enough: smooth colour gradients, a
+    soft-edged disk, a hard edge, fine oriented texture and a little grain,
+    all inside [0.05, 0.95] so nothing clips."""
+    y, x = np.mgrid[0:h, 0:w].astype(np.float64)
+    u, v = x / w, y / h
+    rgb = np.stack([0.30 + 0.35 * u + 0.10 * v, 0.25 + 0.20 * v + 0.15 * u * v, 0.55 - 0.25 * u])
+    disk = 1.0 / (1.0 + np.exp((np.hypot(x - 0.62 * w, y - 0.45 * h) - 0.22 * h) / 1.5))
+    rgb += np.array([0.20, 0.10, -0.15])[:, None, None] * disk
+    rgb -= 0.12 * (x > 0.25 * w + 0.3 * y)[None]
+    rgb += 0.05 * np.sin(0.9 * x + 0.4 * y + 3.0 * np.sin(0.15 * y))[None] * (0.5 + 0.5 * v)
+    rgb += np.random.default_rng(17).normal(0.0, 0.015, rgb.shape)
+    return np.rint(np.clip(rgb, 0.05, 0.95) * 255).astype(np.uint8).transpose(1, 2, 0)
+
+
+def test_photo():
+    """(uint8 [H, W, 3], what it is): the crop of the held-out photo, else the synthetic image."""
+    h, w = CROP
+    folder = os.environ.get("IMRESTORE_HELDOUT") or os.path.join(REPO, "weights", "data", "heldout")
+    path = os.path.join(folder, PHOTO)
+    why = None
+    if not os.path.exists(path):
+        why = f"{os.path.normpath(path)} is absent (weights/data/heldout/ is git-ignored)"
+    else:
+        try:
+            from PIL import Image
+        except ImportError:
+            why = "PIL is not importable"
+    if why:
+        return synthetic_photo(h, w), f"synthetic {w}x{h} image (gradients, edges, texture), since {why}"
+    img = np.asarray(Image.open(path).convert("RGB"))
+    y0, x0 = (img.shape[0] - h) // 2, (img.shape[1] - w) // 2
+    crop = np.ascontiguousarray(img[y0:y0 + h, x0:x0 + w])
+    return crop, f"{w}x{h} crop at ({x0}, {y0}) of held-out photo {PHOTO} ({img.shape[1]}x{img.shape[0]})"
+
+
+def calibrate(net, last_conv, x):
+    """Scales the convolution before the global residual (out = last_conv(y) + x,
+    so the change from the input is linear in its weights and bias) so that
+    the change has standard deviation TARGET_CHANGE on x."""
+    with torch.no_grad():
+        change = float((net.forward_any_size(x) - x).std())
+        last_conv.weight.mul_(TARGET_CHANGE / change)
+        if last_conv.bias is not None:
+            last_conv.bias.mul_(TARGET_CHANGE / change)
+
+
+STAGE_LINE = re.compile(r"^ *(\d+) +(\S+) +<- +(\S+) +1/(\d+) +[0-9.]+ +(\S+)( |$)")
+
+
+def check_model_listing(exe, tag, path, model, failures):
+    """`imrestore model` shows the graph the file holds: one line per stage
+    (index, name, inputs, scale, kind, in that order), the parameter count,
+    the receptive field that imrestore_model.receptive_field computes."""
+    r = subprocess.run([exe, "model", path], capture_output=True, text=True)
+    if r.returncode != 0:
+        failures.append(f"{tag}: `imrestore model` exit {r.returncode}: {r.stderr.strip()}")
+        return
+    stages = model["stages"]
+    graph = im.Graph(stages, model["extra_inputs"], model["output"])
+    scales = graph.scales(stages)
+    want = [(str(i), name, ",".join(ins), str(scales[name]), s["op"])
+            for i, (s, name, ins) in enumerate(zip(stages, graph.names, graph.inputs))]
+    got = [m.groups()[:5] for m in map(STAGE_LINE.match, r.stdout.splitlines()) if m]
+    field = im.receptive_field(stages, model["extra_inputs"], model["output"])
+    params = sum(a.size for s in stages for a in s.values() if isinstance(a, np.ndarray))
+    problems = []
+    if got != want:
+        wrong = next((f"stage {w[0]}: listed as {g}, the file holds {w}" for g, w in zip(got, want) if g != w),
+                     f"{len(got)} stage lines for {len(want)} stages")
+        problems.append(wrong)
+    if field != model["receptive_field"]:
+        problems.append(f"read_model says receptive field {model['receptive_field']}, receptive_field {field}")
+    if not re.search(rf"^receptive +{field}x{field} pixels$", r.stdout, re.M):
+        problems.append(f"not 'receptive {field}x{field} pixels'")
+    if not re.search(rf"^parameters +{params}$", r.stdout, re.M):
+        problems.append(f"not 'parameters {params}'")
+    if problems:
+        failures += [f"{tag}: `imrestore model`: {p}" for p in problems]
+        print(r.stdout)
+    print(f"{tag}: `imrestore model` lists the {len(got)} stages (names, inputs, scales 1/1..1/{max(scales.values())},"
+          f" kinds), {params} parameters, receptive field {field}x{field}"
+          + ("" if not problems else ": MISMATCH"))
+
+
+def check_tool(exe, tmp, gen, failures):
+    """The C++ tool (fp32, CPU) on the photo equals torch's fp32 output
+    rounded to 8 bits within one level, for both reference architectures at
+    both presets."""
+    photo, what = test_photo()
+    print(f"tool vs torch on the {what}")
+    src = os.path.join(tmp, "photo.ppm")
+    write_ppm(src, photo)
+    x = torch.from_numpy(photo.transpose(2, 0, 1).copy())[None].float() / 255  # what the tool feeds the model
+    for arch, kw, amount, last in [("drunet-small", {}, 0.05, "tail"),
+                                   ("nafnet-small", {"window": NAFNET_WINDOW}, 0.2, "ending"),
+                                   ("drunet-large", {}, 0.05, "tail"),
+                                   ("nafnet-large", {"window": NAFNET_WINDOW}, 0.2, "ending")]:
+        start = time.monotonic()
+        net = architectures.build(arch, **kw)
+        perturb(net, gen, amount)
+        net.eval()
+        calibrate(net, getattr(net, last), x)
+        count = sum(p.numel() for p in net.parameters())
+        path = os.path.join(tmp, arch + ".h5")
+        model = eg.export_model(net, path, arch, "test", "perturbed random weights", "tests/torch_export_test.py")
+        check_model_listing(exe, arch, path, model, failures)
+        with torch.no_grad():
+            want = net.forward_any_size(x)[0].double().numpy().transpose(1, 2, 0)
+        dst = os.path.join(tmp, f"out-{arch}.ppm")
+        tool_start = time.monotonic()
+        r = subprocess.run([exe, src, "-m", path, "-o", dst, "--device", "cpu", "-q"], capture_output=True, text=True)
+        if r.returncode != 0:
+            failures.append(f"{arch}: imrestore exit {r.returncode}: {r.stderr.strip()}")
+            continue
+        tool_seconds = time.monotonic() - tool_start
+        got = read_ppm(dst).astype(np.int64)
+        levels = np.clip(want, 0.0, 1.0) * 255
+        diff = np.abs(got - np.rint(levels).astype(np.int64))  # ties (an fp32 value k + 0.5 levels): none
+        clipped = float(((want < 0) | (want > 1)).mean())
+        change = want - photo / 255
+        line = (f"{arch}: {count / 1e6:.1f} M parameters; output - input: std {change.std():.3f}, "
+                f"mean {change.mean():+.3f}, {clipped:.1%} clipped; imrestore vs torch fp32 rounded: "
+                f"max difference {diff.max()} level(s), {int((diff > 0).sum())} of {diff.size} samples differ")
+        numpy_diff = None
+        if arch.endswith("small"):  # numpy's float64 forward too (the large ones would take it ~15 s)
+            ref = im.restore_uint8(model, photo).astype(np.int64)
+            numpy_diff = int(np.abs(ref - got).max())
+            line += (f"; numpy float64 vs imrestore: max {numpy_diff}, vs torch: max "
+                     f"{np.abs(ref - np.rint(levels)).max():.0f}")
+        print(f"{line} ({time.monotonic() - start:.1f} s, the tool {tool_seconds:.1f} s)")
+        if diff.max() > 1:
+            failures.append(f"{arch}: imrestore and torch differ by {diff.max()} levels on the {what}")
+        if numpy_diff is not None and numpy_diff > 1:
+            failures.append(f"{arch}: imrestore and numpy differ by {numpy_diff} levels on the {what}")
+        if not (0.5 * TARGET_CHANGE < change.std() < 2 * TARGET_CHANGE and clipped <= MAX_CLIPPED):
+            failures.append(f"{arch}: the output changes by std {change.std():.3f} with {clipped:.1%} clipped: not a "
+                            "useful test")
+
+
 def main():
-    seed = int.from_bytes(os.urandom(4), "little")
+    exe = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("IMRESTORE_EXE")
+    seed = int(os.environ.get("TORCH_EXPORT_SEED") or int.from_bytes(os.urandom(4), "little"))
     print(f"seed {seed}; torch {torch.__version__}")
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
@@ -242,6 +429,13 @@ def main():
     expect_refusal("tanh", Tanh(), ["act", "Tanh"], failures)
     expect_refusal("scalar", Scalar(), ["mul", "0.5"], failures)
     expect_refusal("even padding", EvenPadding(), ["conv", "padding"], failures)
+
+    if exe:
+        with tempfile.TemporaryDirectory() as tmp:
+            check_tool(exe, tmp, gen, failures)
+    else:
+        print("SKIPPED: the C++ tool against torch (no imrestore binary: pass it as the first argument or in "
+              "$IMRESTORE_EXE)")
 
     for f in failures:
         print("FAILED:", f)

@@ -849,7 +849,16 @@ def write_model(path, name, task, description, provenance, channels, stages, lic
     fcpl.set_obj_track_times(False)
     gcpl = h5py.h5p.create(h5py.h5p.GROUP_CREATE)
     gcpl.set_obj_track_times(False)
-    fid = h5py.h5f.create(path.encode() if isinstance(path, str) else path, h5py.h5f.ACC_TRUNC, fcpl=fcpl)
+    # The oldest file format that holds the model (h5py's default before HDF5
+    # 2.0, which made it v1.8): groups as symbol tables, so any h5py writes
+    # the same bytes, and the reader walks 'stages' in name order without
+    # sorting it (libhdf5 sorts a v1.8 group of more than 8 links on each
+    # look-up by index; glibc's qsort of 61 or more of them asks the kernel
+    # for the memory size, a call the C++ reader's sandbox does not allow).
+    fapl = h5py.h5p.create(h5py.h5p.FILE_ACCESS)
+    fapl.set_libver_bounds(h5py.h5f.LIBVER_EARLIEST, h5py.h5f.LIBVER_LATEST)
+    fid = h5py.h5f.create(path.encode() if isinstance(path, str) else path, h5py.h5f.ACC_TRUNC, fcpl=fcpl,
+                          fapl=fapl)
 
     def group(parent, name):
         return h5py.Group(h5py.h5g.create(parent.id, name.encode(), gcpl=gcpl))
