@@ -493,7 +493,7 @@ int cli_main(int argc, char** argv) {
             o.validate.model = o.model_to_show;
             return run_validate_precision(o.validate);
         }
-        if (app.got_subcommand("degrade")) return run_degrade(o.degrade);
+        if (app.got_subcommand("degrade")) return o.json = o.degrade.json, run_degrade(o.degrade);
         if (app.got_subcommand("eval")) return o.json = o.eval.json, run_eval(o.eval);
         return run_restore(o);
     } catch (const CLI::ParseError& e) {
