@@ -105,11 +105,7 @@ int run_degrade(const DegradeOptions& o) {
         run_each_file(plan.jobs, o.force, degrade_one, [&](size_t, size_t, const FileResult& f) {
             const FileLines lines = file_lines(f, o.quiet);
             std::cerr << lines.log;
-            if (chatty && !lines.done.empty()) {
-                std::string done = lines.done;
-                for (const FileResult::Level& l : f.levels) done.insert(done.size() - 1, " (" + level_text(l) + ")");
-                std::cout << done << std::flush;
-            }
+            if (chatty) std::cout << lines.done << std::flush;
         });
     const FileCounts n = count_files(results);
     if (o.json) {

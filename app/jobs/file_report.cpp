@@ -47,8 +47,11 @@ FileLines file_lines(const FileResult& f, bool quiet) {
         lines.log += "imrestore: " + printable(f.message) + "\n";
     else if (f.status == FileResult::Status::Skipped && !quiet)
         lines.log += "skipped: " + printable(f.message) + "\n";
-    else if (f.status == FileResult::Status::Restored)
-        lines.done = printable(f.input) + " -> " + printable(f.output) + "\n";
+    else if (f.status == FileResult::Status::Restored) {
+        lines.done = printable(f.input) + " -> " + printable(f.output);
+        for (const FileResult::Level& l : f.levels) lines.done += " (" + level_text(l) + ")";
+        lines.done += "\n";
+    }
     return lines;
 }
 

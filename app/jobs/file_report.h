@@ -22,7 +22,8 @@ FileCounts count_files(const std::vector<FileResult>& results);
 
 // What a finished file prints on the terminal: `log` for stderr (each
 // warning, "imrestore: ERROR", and unless `quiet` "skipped: WHY"; warnings
-// only unless `quiet`) and `done` ("IN -> OUT", for stdout) when it was
+// only unless `quiet`) and `done` ("IN -> OUT", and each level as
+// level_text says it in parentheses, for stdout) when it was
 // written; names escaped (util/printable.h), each line ending in '\n'.
 struct FileLines {
     std::string log, done;
