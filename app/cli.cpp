@@ -17,7 +17,9 @@
 
 #include "eval/degrade_command.h"
 #include "eval/eval_command.h"
+#include "eval/noise_estimate.h"
 #include "eval/validate_precision.h"
+#include "image/jpeg_quality.h"
 #include "jobs/file_report.h"
 #include "jobs/plan_jobs.h"
 #include "model_registry.h"
@@ -78,6 +80,10 @@ struct Options {
     int bit_depth = 0;
     int quality = 95;
     int png_compression = 1;            // see WriteOptions
+    double strength = 1;                // --strength: scales the level, or blends input + S * (restored - input)
+    double noise_level = 0;             // --noise-level SIGMA (0..255), when noise_level_given
+    bool noise_level_given = false;     // else it is estimated per image
+    int jpeg_quality = 0;               // --jpeg-quality Q (1..100); 0: not given (read from each JPEG)
     std::string model_to_show;          // `imrestore model X`
     ValidatePrecisionOptions validate;  // `imrestore model X --validate-precision DIR [--write OUT.h5]`
     bool models_json = false;           // `imrestore models --json`
@@ -181,7 +187,7 @@ private:
 };
 
 // What a restore report says before its files: model, device, precision, batch, shard.
-void add_run_header(Json& doc, const PlannedJobs& plan, const ModelRunner& runner) {
+void add_run_header(Json& doc, const PlannedJobs& plan, const ModelRunner& runner, double strength) {
     const ModelFile& model = runner.model();
     const Backend& backend = runner.backend();
     doc["model"] = {{"name", model.name}, {"path", model.path}};
@@ -189,6 +195,9 @@ void add_run_header(Json& doc, const PlannedJobs& plan, const ModelRunner& runne
     doc["precision"] = {{"requested", precision_name(runner.options().precision)},
                         {"used", precision_name(runner.precision())}};
     doc["batch"] = runner.options().batch;
+    // How --strength acts: "level" (it scales the model's noise level or
+    // JPEG quality; each file's "levels" say the values) or "blend".
+    doc["strength"] = {{"value", strength}, {"applies_to", model.extra_inputs.empty() ? "blend" : "level"}};
     doc["shard"] = shard_json(plan);
 }
 
@@ -209,9 +218,9 @@ void add_run_summary(Json& doc, const PipelineReport& r) {
 }
 
 // --json: the whole report, once the run is over.
-std::string report_json(const PlannedJobs& plan, const ModelRunner& runner, const PipelineReport& r) {
+std::string report_json(const PlannedJobs& plan, const ModelRunner& runner, double strength, const PipelineReport& r) {
     Json doc = json_document();
-    add_run_header(doc, plan, runner);
+    add_run_header(doc, plan, runner, strength);
     Json& files = doc["files"] = Json::array();
     for (const FileResult& f : r.files) files.push_back(file_json(f));
     add_run_summary(doc, r);
@@ -223,6 +232,102 @@ Json json_record(const char* type) {
     Json doc = json_document();
     doc["type"] = type;
     return doc;
+}
+
+bool takes(const ModelFile& model, const std::string& input) {
+    return std::find(model.extra_inputs.begin(), model.extra_inputs.end(), input) != model.extra_inputs.end();
+}
+
+// "takes only the image" / "takes the image and noise_level (--noise-level)".
+std::string inputs_text(const ModelFile& model) {
+    if (model.extra_inputs.empty()) return "takes only the image";
+    std::string s = "takes the image";
+    for (size_t i = 0; i < model.extra_inputs.size(); ++i) {
+        const std::string& e = model.extra_inputs[i];
+        s += (i + 1 == model.extra_inputs.size() ? " and " : ", ") + e +
+             (e == "noise_level"    ? " (--noise-level)"
+              : e == "jpeg_quality" ? " (--jpeg-quality)"
+                                    : "");
+    }
+    return s;
+}
+
+// The noise level (sigma) and JPEG quality a model takes, scaled by the
+// strength: sigma * S; the quality's distance from 100 times S (S 0: 100,
+// no artifacts; 2: twice as far from 100), within 1..100.
+double scaled_level(const std::string& name, double value, double strength) {
+    if (name == "noise_level") return value * strength;
+    return std::clamp(100.0 - strength * (100.0 - value), 1.0, 100.0);
+}
+
+// How --strength, --noise-level and --jpeg-quality apply to the model.
+struct LevelPlan {
+    float blend = 1;                                   // PipelineOptions::blend
+    std::vector<std::pair<std::string, float>> fixed;  // RunnerOptions::extra_inputs
+    LevelsFn per_image;                                // PipelineOptions::levels
+};
+
+LevelPlan plan_levels(const Options& o, const ModelFile& model, const PlannedJobs& plan) {
+    if (!(o.strength >= 0 && o.strength <= 2))
+        throw UsageError("--strength " + CLI::detail::to_string(o.strength) +
+                         ": must be within 0..2 (1: the model as trained; below: weaker; above: stronger)");
+    if (o.noise_level_given && !(o.noise_level >= 0 && o.noise_level <= 255))
+        throw UsageError("--noise-level " + CLI::detail::to_string(o.noise_level) +
+                         ": must be within 0..255 (sigma on the 8-bit scale)");
+    if (o.noise_level_given && !takes(model, "noise_level"))
+        throw UsageError("--noise-level: model '" + model.name + "' takes no noise level; it " + inputs_text(model));
+    if (o.jpeg_quality && !takes(model, "jpeg_quality"))
+        throw UsageError("--jpeg-quality: model '" + model.name + "' takes no JPEG quality; it " + inputs_text(model));
+    LevelPlan out;
+    if (model.extra_inputs.empty()) {
+        out.blend = float(o.strength);
+        return out;
+    }
+    if (takes(model, "jpeg_quality") && !o.jpeg_quality)
+        for (const FileJob& job : plan.jobs)
+            if (job.error.empty() && job.input != kStdio && !is_jpeg_file(job.input))
+                throw UsageError("model '" + model.name + "' takes a JPEG quality and " + job.input +
+                                 " is not a JPEG, so it has no quality to read: give --jpeg-quality Q");
+    const double strength = o.strength, sigma = o.noise_level_given ? o.noise_level : -1;
+    const int quality = o.jpeg_quality;
+    const std::vector<std::string> names = model.extra_inputs;
+    // Given levels are the same for every image; the runner's options hold
+    // them (and a placeholder for those set per image).
+    auto level = [=](const std::string& name, const Image* image, const std::string& input,
+                     const std::vector<uint8_t>* bytes) {
+        FileResult::Level l;
+        l.name = name;
+        if (name == "noise_level" && sigma >= 0) {
+            l.value = sigma, l.source = "given";
+        } else if (name == "noise_level") {
+            l.value = estimate_noise_sigma(*image), l.source = "estimated";
+        } else if (quality) {
+            l.value = quality, l.source = "given";
+        } else {
+            const std::optional<JpegQuality> q = bytes ? jpeg_quality(*bytes) : jpeg_quality_of_file(input);
+            if (!q)
+                throw Error(input + ": no JPEG quantization tables to read the quality from (model '" + names.front() +
+                            "' input jpeg_quality): give --jpeg-quality Q");
+            l.value = q->quality, l.source = "jpeg tables";
+        }
+        l.used = scaled_level(name, l.value, strength);
+        return l;
+    };
+    for (const std::string& name : names) {
+        const bool given = name == "noise_level" ? sigma >= 0 : quality > 0;
+        const double used = given ? level(name, nullptr, "", nullptr).used : 0;
+        out.fixed.emplace_back(name, float(name == "noise_level" ? used / 255.0 : used / 100.0));
+    }
+    out.per_image = [=](const Image& image, const std::string& input, const std::vector<uint8_t>* bytes) {
+        ImageLevels r;
+        for (const std::string& name : names) {
+            FileResult::Level l = level(name, &image, input, bytes);
+            r.values.push_back(float(name == "noise_level" ? l.used / 255.0 : l.used / 100.0));
+            r.levels.push_back(std::move(l));
+        }
+        return r;
+    };
+    return out;
 }
 
 int run_restore(const Options& o) {
@@ -243,7 +348,9 @@ int run_restore(const Options& o) {
             "-o -: standard output carries the image; --json, --json-lines, --timing and --bench would mix into it");
     if (o.json && o.json_lines) throw UsageError("--json and --json-lines: give one");
     ModelFile model = load_model_file(resolve_model(o.model));
+    const LevelPlan levels = plan_levels(o, model, plan);
     RunnerOptions settings;
+    settings.extra_inputs = levels.fixed;
     settings.device = o.device;
     settings.threads = o.threads;
     settings.precision = parse_precision(o.precision);
@@ -279,6 +386,8 @@ int run_restore(const Options& o) {
     p.write.png_compression = o.png_compression;
     p.write.metadata = !o.strip;
     p.bench_repeats = o.bench;
+    p.blend = levels.blend;
+    p.levels = levels.per_image;
     p.cancel = &g_cancel;
     std::signal(SIGPIPE, SIG_IGN);  // a closed output pipe is an error of that write (EPIPE), not death
     std::signal(SIGINT, on_interrupt);
@@ -286,7 +395,7 @@ int run_restore(const Options& o) {
 
     if (o.json_lines) {
         Json start = json_record("start");
-        add_run_header(start, plan, runner);
+        add_run_header(start, plan, runner, o.strength);
         std::cout << json_line(start) << std::flush;
     }
     Progress progress(!o.quiet && isatty(STDERR_FILENO));
@@ -307,7 +416,7 @@ int run_restore(const Options& o) {
 
     int restored = report.count(FileResult::Status::Restored), failed = report.count(FileResult::Status::Failed);
     if (o.json) {
-        std::cout << report_json(plan, runner, report);
+        std::cout << report_json(plan, runner, o.strength, report);
     } else if (o.json_lines) {
         Json end = json_record("summary");
         add_run_summary(end, report);
@@ -416,6 +525,21 @@ void setup(CLI::App& app, Options& o) {
     app.add_flag("--strip", o.strip,
                  "Write no metadata. Without it the ICC profile and EXIF (orientation reset to normal once "
                  "applied) are carried into JPEG, PNG, WebP and TIFF outputs; BMP, TGA and PNM hold none");
+    app.add_option("--strength", o.strength,
+                   "How strongly to restore, 0..2: for a model that takes a noise level or JPEG quality it scales "
+                   "the level (given or estimated: sigma x S; quality 100 - S x (100 - Q)), for any other the "
+                   "output is input + S x (restored - input); 0 gives the input, 1 the model as trained")
+        ->type_name("S")
+        ->capture_default_str();
+    app.add_option("--noise-level", o.noise_level,
+                   "For models that take a noise level: the noise sigma on the 0-255 scale (default: estimated "
+                   "from each image, reported with --json and --timing)")
+        ->type_name("SIGMA");
+    app.add_option("--jpeg-quality", o.jpeg_quality,
+                   "For models that take a JPEG quality: the quality 1..100 the input was saved at (default: read "
+                   "from each JPEG's quantization tables)")
+        ->check(CLI::Range(1, 100))
+        ->type_name("Q");
     app.add_option("--png-compression", o.png_compression,
                    "PNG compression level (1: fastest; 6: ~4% smaller files, ~3x slower to encode)")
         ->check(CLI::Range(0, 9))
@@ -486,6 +610,7 @@ int cli_main(int argc, char** argv) {
     });
     try {
         app.parse(argc, argv);
+        o.noise_level_given = app.count("--noise-level") > 0;
         bool subcommand = !app.get_subcommands().empty();
         if (subcommand && !o.inputs.empty())
             throw UsageError("'" + o.inputs.front() + "' given before the command '" +
@@ -500,7 +625,7 @@ int cli_main(int argc, char** argv) {
             o.validate.model = o.model_to_show;
             return run_validate_precision(o.validate);
         }
-        if (app.got_subcommand("degrade")) return run_degrade(o.degrade);
+        if (app.got_subcommand("degrade")) return o.json = o.degrade.json, run_degrade(o.degrade);
         if (app.got_subcommand("eval")) return o.json = o.eval.json, run_eval(o.eval);
         return run_restore(o);
     } catch (const CLI::ParseError& e) {

@@ -143,6 +143,11 @@ void ModelRunner::release_buffers() {
     arena_.reset(), input_.reset(), extra_.reset();
 }
 
+void ModelRunner::set_extra_values(std::vector<float> values) {
+    if (values.size() != extra_values_.size()) throw Error("model '" + model_.name + "': wrong number of extra inputs");
+    extra_values_ = std::move(values);
+}
+
 void ModelRunner::run(const Tensor& input_tensor, const Tensor& output_tensor, StageTimer* timer) {
     const Shape shape = input_tensor.shape;
     if (shape.c != model_.channels)

@@ -33,6 +33,11 @@ public:
     // "upload"/"download" on a device backend, to timer (if given).
     void run(const Tensor& input, const Tensor& output, StageTimer* timer);
 
+    // The extra inputs' values for the next run() calls, in the model's
+    // extra_inputs order, in place of options().extra_inputs' (levels
+    // estimated per image: the pipeline sets its batch's before each run).
+    void set_extra_values(std::vector<float> values);
+
     // The settings it was made with (options.max_tile: the largest tile side
     // in pixels, 0: as large as memory allows; tiling never changes the result).
     const RunnerOptions& options() const { return options_; }

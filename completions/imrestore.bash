@@ -12,18 +12,19 @@
 # and those that do not. -g: bash-completion sources this file in a function.
 declare -gA _imrestore_valued=(
     [restore]='-o --output -m --model -d --device --precision -b --batch --format --suffix --codec --bit-depth --quality
-        --png-compression -j --threads --tile --max-memory --max-pixels --bench --shard --shard-count'
+        --strength --noise-level --jpeg-quality --png-compression -j --threads --tile --max-memory --max-pixels
+        --bench --shard --shard-count'
     [models]=''
     [model]='--validate-precision --write -d --device'
-    [degrade]='-o --output --blur --noise --jpeg --seed --format --shard --shard-count'
-    [eval]='-m --model -d --device -j --threads --blur --noise --jpeg --seed --degraded --baselines --shard
-        --shard-count'
+    [degrade]='-o --output --blur --noise --jpeg --subsampling --seed --format --shard --shard-count'
+    [eval]='-m --model -d --device -j --threads --blur --noise --jpeg --subsampling --seed --degraded --baselines
+        --shard --shard-count'
 )
 declare -gA _imrestore_flags=(
     [restore]='-h --help --version -r --recursive -f --force --strip --timing --json --json-lines -q --quiet'
     [models]='-h --help --json'
     [model]='-h --help'
-    [degrade]='-h --help -r --recursive -f --force -q --quiet'
+    [degrade]='-h --help -r --recursive -f --force --estimate-noise --json -q --quiet'
     [eval]='-h --help -r --recursive --json -q --quiet'
 )
 
@@ -87,6 +88,7 @@ _imrestore_add_values() {
     --precision) for name in fp32 tf32 bf16 fp16 auto; do [[ $name == "$value"* ]] && candidates+=("$name"); done ;;
     --codec) for name in auto opencv stb; do [[ $name == "$value"* ]] && candidates+=("$name"); done ;;
     --bit-depth) for name in 0 8 16; do [[ $name == "$value"* ]] && candidates+=("$name"); done ;;
+    --subsampling) for name in 420 444; do [[ $name == "$value"* ]] && candidates+=("$name"); done ;;
     --degraded | --validate-precision)
         local folder
         while IFS= read -r folder; do candidates+=("$folder"); done < <(compgen -d -- "$value")

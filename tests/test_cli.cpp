@@ -16,6 +16,7 @@
 
 #include "backend.h"
 #include "cli_run.h"
+#include "eval/noise_estimate.h"
 #include "image/image_io.h"
 #include "image_test_files.h"
 #include "metadata_test_files.h"
@@ -233,6 +234,173 @@ TEST(Cli, ChannelMappingsOnAKnownModel) {
             EXPECT_LE(worst, 1) << "expected round(sample / 2) (a tie may round either way in fp32)";
         }
     }
+}
+
+// A 3-channel model of one 1x1 conv: out = weight * x + bias per channel.
+ModelFile affine_model(float weight, float bias) {
+    Conv2dStage c;
+    c.in_channels = c.out_channels = 3, c.kernel = 1;
+    c.weight.assign(9, 0.f);
+    for (int i = 0; i < 3; ++i) c.weight[size_t(i) * 3 + i] = weight;
+    c.bias.assign(3, bias);
+    return test::model_of("affine", {c});
+}
+
+// A model that takes the extra input `level` (noise_level or jpeg_quality)
+// and adds `gain` times its value to the image: the output shows the level
+// the model was given (format v3: a concat of the image and the level, then
+// a 1x1 conv 4 -> 3).
+ModelFile level_model(const std::string& level, float gain) {
+    ConcatStage cat;
+    cat.channels = {3, 1};
+    Conv2dStage c;
+    c.in_channels = 4, c.out_channels = 3, c.kernel = 1;
+    c.weight.assign(12, 0.f);
+    for (int i = 0; i < 3; ++i) c.weight[size_t(i) * 4 + i] = 1.f, c.weight[size_t(i) * 4 + 3] = gain;
+    ModelFile m = test::model_of("takes-" + level, {cat, c});
+    m.extra_inputs = {level};
+    m.links = {{"", {"input", level}}, {}};
+    m.format_version = m.min_format_version();
+    return m;
+}
+
+// --strength on a model without a level: input + S * (restored - input) on
+// the fp32 planes, then rounded: 0 is the input, 1 the model's own output,
+// 2 twice the change (against the expectation computed from the model's
+// known formula, not from stored values); outside 0..2 a usage error.
+TEST(Cli, StrengthBlendsTheModelsChange) {
+    unsigned seed;
+    std::mt19937 rng = test::fresh_rng(&seed);
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    ScratchDir dir("cli-strength");
+    const std::string model = dir / "affine.h5", in = dir / "in.png";
+    write_image(in, test::random_image(rng, 64, 48, 3, 8));
+    const float weight = 0.75f, bias = 0.1f;
+    write_model_file(model, affine_model(weight, bias));
+    auto run = [&](const std::string& extra, const std::string& out) {
+        RunResult r = imrestore(q(in) + " -m " + q(model) + " -d cpu -q -o " + q(dir / out) + extra, dir);
+        EXPECT_EQ(r.code, 0) << r.err;
+        return read_image(dir / out);
+    };
+    const Image input = read_image(in), plain = run("", "plain.png");
+    EXPECT_EQ(run(" --strength 1", "s1.png").samples, plain.samples);
+    EXPECT_EQ(run(" --strength 0", "s0.png").samples, input.samples);
+    for (double strength : {0.5, 2.0}) {
+        const Image out = run(" --strength " + std::to_string(strength), "s" + std::to_string(strength) + ".png");
+        int worst = 0;
+        for (size_t i = 0; i < input.samples.size(); ++i) {
+            const double x = input.samples[i] / 255.0, restored = weight * x + bias;
+            const double expect = std::clamp(x + strength * (restored - x), 0.0, 1.0) * 255.0;
+            worst = std::max(worst, int(std::ceil(std::abs(out.samples[i] - expect) - 0.5)));
+        }
+        EXPECT_LE(worst, 1) << "strength " << strength;
+    }
+    RunResult json =
+        imrestore(q(in) + " -m " + q(model) + " -d cpu --strength 2 --json -f -o " + q(dir / "s.png"), dir);
+    ASSERT_EQ(json.code, 0) << json.err;
+    const nlohmann::json report = nlohmann::json::parse(json.out);
+    EXPECT_EQ(report["strength"]["value"], 2.0);
+    EXPECT_EQ(report["strength"]["applies_to"], "blend");
+    EXPECT_FALSE(report["files"][0].contains("levels"));
+    for (const char* bad : {"2.5", "-0.1", "nan"}) {
+        RunResult r =
+            imrestore(q(in) + " -m " + q(model) + " -d cpu --strength " + bad + " -o " + q(dir / "x.png"), dir);
+        EXPECT_EQ(r.code, 2) << bad;
+        EXPECT_NE(r.err.find("--strength"), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find("0..2"), std::string::npos) << r.err;
+    }
+}
+
+// A model that takes noise_level gets --noise-level SIGMA / 255 (times the
+// strength), or each image's estimated sigma, reported in --json and on the
+// terminal; a model that takes jpeg_quality reads it from a JPEG's tables.
+// Levels a model does not take are usage errors that say what it takes.
+TEST(Cli, LevelsGivenOrEstimatedReachTheModel) {
+    unsigned seed;
+    std::mt19937 rng = test::fresh_rng(&seed);
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    ScratchDir dir("cli-levels");
+    const std::string noise_model = dir / "noise.h5", quality_model = dir / "quality.h5";
+    write_model_file(noise_model, level_model("noise_level", 1.f));      // out = x + sigma / 255
+    write_model_file(quality_model, level_model("jpeg_quality", 0.1f));  // out = x + Q / 1000
+    // A smooth image with noise of sigma 8 (values within 60..200).
+    Image noisy;
+    noisy.width = 96, noisy.height = 80, noisy.channels = 3, noisy.bit_depth = 8;
+    noisy.samples.resize(size_t(96) * 80 * 3);
+    std::normal_distribution<double> n(0, 8);
+    for (int y = 0; y < 80; ++y)
+        for (int x = 0; x < 96; ++x)
+            for (int c = 0; c < 3; ++c)
+                noisy.samples[(size_t(y) * 96 + x) * 3 + c] =
+                    uint16_t(std::clamp(std::lround(110 + 0.3 * x + 0.2 * y + 10 * c + n(rng)), 0L, 255L));
+    const std::string in = dir / "noisy.png";
+    write_image(in, noisy);
+    // The level the model added: the mean output - input on the 8-bit scale.
+    auto added = [&](const std::string& out) {
+        const Image o = read_image(out);
+        double sum = 0;
+        for (size_t i = 0; i < o.samples.size(); ++i) sum += int(o.samples[i]) - int(noisy.samples[i]);
+        return sum / double(o.samples.size());
+    };
+    auto run = [&](const std::string& model, const std::string& input, const std::string& args) {
+        return imrestore(q(input) + " -m " + q(model) + " -d cpu -f -o " + q(dir / "out.png") + " --json " + args, dir);
+    };
+    RunResult given = run(noise_model, in, "--noise-level 20");
+    ASSERT_EQ(given.code, 0) << given.err;
+    EXPECT_NEAR(added(dir / "out.png"), 20, 0.05);
+    nlohmann::json level = nlohmann::json::parse(given.out)["files"][0]["levels"][0];
+    EXPECT_EQ(level["name"], "noise_level");
+    EXPECT_EQ(level["source"], "given");
+    EXPECT_EQ(level["value"], 20.0);
+    EXPECT_EQ(nlohmann::json::parse(given.out)["strength"]["applies_to"], "level");
+    RunResult half = run(noise_model, in, "--noise-level 20 --strength 0.5");
+    ASSERT_EQ(half.code, 0) << half.err;
+    EXPECT_NEAR(added(dir / "out.png"), 10, 0.05);
+    EXPECT_EQ(nlohmann::json::parse(half.out)["files"][0]["levels"][0]["used"], 10.0);
+
+    RunResult estimated = run(noise_model, in, "");
+    ASSERT_EQ(estimated.code, 0) << estimated.err;
+    level = nlohmann::json::parse(estimated.out)["files"][0]["levels"][0];
+    EXPECT_EQ(level["source"], "estimated");
+    EXPECT_DOUBLE_EQ(level["value"].get<double>(), estimate_noise_sigma(noisy));
+    EXPECT_NEAR(level["value"].get<double>(), 8, 1.0);
+    EXPECT_NEAR(added(dir / "out.png"), level["used"].get<double>(), 0.5);  // a constant, rounded with the image
+    RunResult terminal =
+        imrestore(q(in) + " -m " + q(noise_model) + " -d cpu -f --timing -o " + q(dir / "out.png"), dir);
+    ASSERT_EQ(terminal.code, 0) << terminal.err;
+    EXPECT_NE(terminal.out.find("(noise sigma "), std::string::npos) << terminal.out;
+    EXPECT_NE(terminal.out.find("(estimated)"), std::string::npos) << terminal.out;
+    EXPECT_NE(terminal.out.find("levels (estimate)"), std::string::npos) << terminal.out;
+
+    // The JPEG's own quality, from its tables; a PNG has none.
+    WriteOptions q40;
+    q40.jpeg_quality = 40;
+    write_image(dir / "q40.jpg", noisy, q40);
+    RunResult jpeg = run(quality_model, dir / "q40.jpg", "");
+    ASSERT_EQ(jpeg.code, 0) << jpeg.err;
+    level = nlohmann::json::parse(jpeg.out)["files"][0]["levels"][0];
+    EXPECT_EQ(level["source"], "jpeg tables");
+    EXPECT_EQ(level["value"], 40.0);
+    RunResult png = run(quality_model, in, "");
+    EXPECT_EQ(png.code, 2);
+    EXPECT_NE(png.err.find("not a JPEG"), std::string::npos) << png.err;
+    EXPECT_NE(png.err.find("--jpeg-quality"), std::string::npos) << png.err;
+    RunResult png_given = run(quality_model, in, "--jpeg-quality 60 --strength 2");  // 100 - 2 * 40 = 20
+    ASSERT_EQ(png_given.code, 0) << png_given.err;
+    EXPECT_EQ(nlohmann::json::parse(png_given.out)["files"][0]["levels"][0]["used"], 20.0);
+
+    // Levels the model does not take.
+    RunResult wrong = run(noise_model, in, "--jpeg-quality 30");
+    EXPECT_EQ(wrong.code, 2);
+    EXPECT_NE(wrong.err.find("'takes-noise_level' takes no JPEG quality"), std::string::npos) << wrong.err;
+    EXPECT_NE(wrong.err.find("noise_level (--noise-level)"), std::string::npos) << wrong.err;
+    RunResult plain = run("sharpen", in, "--noise-level 5");
+    EXPECT_EQ(plain.code, 2);
+    EXPECT_NE(plain.err.find("'sharpen' takes no noise level; it takes only the image"), std::string::npos)
+        << plain.err;
+    RunResult range = run(noise_model, in, "--noise-level 300");
+    EXPECT_EQ(range.code, 2);
+    EXPECT_NE(range.err.find("0..255"), std::string::npos) << range.err;
 }
 
 TEST(Cli, SeveralFoldersKeepTheirNamesAndDotIsAFolder) {

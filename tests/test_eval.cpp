@@ -14,6 +14,9 @@
 #include "cli_run.h"
 #include "eval/degradations.h"
 #include "eval/metrics.h"
+#include "eval/noise_estimate.h"
+#include "image/jpeg_quality.h"
+#include "report/json_document.h"
 #include "test_util.h"
 
 namespace imr {
@@ -238,7 +241,94 @@ TEST(Degradations, CombinedInOrderBlurNoiseJpeg) {
     EXPECT_THROW(bad.validate(), Error);
 }
 
+TEST(Degradations, SubsamplingChangesTheJpegOfColorOnly) {
+    Image color = test_card(64, 48, 3), gray = test_card(64, 48, 1);
+    Image c420 = color, c444 = color, g420 = gray, g444 = gray;
+    jpeg_round_trip(c420, 30);
+    jpeg_round_trip(c444, 30, 444);
+    EXPECT_NE(c420.samples, c444.samples);
+    // 4:4:4 keeps the color sharper: closer to the input.
+    EXPECT_GT(psnr_8bit(color, c444), psnr_8bit(color, c420));
+    jpeg_round_trip(g420, 30);
+    jpeg_round_trip(g444, 30, 444);
+    EXPECT_EQ(g420.samples, g444.samples);
+    Degradation d;
+    d.jpeg = 30, d.subsampling = 444;
+    EXPECT_EQ(degrade(color, d, 0).samples, c444.samples);
+    EXPECT_EQ(d.describe(), "jpeg 30 4:4:4");
+    d.subsampling = 422;
+    EXPECT_THROW(d.validate(), Error);
+}
+
+// A smooth image (a ramp plus a slow wave per channel, within 60..195 so
+// that noise up to sigma 30 is seldom clipped) with Gaussian noise of a
+// fresh seed: the estimate is within 5% + 0.3 of the sigma.
+TEST(NoiseEstimate, WithinToleranceOnSyntheticNoise) {
+    unsigned seed;
+    std::mt19937 rng = test::fresh_rng(&seed);
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    const int w = 192, h = 160;
+    Image clean = make_image(w, h, 3);
+    for (int y = 0; y < h; ++y)
+        for (int x = 0; x < w; ++x)
+            for (int c = 0; c < 3; ++c)
+                clean.samples[(size_t(y) * w + x) * 3 + c] =
+                    uint16_t(std::lround(90 + 0.15 * x + 0.1 * y + 20 * std::sin(0.05 * x + 0.03 * y + c)));
+    EXPECT_LT(estimate_noise_sigma(clean), 0.5) << "a smooth image without noise";
+    for (double sigma : {2.0, 5.0, 15.0, 30.0}) {
+        Image noisy = clean;
+        std::normal_distribution<double> n(0, sigma);
+        for (uint16_t& v : noisy.samples) v = uint16_t(std::clamp(std::lround(v + n(rng)), 0L, 255L));
+        const double estimate = estimate_noise_sigma(noisy);
+        EXPECT_NEAR(estimate, sigma, 0.05 * sigma + 0.3) << "sigma " << sigma;
+        Image sixteen = noisy;  // the same on 16-bit samples
+        sixteen.bit_depth = 16;
+        for (uint16_t& v : sixteen.samples) v = uint16_t(v * 257);
+        EXPECT_NEAR(estimate_noise_sigma(sixteen), estimate, 0.02);
+    }
+    EXPECT_EQ(estimate_noise_sigma(make_image(2, 2, 3, 100)), 0);
+}
+
+// The quality read back from the quantization tables of the tool's own
+// JPEGs is the quality they were written at; other bytes have none.
+TEST(JpegQuality, ReadsTheQualityOfLibjpegTables) {
+    const Image color = test_card(40, 32, 3), gray = test_card(40, 32, 1);
+    for (int quality : {5, 20, 49, 50, 75, 95, 100}) {
+        WriteOptions o;
+        o.jpeg_quality = quality;
+        for (const Image* image : {&color, &gray}) {
+            const std::optional<JpegQuality> q = jpeg_quality(encode_image("x.jpg", *image, o));
+            ASSERT_TRUE(q) << quality;
+            EXPECT_EQ(q->quality, quality);
+            EXPECT_EQ(q->mismatch, 0);
+        }
+    }
+    EXPECT_FALSE(jpeg_quality(encode_image("x.png", color, WriteOptions{})));
+    EXPECT_FALSE(jpeg_quality({0xFF, 0xD8, 0xFF, 0xD9}));
+    EXPECT_FALSE(jpeg_quality({}));
+}
+
 // ---------------------------------------------------------------- the commands, end to end
+
+TEST(EvalCli, DegradeSubsamplingAndNoiseEstimateInItsJson) {
+    ScratchDir dir("eval");
+    const std::string in = std::string(IMRESTORE_SAMPLES) + "/chelsea.png";
+    RunResult a = imrestore("degrade " + q(in) + " -o " + q(dir / "a.png") + " --jpeg 30 --json", dir);
+    ASSERT_EQ(a.code, 0) << a.err;
+    RunResult b = imrestore(
+        "degrade " + q(in) + " -o " + q(dir / "b.png") + " --jpeg 30 --subsampling 444 --json --estimate-noise", dir);
+    ASSERT_EQ(b.code, 0) << b.err;
+    EXPECT_NE(slurp(dir / "a.png"), slurp(dir / "b.png"));
+    const Json ja = Json::parse(a.out), jb = Json::parse(b.out);
+    EXPECT_EQ(ja["degradation"]["subsampling"], "420");
+    EXPECT_EQ(jb["degradation"]["subsampling"], "444");
+    EXPECT_FALSE(ja["files"][0].contains("levels"));
+    EXPECT_EQ(jb["files"][0]["levels"][0]["name"], "noise_level");
+    EXPECT_EQ(jb["files"][0]["levels"][0]["source"], "estimated");
+    RunResult bad = imrestore("degrade " + q(in) + " -o " + q(dir / "c.png") + " --jpeg 30 --subsampling 422", dir);
+    EXPECT_EQ(bad.code, 2);
+    EXPECT_NE(bad.err.find("--subsampling"), std::string::npos) << bad.err;
+}
 
 // The number after "key": in a JSON text, from position `from`.
 double json_value(const std::string& json, const std::string& key, size_t from = 0) {
@@ -267,6 +357,7 @@ TEST(EvalCli, DegradeThenEvalAgreeWithEvalDegrading) {
     // measure the same pixels.
     RunResult own = imrestore("eval " + q(samples) + " -m sharpen --noise 25 --seed 3 -d cpu --json", dir);
     ASSERT_EQ(own.code, 0) << own.err;
+    EXPECT_NE(own.out.find("\"subsampling\": \"none\""), std::string::npos) << own.out;
     RunResult given = imrestore(
         "eval " + q(samples) + " -m sharpen --degraded " + q(dir / "noisy") + " -d cpu --json --baselines none", dir);
     ASSERT_EQ(given.code, 0) << given.err;

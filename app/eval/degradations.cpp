@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "error.h"
+#include "image/codecs.h"
 
 namespace imr {
 
@@ -44,7 +45,7 @@ std::string Degradation::describe() const {
     const char* sep = "";
     if (blur > 0) s << sep << "blur " << blur, sep = ", ";
     if (noise > 0) s << sep << "noise " << noise, sep = ", ";
-    if (jpeg > 0) s << sep << "jpeg " << jpeg, sep = ", ";
+    if (jpeg > 0) s << sep << "jpeg " << jpeg << (subsampling == 444 ? " 4:4:4" : ""), sep = ", ";
     return any() ? s.str() : "none";
 }
 
@@ -55,6 +56,8 @@ void Degradation::validate() const {
     if (!(noise >= 0 && noise <= 255))
         throw Error("--noise " + std::to_string(noise) + ": must be within 0..255 (sigma on the 8-bit scale)");
     if (jpeg < 0 || jpeg > 100) throw Error("--jpeg " + std::to_string(jpeg) + ": quality must be within 1..100");
+    if (subsampling != 420 && subsampling != 444)
+        throw Error("--subsampling " + std::to_string(subsampling) + ": must be 420 or 444");
 }
 
 uint64_t splitmix64(uint64_t& state) {
@@ -182,14 +185,17 @@ bool jpeg_is_libjpeg() {
 #endif
 }
 
-void jpeg_round_trip(Image& image, int quality) {
+void jpeg_round_trip(Image& image, int quality, int subsampling) {
     require_8bit(image, "jpeg");
     if (quality <= 0) return;
     if (quality > 100) throw Error("jpeg: quality " + std::to_string(quality) + " is above 100");
+    if (subsampling != 420 && subsampling != 444)
+        throw Error("jpeg: subsampling " + std::to_string(subsampling) + " is not 420 or 444");
     const int ch = image.channels, colors = image.color_channels();
     // The color channels through the tool's own JPEG writer and reader
     // (libjpeg: baseline, 4:2:0 for color, as training's torchvision
-    // encode_jpeg); alpha is kept aside, untouched.
+    // encode_jpeg; 4:4:4 through libjpeg directly, as OpenCV 4.6 has no
+    // option for it); alpha is kept aside, untouched.
     Image color;
     color.width = image.width, color.height = image.height, color.channels = colors, color.bit_depth = 8;
     color.samples.resize(size_t(image.width) * image.height * colors);
@@ -197,7 +203,17 @@ void jpeg_round_trip(Image& image, int quality) {
         for (int c = 0; c < colors; ++c) color.samples[i * colors + c] = image.samples[i * ch + c];
     WriteOptions o;
     o.jpeg_quality = quality;
-    const Image back = decode_image("degraded.jpg", encode_image("degraded.jpg", color, o));
+    std::vector<uint8_t> bytes;
+    if (subsampling == 444 && colors == 3) {
+#ifdef IMRESTORE_WITH_LIBJPEG
+        bytes = imageio::encode_libjpeg("degraded.jpg", color, quality, 444);
+#else
+        throw Error("jpeg: 4:4:4 subsampling needs libjpeg, which this build lacks");
+#endif
+    } else {
+        bytes = encode_image("degraded.jpg", color, o);
+    }
+    const Image back = decode_image("degraded.jpg", bytes);
     if (back.width != image.width || back.height != image.height)
         throw Error("jpeg: the JPEG round trip changed the image size");
     const int bc = back.channels;  // stb (without libjpeg) returns gray as RGB
@@ -212,7 +228,7 @@ Image degrade(const Image& clean, const Degradation& d, uint64_t seed) {
     Image out = to_8bit(clean);
     if (d.blur > 0) gaussian_blur(out, d.blur);
     if (d.noise > 0) add_gaussian_noise(out, d.noise, seed);
-    if (d.jpeg > 0) jpeg_round_trip(out, d.jpeg);
+    if (d.jpeg > 0) jpeg_round_trip(out, d.jpeg, d.subsampling);
     return out;
 }
 

@@ -24,14 +24,16 @@ namespace imr {
 constexpr uint64_t kDefaultDegradeSeed = 0;
 
 struct Degradation {
-    double blur = 0;   // Gaussian sigma in pixels; 0: none
-    double noise = 0;  // Gaussian sigma on the 0-255 scale; 0: none
-    int jpeg = 0;      // JPEG quality 1..100; 0: none
+    double blur = 0;        // Gaussian sigma in pixels; 0: none
+    double noise = 0;       // Gaussian sigma on the 0-255 scale; 0: none
+    int jpeg = 0;           // JPEG quality 1..100; 0: none
+    int subsampling = 420;  // the JPEG's chroma subsampling: 420 (training's default) or 444
 
     bool any() const { return blur > 0 || noise > 0 || jpeg > 0; }
-    // "blur 1.5, noise 25, jpeg 20" (in the order they are applied).
+    // "blur 1.5, noise 25, jpeg 20" (in the order they are applied; "jpeg 20 4:4:4" for 444).
     std::string describe() const;
-    // Throws imr::Error for values out of range (blur 0..50, noise 0..255, jpeg 0..100).
+    // Throws imr::Error for values out of range (blur 0..50, noise 0..255, jpeg 0..100,
+    // subsampling 420 or 444).
     void validate() const;
 };
 
@@ -66,12 +68,15 @@ std::vector<double> gaussian_kernel(double sigma);
 // Each degradation in place, on an 8-bit image's color channels.
 void gaussian_blur(Image& image, double sigma);
 void add_gaussian_noise(Image& image, double sigma, uint64_t seed);
-void jpeg_round_trip(Image& image, int quality);
+// subsampling: 420 (libjpeg's default, as training's) or 444 (color at full
+// resolution; needs libjpeg, which every build with OpenCV has). Gray images
+// have no chroma: the same bytes either way.
+void jpeg_round_trip(Image& image, int quality, int subsampling = 420);
 
 // True when jpeg_round_trip uses libjpeg (through OpenCV), as training does;
 // false in a build without OpenCV, where stb's encoder and decoder stand in
 // (same quantization tables and 4:2:0 up to quality 90, 4:4:4 above, but other
-// rounding: results differ slightly from libjpeg's).
+// rounding: results differ slightly from libjpeg's; 4:4:4 on request is refused).
 bool jpeg_is_libjpeg();
 
 // blur, then noise (seeded with `seed`, see image_noise_seed), then JPEG, on

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "error.h"
+#include "eval/noise_estimate.h"
 #include "jobs/file_report.h"
 #include "jobs/plan_jobs.h"
 #include "jobs/run_each_file.h"
@@ -23,9 +24,13 @@ void add_degradation_options(CLI::App* cmd, Degradation& d, uint64_t& seed) {
     cmd->add_option("--noise", d.noise, "Gaussian noise sigma on the 0-255 scale")
         ->check(CLI::Range(0.0, 255.0))
         ->type_name("SIGMA");
-    cmd->add_option("--jpeg", d.jpeg, "JPEG quality of a round trip (4:2:0)")
+    cmd->add_option("--jpeg", d.jpeg, "JPEG quality of a round trip (4:2:0 unless --subsampling 444)")
         ->check(CLI::Range(1, 100))
         ->type_name("Q");
+    cmd->add_option("--subsampling", d.subsampling,
+                    "Chroma subsampling of the JPEG round trip: 420 (training's, libjpeg's default) or 444")
+        ->check(CLI::IsMember({420, 444}))
+        ->capture_default_str();
     cmd->add_option("--seed", seed, "Noise seed (default 0); a file's noise depends only on it and the file's name")
         ->type_name("N");
 }
@@ -40,6 +45,10 @@ CLI::App* add_degrade_command(CLI::App& app, DegradeOptions& o) {
     cmd->add_flag("-r,--recursive", o.recursive, "Descend into subfolders of folder inputs");
     cmd->add_flag("-f,--force", o.force, "Overwrite outputs that already exist");
     add_shard_options(cmd, o.shard);
+    cmd->add_flag("--estimate-noise", o.estimate_noise,
+                  "Also estimate each written image's noise sigma, as restore does for models that take a noise "
+                  "level (to measure the estimator: see weights/README.md)");
+    cmd->add_flag("--json", o.json, "Print a machine-readable report on stdout (nothing else goes there)");
     cmd->add_flag("-q,--quiet", o.quiet, "Print only errors");
     cmd->footer(
         "Examples:\n"
@@ -49,16 +58,24 @@ CLI::App* add_degrade_command(CLI::App& app, DegradeOptions& o) {
     return cmd;
 }
 
+Json degradation_json(const Degradation& d, uint64_t seed) {
+    return {{"blur", d.blur}, {"noise", d.noise},
+            {"jpeg", d.jpeg}, {"subsampling", d.jpeg > 0 ? std::to_string(d.subsampling) : "none"},
+            {"seed", seed},   {"jpeg_codec", jpeg_is_libjpeg() ? "libjpeg" : "stb"}};
+}
+
 int run_degrade(const DegradeOptions& o) {
     const Degradation& d = o.degradation;
     d.validate();
-    if (!d.any()) throw UsageError("degrade: nothing to do: give --blur, --noise and/or --jpeg");
+    if (!d.any() && !o.estimate_noise)
+        throw UsageError("degrade: nothing to do: give --blur, --noise and/or --jpeg (or --estimate-noise)");
     std::string format = o.format;
     if (!format.empty() && format[0] == '.') format.erase(0, 1);
     JobRequest request;
     request.inputs = o.inputs, request.output = o.output, request.recursive = o.recursive, request.format = format;
     const PlannedJobs plan = plan_jobs(request, shard_from_options(o.shard));
-    if (!o.quiet) {
+    const bool chatty = !o.quiet && !o.json;
+    if (chatty) {
         std::cerr << "degrade: " << d.describe() << (d.noise > 0 ? " (seed " + std::to_string(o.seed) + ")" : "")
                   << "\n";
         if (const std::string shard = shard_note(plan); !shard.empty()) std::cerr << shard << "\n";
@@ -77,6 +94,10 @@ int run_degrade(const DegradeOptions& o) {
         if (!parent.empty()) fs::create_directories(parent, ec);
         if (ec) throw Error(job.output + ": cannot create folder " + parent.string() + ": " + ec.message());
         write_image(job.output, out);
+        if (o.estimate_noise) {
+            const double sigma = estimate_noise_sigma(out);
+            result.levels.push_back({"noise_level", sigma, "estimated", sigma});
+        }
         result.width = out.width, result.height = out.height, result.channels = out.channels;
         result.bit_depth = out.bit_depth;
     };
@@ -84,10 +105,19 @@ int run_degrade(const DegradeOptions& o) {
         run_each_file(plan.jobs, o.force, degrade_one, [&](size_t, size_t, const FileResult& f) {
             const FileLines lines = file_lines(f, o.quiet);
             std::cerr << lines.log;
-            if (!o.quiet) std::cout << lines.done << std::flush;
+            if (chatty) std::cout << lines.done << std::flush;
         });
     const FileCounts n = count_files(results);
-    if (!o.quiet) std::fprintf(stderr, "%d degraded, %d skipped, %d failed\n", n.done, n.skipped, n.failed);
+    if (o.json) {
+        Json doc = json_document();
+        doc["degradation"] = degradation_json(d, o.seed);
+        doc["shard"] = shard_json(plan);
+        Json& files = doc["files"] = Json::array();
+        for (const FileResult& f : results) files.push_back(file_json(f));
+        doc["summary"] = {{"degraded", n.done}, {"skipped", n.skipped}, {"failed", n.failed}};
+        std::cout << json_text(doc);
+    }
+    if (chatty) std::fprintf(stderr, "%d degraded, %d skipped, %d failed\n", n.done, n.skipped, n.failed);
     return n.failed ? 1 : 0;
 }
 

@@ -257,11 +257,7 @@ std::string json(const Report& r, const EvalOptions& o, const PlannedJobs& plan,
     doc["clean"] = o.inputs;
     doc["shard"] = shard_json(plan);
     if (o.degraded_dir.empty())
-        doc["degradation"] = {{"blur", o.degradation.blur},
-                              {"noise", o.degradation.noise},
-                              {"jpeg", o.degradation.jpeg},
-                              {"seed", o.seed},
-                              {"jpeg_codec", jpeg_is_libjpeg() ? "libjpeg" : "stb"}};
+        doc["degradation"] = degradation_json(o.degradation, o.seed);
     else
         doc["degradation"] = {{"degraded_dir", o.degraded_dir}};
     const double seconds = r.time.total_ms / 1e3;

@@ -1,5 +1,7 @@
 #include "jobs/file_report.h"
 
+#include <cstdio>
+
 #include "util/printable.h"
 
 namespace imr {
@@ -45,16 +47,38 @@ FileLines file_lines(const FileResult& f, bool quiet) {
         lines.log += "imrestore: " + printable(f.message) + "\n";
     else if (f.status == FileResult::Status::Skipped && !quiet)
         lines.log += "skipped: " + printable(f.message) + "\n";
-    else if (f.status == FileResult::Status::Restored)
-        lines.done = printable(f.input) + " -> " + printable(f.output) + "\n";
+    else if (f.status == FileResult::Status::Restored) {
+        lines.done = printable(f.input) + " -> " + printable(f.output);
+        for (const FileResult::Level& l : f.levels) lines.done += " (" + level_text(l) + ")";
+        lines.done += "\n";
+    }
     return lines;
 }
 
 Json file_json(const FileResult& f) {
-    return {{"input", f.input},       {"output", f.output},       {"status", status_name(f.status)},
-            {"message", f.message},   {"width", f.width},         {"height", f.height},
-            {"channels", f.channels}, {"bit_depth", f.bit_depth}, {"fp32_rerun", f.fp32_rerun},
-            {"warnings", f.warnings}};
+    Json j = {{"input", f.input},       {"output", f.output},       {"status", status_name(f.status)},
+              {"message", f.message},   {"width", f.width},         {"height", f.height},
+              {"channels", f.channels}, {"bit_depth", f.bit_depth}, {"fp32_rerun", f.fp32_rerun},
+              {"warnings", f.warnings}};
+    if (!f.levels.empty()) {
+        Json& levels = j["levels"] = Json::array();
+        for (const FileResult::Level& l : f.levels)
+            levels.push_back({{"name", l.name}, {"value", l.value}, {"source", l.source}, {"used", l.used}});
+    }
+    return j;
+}
+
+std::string level_text(const FileResult::Level& l) {
+    char text[160];
+    const bool noise = l.name == "noise_level";
+    std::snprintf(text, sizeof text, "%s %.*f (%s)", noise ? "noise sigma" : "JPEG quality", noise ? 1 : 0, l.value,
+                  l.source.c_str());
+    std::string s = text;
+    if (l.used != l.value) {
+        std::snprintf(text, sizeof text, ", %.*f with the strength", noise ? 1 : 0, l.used);
+        s += text;
+    }
+    return s;
 }
 
 Json shard_json(const PlannedJobs& plan) {

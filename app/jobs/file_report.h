@@ -22,7 +22,8 @@ FileCounts count_files(const std::vector<FileResult>& results);
 
 // What a finished file prints on the terminal: `log` for stderr (each
 // warning, "imrestore: ERROR", and unless `quiet` "skipped: WHY"; warnings
-// only unless `quiet`) and `done` ("IN -> OUT", for stdout) when it was
+// only unless `quiet`) and `done` ("IN -> OUT", and each level as
+// level_text says it in parentheses, for stdout) when it was
 // written; names escaped (util/printable.h), each line ending in '\n'.
 struct FileLines {
     std::string log, done;
@@ -30,8 +31,13 @@ struct FileLines {
 FileLines file_lines(const FileResult& f, bool quiet);
 
 // {"input", "output", "status", "message", "width", "height", "channels",
-// "bit_depth", "fp32_rerun", "warnings"}: an element of a report's "files".
+// "bit_depth", "fp32_rerun", "warnings"}, and "levels" ([{"name", "value",
+// "source", "used"}]) when it has levels: an element of a report's "files".
 Json file_json(const FileResult& f);
+
+// "noise sigma 12.3 (estimated)", "JPEG quality 40 (jpeg tables), 20 with
+// the strength": a level for the terminal.
+std::string level_text(const FileResult::Level& l);
 
 // {"index", "count", "source", "hash", "files", "listed"}: this process's
 // shard (index 0, count 1 when not sharded), how many files it ran of how

@@ -19,6 +19,17 @@ struct FileResult {
     // Restore: its batch's half-precision output was not finite (fp16
     // overflow) and the batch was run again in fp32 (also a warning).
     bool fp32_rerun = false;
+    // A level a model took as an extra input (restore with a model that
+    // takes noise_level / jpeg_quality), or that degrade --estimate-noise
+    // measured: on the user's scale (noise_level: sigma 0..255;
+    // jpeg_quality: Q 1..100).
+    struct Level {
+        std::string name;    // "noise_level" | "jpeg_quality"
+        double value = 0;    // as given, or as estimated
+        std::string source;  // "given" | "estimated" (the image's noise) | "jpeg tables" (the file's DQT)
+        double used = 0;     // what the model took: value scaled by --strength
+    };
+    std::vector<Level> levels;
 };
 
 }  // namespace imr

@@ -43,7 +43,8 @@ struct Decoded {
     FileResult::Status status = FileResult::Status::Restored;  // Restored = go on
     std::string message;
     std::vector<std::string> warnings;  // of reading (metadata dropped)
-    double ms = 0, to_nchw_ms = 0;
+    ImageLevels levels;                 // the model's extra inputs for it (PipelineOptions::levels)
+    double ms = 0, to_nchw_ms = 0, levels_ms = 0;
 };
 
 struct Pending {
@@ -52,6 +53,7 @@ struct Pending {
     HostBuffer planes;
     size_t floats;  // of planes used (Decoded::floats)
     std::vector<std::string> warnings;
+    ImageLevels levels;
 };
 
 // Standard input, whole (one image; "-" in messages).
@@ -248,9 +250,18 @@ private:
         }
         auto t = std::chrono::steady_clock::now();
         try {
-            d.image = job.input == kStdio
-                          ? decode_image("-", read_stdin(), options_.codec, options_.max_pixels, &d.warnings)
-                          : read_image(job.input, options_.codec, options_.max_pixels, &d.warnings);
+            std::vector<uint8_t> stdin_bytes;
+            if (job.input == kStdio) {
+                stdin_bytes = read_stdin();
+                d.image = decode_image("-", stdin_bytes, options_.codec, options_.max_pixels, &d.warnings);
+            } else {
+                d.image = read_image(job.input, options_.codec, options_.max_pixels, &d.warnings);
+            }
+            if (options_.levels) {
+                const auto start = std::chrono::steady_clock::now();
+                d.levels = options_.levels(d.image, job.input, job.input == kStdio ? &stdin_bytes : nullptr);
+                d.levels_ms = ms_since(start);
+            }
             items_per_image(d.image, runner_.model().channels);  // throws if the channels cannot map
             // Refuse what cannot be written (16-bit or alpha to JPEG, ...) before any compute.
             check_can_write(to_stdout ? "-." + options_.stdout_format : job.output, d.image.channels, d.image.bit_depth,
@@ -302,6 +313,7 @@ private:
     void take(size_t i, Decoded d) {
         if (d.ms > 0) report_.timer.add("read+decode", d.ms);
         if (d.to_nchw_ms > 0) report_.timer.add("to-NCHW", d.to_nchw_ms);
+        if (d.levels_ms > 0) report_.timer.add("levels (estimate)", d.levels_ms);
         largest_image_bytes_ =
             std::max(largest_image_bytes_, d.image.samples.size() * sizeof(uint16_t) + d.floats * sizeof(float));
         if (d.status != FileResult::Status::Restored)
@@ -310,11 +322,13 @@ private:
             int channels = runner_.model().channels;
             const Image& first = pending_.front().image;
             bool same = first.width == d.image.width && first.height == d.image.height &&
-                        items_per_image(first, channels) == items_per_image(d.image, channels);
+                        items_per_image(first, channels) == items_per_image(d.image, channels) &&
+                        pending_.front().levels.values == d.levels.values;  // one value per extra input a batch
             const size_t batch_pixels = size_t(first.width) * first.height * (pending_.size() + 1);
             if (!same || int(pending_.size()) >= options_.batch || batch_pixels > kMaxBatchPixels) flush();
         }
-        pending_.push_back({i, std::move(d.image), std::move(d.planes), d.floats, std::move(d.warnings)});
+        pending_.push_back(
+            {i, std::move(d.image), std::move(d.planes), d.floats, std::move(d.warnings), std::move(d.levels)});
     }
 
     // Starts the model on the pending images (all of one size) on a compute
@@ -354,20 +368,24 @@ private:
         // The runner is looked up here: lanes_ may grow (reallocate) while the
         // batch runs; the runner itself stays where it is.
         ModelRunner& runner = lanes_.runner(lane);
-        computing_.push_back({std::move(pending_), lane,
-                              std::async(std::launch::async, [this, &runner, shape, input = std::move(input),
-                                                              output = std::move(output)]() mutable {
-                                  return compute(runner, shape, std::move(input), std::move(output));
-                              })});
+        std::vector<float> extra = pending_.front().levels.values;
+        computing_.push_back(
+            {std::move(pending_), lane,
+             std::async(std::launch::async, [this, &runner, shape, input = std::move(input), output = std::move(output),
+                                             extra = std::move(extra)]() mutable {
+                 return compute(runner, shape, std::move(input), std::move(output), extra);
+             })});
         lanes_.set_busy(lane, true);
         pending_.clear();
     }
 
     // On a compute lane's thread: the model on one batch (and the --bench
     // repeats), timed into the batch's own timers.
-    BatchResult compute(ModelRunner& runner, Shape shape, HostBuffer input, HostBuffer output) {
+    BatchResult compute(ModelRunner& runner, Shape shape, HostBuffer input, HostBuffer output,
+                        const std::vector<float>& extra) {
         BatchResult r;
         try {
+            if (options_.levels) runner.set_extra_values(extra);
             const size_t reruns = runner.fp32_reruns();
             runner.run(input.tensor(shape), output.tensor(shape), &r.timer);
             r.fp32_rerun = runner.fp32_reruns() != reruns;
@@ -380,12 +398,22 @@ private:
                 for (const StageTimer::Row& row : once.rows())  // a tiled pass has a sample per tile
                     r.bench.add(row.name + " " + shape.str(), row.total_ms(), mp);
             }
+            if (options_.blend != 1) blend(input.as<const float>(), output.as<float>(), shape.count(), &r.timer);
             r.output = std::move(output);
         } catch (const std::exception& e) {
             r.error = batch_error(e, shape);
         }
         pool_.give(std::move(input));
         return r;
+    }
+
+    // --strength: out = in + blend * (out - in) (0: the input itself, also
+    // where the model's output is not finite).
+    void blend(const float* in, float* out, size_t n, StageTimer* timer) const {
+        ScopedStage t(timer, "strength");
+        const float s = options_.blend;
+        if (s == 0) return void(std::copy(in, in + n, out));
+        for (size_t i = 0; i < n; ++i) out[i] = in[i] + s * (out[i] - in[i]);
     }
 
     static std::string batch_error(const std::exception& e, const Shape& shape) {
@@ -420,6 +448,7 @@ private:
         size_t offset = 0;
         for (Pending& p : batch) {
             const size_t n = p.floats;
+            report_.files[p.job].levels = std::move(p.levels.levels);
             if (r.fp32_rerun) {
                 report_.files[p.job].fp32_rerun = true;
                 p.warnings.push_back(jobs_[p.job].input + ": the " + precision_name(runner_.precision()) +

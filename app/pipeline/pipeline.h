@@ -17,6 +17,18 @@
 
 namespace imr {
 
+// The extra inputs of one image (a model that takes a noise level or a JPEG
+// quality): their values in the model's extra_inputs order, and what the
+// report says of each.
+struct ImageLevels {
+    std::vector<float> values;
+    std::vector<FileResult::Level> levels;
+};
+// Called on a decoder thread with the decoded image, its input's path and,
+// for standard input, its bytes (else null); throws imr::Error when a level
+// cannot be had (the file fails).
+using LevelsFn = std::function<ImageLevels(const Image&, const std::string& input, const std::vector<uint8_t>* bytes)>;
+
 struct PipelineOptions {
     int batch = 4;       // images of one size per model call
     bool force = false;  // overwrite existing outputs
@@ -25,6 +37,13 @@ struct PipelineOptions {
     std::string stdout_format = "png";  // a job whose output is "-" (kStdio) writes this format to stdout
     WriteOptions write;
     int bench_repeats = 0;  // >0: after each batch, re-run the compute this many times into bench timer
+    // --strength for a model that takes no level: each output plane is
+    // input + blend * (restored - input), in fp32 before the rounding to
+    // samples (which clamps); 1: the model's output untouched, 0: the input.
+    float blend = 1;
+    // Set for a model that takes extra inputs: each image's values, in
+    // batches of equal values (ModelRunner::set_extra_values before each).
+    LevelsFn levels;
     // When it becomes true (Ctrl-C), no new file is started; the batches
     // being computed and the images being written are finished, so no
     // partial or temporary file stays behind.
