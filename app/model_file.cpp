@@ -82,9 +82,14 @@ int ModelFile::radius() const {
         const std::vector<int>& ins = g.stage_inputs[i];
         halo[size_t(ins[0])] = std::max(halo[size_t(ins[0])], blocks + (long long)geo.radius * s_in);
         for (size_t k = 1; k < ins.size(); ++k) halo[size_t(ins[k])] = std::max(halo[size_t(ins[k])], blocks);
+        if (stage_adds_model_input(stages[i])) halo[0] = std::max(halo[0], blocks);
     }
+    // The tile needs the largest halo any model input needs: the image's,
+    // and an extra input's (its plane ends at the tile's edge as well).
+    long long most = 0;
+    for (int t = 0; t < g.first_stage_tensor; ++t) most = std::max(most, halo[size_t(t)]);
     const long long m = size_multiple();
-    return int((halo[0] + m - 1) / m * m);  // tiles start on multiples of m, so halos are whole blocks
+    return int((most + m - 1) / m * m);  // tiles start on multiples of m, so halos are whole blocks
 }
 
 int ModelFile::receptive_field() const {

@@ -1,6 +1,7 @@
 #include "model_fusion.h"
 
 #include <algorithm>
+#include <map>
 
 namespace imr {
 
@@ -44,27 +45,32 @@ std::string try_fuse(ModelFile& m, size_t i, size_t j) {
     return what_j + " into " + what_i;
 }
 
+// After a stage is removed, the stages named by default (their index) take
+// their new index, in their names and wherever they are read.
+void renumber_default_names(ModelFile& m) {
+    std::map<std::string, std::string> renamed;
+    for (size_t i = 0; i < m.stages.size(); ++i) {
+        std::string& name = m.links[i].name;
+        if (!name.empty() && name[0] >= '0' && name[0] <= '9' && name != default_stage_name(i))
+            name = renamed[name] = default_stage_name(i);
+    }
+    for (StageLinks& l : m.links)
+        for (std::string& in : l.inputs)
+            if (const auto it = renamed.find(in); it != renamed.end()) in = it->second;
+    if (const auto it = renamed.find(m.output); it != renamed.end()) m.output = it->second;
+}
+
 }  // namespace
 
 ModelFile fuse_stages(const ModelFile& model, std::vector<std::string>* notes) {
     ModelFile m = model;
-    // Default names are indices, which removing a stage would shift: every
-    // stage gets a name of its own, the defaults prefixed with underscores
-    // that no given name starts with (given names may not start with a digit).
-    std::string prefix = "_";
-    auto taken = [&] {
-        for (size_t i = 0; i < m.stages.size(); ++i)
-            if (m.stage_name(i).rfind(prefix, 0) == 0) return true;
-        return false;
-    };
-    while (taken()) prefix += "_";
-    auto named = [&](const std::string& n) { return !n.empty() && n[0] >= '0' && n[0] <= '9' ? prefix + n : n; };
+    // Every stage named explicitly while stages are removed (a default name
+    // is the stage's index, which removing a stage before it would shift);
+    // after each removal the default-named ones take their new index (given
+    // names never start with a digit, so no name can collide).
     std::vector<StageLinks> links;
-    for (size_t i = 0; i < m.stages.size(); ++i) {
-        links.push_back({named(m.stage_name(i)), {}});
-        for (const std::string& in : m.stage_input_names(i)) links.back().inputs.push_back(named(in));
-    }
-    m.output = named(m.output.empty() ? m.stage_name(m.stages.size() - 1) : m.output);
+    for (size_t i = 0; i < m.stages.size(); ++i) links.push_back({m.stage_name(i), m.stage_input_names(i)});
+    m.output = m.output.empty() ? m.stage_name(m.stages.size() - 1) : m.output;
     m.links = std::move(links);
     for (bool changed = true; changed;) {
         changed = false;
@@ -79,6 +85,7 @@ ModelFile fuse_stages(const ModelFile& model, std::vector<std::string>* notes) {
             const std::string note = try_fuse(m, i, j);
             if (note.empty()) continue;
             if (notes) notes->push_back(note);
+            renumber_default_names(m);
             changed = true;
         }
     }

@@ -1,8 +1,11 @@
 // The fusion pass the runner applies at load time: an element-wise stage
 // that a convolution's epilogue computes anyway is folded into that
 // convolution, so its tensor is never written and read back (on a GPU a
-// memory-bound pass each). Exact: the fused stage computes the same float
-// operations in the same order as the two stages did.
+// memory-bound pass each). In fp32 the fused stage computes the same float
+// operations in the same order as the two stages did, so finite results are
+// the same; two differences: a NaN the convolution makes may leave a fused
+// ReLU as 0 (the kernels' max) where the separate stage keeps it, and in
+// fp16/bf16 the fused stage rounds once where the two rounded twice.
 //   conv2d (no activation, nothing added) -> activation relu
 //       => conv2d with activation relu
 //   conv2d / conv_transpose2d (nothing added) -> add (with any other tensor)

@@ -205,10 +205,15 @@ void ModelRunner::run_aligned(const float* input, float* output, Shape shape, St
     const int smallest = std::max(kSmallestTile, m);
     int tile = std::max((options_.max_tile > 0 ? options_.max_tile : kLargestTile) / m * m, m);
     size_t plane = size_t(shape.c) * image_pixels;
+    // A tile's pass: the tile and its halo, clipped to the image (a model
+    // whose halo exceeds the image runs it whole, as one tile).
+    auto pass_pixels = [&](int t) {
+        const size_t side = size_t(t) + 2 * size_t(r);
+        return std::min(side, size_t(shape.h)) * std::min(side, size_t(shape.w));
+    };
     for (;;) {
-        while (tile > smallest && size_t(tile + 2 * r) * size_t(tile + 2 * r) > pixels_fit)
-            tile = std::max(tile / 2 / m * m, m);
-        if (size_t(tile + 2 * r) * size_t(tile + 2 * r) > pixels_fit)
+        while (tile > smallest && pass_pixels(tile) > pixels_fit) tile = std::max(tile / 2 / m * m, m);
+        if (pass_pixels(tile) > pixels_fit)
             throw OutOfMemory(backend_.name() + ": not enough free memory for even a " + std::to_string(tile) +
                               "-pixel tile of model '" + model_.name + "'");
         try {
@@ -346,7 +351,13 @@ Tensor ModelRunner::execute(const RunnerPlan& plan, const Stages& stages, const 
         io.output = t[size_t(step.output)];
         if (step.model_input >= 0) io.model_input = t[size_t(step.model_input)];
         io.scratch = t[size_t(step.scratch)].data;
-        stages[size_t(step.stage)]->run(backend_, io);
+        try {
+            stages[size_t(step.stage)]->run(backend_, io);
+        } catch (const OutOfMemory&) {
+            throw;  // the tiling's business
+        } catch (const Error& e) {
+            throw Error("model '" + model_.name + "', " + stage_labels_[size_t(step.stage)] + ": " + e.what());
+        }
     }
     if (timing >= 0) stage_timers_[size_t(timing)]->stop();
     return t[size_t(plan.result)];

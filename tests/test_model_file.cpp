@@ -873,10 +873,11 @@ TEST(ModelRunner, TilesOnItsOwnWhenMemoryIsShort) {
     Shape shape{2, 3, 45, 67};
     std::vector<float> input = test::random_vector(rng, shape.count(), 0.3f);
     std::vector<double> ref = reference_model(m, input, shape);
-    // 200 KB: room for ~3500 pixels of activations (5 channels, two buffers),
-    // so neither the batch nor one 45x67 image fits, but a 32-pixel tile with
-    // its 7-pixel halo does.
-    LowMemoryBackend small(200 * 1024);
+    // 100 KB: room for ~1750 pixels of activations (5 channels, two buffers),
+    // so neither the batch nor one 45x67 image (3015 pixels) fits, nor a
+    // 32-pixel tile with its 7-pixel halo (45 x 46 once clipped to the
+    // image), but a 16-pixel one does.
+    LowMemoryBackend small(100 * 1024);
     ModelRunner runner(m, small);
     std::vector<float> out(shape.count(), std::nanf(""));
     StageTimer timer;
@@ -1314,6 +1315,78 @@ TEST(ModelFusion, FoldsReluAndAddIntoTheConvolutionBefore) {
     std::vector<float> out(shape.count(), std::nanf(""));
     runner.run(f32_nchw(input.data(), shape), f32_nchw(out.data(), shape), nullptr);
     expect_matches_reference(out, reference_model(m, input, shape), "fused");
+}
+
+}  // namespace
+}  // namespace imr
+
+namespace imr {
+namespace {
+
+std::vector<float> run_cpu(const ModelFile& m, Shape shape, const std::vector<float>& in, RunnerOptions o) {
+    auto cpu = make_cpu_backend(2);
+    ModelRunner r(m, *cpu, o);
+    std::vector<float> out(shape.count(), std::nanf(""));
+    r.run(f32_nchw(in.data(), shape), f32_nchw(out.data(), shape), nullptr);
+    return out;
+}
+
+// The tile's halo covers every path from a model input: an extra input's
+// path (its plane ends at the tile's edge too), and the image where it only
+// enters by add_model_input before a wide convolution. Tiled = whole, bit
+// for bit (review finding: radius() followed the image's own path only).
+TEST(ModelGraph, TilesCoverThePathsOfEveryModelInput) {
+    unsigned seed;
+    auto rng = fresh_rng(&seed);
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    Conv2dStage level = test::random_conv2d(rng, 1, 3, 5, PadMode::Zero, true);
+    AddStage add;
+    add.channels = 3;
+    ModelFile extra = test::model_of("extra", {level, add});
+    extra.extra_inputs = {"noise_level"};
+    extra.links = {{"n", {"noise_level"}}, {"out", {"input", "n"}}};
+    extra.format_version = 3;
+
+    Conv2dStage first = test::random_conv2d(rng, 1, 3, 3, PadMode::Zero, true);
+    Conv2dStage plus_image = test::random_conv2d(rng, 3, 3, 1, PadMode::Zero, true);
+    plus_image.add_model_input = true;
+    Conv2dStage wide = test::random_conv2d(rng, 3, 3, 5, PadMode::Reflect, true);
+    ModelFile added = test::model_of("added", {first, plus_image, wide});
+    added.extra_inputs = {"noise_level"};
+    added.links = {{"n", {"noise_level"}}, {}, {}};
+    added.format_version = 3;
+
+    for (const ModelFile& m : {extra, added}) {
+        SCOPED_TRACE(m.name);
+        validate_model(m, m.name);
+        EXPECT_GE(m.radius(), 2);
+        const Shape shape{1, 3, 40, 37};
+        const std::vector<float> in = test::random_vector(rng, shape.count(), 0.3f);
+        RunnerOptions o;
+        o.extra_inputs = {{"noise_level", test::extra_input_value("noise_level")}};  // what the reference takes
+        const std::vector<float> whole = run_cpu(m, shape, in, o);
+        o.max_tile = 16;
+        const std::vector<float> tiles = run_cpu(m, shape, in, o);
+        EXPECT_EQ(0, std::memcmp(whole.data(), tiles.data(), whole.size() * sizeof(float)));
+        expect_matches_reference(whole, reference_model(m, in, shape), "whole");
+    }
+}
+
+// A model whose halo is wider than the image runs whole when tiles are
+// asked for (the tile and its halo, clipped to the image, are the image),
+// not "not enough memory for even a 16-pixel tile" (review finding).
+TEST(ModelGraph, AHaloWiderThanTheImageRunsItWhole) {
+    std::mt19937 rng(21);
+    ChannelAttentionStage att;
+    att.channels = 3, att.window = 1001;
+    att.weight = test::random_vector(rng, 9, 0.3f), att.bias = test::random_vector(rng, 3, 0.5f);
+    const ModelFile m = test::model_of("wide", {att});
+    EXPECT_GE(m.radius(), 500);
+    const Shape shape{1, 3, 30, 41};
+    const std::vector<float> in = test::random_vector(rng, shape.count(), 0.3f);
+    RunnerOptions o;
+    o.max_tile = 16;
+    expect_matches_reference(run_cpu(m, shape, in, o), reference_model(m, in, shape), "tiles asked for");
 }
 
 }  // namespace

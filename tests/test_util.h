@@ -198,8 +198,8 @@ inline RunnerOptions tiled(int side) {
     return o;
 }
 
-// The value the tests give each extra input a model may take (the runners
-// get the same through tiled_with_extras / RunnerOptions::extra_inputs).
+// The value the tests give each extra input a model may take (give the
+// runners the same through RunnerOptions::extra_inputs).
 inline float extra_input_value(const std::string& name) {
     return name == "noise_level" ? 25.0f / 255.0f : 0.4f;
 }

@@ -646,7 +646,7 @@ class Graph:
                 name = str(i)
             else:
                 name = _as_str(at, "name", name)
-                if not NAME_RE.match(name) or name in reserved:
+                if name != str(i) and (not NAME_RE.match(name) or name in reserved):  # str(i): the default
                     raise ModelError(f"{at}: name {name!r} must be 1 to 64 characters from A-Z a-z 0-9 _ . -, not "
                                      f"starting with a digit, and not {', '.join(reserved)}")
                 if name in defined:

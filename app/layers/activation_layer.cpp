@@ -2,8 +2,6 @@
 
 #include <cmath>
 
-#include "elementwise_layer.h"
-
 namespace imr {
 
 namespace {

@@ -1,7 +1,5 @@
 #include "channel_attention_layer.h"
 
-#include "elementwise_layer.h"
-
 namespace imr {
 
 namespace {

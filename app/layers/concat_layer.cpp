@@ -2,8 +2,6 @@
 
 #include <numeric>
 
-#include "elementwise_layer.h"
-
 namespace imr {
 
 namespace {

@@ -6,13 +6,6 @@ namespace imr {
 
 namespace {
 
-PadMode parse_padding(const std::string& s, const std::string& at) {
-    if (s == "reflect") return PadMode::Reflect;
-    if (s == "replicate") return PadMode::Replicate;
-    if (s == "zero") return PadMode::Zero;
-    throw Error(at + ": attribute 'padding': expected reflect, replicate or zero, found '" + s + "'");
-}
-
 Activation parse_activation(const std::string& s, const std::string& at) {
     if (s == "none") return Activation::None;
     if (s == "relu") return Activation::ReLU;
@@ -122,7 +115,7 @@ Conv2dStage Conv2dStage::load(LayerReader& r, const std::vector<int>& inputs) {
         expect_shape(r, b, "bias", {conv.out_channels});
         conv.bias = std::move(b.data);
     }
-    if (r.has_attribute("padding")) conv.padding = parse_padding(r.string_attribute("padding"), at);
+    if (r.has_attribute("padding")) conv.padding = read_padding(r);
     if (r.has_attribute("activation")) {
         if (r.format_version() < 2)
             throw Error(at + ": attribute 'activation' needs format_version 2 (the file says " +
@@ -174,9 +167,10 @@ void Conv2dStage::validate(const std::string& at) const {
 std::string Conv2dStage::describe() const {
     std::string s = "conv2d          " + std::to_string(in_channels) + " -> " + std::to_string(out_channels) +
                     " channels, " + std::to_string(kernel) + "x" + std::to_string(kernel) +
-                    (stride > 1 ? ", stride " + std::to_string(stride)
-                                : ", " + std::string(pad_mode_name(padding)) + " padding " +
-                                      std::to_string(pad_before()) + "/" + std::to_string(pad_after())) +
+                    (stride > 1    ? ", stride " + std::to_string(stride)
+                     : kernel == 1 ? std::string()
+                                   : ", " + std::string(pad_mode_name(padding)) + " padding " +
+                                         std::to_string(pad_before()) + "/" + std::to_string(pad_after())) +
                     (bias.empty() ? ", no bias" : ", bias");
     if (activation != Activation::None) s += std::string(", ") + activation_name(activation);
     if (add_model_input) s += ", + model input";

@@ -57,9 +57,7 @@ private:
 
 ConvTranspose2dStage ConvTranspose2dStage::load(LayerReader& r, const std::vector<int>& inputs) {
     const std::string& at = r.where();
-    if (r.format_version() < 3)
-        throw Error(at + ": op '" + kOp + "' needs format_version 3 (the file says " +
-                    std::to_string(r.format_version()) + ")");
+    require_format_v3(r, kOp);
     ConvTranspose2dStage s;
     const long long f = r.int_attribute("stride");
     if (f < 2 || f > 8) throw Error(at + ": attribute 'stride': expected 2..8, found " + std::to_string(f));

@@ -1,7 +1,5 @@
 #include "depthwise_conv2d_layer.h"
 
-#include "elementwise_layer.h"
-
 namespace imr {
 
 namespace {
@@ -26,12 +24,6 @@ private:
     DeviceBuffer weight_, bias_;
 };
 
-PadMode parse_pad(const std::string& s, const std::string& at) {
-    for (PadMode m : {PadMode::Reflect, PadMode::Replicate, PadMode::Zero})
-        if (s == pad_mode_name(m)) return m;
-    throw Error(at + ": attribute 'padding': expected reflect, replicate or zero, found '" + s + "'");
-}
-
 }  // namespace
 
 DepthwiseConv2dStage DepthwiseConv2dStage::load(LayerReader& r, const std::vector<int>& inputs) {
@@ -52,7 +44,7 @@ DepthwiseConv2dStage DepthwiseConv2dStage::load(LayerReader& r, const std::vecto
         expect_shape(r, b, "bias", {s.channels});
         s.bias = std::move(b.data);
     }
-    if (r.has_attribute("padding")) s.padding = parse_pad(r.string_attribute("padding"), at);
+    if (r.has_attribute("padding")) s.padding = read_padding(r);
     return s;
 }
 

@@ -2,12 +2,6 @@
 
 namespace imr {
 
-void require_format_v3(const LayerReader& r, const char* op) {
-    if (r.format_version() < 3)
-        throw Error(r.where() + ": op '" + op + "' needs format_version 3 (the file says " +
-                    std::to_string(r.format_version()) + ")");
-}
-
 namespace {
 
 template <ElementwiseOp E>

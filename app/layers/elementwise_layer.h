@@ -40,8 +40,4 @@ struct ElementwiseStage {
 using AddStage = ElementwiseStage<ElementwiseOp::Add>;
 using MulStage = ElementwiseStage<ElementwiseOp::Mul>;
 
-// Throws "AT: op 'KIND' needs format_version 3 ..." in an older file (every
-// v3 kind's load calls it first).
-void require_format_v3(const LayerReader& r, const char* op);
-
 }  // namespace imr

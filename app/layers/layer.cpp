@@ -43,6 +43,19 @@ bool read_add_model_input(LayerReader& r) {
     return v == 1;
 }
 
+void require_format_v3(const LayerReader& r, const char* op) {
+    if (r.format_version() < 3)
+        throw Error(r.where() + ": op '" + op + "' needs format_version 3 (the file says " +
+                    std::to_string(r.format_version()) + ")");
+}
+
+PadMode read_padding(LayerReader& r) {
+    const std::string s = r.string_attribute("padding");
+    for (PadMode m : {PadMode::Reflect, PadMode::Replicate, PadMode::Zero})
+        if (s == pad_mode_name(m)) return m;
+    throw Error(r.where() + ": attribute 'padding': expected reflect, replicate or zero, found '" + s + "'");
+}
+
 void require(const Backend& backend, Op op) {
     if (!backend.supports(op, DType::F32, Layout::NCHW))
         throw Error(std::string("this model uses the op ") + op_name(op) + ", which the " + backend.name() +

@@ -140,6 +140,13 @@ struct ReferenceIO {
 // shared by the layers that can add the model input.
 bool read_add_model_input(LayerReader& r);
 
+// Throws "AT: op 'KIND' needs format_version 3 ..." in an older file (every
+// kind new in v3 calls it first in its load).
+void require_format_v3(const LayerReader& r, const char* op);
+
+// The attribute 'padding' (reflect, replicate or zero); throws naming it otherwise.
+PadMode read_padding(LayerReader& r);
+
 // Throws imr::Error unless the backend implements `op` on f32 NCHW tensors
 // (Backend::supports), the type every stage can fall back to.
 void require(const Backend& backend, Op op);

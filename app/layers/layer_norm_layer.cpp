@@ -1,8 +1,7 @@
 #include "layer_norm_layer.h"
 
 #include <cmath>
-
-#include "elementwise_layer.h"
+#include <limits>
 
 namespace imr {
 
@@ -41,8 +40,11 @@ LayerNormStage LayerNormStage::load(LayerReader& r, const std::vector<int>& inpu
     s.weight = std::move(w.data), s.bias = std::move(b.data);
     if (r.has_attribute("eps")) {
         const double eps = r.float_attribute("eps");
-        if (!(eps > 0))
-            throw Error(r.where() + ": attribute 'eps': expected a positive number, found " + std::to_string(eps));
+        if (!(eps >= double(std::numeric_limits<float>::min())))  // float32 would flush a smaller one to 0
+            throw Error(r.where() +
+                        ": attribute 'eps': expected a positive number of at least 1.2e-38 (float32's "
+                        "smallest normal), found " +
+                        std::to_string(eps));
         s.eps = float(eps);
     }
     return s;

@@ -1,7 +1,5 @@
 #include "simple_gate_layer.h"
 
-#include "elementwise_layer.h"
-
 namespace imr {
 
 namespace {
