@@ -467,7 +467,11 @@ TEST(Cli, InterruptLeavesOnlyWholeFiles) {
     std::string code_file = dir / "code.txt";
     std::string cmd = "('" + std::string(IMRESTORE_EXE) + "' " + q(dir / "in") + " -o " + q(dir / "out") +
                       " -d cpu -b 1 -q --json >" + q(dir / "report.json") + " 2>" + q(dir / "err.txt") +
-                      " & pid=$!; sleep 0.4; kill -TERM $pid; wait $pid; echo $? >" + q(code_file) + ")";
+                      // The signal once the first output is there (the handler is in place then;
+                      // a fixed delay could land before it is on a loaded machine: exit 143).
+                      " & pid=$!; for i in $(seq 200); do [ -n \"$(ls " + q(dir / "out") +
+                      " 2>/dev/null)\" ] && break; sleep 0.05; done; kill -TERM $pid; wait $pid; echo $? >" +
+                      q(code_file) + ")";
     ASSERT_EQ(std::system(cmd.c_str()), 0);
     int code = std::stoi(slurp(code_file));
     std::string report = slurp(dir / "report.json");
