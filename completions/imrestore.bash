@@ -15,8 +15,8 @@ declare -gA _imrestore_valued=(
         --png-compression -j --threads --tile --max-memory --max-pixels --bench --shard --shard-count'
     [models]=''
     [model]='--validate-precision --write -d --device'
-    [degrade]='-o --output --blur --noise --jpeg --seed --format --shard --shard-count'
-    [eval]='-m --model -d --device -j --threads --blur --noise --jpeg --seed --degraded --baselines --shard
+    [degrade]='-o --output --blur --noise --jpeg --mix --seed --format --shard --shard-count'
+    [eval]='-m --model -d --device -j --threads --blur --noise --jpeg --mix --seed --degraded --baselines --shard
         --shard-count'
 )
 declare -gA _imrestore_flags=(
@@ -87,6 +87,7 @@ _imrestore_add_values() {
     --precision) for name in fp32 tf32 bf16 fp16 auto; do [[ $name == "$value"* ]] && candidates+=("$name"); done ;;
     --codec) for name in auto opencv stb; do [[ $name == "$value"* ]] && candidates+=("$name"); done ;;
     --bit-depth) for name in 0 8 16; do [[ $name == "$value"* ]] && candidates+=("$name"); done ;;
+    --mix) for name in photo; do [[ $name == "$value"* ]] && candidates+=("$name"); done ;;
     --degraded | --validate-precision)
         local folder
         while IFS= read -r folder; do candidates+=("$folder"); done < <(compgen -d -- "$value")

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "error.h"
+#include "eval/photo_mix.h"
 
 namespace imr {
 
@@ -45,6 +46,7 @@ std::string Degradation::describe() const {
     if (blur > 0) s << sep << "blur " << blur, sep = ", ";
     if (noise > 0) s << sep << "noise " << noise, sep = ", ";
     if (jpeg > 0) s << sep << "jpeg " << jpeg, sep = ", ";
+    if (!mix.empty()) s << sep << "mix " << mix, sep = ", ";
     return any() ? s.str() : "none";
 }
 
@@ -55,6 +57,16 @@ void Degradation::validate() const {
     if (!(noise >= 0 && noise <= 255))
         throw Error("--noise " + std::to_string(noise) + ": must be within 0..255 (sigma on the 8-bit scale)");
     if (jpeg < 0 || jpeg > 100) throw Error("--jpeg " + std::to_string(jpeg) + ": quality must be within 1..100");
+    if (!mix.empty()) {
+        const auto& names = degradation_mix_names();
+        if (std::find(names.begin(), names.end(), mix) == names.end()) {
+            std::string list;
+            for (const std::string& n : names) list += " " + n;
+            throw Error("--mix " + mix + ": unknown (known:" + list + ")");
+        }
+        if (blur > 0 || noise > 0 || jpeg > 0)
+            throw Error("--mix " + mix + " is a whole degradation of its own: give it without --blur/--noise/--jpeg");
+    }
 }
 
 uint64_t splitmix64(uint64_t& state) {
@@ -209,6 +221,7 @@ Image degrade(const Image& clean, const Degradation& d, uint64_t seed) {
     d.validate();
     if (clean.color_channels() != 1 && clean.color_channels() != 3)
         throw Error("degrade: " + std::to_string(clean.channels) + " channels; expected gray or RGB (with alpha)");
+    if (!d.mix.empty()) return photo_mix(clean, seed);  // "photo", the only mix (validate)
     Image out = to_8bit(clean);
     if (d.blur > 0) gaussian_blur(out, d.blur);
     if (d.noise > 0) add_gaussian_noise(out, d.noise, seed);

@@ -24,14 +24,18 @@ namespace imr {
 constexpr uint64_t kDefaultDegradeSeed = 0;
 
 struct Degradation {
-    double blur = 0;   // Gaussian sigma in pixels; 0: none
-    double noise = 0;  // Gaussian sigma on the 0-255 scale; 0: none
-    int jpeg = 0;      // JPEG quality 1..100; 0: none
+    double blur = 0;    // Gaussian sigma in pixels; 0: none
+    double noise = 0;   // Gaussian sigma on the 0-255 scale; 0: none
+    int jpeg = 0;       // JPEG quality 1..100; 0: none
+    std::string mix{};  // a named mix instead of the above ("photo": eval/photo_mix.h); empty: none
 
-    bool any() const { return blur > 0 || noise > 0 || jpeg > 0; }
+    bool any() const { return blur > 0 || noise > 0 || jpeg > 0 || !mix.empty(); }
+    // Whether --seed matters (noise, or a mix, whose every draw is seeded).
+    bool seeded() const { return noise > 0 || !mix.empty(); }
     // "blur 1.5, noise 25, jpeg 20" (in the order they are applied).
     std::string describe() const;
-    // Throws imr::Error for values out of range (blur 0..50, noise 0..255, jpeg 0..100).
+    // Throws imr::Error for values out of range (blur 0..50, noise 0..255, jpeg 0..100),
+    // an unknown mix, or a mix with blur/noise/jpeg (a mix is the whole degradation).
     void validate() const;
 };
 
@@ -75,7 +79,7 @@ void jpeg_round_trip(Image& image, int quality);
 bool jpeg_is_libjpeg();
 
 // blur, then noise (seeded with `seed`, see image_noise_seed), then JPEG, on
-// an 8-bit copy of `clean`.
+// an 8-bit copy of `clean`; or d.mix's draw for `seed` (eval/photo_mix.h).
 Image degrade(const Image& clean, const Degradation& d, uint64_t seed);
 
 }  // namespace imr

@@ -135,7 +135,7 @@ public:
     Encoder(const Encoder&) = delete;
     Encoder& operator=(const Encoder&) = delete;
 
-    bool encode(const Image& img, int quality) {
+    bool encode(const Image& img, int quality, int subsampling) {
         row_.resize(size_t(img.width) * img.channels);
         if (setjmp(err_.jump)) return false;
         jpeg_create_compress(&cinfo_);
@@ -147,6 +147,8 @@ public:
         cinfo_.in_color_space = img.channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
         jpeg_set_defaults(&cinfo_);  // baseline, 4:2:0 (libjpeg's and OpenCV's default)
         jpeg_set_quality(&cinfo_, quality, TRUE);
+        if (subsampling == 444 && img.channels == 3)
+            for (int c = 0; c < 3; ++c) cinfo_.comp_info[c].h_samp_factor = cinfo_.comp_info[c].v_samp_factor = 1;
         jpeg_start_compress(&cinfo_, TRUE);
         while (cinfo_.next_scanline < cinfo_.image_height) {
             const uint16_t* src = img.samples.data() + size_t(cinfo_.next_scanline) * row_.size();
@@ -205,11 +207,11 @@ Image decode_libjpeg(const std::string& path, const std::vector<uint8_t>& data) 
     return img;
 }
 
-std::vector<uint8_t> encode_libjpeg(const std::string& path, const Image& img, int quality) {
+std::vector<uint8_t> encode_libjpeg(const std::string& path, const Image& img, int quality, int subsampling) {
     if (img.bit_depth != 8 || (img.channels != 1 && img.channels != 3))
         throw Error(path + ": JPEG holds 8-bit gray or RGB only");
     auto enc = std::make_unique<Encoder>();
-    if (!enc->encode(img, quality)) throw Error(path + ": cannot encode the JPEG: " + enc->message());
+    if (!enc->encode(img, quality, subsampling)) throw Error(path + ": cannot encode the JPEG: " + enc->message());
     return std::move(enc->bytes());
 }
 

@@ -33,7 +33,8 @@ std::vector<uint8_t> encode_opencv(const std::string& path, const Image& img, co
 // codec_libjpeg.cpp: JPEG through libjpeg(-turbo), in place of stb's JPEG
 // decoder and encoder wherever OpenCV does not read/write the JPEG.
 Image decode_libjpeg(const std::string& path, const std::vector<uint8_t>& data);
-std::vector<uint8_t> encode_libjpeg(const std::string& path, const Image& img, int quality);
+// subsampling: 420 (libjpeg's default) or 444 (every component 1x1).
+std::vector<uint8_t> encode_libjpeg(const std::string& path, const Image& img, int quality, int subsampling = 420);
 #endif
 
 // codec_stb.cpp: stb_image / stb_image_write (the only file that compiles
