@@ -24,11 +24,12 @@ namespace imr {
 constexpr uint64_t kDefaultDegradeSeed = 0;
 
 struct Degradation {
-    double blur = 0;    // Gaussian sigma in pixels; 0: none
-    double noise = 0;   // Gaussian sigma on the 0-255 scale; 0: none
-    int jpeg = 0;       // JPEG quality 1..100; 0: none
-    std::string mix{};  // a named mix instead of the above ("photo": eval/photo_mix.h); empty: none
+    double blur = 0;   // Gaussian sigma in pixels; 0: none
+    double noise = 0;  // Gaussian sigma on the 0-255 scale; 0: none
+    int jpeg = 0;      // JPEG quality 1..100; 0: none
 
+    // A named mix instead of the above ("photo": eval/photo_mix.h); empty: none.
+    std::string mix{};
     bool any() const { return blur > 0 || noise > 0 || jpeg > 0 || !mix.empty(); }
     // Whether --seed matters (noise, or a mix, whose every draw is seeded).
     bool seeded() const { return noise > 0 || !mix.empty(); }
