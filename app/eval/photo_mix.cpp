@@ -303,8 +303,15 @@ Image apply_photo_mix(const Image& clean, const PhotoMixParams& p) {
     return out;
 }
 
+PhotoMixParams draw_photo_mix_for_eval(uint64_t seed) {
+    uint64_t state = seed;
+    PhotoMixParams p = draw_photo_mix(seed);
+    while (p.is_noop()) p = draw_photo_mix(splitmix64(state));
+    return p;
+}
+
 Image photo_mix(const Image& clean, uint64_t seed) {
-    return apply_photo_mix(clean, draw_photo_mix(seed));
+    return apply_photo_mix(clean, draw_photo_mix_for_eval(seed));
 }
 
 }  // namespace imr

@@ -86,11 +86,19 @@ void add_camera_noise(Image& image, const CameraNoise& n, uint64_t seed);
 void resample_round_trip(Image& image, const Resample& r);
 void jpeg_step(Image& image, const JpegStep& j);
 
+// What `--mix photo` applies (the evaluation's draw): draw_photo_mix(seed),
+// except that a draw skipping every step is replaced by the draw of the next
+// seed of splitmix64 from `seed` (and so on), so every evaluated photo is
+// degraded and its input PSNR finite. Training (weights/train.py) keeps those
+// draws: 4.3% of its patches are clean, so the model learns to leave a clean
+// photo alone.
+PhotoMixParams draw_photo_mix_for_eval(uint64_t seed);
+
 // `p` applied to an 8-bit copy of `clean`.
 Image apply_photo_mix(const Image& clean, const PhotoMixParams& p);
 
-// The mix of one file: draw_photo_mix(seed) applied (seed: image_noise_seed
-// of --seed and the file name).
+// The mix of one file: draw_photo_mix_for_eval(seed) applied (seed:
+// image_noise_seed of --seed and the file name).
 Image photo_mix(const Image& clean, uint64_t seed);
 
 }  // namespace imr
