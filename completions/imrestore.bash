@@ -16,9 +16,9 @@ declare -gA _imrestore_valued=(
         --bench --shard --shard-count'
     [models]=''
     [model]='--validate-precision --write -d --device'
-    [degrade]='-o --output --blur --noise --jpeg --subsampling --seed --format --shard --shard-count'
-    [eval]='-m --model -d --device -j --threads --blur --noise --jpeg --subsampling --seed --degraded --baselines
-        --shard --shard-count'
+    [degrade]='-o --output --blur --noise --jpeg --subsampling --mix --seed --format --shard --shard-count'
+    [eval]='-m --model -d --device -j --threads --blur --noise --jpeg --subsampling --mix --seed --degraded
+        --baselines --shard --shard-count'
 )
 declare -gA _imrestore_flags=(
     [restore]='-h --help --version -r --recursive -f --force --strip --timing --json --json-lines -q --quiet'
@@ -89,6 +89,7 @@ _imrestore_add_values() {
     --codec) for name in auto opencv stb; do [[ $name == "$value"* ]] && candidates+=("$name"); done ;;
     --bit-depth) for name in 0 8 16; do [[ $name == "$value"* ]] && candidates+=("$name"); done ;;
     --subsampling) for name in 420 444; do [[ $name == "$value"* ]] && candidates+=("$name"); done ;;
+    --mix) for name in photo; do [[ $name == "$value"* ]] && candidates+=("$name"); done ;;
     --degraded | --validate-precision)
         local folder
         while IFS= read -r folder; do candidates+=("$folder"); done < <(compgen -d -- "$value")

@@ -63,6 +63,7 @@ EVAL_LEVELS = {
     "denoise": [("noise 15", 0, 15, None), ("noise 25", 0, 25, None), ("noise 50", 0, 50, None)],
     "deblock": [(f"jpeg q{q}", 0, 0, q) for q in (10, 20, 30, 40)],
     "deblur": [("blur 1.5 + noise 2", 1.5, 2, None)],
+    "photo": [("photo mix", None, None, None)],  # each photo its own draw of the mix (PHOTO_MIX), seeded
 }
 EVAL_SEED = 20250101  # degradation noise of the held-out evaluation
 VAL_SEED = 12345  # the fixed validation patches
@@ -130,6 +131,214 @@ def degrade_image_cpu(clean_u8, blur, noise, q, gen):
     if q is not None:
         y = jpeg_u8(y, q)
     return y
+
+
+# ---------------------------------------------------------------------------
+# The photo mix (task "photo"): the definition is weights/README.md
+# ("Degradations", the photo mix); app/eval/photo_mix.cpp implements the same
+# for `imrestore degrade|eval --mix photo` (the committed evaluation). Here it
+# is batched: every patch its own draw, every step computed for the whole batch
+# and kept where the patch's draw runs it, all on the batch's device. Steps
+# round to 8 bits as the C++ does. The JPEG is libjpeg's arithmetic in float
+# (jpeg_sim: same tables, colour conversion, 2x2 chroma averaging and "fancy"
+# triangular upsampling; tests/photo_mix_test.py holds it near libjpeg).
+
+PHOTO_MIX = {
+    "blur_p": 0.25, "blur": (0.3, 1.5),
+    "noise_p": 0.6, "shot": (1e-4, 3e-2), "read_rel": (2e-4, 2e-3), "chroma_ratio": (1.0, 3.0),
+    "chroma_sigma": (0.5, 2.5),
+    "camera_jpeg_p": 0.4, "camera_q": (75, 95),
+    "resample_p": 0.4, "factor": (0.5, 0.9), "bicubic_p": 0.5,
+    "web_jpeg_p": 0.6, "web_q": (30, 95), "p444": 0.2, "web_jpeg_first_p": 0.5,
+}
+PHOTO_MARGIN = 16  # training patches are degraded with this border, then cropped (a multiple of 16: JPEG's grid)
+
+_JPEG_LUMA = [16, 11, 10, 16, 24, 40, 51, 61, 12, 12, 14, 19, 26, 58, 60, 55, 14, 13, 16, 24, 40, 57, 69, 56,
+              14, 17, 22, 29, 51, 87, 80, 62, 18, 22, 37, 56, 68, 109, 103, 77, 24, 35, 55, 64, 81, 104, 113, 92,
+              49, 64, 78, 87, 103, 121, 120, 101, 72, 92, 95, 98, 112, 100, 103, 99]
+_JPEG_CHROMA = ([17, 18, 24, 47] + [99] * 4 + [18, 21, 26, 66] + [99] * 4 + [24, 26, 56] + [99] * 5
+                + [47, 66] + [99] * 6 + [99] * 32)
+
+
+def draw_photo_mix(n, gen, device):
+    """n draws of the mix (a dict of tensors [n]), every parameter drawn whether its step runs or not."""
+    m = PHOTO_MIX
+    u = lambda: torch.rand(n, generator=gen, device=device, dtype=torch.float64)  # noqa: E731
+    unif = lambda r: r[0] + (r[1] - r[0]) * u()  # noqa: E731
+    logu = lambda r: torch.exp(math.log(r[0]) + (math.log(r[1]) - math.log(r[0])) * u())  # noqa: E731
+    integer = lambda r: torch.clamp(r[0] + torch.floor(u() * (r[1] - r[0] + 1)), max=r[1]).long()  # noqa: E731
+    p = {}
+    p["blur_on"] = u() < m["blur_p"]
+    p["blur"] = unif(m["blur"])
+    p["noise_on"] = u() < m["noise_p"]
+    p["shot"] = logu(m["shot"])
+    p["read"] = p["shot"] * logu(m["read_rel"])
+    p["chroma_ratio"] = unif(m["chroma_ratio"])
+    p["chroma_sigma"] = unif(m["chroma_sigma"])
+    p["camera_on"] = u() < m["camera_jpeg_p"]
+    p["camera_q"] = integer(m["camera_q"])
+    p["camera_444"] = u() < m["p444"]
+    p["resample_on"] = u() < m["resample_p"]
+    p["factor"] = unif(m["factor"])
+    p["down_bicubic"] = u() < m["bicubic_p"]
+    p["up_bicubic"] = u() < m["bicubic_p"]
+    p["web_on"] = u() < m["web_jpeg_p"]
+    p["web_q"] = integer(m["web_q"])
+    p["web_444"] = u() < m["p444"]
+    p["web_first"] = u() < m["web_jpeg_first_p"]
+    return p
+
+
+def photo_mix_is_noop(p):
+    """[N] bool: draws that skip every step (clean patches; 4.3% of training's)."""
+    return ~(p["blur_on"] | p["noise_on"] | p["camera_on"] | p["resample_on"] | p["web_on"])
+
+
+def srgb_to_linear(x):
+    return torch.where(x <= 0.04045, x / 12.92, ((x + 0.055) / 1.055).clamp(min=0) ** 2.4)
+
+
+def linear_to_srgb(x):
+    return torch.where(x <= 0.0031308, 12.92 * x, 1.055 * x.clamp(min=0.0031308) ** (1 / 2.4) - 0.055)
+
+
+def camera_noise(x, shot, read, ratio, chroma_sigma, gen):
+    """Poisson-Gaussian noise in linear light (variance shot * x + read per channel), white luma plus two
+    opponent-colour chroma fields Gaussian-blurred by chroma_sigma px (renormalized to unit variance), chroma
+    `ratio` times luma's std. x [N,3,H,W] 8-bit values / 255; the parameters [N]. Rounded to 8 bits."""
+    n, _, h, w = x.shape
+    dev = x.device
+    zl = torch.randn((n, 1, h, w), generator=gen, device=dev, dtype=torch.float32)
+    zc = torch.randn((n, 2, h, w), generator=gen, device=dev, dtype=torch.float32)
+    r = int(math.ceil(3 * PHOTO_MIX["chroma_sigma"][1]))
+    taps = gauss_taps(chroma_sigma, r).to(dev)
+    zc = blur_valid(F.pad(zc, (r, r, r, r), mode="reflect"), taps) / taps.pow(2).sum(1).view(-1, 1, 1, 1)
+    s = math.sqrt(1.5)
+    axes = torch.tensor([[s / math.sqrt(2), -s / math.sqrt(2), 0.0],
+                         [s / math.sqrt(6), s / math.sqrt(6), -2 * s / math.sqrt(6)]], device=dev)
+    chroma = torch.einsum("nkhw,kc->nchw", zc, axes)
+    ratio = ratio.to(dev, torch.float32).view(-1, 1, 1, 1)
+    z = (zl + ratio * chroma) / torch.sqrt(1 + ratio * ratio)
+    lin = srgb_to_linear(x)
+    sd = torch.sqrt(shot.to(dev, torch.float32).view(-1, 1, 1, 1) * lin + read.to(dev, torch.float32).view(-1, 1, 1, 1))
+    return quantize8(linear_to_srgb((lin + sd * z).clamp(0.0, 1.0)))
+
+
+def _pillow_filter(t, bicubic):
+    t = t.abs()
+    a = -0.5
+    cubic = torch.where(t < 1, ((a + 2) * t - (a + 3)) * t * t + 1,
+                        torch.where(t < 2, (((t - 5) * t + 8) * t - 4) * a, torch.zeros_like(t)))
+    linear = (1 - t).clamp(min=0)
+    return torch.where(bicubic.view(-1, 1, 1), cubic, linear)
+
+
+def resample_matrix(in_size, out_size, bicubic, rows):
+    """Pillow's resampling (torch's antialias=True) as matrices [N, rows, cols]: image i maps in_size[i]
+    samples to out_size[i] (float64 tensors [N]); zero beyond those sizes. The filter (bicubic a = -0.5,
+    else triangle) is stretched by the scale when downscaling; each row sums to 1."""
+    dev = in_size.device
+    cols = int(in_size.max().item())
+    scale = (in_size / out_size).view(-1, 1, 1)
+    stretch = scale.clamp(min=1.0)
+    o = torch.arange(rows, device=dev, dtype=torch.float64).view(1, -1, 1)
+    j = torch.arange(cols, device=dev, dtype=torch.float64).view(1, 1, -1)
+    center = (o + 0.5) * scale
+    wts = _pillow_filter((j - center + 0.5) / stretch, bicubic) * (j < in_size.view(-1, 1, 1))
+    wts = wts / wts.sum(-1, keepdim=True).clamp(min=1e-12)
+    return (wts * (o < out_size.view(-1, 1, 1))).to(torch.float32)
+
+
+def resample_round_trip(x, factor, down_bicubic, up_bicubic):
+    """Downscale by factor (size max(1, floor(n f + 0.5)) per axis), round, upscale back, round. x [N,C,H,W]."""
+    n, c, h, w = x.shape
+    dev = x.device
+    out = []
+    for size in (h, w):
+        full = torch.full((n,), float(size), device=dev, dtype=torch.float64)
+        small = torch.clamp(torch.floor(size * factor.to(dev, torch.float64) + 0.5), min=1)
+        m = int(small.max().item())
+        out.append((resample_matrix(full, small, down_bicubic.to(dev), m),
+                    resample_matrix(small, full, up_bicubic.to(dev), size)))
+    (dh, uh), (dw, uw) = out
+    low = quantize8(dh.unsqueeze(1) @ x @ dw.unsqueeze(1).transpose(-1, -2))
+    return quantize8(uh.unsqueeze(1) @ low @ uw.unsqueeze(1).transpose(-1, -2))
+
+
+def _dct_matrix(dev):
+    k = torch.arange(8, dtype=torch.float64, device=dev)
+    d = torch.cos((2 * k.view(1, -1) + 1) * k.view(-1, 1) * math.pi / 16) * math.sqrt(2 / 8)
+    d[0] /= math.sqrt(2)
+    return d.to(torch.float32)
+
+
+def _jpeg_tables(q, base):
+    """libjpeg's jpeg_set_quality(q, force_baseline) tables [N, 8, 8] for qualities q [N]."""
+    q = q.clamp(1, 100).to(torch.int64)
+    scale = torch.where(q < 50, 5000 // q, 200 - 2 * q)
+    t = (torch.tensor(base, device=q.device, dtype=torch.int64).view(1, 64) * scale.view(-1, 1) + 50) // 100
+    return t.clamp(1, 255).to(torch.float32).view(-1, 8, 8)
+
+
+def _blocks_codec(p, table):
+    """Level-shifted planes p [N,C,H,W] (H, W multiples of 8) through DCT, quantization by table [N,8,8],
+    dequantization and IDCT; +128, rounded and clipped to 0..255."""
+    n, c, h, w = p.shape
+    d = _dct_matrix(p.device)
+    b = (p - 128.0).reshape(n, c, h // 8, 8, w // 8, 8).permute(0, 1, 2, 4, 3, 5)
+    t = table.view(n, 1, 1, 1, 8, 8)
+    coef = torch.round((d @ b @ d.T) / t) * t
+    b = d.T @ coef @ d
+    return torch.round(b.permute(0, 1, 2, 4, 3, 5).reshape(n, c, h, w) + 128.0).clamp(0, 255)
+
+
+def _fancy_up(c):
+    """libjpeg's h2v2 'fancy' upsampling (triangular: 3/4 nearer, 1/4 farther sample per axis, edges
+    replicated) of chroma planes [N,C,h,w] to [N,C,2h,2w]; rounded."""
+    def up(x, dim):
+        prev = torch.cat([x.narrow(dim, 0, 1), x.narrow(dim, 0, x.shape[dim] - 1)], dim)
+        nxt = torch.cat([x.narrow(dim, 1, x.shape[dim] - 1), x.narrow(dim, x.shape[dim] - 1, 1)], dim)
+        return torch.stack([3 * x + prev, 3 * x + nxt], dim + 1).flatten(dim, dim + 1)
+    return torch.round(up(up(c, 2), 3) / 16.0)
+
+
+def jpeg_sim(x, q, s444):
+    """Baseline JPEG round trip as libjpeg computes it, in float: x [N,3,H,W] 8-bit values / 255, quality
+    q [N] (int), s444 [N] bool (4:4:4, else 4:2:0). Returns the decoded image / 255."""
+    n, _, h, w = x.shape
+    ph, pw = -h % 16, -w % 16
+    v = F.pad(x * 255.0, (0, pw, 0, ph), mode="replicate") if ph or pw else x * 255.0
+    r, g, b = v[:, 0:1], v[:, 1:2], v[:, 2:3]
+    y = torch.round(0.299 * r + 0.587 * g + 0.114 * b)
+    cb = torch.round(-0.168735892 * r - 0.331264108 * g + 0.5 * b + 128.0)
+    cr = torch.round(0.5 * r - 0.418687589 * g - 0.081312411 * b + 128.0)
+    cc = torch.cat([cb, cr], 1)
+    q = q.to(x.device)
+    y = _blocks_codec(y, _jpeg_tables(q, _JPEG_LUMA))
+    ct = _jpeg_tables(q, _JPEG_CHROMA)
+    full = _blocks_codec(cc, ct)
+    half = _blocks_codec(torch.floor(F.avg_pool2d(cc, 2) + 0.5), ct)
+    cc = torch.where(s444.to(x.device).view(-1, 1, 1, 1), full, _fancy_up(half))
+    cb, cr = cc[:, 0:1] - 128.0, cc[:, 1:2] - 128.0
+    rgb = torch.cat([y + 1.402 * cr, y - 0.344136286 * cb - 0.714136286 * cr, y + 1.772 * cb], 1)
+    return (torch.round(rgb).clamp(0, 255) / 255.0)[:, :, :h, :w]
+
+
+def photo_mix(x, gen, params=None):
+    """The photo mix on x [N,3,H,W] (8-bit values / 255, whole images or patches with a margin), each image
+    its own draw (params: draw_photo_mix's, drawn from gen when None): blur -> camera noise -> camera JPEG ->
+    {resample, web JPEG} in the drawn order; each step kept only where the draw runs it."""
+    n, dev = x.shape[0], x.device
+    p = params if params is not None else draw_photo_mix(n, gen, dev)
+    keep = lambda on, new, old: torch.where(on.to(dev).view(-1, 1, 1, 1), new, old)  # noqa: E731
+    r = int(math.ceil(3 * PHOTO_MIX["blur"][1]))
+    x = keep(p["blur_on"], quantize8(blur_valid(F.pad(x, (r, r, r, r), mode="reflect"), gauss_taps(p["blur"], r))), x)
+    x = keep(p["noise_on"], camera_noise(x, p["shot"], p["read"], p["chroma_ratio"], p["chroma_sigma"], gen), x)
+    x = keep(p["camera_on"], jpeg_sim(x, p["camera_q"], p["camera_444"]), x)
+    x = keep(p["web_on"] & p["web_first"], jpeg_sim(x, p["web_q"], p["web_444"]), x)
+    x = keep(p["resample_on"], resample_round_trip(x, p["factor"], p["down_bicubic"], p["up_bicubic"]), x)
+    x = keep(p["web_on"] & ~p["web_first"], jpeg_sim(x, p["web_q"], p["web_444"]), x)
+    return x
 
 
 # ---------------------------------------------------------------------------
@@ -480,6 +689,10 @@ def make_batch(task, patches, feeder, batch, size, margin, gen, sigma_power=1.0)
     training distribution (denoise: sigma = NOISE_MAX * u ** sigma_power, u
     uniform in [0, 1): a power above 1 draws low noise levels more often)."""
     dev = patches.device
+    if task == "photo":  # patches with a margin, degraded whole, cropped
+        big = patches.crops(batch, gen).float() / 255.0
+        crop = lambda t: t[:, :, margin:margin + size, margin:margin + size]  # noqa: E731
+        return crop(photo_mix(big, gen)), crop(big)
     if task == "deblock":
         d, c = feeder.next()
         return d.float() / 255.0, c.float() / 255.0
@@ -499,12 +712,15 @@ def validation_set(task, photos, count, size, margin):
     """Fixed validation patches (CPU generator, VAL_SEED) of held-out photos, degraded
     per the task's training distribution. Returns (degraded, clean) float32 on the CPU."""
     gen = torch.Generator().manual_seed(VAL_SEED)
-    s = size + 2 * margin if task == "deblur" else size
+    s = size + 2 * margin if task in ("deblur", "photo") else size
     sampler = PhotoPatches(photos, s, torch.device("cpu"))
     sampler.to_device()
     clean = sampler.crops(count, gen).float() / 255.0
     if task == "denoise":
         return add_noise(clean, torch.rand(count, generator=gen) * NOISE_MAX, gen), clean
+    if task == "photo":
+        crop = lambda t: t[:, :, margin:margin + size, margin:margin + size]  # noqa: E731
+        return crop(photo_mix(clean, gen)), crop(clean)
     if task == "deblur":
         sb = BLUR_S[0] + torch.rand(count, generator=gen) * (BLUR_S[1] - BLUR_S[0])
         blurred = quantize8(blur_valid(clean, gauss_taps(sb, margin)))
@@ -519,6 +735,16 @@ def eval_set(task, photos):
     """The held-out photos degraded at the task's standard levels (fixed seeds):
     list of (label, [(clean u8, degraded u8)])."""
     out = []
+    if task == "photo":  # one draw per photo, in order, from one generator; as `imrestore eval --mix photo`,
+        gen = torch.Generator().manual_seed(EVAL_SEED)  # a draw that skips every step is drawn again
+        pairs = []
+        for p in photos:
+            params = draw_photo_mix(1, gen, torch.device("cpu"))
+            while photo_mix_is_noop(params)[0]:
+                params = draw_photo_mix(1, gen, torch.device("cpu"))
+            deg = photo_mix(p.float().unsqueeze(0) / 255.0, gen, params)
+            pairs.append((p, torch.round(deg[0] * 255.0).to(torch.uint8)))
+        return [(EVAL_LEVELS[task][0][0], pairs)]
     for li, (label, blur, noise, q) in enumerate(EVAL_LEVELS[task]):
         gen = torch.Generator().manual_seed(EVAL_SEED + li)
         out.append((label, [(p, degrade_image_cpu(p, blur, noise, q, gen)) for p in photos]))
@@ -720,6 +946,13 @@ TASK_TEXT = {
                f"Trained on Gaussian (defocus-like) blur of sigma {BLUR_S[0]:g}-{BLUR_S[1]:g} px only: motion blur, "
                "larger blur and strongly noisy or JPEG-compressed blurred images are untested; it can over-sharpen "
                "(halos) where the blur is weaker than it assumes."),
+    "photo": ("General restoration of RGB photos whose problem is unknown (camera noise, JPEG, resampling, mild blur)",
+              "trained on the photo mix (weights/README.md): Poisson-Gaussian camera noise in linear light with "
+              "spatially correlated chroma noise, Gaussian blur, camera and web JPEG (4:2:0 or 4:4:4) and a "
+              "downscale-upscale round trip, each skipped at random, per patch",
+              "Trained on a synthetic model of camera and web processing: real sensors' noise spectra, other "
+              "in-camera processing (sharpening, strong noise reduction), motion blur and heavier damage than the "
+              "mix's ranges are untested; detail lost to compression or resampling is not recovered."),
 }
 
 
@@ -759,6 +992,9 @@ def degradation_text(task, sigma_power=1.0):
         if sigma_power != 1.0:
             return f"noise sigma {NOISE_MAX:g} * u^{sigma_power:g}, u uniform [0, 1), per patch"
         return f"noise sigma uniform [0, {NOISE_MAX:g}] per patch"
+    if task == "photo":
+        return ("photo mix per patch (weights/README.md, PHOTO_MIX): "
+                + ", ".join(f"{k} {v}" for k, v in PHOTO_MIX.items()))
     if task == "deblock":
         return f"libjpeg (torchvision CPU codec) baseline 4:2:0 JPEG, quality uniform integer [{JPEG_Q[0]}, {JPEG_Q[1]}]"
     return (f"Gaussian blur sigma uniform [{BLUR_S[0]:g}, {BLUR_S[1]:g}] px (radius ceil(3 sigma), rounded to 8 bits), "
@@ -917,7 +1153,7 @@ def main(argv=None):
     paths = {k: os.path.join(args.out, f"{args.name}.{k}") for k in ("ckpt", "h5", "f32")}
     paths["curve"] = os.path.join(args.out, f"{args.name}.curve.jsonl")
     want_cuda = args.device in (None, "cuda") and not (args.device is None and not _cuda_present())
-    margin = int(math.ceil(3 * BLUR_S[1])) if args.task == "deblur" else 0
+    margin = {"deblur": int(math.ceil(3 * BLUR_S[1])), "photo": PHOTO_MARGIN}.get(args.task, 0)
     torch.set_num_threads(args.cpu_threads if want_cuda else max(1, os.cpu_count() or 1))
 
     torch.manual_seed(args.seed)

@@ -25,7 +25,7 @@ const std::vector<std::string>& all_baseline_names() {
 }
 
 std::vector<std::string> default_baselines(const Degradation& known) {
-    if (!known.any()) return all_baseline_names();
+    if (!known.any() || !known.mix.empty()) return all_baseline_names();  // unknown, or a different one per image
     std::vector<std::string> out;
     if (known.noise > 0 || known.jpeg > 0) out = {"gaussian", "bilateral"};
     if (known.noise > 0) out.push_back("nlmeans");

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "error.h"
+#include "eval/photo_mix.h"
 #include "image/codecs.h"
 
 namespace imr {
@@ -46,6 +47,7 @@ std::string Degradation::describe() const {
     if (blur > 0) s << sep << "blur " << blur, sep = ", ";
     if (noise > 0) s << sep << "noise " << noise, sep = ", ";
     if (jpeg > 0) s << sep << "jpeg " << jpeg << (subsampling == 444 ? " 4:4:4" : ""), sep = ", ";
+    if (!mix.empty()) s << sep << "mix " << mix, sep = ", ";
     return any() ? s.str() : "none";
 }
 
@@ -58,6 +60,17 @@ void Degradation::validate() const {
     if (jpeg < 0 || jpeg > 100) throw Error("--jpeg " + std::to_string(jpeg) + ": quality must be within 1..100");
     if (subsampling != 420 && subsampling != 444)
         throw Error("--subsampling " + std::to_string(subsampling) + ": must be 420 or 444");
+    if (!mix.empty()) {
+        const auto& names = degradation_mix_names();
+        if (std::find(names.begin(), names.end(), mix) == names.end()) {
+            std::string list;
+            for (const std::string& n : names) list += " " + n;
+            throw Error("--mix " + mix + ": unknown (known:" + list + ")");
+        }
+        if (blur > 0 || noise > 0 || jpeg > 0 || subsampling != 420)
+            throw Error("--mix " + mix +
+                        " is a whole degradation of its own: give it without --blur/--noise/--jpeg/--subsampling");
+    }
 }
 
 uint64_t splitmix64(uint64_t& state) {
@@ -225,6 +238,7 @@ Image degrade(const Image& clean, const Degradation& d, uint64_t seed) {
     d.validate();
     if (clean.color_channels() != 1 && clean.color_channels() != 3)
         throw Error("degrade: " + std::to_string(clean.channels) + " channels; expected gray or RGB (with alpha)");
+    if (!d.mix.empty()) return photo_mix(clean, seed);  // "photo", the only mix (validate)
     Image out = to_8bit(clean);
     if (d.blur > 0) gaussian_blur(out, d.blur);
     if (d.noise > 0) add_gaussian_noise(out, d.noise, seed);

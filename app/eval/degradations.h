@@ -29,11 +29,16 @@ struct Degradation {
     int jpeg = 0;           // JPEG quality 1..100; 0: none
     int subsampling = 420;  // the JPEG's chroma subsampling: 420 (training's default) or 444
 
-    bool any() const { return blur > 0 || noise > 0 || jpeg > 0; }
+    // A named mix instead of the above ("photo": eval/photo_mix.h); empty: none.
+    std::string mix{};
+    bool any() const { return blur > 0 || noise > 0 || jpeg > 0 || !mix.empty(); }
+    // Whether --seed matters (noise, or a mix, whose every draw is seeded).
+    bool seeded() const { return noise > 0 || !mix.empty(); }
     // "blur 1.5, noise 25, jpeg 20" (in the order they are applied; "jpeg 20 4:4:4" for 444).
     std::string describe() const;
     // Throws imr::Error for values out of range (blur 0..50, noise 0..255, jpeg 0..100,
-    // subsampling 420 or 444).
+    // subsampling 420 or 444), an unknown mix, or a mix with blur/noise/jpeg/subsampling (a
+    // mix is the whole degradation).
     void validate() const;
 };
 
@@ -80,7 +85,7 @@ void jpeg_round_trip(Image& image, int quality, int subsampling = 420);
 bool jpeg_is_libjpeg();
 
 // blur, then noise (seeded with `seed`, see image_noise_seed), then JPEG, on
-// an 8-bit copy of `clean`.
+// an 8-bit copy of `clean`; or d.mix's draw for `seed` (eval/photo_mix.h).
 Image degrade(const Image& clean, const Degradation& d, uint64_t seed);
 
 }  // namespace imr

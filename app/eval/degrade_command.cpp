@@ -7,6 +7,7 @@
 
 #include "error.h"
 #include "eval/noise_estimate.h"
+#include "eval/photo_mix.h"
 #include "jobs/file_report.h"
 #include "jobs/plan_jobs.h"
 #include "jobs/run_each_file.h"
@@ -31,6 +32,11 @@ void add_degradation_options(CLI::App* cmd, Degradation& d, uint64_t& seed) {
                     "Chroma subsampling of the JPEG round trip: 420 (training's, libjpeg's default) or 444")
         ->check(CLI::IsMember({420, 444}))
         ->capture_default_str();
+    cmd->add_option("--mix", d.mix,
+                    "A realistic mix instead of --blur/--noise/--jpeg, drawn per file from --seed and its name: "
+                    "photo (camera noise, blur, resampling, JPEG; weights/README.md)")
+        ->check(CLI::IsMember(degradation_mix_names()))
+        ->type_name("NAME");
     cmd->add_option("--seed", seed, "Noise seed (default 0); a file's noise depends only on it and the file's name")
         ->type_name("N");
 }
@@ -54,7 +60,8 @@ CLI::App* add_degrade_command(CLI::App& app, DegradeOptions& o) {
         "Examples:\n"
         "  imrestore degrade photos/ -o noisy/ --noise 25          noisy/*.png\n"
         "  imrestore degrade a.jpg -o a_q20.png --jpeg 20          a JPEG round trip at quality 20, kept as PNG\n"
-        "  imrestore degrade photos/ -o soft/ --blur 1.5 --noise 2 --seed 7");
+        "  imrestore degrade photos/ -o soft/ --blur 1.5 --noise 2 --seed 7\n"
+        "  imrestore degrade photos/ -o mixed/ --mix photo        each file its own draw of the photo mix");
     return cmd;
 }
 
@@ -68,7 +75,7 @@ int run_degrade(const DegradeOptions& o) {
     const Degradation& d = o.degradation;
     d.validate();
     if (!d.any() && !o.estimate_noise)
-        throw UsageError("degrade: nothing to do: give --blur, --noise and/or --jpeg (or --estimate-noise)");
+        throw UsageError("degrade: nothing to do: give --blur, --noise and/or --jpeg, or --mix (or --estimate-noise)");
     std::string format = o.format;
     if (!format.empty() && format[0] == '.') format.erase(0, 1);
     JobRequest request;
@@ -76,7 +83,7 @@ int run_degrade(const DegradeOptions& o) {
     const PlannedJobs plan = plan_jobs(request, shard_from_options(o.shard));
     const bool chatty = !o.quiet && !o.json;
     if (chatty) {
-        std::cerr << "degrade: " << d.describe() << (d.noise > 0 ? " (seed " + std::to_string(o.seed) + ")" : "")
+        std::cerr << "degrade: " << d.describe() << (d.seeded() ? " (seed " + std::to_string(o.seed) + ")" : "")
                   << "\n";
         if (const std::string shard = shard_note(plan); !shard.empty()) std::cerr << shard << "\n";
         if (d.jpeg > 0 && !jpeg_is_libjpeg())

@@ -270,6 +270,7 @@ std::string json(const Report& r, const EvalOptions& o, const PlannedJobs& plan,
                     {"images", r.time.images},
                     {"megapixels", r.time.megapixels},
                     {"megapixels_per_s", seconds > 0 ? r.time.megapixels / seconds : 0}};
+    if (!o.degradation.mix.empty()) doc["degradation"]["mix"] = o.degradation.mix;  // each file's own draw
     doc["methods"] = r.methods;
     Json& baselines = doc["baselines"] = Json::array();
     for (const BaselineResult& b : r.baselines) {
@@ -315,7 +316,7 @@ int run_eval(const EvalOptions& o) {
             " gives the degraded images; --blur/--noise/--jpeg would degrade the clean ones instead: use one "
             "or the other");
     if (!given && !o.degradation.any())
-        throw UsageError("eval: nothing to measure: give --noise, --jpeg and/or --blur, or --degraded DIR");
+        throw UsageError("eval: nothing to measure: give --noise, --jpeg and/or --blur, --mix, or --degraded DIR");
     std::error_code ec;
     if (given && !fs::is_directory(o.degraded_dir, ec))
         throw Error("--degraded " + o.degraded_dir + ": no such folder");
@@ -423,7 +424,7 @@ int run_eval(const EvalOptions& o) {
     compute_means(r);
     std::ostringstream title;
     title << "eval: " << (given ? "degraded images from " + o.degraded_dir : o.degradation.describe())
-          << (!given && o.degradation.noise > 0 ? " (seed " + std::to_string(o.seed) + ")" : "") << ", " << r.measured
+          << (!given && o.degradation.seeded() ? " (seed " + std::to_string(o.seed) + ")" : "") << ", " << r.measured
           << " image" << (r.measured == 1 ? "" : "s") << ", model " << model.name << " on " << backend->name()
           << "; PSNR in dB and SSIM on 8-bit RGB";
     r.title = title.str();
