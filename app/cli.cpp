@@ -158,16 +158,21 @@ int run_model_info(const std::string& name_or_path) {
 
 // ---------------------------------------------------------------- restore
 
-// done/total, images/s and ETA on one self-overwriting stderr line.
+// done/total, images/s and ETA on one self-overwriting stderr line; while
+// the listing goes on, the total is the files listed so far ("[10/500+]")
+// and the ETA waits for the listing's end.
 class Progress {
 public:
     explicit Progress(bool enabled) : enabled_(enabled), start_(std::chrono::steady_clock::now()) {}
-    void update(size_t done, size_t total) {
+    void update(size_t done, size_t total, bool total_known) {
         if (!enabled_) return;
         double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
         double rate = s > 0 ? done / s : 0;
         double eta = rate > 0 ? (total - done) / rate : 0;
-        std::fprintf(stderr, "\r[%zu/%zu] %.1f images/s, ETA %.0f s   ", done, total, rate, eta);
+        if (total_known)
+            std::fprintf(stderr, "\r[%zu/%zu] %.1f images/s, ETA %.0f s   ", done, total, rate, eta);
+        else
+            std::fprintf(stderr, "\r[%zu/%zu+] %.1f images/s, listing   ", done, total, rate);
         std::fflush(stderr);
     }
     void clear() {
@@ -179,8 +184,9 @@ private:
     std::chrono::steady_clock::time_point start_;
 };
 
-// What a restore report says before its files: model, device, precision, batch, shard.
-void add_run_header(Json& doc, const PlannedJobs& plan, const ModelRunner& runner) {
+// What a restore report says before its files: model, device, precision,
+// batch, shard (with --json-lines before the listing is over: without its counts).
+void add_run_header(Json& doc, const JobStream& jobs, const ModelRunner& runner) {
     const ModelFile& model = runner.model();
     const Backend& backend = runner.backend();
     doc["model"] = {{"name", model.name}, {"path", model.path}};
@@ -188,7 +194,7 @@ void add_run_header(Json& doc, const PlannedJobs& plan, const ModelRunner& runne
     doc["precision"] = {{"requested", precision_name(runner.options().precision)},
                         {"used", precision_name(runner.precision())}};
     doc["batch"] = runner.options().batch;
-    doc["shard"] = shard_json(plan);
+    doc["shard"] = shard_json(jobs.shard(), jobs.selected(), jobs.listed(), jobs.finished());
 }
 
 // What it says after them: the summary and the time per stage.
@@ -202,17 +208,19 @@ void add_run_summary(Json& doc, const PipelineReport& r) {
                       {"wall_ms", r.wall_ms},
                       {"megapixels", r.megapixels},
                       {"megapixels_per_s", seconds > 0 ? r.megapixels / seconds : 0},
+                      {"jobs_held_peak", r.peak_jobs_held},
                       {"compute_lanes", r.compute_lanes}};
     doc["timing_ms"] = r.timer.json();
     if (!r.bench_timer.empty()) doc["bench_ms"] = r.bench_timer.json();
 }
 
-// --json: the whole report, once the run is over.
-std::string report_json(const PlannedJobs& plan, const ModelRunner& runner, const PipelineReport& r) {
+// --json: the whole report, once the run is over (every file's entry held until then).
+std::string report_json(const JobStream& jobs, const ModelRunner& runner, const PipelineReport& r,
+                        const std::vector<FileResult>& results) {
     Json doc = json_document();
-    add_run_header(doc, plan, runner);
+    add_run_header(doc, jobs, runner);
     Json& files = doc["files"] = Json::array();
-    for (const FileResult& f : r.files) files.push_back(file_json(f));
+    for (const FileResult& f : results) files.push_back(file_json(f));
     add_run_summary(doc, r);
     return json_text(doc);
 }
@@ -236,7 +244,8 @@ int run_restore(const Options& o) {
     JobRequest request;
     request.inputs = o.inputs, request.output = o.output, request.recursive = o.recursive;
     request.codec = codec, request.format = format, request.suffix = o.suffix;
-    const PlannedJobs plan = plan_jobs(request, shard_from_options(o.shard));  // usage errors first
+    // The files are listed as the run goes (usage errors first, here).
+    JobStream jobs(request, shard_from_options(o.shard));
     if (o.output == kStdio && (o.json || o.json_lines || o.timing || o.bench))
         throw UsageError(
             "-o -: standard output carries the image; --json, --json-lines, --timing and --bench would mix into it");
@@ -260,7 +269,8 @@ int run_restore(const Options& o) {
                     if (int n = subfolders_skipped(in, o.suffix))
                         std::cerr << "note: " << printable(in) << ": " << n << " subfolder" << (n == 1 ? "" : "s")
                                   << " not restored; -r descends into them\n";
-        if (const std::string shard = shard_note(plan); !shard.empty()) std::cerr << shard << "\n";
+        if (const std::string shard = shard_note(jobs.shard(), 0, 0, false); !shard.empty())
+            std::cerr << shard << "\n";
         std::cerr << "model " << printable(model.name) << " (" << printable(model.path) << "), device "
                   << backend->name() << ": " << backend->description() << ", precision "
                   << precision_name(runner.precision()) << "\n";
@@ -284,11 +294,13 @@ int run_restore(const Options& o) {
 
     if (o.json_lines) {
         Json start = json_record("start");
-        add_run_header(start, plan, runner);
+        add_run_header(start, jobs, runner);
         std::cout << json_line(start) << std::flush;
     }
     Progress progress(!o.quiet && isatty(STDERR_FILENO));
-    PipelineReport report = run_pipeline(plan.jobs, runner, p, [&](size_t done, size_t total, const FileResult& f) {
+    std::vector<FileResult> results;  // --json only: its one document holds every file
+    const JobSource source = [&](FileJob& job) { return jobs.next(job); };
+    PipelineReport report = run_pipeline(source, runner, p, [&](size_t done, const FileResult& f) {
         progress.clear();
         const FileLines lines = file_lines(f, o.quiet);
         std::cerr << lines.log;
@@ -299,15 +311,17 @@ int run_restore(const Options& o) {
             record.update(file_json(f));
             std::cout << json_line(record) << std::flush;
         }
-        progress.update(done, total);
+        if (o.json) results.push_back(f);
+        progress.update(done, jobs.selected(), jobs.finished());
     });
     progress.clear();
 
     int restored = report.count(FileResult::Status::Restored), failed = report.count(FileResult::Status::Failed);
     if (o.json) {
-        std::cout << report_json(plan, runner, report);
+        std::cout << report_json(jobs, runner, report, results);
     } else if (o.json_lines) {
         Json end = json_record("summary");
+        end["shard"] = shard_json(jobs.shard(), jobs.selected(), jobs.listed(), jobs.finished());
         add_run_summary(end, report);
         std::cout << json_line(end);
     } else {
@@ -330,8 +344,12 @@ int run_restore(const Options& o) {
     }
     if (report.interrupted)
         std::cerr << "interrupted: " << report.count(FileResult::Status::NotRun)
-                  << " file(s) not restored; nothing partial was left behind\n";
+                  << " file(s) not restored" << (report.listing_done ? "" : ", nor those not listed yet")
+                  << "; nothing partial was left behind\n";
     if (!o.quiet) {
+        if (const std::string shard = shard_note(jobs.shard(), jobs.selected(), jobs.listed(), jobs.finished());
+            !shard.empty())
+            std::cerr << shard << "\n";
         double s = report.wall_ms / 1e3;
         std::fprintf(stderr, "%d restored, %d skipped, %d failed in %.2f s (%.2f MP/s) on %s\n", restored,
                      report.count(FileResult::Status::Skipped), failed, s, s > 0 ? report.megapixels / s : 0.0,

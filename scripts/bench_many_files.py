@@ -11,7 +11,7 @@ count). docs/performance.md ("A folder of 100,000 files") reports it.
 file that this script polls every millisecond: the first output is the first
 "file" record that says "restored" (the record is written after its image),
 timed from the process's start. Prints one JSON object: files, seconds to the
-first output, wall seconds, peak RSS (MB, GNU time's "Maximum resident set
+first output, wall and CPU (user + system) seconds, peak RSS (MB, GNU time's "Maximum resident set
 size"), restored/failed counts.
 """
 import json
@@ -66,10 +66,12 @@ def run(root, out, exe, extra):
                     time.sleep(0.001)
         p.wait()
         wall = time.monotonic() - start
-    rss_kb = 0
+    rss_kb, cpu_s = 0, 0.0
     for line in open(timing):
         if "Maximum resident set size" in line:
             rss_kb = int(line.split(":")[1])
+        if "User time (seconds)" in line or "System time (seconds)" in line:
+            cpu_s += float(line.split(":")[1])
     summary = {}
     records = 0
     for line in open(report):
@@ -82,7 +84,7 @@ def run(root, out, exe, extra):
     shutil.rmtree(work)
     print(json.dumps({"files": summary.get("restored", 0) + summary.get("failed", 0) + summary.get("skipped", 0),
                       "first_output_s": round(first, 3) if first is not None else None,
-                      "wall_s": round(wall, 2), "peak_rss_mb": round(rss_kb / 1024, 1),
+                      "wall_s": round(wall, 2), "cpu_s": round(cpu_s, 2), "peak_rss_mb": round(rss_kb / 1024, 1),
                       "restored": summary.get("restored"), "failed": summary.get("failed"),
                       "report_records": records}))
 

@@ -19,6 +19,7 @@
 #include "image/image_io.h"
 #include "image_test_files.h"
 #include "metadata_test_files.h"
+#include "report/json_document.h"
 #include "test_util.h"
 #include "util/temporary_name.h"
 
@@ -996,7 +997,7 @@ TEST(Cli, ShardsSplitTheFilesOfEveryCommand) {
                                 dir);
         ASSERT_EQ(r.code, 0) << r.err;
         const nlohmann::json report = nlohmann::json::parse(r.out);
-        EXPECT_EQ(report["schema_version"], 1);
+        EXPECT_EQ(report["schema_version"], kJsonSchemaVersion);
         EXPECT_EQ(report["shard"]["index"], k);
         EXPECT_EQ(report["shard"]["count"], 3);
         EXPECT_EQ(report["shard"]["source"], "--shard");
@@ -1035,7 +1036,7 @@ TEST(Cli, ShardsSplitTheFilesOfEveryCommand) {
                                 dir);
         ASSERT_EQ(r.code, 0) << r.err;
         const nlohmann::json report = nlohmann::json::parse(r.out);
-        EXPECT_EQ(report["schema_version"], 1);
+        EXPECT_EQ(report["schema_version"], kJsonSchemaVersion);
         EXPECT_EQ(report["shard"]["index"], k);
         measured += report["images"].size();
     }
@@ -1060,7 +1061,7 @@ TEST(Cli, ShardsSplitTheFilesOfEveryCommand) {
     RunResult bad = imrestore(q(dir / "in") + " --shard 3/3 --json", dir);
     EXPECT_EQ(bad.code, 2);
     EXPECT_NE(bad.err.find("--shard 3/3: shard 3 of 3 does not exist"), std::string::npos) << bad.err;
-    EXPECT_EQ(nlohmann::json::parse(bad.out)["schema_version"], 1) << bad.out;
+    EXPECT_EQ(nlohmann::json::parse(bad.out)["schema_version"], kJsonSchemaVersion) << bad.out;
 }
 
 // Two hosts writing into one shared folder, simulated with a UTS namespace
@@ -1110,10 +1111,14 @@ TEST(Cli, JsonLinesStreamsOneRecordPerFile) {
     std::istringstream lines(r.out);
     for (std::string line; std::getline(lines, line);) records.push_back(nlohmann::json::parse(line));
     ASSERT_EQ(records.size(), 8u) << r.out;
-    for (const auto& rec : records) EXPECT_EQ(rec["schema_version"], 1) << rec;
+    for (const auto& rec : records) EXPECT_EQ(rec["schema_version"], kJsonSchemaVersion) << rec;
     EXPECT_EQ(records.front()["type"], "start");
-    EXPECT_EQ(records.front()["shard"]["listed"], 6);
+    // The start record comes before the listing is over: the shard without its counts.
+    EXPECT_FALSE(records.front()["shard"].contains("listed")) << records.front();
+    EXPECT_EQ(records.front()["shard"]["count"], 1);
     EXPECT_EQ(records.back()["type"], "summary");
+    EXPECT_EQ(records.back()["shard"]["listed"], 6);
+    EXPECT_EQ(records.back()["shard"]["files"], 6);
     EXPECT_EQ(records.back()["summary"]["restored"], 5);
     EXPECT_EQ(records.back()["summary"]["failed"], 1);
     std::set<std::string> inputs;
