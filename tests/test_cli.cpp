@@ -1140,5 +1140,32 @@ TEST(Cli, JsonLinesStreamsOneRecordPerFile) {
     EXPECT_NE(error["error"].get<std::string>().find("--shard 1: expected K/N"), std::string::npos) << bad.out;
 }
 
+// --json-lines keeps nothing per file once it is reported: the jobs held at
+// once (taken from the listing, not yet reported) stay a window of the
+// read-ahead, the batches and the write-behind, whatever the file count.
+TEST(Cli, JsonLinesHoldsAWindowOfFilesNotTheFolder) {
+    ScratchDir dir("cli-json-lines-window");
+    constexpr int kFiles = 600;
+    Image tiny;
+    tiny.width = tiny.height = 8, tiny.channels = 3, tiny.bit_depth = 8;
+    tiny.samples.assign(8 * 8 * 3, 100);
+    fs::create_directories(dir / "in/0");
+    write_image(dir / "in/0/0.png", tiny);
+    for (int i = 1; i < kFiles; ++i) {
+        const fs::path p = dir.path() / "in" / std::to_string(i % 3) / (std::to_string(i) + ".png");
+        fs::create_directories(p.parent_path());
+        fs::copy_file(dir / "in/0/0.png", p);
+    }
+    RunResult r = imrestore(q(dir / "in") + " -r -o " + q(dir / "out") + " -d cpu -m sharpen --json-lines", dir);
+    ASSERT_EQ(r.code, 0) << r.err;
+    const nlohmann::json summary = nlohmann::json::parse(r.out.substr(r.out.rfind("{\"imrestore\"")));
+    ASSERT_EQ(summary["type"], "summary") << r.out.substr(r.out.size() - 500);
+    EXPECT_EQ(summary["summary"]["restored"], kFiles);
+    EXPECT_EQ(summary["shard"]["listed"], kFiles);
+    const int held = summary["summary"]["jobs_held_peak"];
+    EXPECT_GT(held, 0);
+    EXPECT_LE(held, kFiles / 3) << "the run held more files than its read-ahead, batches and writes";
+}
+
 }  // namespace
 }  // namespace imr
