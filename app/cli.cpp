@@ -269,8 +269,7 @@ int run_restore(const Options& o) {
                     if (int n = subfolders_skipped(in, o.suffix))
                         std::cerr << "note: " << printable(in) << ": " << n << " subfolder" << (n == 1 ? "" : "s")
                                   << " not restored; -r descends into them\n";
-        if (const std::string shard = shard_note(jobs.shard(), 0, 0, false); !shard.empty())
-            std::cerr << shard << "\n";
+        if (const std::string shard = shard_note(jobs.shard(), 0, 0, false); !shard.empty()) std::cerr << shard << "\n";
         std::cerr << "model " << printable(model.name) << " (" << printable(model.path) << "), device "
                   << backend->name() << ": " << backend->description() << ", precision "
                   << precision_name(runner.precision()) << "\n";
@@ -343,9 +342,8 @@ int run_restore(const Options& o) {
                                                   0, restored, true);
     }
     if (report.interrupted)
-        std::cerr << "interrupted: " << report.count(FileResult::Status::NotRun)
-                  << " file(s) not restored" << (report.listing_done ? "" : ", nor those not listed yet")
-                  << "; nothing partial was left behind\n";
+        std::cerr << "interrupted: " << report.count(FileResult::Status::NotRun) << " file(s) not restored"
+                  << (report.listing_done ? "" : ", nor those not listed yet") << "; nothing partial was left behind\n";
     if (!o.quiet) {
         if (const std::string shard = shard_note(jobs.shard(), jobs.selected(), jobs.listed(), jobs.finished());
             !shard.empty())
@@ -454,10 +452,12 @@ void setup(CLI::App& app, Options& o) {
         ->check(CLI::Range(0, 100000))
         ->type_name("N");
     add_shard_options(&app, o.shard);
-    app.add_flag("--json", o.json, "Print a machine-readable report on stdout (nothing else goes there)");
+    app.add_flag("--json", o.json,
+                 "Print a machine-readable report on stdout (nothing else goes there), once the run is over: it "
+                 "holds every file's entry until then (for folders of millions, --json-lines)");
     app.add_flag("--json-lines", o.json_lines,
                  "Print the report as JSON Lines on stdout as the run goes: a start record, one per file as it "
-                 "finishes, a summary (for folders of millions of files)");
+                 "finishes, a summary (for folders of millions of files: nothing is kept per file once written)");
     app.add_flag("-q,--quiet", o.quiet, "Print only errors");
 
     app.footer(

@@ -269,10 +269,11 @@ TEST(JobStream, GivesTheFirstFileBeforeListingTheRest) {
     ScratchDir dir("stream-lazy");
     constexpr int kFolders = 40, kPerFolder = 5;
     std::vector<std::string> want;
-    touch(dir.path() / "in/a.png");  // before the subfolders in name order
+    touch(dir.path() / "in/a.png");   // before the subfolders in name order
     touch(dir.path() / "in/zz.png");  // after them
     for (int d = 0; d < kFolders; ++d)
-        for (int f = 0; f < kPerFolder; ++f) touch(dir.path() / "in" / ("d" + std::to_string(d)) / (std::to_string(f) + ".png"));
+        for (int f = 0; f < kPerFolder; ++f)
+            touch(dir.path() / "in" / ("d" + std::to_string(d)) / (std::to_string(f) + ".png"));
     for (const auto& e : std::filesystem::recursive_directory_iterator(dir.path() / "in"))
         if (e.is_regular_file()) want.push_back(e.path());
     std::sort(want.begin(), want.end(), [](const std::string& a, const std::string& b) {
@@ -313,7 +314,8 @@ TEST(JobStream, ChecksAcrossFoldersWithoutTheWholeList) {
     beside.inputs = {dir / "photos", dir / "photos.restored"};
     std::map<std::string, std::string> error;
     for (const FileJob& j : plan_jobs(beside).jobs) error[j.input] = j.error;
-    EXPECT_NE(error[dir / "photos/a.png"].find("because it is an input"), std::string::npos) << error[dir / "photos/a.png"];
+    EXPECT_NE(error[dir / "photos/a.png"].find("because it is an input"), std::string::npos)
+        << error[dir / "photos/a.png"];
     EXPECT_EQ(error[dir / "photos/b.png"], "");
     EXPECT_EQ(error.size(), 3u);
 
@@ -338,7 +340,8 @@ TEST(JobStream, ChecksAcrossFoldersWithoutTheWholeList) {
     collide.inputs.push_back(dir / "other/a.png");
     const PlannedJobs c = plan_jobs(collide);
     ASSERT_EQ(c.jobs.size(), 3u);
-    EXPECT_NE(c.jobs[2].error.find("is also the output of " + dir / "photos/a.png"), std::string::npos) << c.jobs[2].error;
+    EXPECT_NE(c.jobs[2].error.find("is also the output of " + dir / "photos/a.png"), std::string::npos)
+        << c.jobs[2].error;
 }
 
 TEST(TemporaryName, NamesThisHostAndProcessAndReadsBack) {

@@ -117,8 +117,11 @@ bool InputWalk::next(InputFile& file) {
             const FolderInput& done = folders_[current_];
             current_ = -1;
             if (!gave_any_) {
-                file = {done.raw, -1, {}, done.raw + ": no image files in this folder" +
-                                              std::string(request_.recursive ? "" : " (-r descends into subfolders)")};
+                file = {done.raw,
+                        -1,
+                        {},
+                        done.raw + ": no image files in this folder" +
+                            std::string(request_.recursive ? "" : " (-r descends into subfolders)")};
                 return true;
             }
         }
@@ -139,10 +142,13 @@ bool InputWalk::next(InputFile& file) {
         std::error_code ec;
         if (!fs::exists(absolute_input(raw), ec)) {
             const bool pattern = raw.find_first_of("*?[") != std::string::npos;
-            file = {raw, -1, {}, raw + ": no such file or directory" +
-                                     std::string(pattern ? " (a quoted pattern? the shell expands *, ? and "
-                                                           "[...]; imrestore takes names and folders)"
-                                                         : "")};
+            file = {raw,
+                    -1,
+                    {},
+                    raw + ": no such file or directory" +
+                        std::string(pattern ? " (a quoted pattern? the shell expands *, ? and "
+                                              "[...]; imrestore takes names and folders)"
+                                            : "")};
             return true;
         }
         file = {raw, -1, fs::path(raw).filename(), ""};

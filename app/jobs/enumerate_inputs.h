@@ -66,9 +66,9 @@ private:
     const JobRequest& request_;
     std::vector<FolderInput> folders_;
     std::vector<int> folder_of_input_;  // per command-line input: its folder input, or -1
-    bool one_image_ = false;  // standard input or output: one image, not looked for
+    bool one_image_ = false;            // standard input or output: one image, not looked for
     size_t next_input_ = 0;
-    int current_ = -1;  // the folder input being walked
+    int current_ = -1;          // the folder input being walked
     std::vector<Frame> stack_;  // the folder being walked and those above it
     bool gave_any_ = false;     // the current folder input has given a file or an error
     size_t folders_listed_ = 0;

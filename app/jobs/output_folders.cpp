@@ -101,8 +101,8 @@ void OutputFolders::check(FileJob& job) {
                 for (const std::string& f : stale_temporary_files(folder)) ::unlink(f.c_str());
             const std::string problem = probe_writable(probe_at.string());
             if (!problem.empty())
-                why = (probe_at == target ? "" : "cannot create folder " + folder + ": ") +
-                      "cannot create a file in " + probe_at.string() + ": " + problem;
+                why = (probe_at == target ? "" : "cannot create folder " + folder + ": ") + "cannot create a file in " +
+                      probe_at.string() + ": " + problem;
         }
         // Folders come one after another as the listing walks: a few are
         // remembered, not every folder of the tree.
