@@ -26,7 +26,11 @@
 //    the outputs claimed are kept only for the folders on the walk's path
 //    (the folder being listed and those above it, whose outputs could meet
 //    through a symbolic link inside the output tree), plus the outputs of the
-//    command-line files, which any folder's file may also write.
+//    command-line files, which any folder's file may also write. The limit:
+//    two output folders made one by a symbolic link planted inside the
+//    output tree (out/a -> out/b) are checked against each other only while
+//    both are on the walk's path; otherwise the later file finds the earlier
+//    one's output existing and is skipped (with --force it replaces it).
 #pragma once
 
 #include <filesystem>
