@@ -165,16 +165,21 @@ int run_model_info(const std::string& name_or_path) {
 
 // ---------------------------------------------------------------- restore
 
-// done/total, images/s and ETA on one self-overwriting stderr line.
+// done/total, images/s and ETA on one self-overwriting stderr line; while
+// the listing goes on, the total is the files listed so far ("[10/500+]")
+// and the ETA waits for the listing's end.
 class Progress {
 public:
     explicit Progress(bool enabled) : enabled_(enabled), start_(std::chrono::steady_clock::now()) {}
-    void update(size_t done, size_t total) {
+    void update(size_t done, size_t total, bool total_known) {
         if (!enabled_) return;
         double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
         double rate = s > 0 ? done / s : 0;
         double eta = rate > 0 ? (total - done) / rate : 0;
-        std::fprintf(stderr, "\r[%zu/%zu] %.1f images/s, ETA %.0f s   ", done, total, rate, eta);
+        if (total_known)
+            std::fprintf(stderr, "\r[%zu/%zu] %.1f images/s, ETA %.0f s   ", done, total, rate, eta);
+        else
+            std::fprintf(stderr, "\r[%zu/%zu+] %.1f images/s, listing   ", done, total, rate);
         std::fflush(stderr);
     }
     void clear() {
@@ -186,8 +191,9 @@ private:
     std::chrono::steady_clock::time_point start_;
 };
 
-// What a restore report says before its files: model, device, precision, batch, shard.
-void add_run_header(Json& doc, const PlannedJobs& plan, const ModelRunner& runner, double strength) {
+// What a restore report says before its files: model, device, precision,
+// batch, shard (with --json-lines before the listing is over: without its counts).
+void add_run_header(Json& doc, const JobStream& jobs, const ModelRunner& runner, double strength) {
     const ModelFile& model = runner.model();
     const Backend& backend = runner.backend();
     doc["model"] = {{"name", model.name}, {"path", model.path}};
@@ -198,7 +204,7 @@ void add_run_header(Json& doc, const PlannedJobs& plan, const ModelRunner& runne
     // How --strength acts: "level" (it scales the model's noise level or
     // JPEG quality; each file's "levels" say the values) or "blend".
     doc["strength"] = {{"value", strength}, {"applies_to", model.extra_inputs.empty() ? "blend" : "level"}};
-    doc["shard"] = shard_json(plan);
+    doc["shard"] = shard_json(jobs.shard(), jobs.selected(), jobs.listed(), jobs.finished());
 }
 
 // What it says after them: the summary and the time per stage.
@@ -212,17 +218,19 @@ void add_run_summary(Json& doc, const PipelineReport& r) {
                       {"wall_ms", r.wall_ms},
                       {"megapixels", r.megapixels},
                       {"megapixels_per_s", seconds > 0 ? r.megapixels / seconds : 0},
+                      {"jobs_held_peak", r.peak_jobs_held},
                       {"compute_lanes", r.compute_lanes}};
     doc["timing_ms"] = r.timer.json();
     if (!r.bench_timer.empty()) doc["bench_ms"] = r.bench_timer.json();
 }
 
-// --json: the whole report, once the run is over.
-std::string report_json(const PlannedJobs& plan, const ModelRunner& runner, double strength, const PipelineReport& r) {
+// --json: the whole report, once the run is over (every file's entry held until then).
+std::string report_json(const JobStream& jobs, const ModelRunner& runner, double strength, const PipelineReport& r,
+                        const std::vector<FileResult>& results) {
     Json doc = json_document();
-    add_run_header(doc, plan, runner, strength);
+    add_run_header(doc, jobs, runner, strength);
     Json& files = doc["files"] = Json::array();
-    for (const FileResult& f : r.files) files.push_back(file_json(f));
+    for (const FileResult& f : results) files.push_back(file_json(f));
     add_run_summary(doc, r);
     return json_text(doc);
 }
@@ -267,7 +275,7 @@ struct LevelPlan {
     LevelsFn per_image;                                // PipelineOptions::levels
 };
 
-LevelPlan plan_levels(const Options& o, const ModelFile& model, const PlannedJobs& plan) {
+LevelPlan plan_levels(const Options& o, const ModelFile& model) {
     if (!(o.strength >= 0 && o.strength <= 2))
         throw UsageError("--strength " + CLI::detail::to_string(o.strength) +
                          ": must be within 0..2 (1: the model as trained; below: weaker; above: stronger)");
@@ -283,14 +291,13 @@ LevelPlan plan_levels(const Options& o, const ModelFile& model, const PlannedJob
         out.blend = float(o.strength);
         return out;
     }
-    if (takes(model, "jpeg_quality") && !o.jpeg_quality)
-        for (const FileJob& job : plan.jobs)
-            if (job.error.empty() && job.input != kStdio && !is_jpeg_file(job.input))
-                throw UsageError("model '" + model.name + "' takes a JPEG quality and " + job.input +
-                                 " is not a JPEG, so it has no quality to read: give --jpeg-quality Q");
+    // Without --jpeg-quality, each file's quality comes from its JPEG tables
+    // as it is read (the files are listed as the run goes, so a file that is
+    // no JPEG is that file's error, not a usage error up front).
     const double strength = o.strength, sigma = o.noise_level_given ? o.noise_level : -1;
     const int quality = o.jpeg_quality;
     const std::vector<std::string> names = model.extra_inputs;
+    const std::string model_name = model.name;
     // Given levels are the same for every image; the runner's options hold
     // them (and a placeholder for those set per image).
     auto level = [=](const std::string& name, const Image* image, const std::string& input,
@@ -306,8 +313,8 @@ LevelPlan plan_levels(const Options& o, const ModelFile& model, const PlannedJob
         } else {
             const std::optional<JpegQuality> q = bytes ? jpeg_quality(*bytes) : jpeg_quality_of_file(input);
             if (!q)
-                throw Error(input + ": no JPEG quantization tables to read the quality from (model '" + names.front() +
-                            "' input jpeg_quality): give --jpeg-quality Q");
+                throw Error(input + ": not a JPEG (no quantization tables to read its quality from, which model '" +
+                            model_name + "' takes): give --jpeg-quality Q");
             l.value = q->quality, l.source = "jpeg tables";
         }
         l.used = scaled_level(name, l.value, strength);
@@ -342,13 +349,14 @@ int run_restore(const Options& o) {
     JobRequest request;
     request.inputs = o.inputs, request.output = o.output, request.recursive = o.recursive;
     request.codec = codec, request.format = format, request.suffix = o.suffix;
-    const PlannedJobs plan = plan_jobs(request, shard_from_options(o.shard));  // usage errors first
+    // The files are listed as the run goes (usage errors first, here).
+    JobStream jobs(request, shard_from_options(o.shard));
     if (o.output == kStdio && (o.json || o.json_lines || o.timing || o.bench))
         throw UsageError(
             "-o -: standard output carries the image; --json, --json-lines, --timing and --bench would mix into it");
     if (o.json && o.json_lines) throw UsageError("--json and --json-lines: give one");
     ModelFile model = load_model_file(resolve_model(o.model));
-    const LevelPlan levels = plan_levels(o, model, plan);
+    const LevelPlan levels = plan_levels(o, model);
     RunnerOptions settings;
     settings.extra_inputs = levels.fixed;
     settings.device = o.device;
@@ -369,7 +377,7 @@ int run_restore(const Options& o) {
                     if (int n = subfolders_skipped(in, o.suffix))
                         std::cerr << "note: " << printable(in) << ": " << n << " subfolder" << (n == 1 ? "" : "s")
                                   << " not restored; -r descends into them\n";
-        if (const std::string shard = shard_note(plan); !shard.empty()) std::cerr << shard << "\n";
+        if (const std::string shard = shard_note(jobs.shard(), 0, 0, false); !shard.empty()) std::cerr << shard << "\n";
         std::cerr << "model " << printable(model.name) << " (" << printable(model.path) << "), device "
                   << backend->name() << ": " << backend->description() << ", precision "
                   << precision_name(runner.precision()) << "\n";
@@ -395,11 +403,13 @@ int run_restore(const Options& o) {
 
     if (o.json_lines) {
         Json start = json_record("start");
-        add_run_header(start, plan, runner, o.strength);
+        add_run_header(start, jobs, runner, o.strength);
         std::cout << json_line(start) << std::flush;
     }
     Progress progress(!o.quiet && isatty(STDERR_FILENO));
-    PipelineReport report = run_pipeline(plan.jobs, runner, p, [&](size_t done, size_t total, const FileResult& f) {
+    std::vector<FileResult> results;  // --json only: its one document holds every file
+    const JobSource source = [&](FileJob& job) { return jobs.next(job); };
+    PipelineReport report = run_pipeline(source, runner, p, [&](size_t done, const FileResult& f) {
         progress.clear();
         const FileLines lines = file_lines(f, o.quiet);
         std::cerr << lines.log;
@@ -410,15 +420,17 @@ int run_restore(const Options& o) {
             record.update(file_json(f));
             std::cout << json_line(record) << std::flush;
         }
-        progress.update(done, total);
+        if (o.json) results.push_back(f);
+        progress.update(done, jobs.selected(), jobs.finished());
     });
     progress.clear();
 
     int restored = report.count(FileResult::Status::Restored), failed = report.count(FileResult::Status::Failed);
     if (o.json) {
-        std::cout << report_json(plan, runner, o.strength, report);
+        std::cout << report_json(jobs, runner, o.strength, report, results);
     } else if (o.json_lines) {
         Json end = json_record("summary");
+        end["shard"] = shard_json(jobs.shard(), jobs.selected(), jobs.listed(), jobs.finished());
         add_run_summary(end, report);
         std::cout << json_line(end);
     } else {
@@ -440,9 +452,12 @@ int run_restore(const Options& o) {
                                                   0, restored, true);
     }
     if (report.interrupted)
-        std::cerr << "interrupted: " << report.count(FileResult::Status::NotRun)
-                  << " file(s) not restored; nothing partial was left behind\n";
+        std::cerr << "interrupted: " << report.count(FileResult::Status::NotRun) << " file(s) not restored"
+                  << (report.listing_done ? "" : ", nor those not listed yet") << "; nothing partial was left behind\n";
     if (!o.quiet) {
+        if (const std::string shard = shard_note(jobs.shard(), jobs.selected(), jobs.listed(), jobs.finished());
+            !shard.empty())
+            std::cerr << shard << "\n";
         double s = report.wall_ms / 1e3;
         std::fprintf(stderr, "%d restored, %d skipped, %d failed in %.2f s (%.2f MP/s) on %s\n", restored,
                      report.count(FileResult::Status::Skipped), failed, s, s > 0 ? report.megapixels / s : 0.0,
@@ -567,10 +582,12 @@ void setup(CLI::App& app, Options& o) {
         ->check(CLI::Range(0, 100000))
         ->type_name("N");
     add_shard_options(&app, o.shard);
-    app.add_flag("--json", o.json, "Print a machine-readable report on stdout (nothing else goes there)");
+    app.add_flag("--json", o.json,
+                 "Print a machine-readable report on stdout (nothing else goes there), once the run is over: it "
+                 "holds every file's entry until then (for folders of millions, --json-lines)");
     app.add_flag("--json-lines", o.json_lines,
                  "Print the report as JSON Lines on stdout as the run goes: a start record, one per file as it "
-                 "finishes, a summary (for folders of millions of files)");
+                 "finishes, a summary (for folders of millions of files: nothing is kept per file once written)");
     app.add_flag("-q,--quiet", o.quiet, "Print only errors");
 
     app.footer(

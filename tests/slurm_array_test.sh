@@ -175,7 +175,7 @@ reports = sorted(glob.glob(f"{work}/logs/{job}_*.json"))
 assert len(reports) == 4, f"{len(reports)} reports: {reports}"
 for path in reports:
     r = json.load(open(path))
-    assert r["schema_version"] == 1, path
+    assert r["schema_version"] == 2, path
     s = r["shard"]
     assert s["source"] == "SLURM_ARRAY_TASK_ID" and s["count"] == 4, s
     assert s["listed"] == len(inputs), (s, len(inputs))

@@ -262,6 +262,88 @@ TEST(Shard, ErrorsOfMissingInputsAreReportedByOneShard) {
     EXPECT_EQ(reported, 1);
 }
 
+// The listing streams: the first job of a tree of many folders comes after
+// one folder's listing, not the whole tree's, and the jobs come in the order
+// a sort of the whole list by path gives (files and subfolders together).
+TEST(JobStream, GivesTheFirstFileBeforeListingTheRest) {
+    ScratchDir dir("stream-lazy");
+    constexpr int kFolders = 40, kPerFolder = 5;
+    std::vector<std::string> want;
+    touch(dir.path() / "in/a.png");   // before the subfolders in name order
+    touch(dir.path() / "in/zz.png");  // after them
+    for (int d = 0; d < kFolders; ++d)
+        for (int f = 0; f < kPerFolder; ++f)
+            touch(dir.path() / "in" / ("d" + std::to_string(d)) / (std::to_string(f) + ".png"));
+    for (const auto& e : std::filesystem::recursive_directory_iterator(dir.path() / "in"))
+        if (e.is_regular_file()) want.push_back(e.path());
+    std::sort(want.begin(), want.end(), [](const std::string& a, const std::string& b) {
+        return std::filesystem::path(a) < std::filesystem::path(b);
+    });
+    JobStream stream(request_for(dir / "in", dir / "out"));
+    FileJob job;
+    ASSERT_TRUE(stream.next(job));
+    EXPECT_EQ(job.input, want.front());
+    EXPECT_EQ(stream.walk().folders_listed(), 1u) << "the first file waited for more than its folder";
+    EXPECT_EQ(stream.listed(), 1u);
+    EXPECT_FALSE(stream.finished());
+    ASSERT_TRUE(stream.next(job));  // d0/0.png: one more folder listed
+    EXPECT_EQ(stream.walk().folders_listed(), 2u);
+    std::vector<std::string> got = {want[0], job.input};
+    while (stream.next(job)) {
+        EXPECT_TRUE(job.error.empty()) << job.error;
+        EXPECT_LE(stream.walk().folders_listed(), 2 + (got.size() - 1) / kPerFolder) << job.input;
+        got.push_back(job.input);
+    }
+    EXPECT_TRUE(stream.finished());
+    EXPECT_EQ(stream.listed(), want.size());
+    EXPECT_EQ(stream.walk().folders_listed(), size_t(kFolders + 1));
+    EXPECT_EQ(got, want) << "not the order of the sorted list";
+}
+
+// What the checks need from other folders, without holding the list: the
+// outputs of one folder input that are the inputs of another (listed later),
+// a command-line file whose output a folder's file took first (the same
+// input: run once; another input: refused), and the same folder given twice
+// (walked once).
+TEST(JobStream, ChecksAcrossFoldersWithoutTheWholeList) {
+    ScratchDir dir("stream-checks");
+    touch(dir.path() / "photos/a.png");
+    touch(dir.path() / "photos/b.png");
+    touch(dir.path() / "photos.restored/a.png");  // photos' output folder is given as an input too
+    JobRequest beside;
+    beside.inputs = {dir / "photos", dir / "photos.restored"};
+    std::map<std::string, std::string> error;
+    for (const FileJob& j : plan_jobs(beside).jobs) error[j.input] = j.error;
+    EXPECT_NE(error[dir / "photos/a.png"].find("because it is an input"), std::string::npos)
+        << error[dir / "photos/a.png"];
+    EXPECT_EQ(error[dir / "photos/b.png"], "");
+    EXPECT_EQ(error.size(), 3u);
+
+    touch(dir.path() / "x.png");
+    JobRequest mixed = request_for(dir / "photos", dir / "out");
+    mixed.inputs.push_back(dir / "x.png");
+    mixed.inputs.push_back(dir / "photos/a.png");  // out/a.png, which photos/a.png took first: the same input
+    const PlannedJobs plan = plan_jobs(mixed);
+    std::vector<std::string> inputs;
+    for (const FileJob& j : plan.jobs) {
+        inputs.push_back(j.input);
+        EXPECT_EQ(j.error, "") << j.input;
+    }
+    EXPECT_EQ(inputs, (std::vector<std::string>{dir / "photos/a.png", dir / "photos/b.png", dir / "x.png"}));
+
+    JobRequest twice = request_for(dir / "photos", dir / "out");
+    twice.inputs.push_back(dir / "photos/");  // the same folder again: walked once
+    EXPECT_EQ(plan_jobs(twice).jobs.size(), 2u);
+
+    touch(dir.path() / "other/a.png");  // another file to out/a.png, after the folder's took it
+    JobRequest collide = request_for(dir / "photos", dir / "out");
+    collide.inputs.push_back(dir / "other/a.png");
+    const PlannedJobs c = plan_jobs(collide);
+    ASSERT_EQ(c.jobs.size(), 3u);
+    EXPECT_NE(c.jobs[2].error.find("is also the output of " + dir / "photos/a.png"), std::string::npos)
+        << c.jobs[2].error;
+}
+
 TEST(TemporaryName, NamesThisHostAndProcessAndReadsBack) {
     char buf[256] = {};
     ASSERT_EQ(gethostname(buf, sizeof buf - 1), 0);

@@ -81,16 +81,25 @@ std::string level_text(const FileResult::Level& l) {
     return s;
 }
 
+Json shard_json(const Shard& shard, size_t files, size_t listed, bool counted) {
+    Json j = {{"index", shard.index}, {"count", shard.count}, {"source", shard.source}, {"hash", "fnv1a-64"}};
+    if (counted) j["files"] = files, j["listed"] = listed;
+    return j;
+}
+
 Json shard_json(const PlannedJobs& plan) {
-    return {{"index", plan.shard.index}, {"count", plan.shard.count}, {"source", plan.shard.source},
-            {"hash", "fnv1a-64"},        {"files", plan.jobs.size()}, {"listed", plan.listed}};
+    return shard_json(plan.shard, plan.jobs.size(), plan.listed);
+}
+
+std::string shard_note(const Shard& shard, size_t files, size_t listed, bool counted) {
+    if (!shard.sharded()) return "";
+    const std::string note =
+        "shard " + std::to_string(shard.index) + "/" + std::to_string(shard.count) + " (" + shard.source + ")";
+    return counted ? note + ": " + std::to_string(files) + " of " + std::to_string(listed) + " files" : note;
 }
 
 std::string shard_note(const PlannedJobs& plan) {
-    if (!plan.shard.sharded()) return "";
-    return "shard " + std::to_string(plan.shard.index) + "/" + std::to_string(plan.shard.count) + " (" +
-           plan.shard.source + "): " + std::to_string(plan.jobs.size()) + " of " + std::to_string(plan.listed) +
-           " files";
+    return shard_note(plan.shard, plan.jobs.size(), plan.listed);
 }
 
 }  // namespace imr

@@ -41,11 +41,16 @@ std::string level_text(const FileResult::Level& l);
 
 // {"index", "count", "source", "hash", "files", "listed"}: this process's
 // shard (index 0, count 1 when not sharded), how many files it ran of how
-// many the plan listed, and the hash that split them ("fnv1a-64").
+// many the plan listed, and the hash that split them ("fnv1a-64"). Without
+// the counts (`counted` false): {"index", "count", "source", "hash"}, what
+// is known before the listing is over (restore --json-lines' start record).
+Json shard_json(const Shard& shard, size_t files, size_t listed, bool counted = true);
 Json shard_json(const PlannedJobs& plan);
 
 // "shard 1/4 (SLURM_ARRAY_TASK_ID): 25 of 100 files", for the terminal;
-// empty when the run is not sharded.
+// empty when the run is not sharded. Without the counts (`counted` false):
+// "shard 1/4 (SLURM_ARRAY_TASK_ID)".
+std::string shard_note(const Shard& shard, size_t files, size_t listed, bool counted = true);
 std::string shard_note(const PlannedJobs& plan);
 
 }  // namespace imr

@@ -52,41 +52,32 @@ fs::path folder_destination(const JobRequest& r, const OutputLayout& layout, con
     return layout.folder_inputs > 1 ? layout.root / folder.filename() : layout.root;
 }
 
-std::vector<FileJob> name_outputs(InputListing listing, const JobRequest& r, const OutputLayout& layout) {
-    std::vector<FileJob> jobs;
-    jobs.reserve(listing.files.size());
-    for (InputFile& f : listing.files) {
-        FileJob job{f.shown, "", std::move(f.error), f.shown};  // an error's key: the input as named
-        if (!f.error.empty()) {
-            jobs.push_back(std::move(job));
-            continue;
-        }
-        if (!r.names_outputs) {
-            job.shard_key = f.relative.string();
-        } else if (layout.to_stdout) {
-            job.output = kStdio;
-        } else if (layout.one_file) {
-            job.output = r.output;
-        } else if (f.folder >= 0) {
-            job.output =
-                output_with_format(listing.folders[f.folder].destination / f.relative, r.format, r.codec).string();
-        } else if (layout.beside) {
-            // NAME<suffix>.EXT; an input without extension gets NAME<suffix>.png.
-            const fs::path in = absolute_input(f.shown);
-            const std::string ext = in.extension().empty() ? ".png" : in.extension().string();
-            const fs::path out = fs::path(f.shown).parent_path() / (in.stem().string() + r.suffix + ext);
-            job.output = output_with_format(out, r.format, r.codec).string();
-        } else {
-            const fs::path in = absolute_input(f.shown);
-            fs::path out = layout.root / in.filename();
-            if (in.extension().empty()) out += ".png";
-            job.output = output_with_format(out, r.format, r.codec).string();
-        }
-        if (!job.output.empty()) job.shard_key = shard_key(job.output, layout);
-        jobs.push_back(std::move(job));
-        f = InputFile();  // the listing goes as the jobs come: a folder of millions holds one of them at a time
+FileJob name_output(InputFile f, const std::vector<FolderInput>& folders, const JobRequest& r,
+                    const OutputLayout& layout) {
+    FileJob job{f.shown, "", std::move(f.error), f.shown};  // an error's key: the input as named
+    if (!job.error.empty()) return job;
+    if (!r.names_outputs) {
+        job.shard_key = f.relative.string();
+    } else if (layout.to_stdout) {
+        job.output = kStdio;
+    } else if (layout.one_file) {
+        job.output = r.output;
+    } else if (f.folder >= 0) {
+        job.output = output_with_format(folders[f.folder].destination / f.relative, r.format, r.codec).string();
+    } else if (layout.beside) {
+        // NAME<suffix>.EXT; an input without extension gets NAME<suffix>.png.
+        const fs::path in = absolute_input(f.shown);
+        const std::string ext = in.extension().empty() ? ".png" : in.extension().string();
+        const fs::path out = fs::path(f.shown).parent_path() / (in.stem().string() + r.suffix + ext);
+        job.output = output_with_format(out, r.format, r.codec).string();
+    } else {
+        const fs::path in = absolute_input(f.shown);
+        fs::path out = layout.root / in.filename();
+        if (in.extension().empty()) out += ".png";
+        job.output = output_with_format(out, r.format, r.codec).string();
     }
-    return jobs;
+    if (!job.output.empty()) job.shard_key = shard_key(job.output, layout);
+    return job;
 }
 
 }  // namespace imr

@@ -26,6 +26,8 @@ namespace imr {
 std::filesystem::path folder_destination(const JobRequest& request, const OutputLayout& layout,
                                          const std::filesystem::path& folder, const std::string& raw);
 
-std::vector<FileJob> name_outputs(InputListing listing, const JobRequest& request, const OutputLayout& layout);
+// The job of one input (its error, if it has one, becomes the job's).
+FileJob name_output(InputFile file, const std::vector<FolderInput>& folders, const JobRequest& request,
+                    const OutputLayout& layout);
 
 }  // namespace imr

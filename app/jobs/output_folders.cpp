@@ -77,39 +77,44 @@ std::vector<std::string> stale_temporary_files(const std::string& folder) {
 
 }  // namespace
 
-void prepare_output_folders(std::vector<FileJob>& jobs, bool force) {
-    std::map<std::string, std::string> folder_error;  // folder -> "" (ready) or why not
-    for (FileJob& job : jobs) {
-        std::error_code ec;
-        if (!job.error.empty() || job.output.empty() || job.output == kStdio) continue;
-        if (!force && fs::exists(job.output, ec)) continue;  // skipped later, nothing to write
-        std::string folder = fs::path(job.output).parent_path().string();
-        if (folder.empty()) folder = ".";
-        auto it = folder_error.find(folder);
-        if (it == folder_error.end()) {
-            // A folder that does not exist yet is created when its first file is
-            // written; until then its nearest existing ancestor is probed (same
-            // permissions to create in, same file system).
-            // (absolute: "restored" has no parent to fall back to; its absolute form does)
-            const fs::path target = fs::absolute(folder, ec).lexically_normal();
-            fs::path probe_at = target;
-            while (!fs::exists(probe_at, ec) && probe_at.has_parent_path() && probe_at.parent_path() != probe_at)
-                probe_at = probe_at.parent_path();
-            std::string why;
-            if (fs::exists(probe_at, ec) && !fs::is_directory(probe_at, ec)) {
-                why = "cannot create folder " + folder + ": " + probe_at.string() + " is a file";
-            } else {
-                if (probe_at == target)
-                    for (const std::string& f : stale_temporary_files(folder)) ::unlink(f.c_str());
-                const std::string problem = probe_writable(probe_at.string());
-                if (!problem.empty())
-                    why = (probe_at == target ? "" : "cannot create folder " + folder + ": ") +
-                          "cannot create a file in " + probe_at.string() + ": " + problem;
-            }
-            it = folder_error.emplace(folder, why).first;
+void OutputFolders::check(FileJob& job) {
+    std::error_code ec;
+    if (!job.error.empty() || job.output.empty() || job.output == kStdio) return;
+    if (!force_ && fs::exists(job.output, ec)) return;  // skipped later, nothing to write
+    std::string folder = fs::path(job.output).parent_path().string();
+    if (folder.empty()) folder = ".";
+    auto it = folder_error_.find(folder);
+    if (it == folder_error_.end()) {
+        // A folder that does not exist yet is created when its first file is
+        // written; until then its nearest existing ancestor is probed (same
+        // permissions to create in, same file system).
+        // (absolute: "restored" has no parent to fall back to; its absolute form does)
+        const fs::path target = fs::absolute(folder, ec).lexically_normal();
+        fs::path probe_at = target;
+        while (!fs::exists(probe_at, ec) && probe_at.has_parent_path() && probe_at.parent_path() != probe_at)
+            probe_at = probe_at.parent_path();
+        std::string why;
+        if (fs::exists(probe_at, ec) && !fs::is_directory(probe_at, ec)) {
+            why = "cannot create folder " + folder + ": " + probe_at.string() + " is a file";
+        } else {
+            if (probe_at == target)
+                for (const std::string& f : stale_temporary_files(folder)) ::unlink(f.c_str());
+            const std::string problem = probe_writable(probe_at.string());
+            if (!problem.empty())
+                why = (probe_at == target ? "" : "cannot create folder " + folder + ": ") + "cannot create a file in " +
+                      probe_at.string() + ": " + problem;
         }
-        if (!it->second.empty()) job.error = job.output + ": " + it->second;
+        // Folders come one after another as the listing walks: a few are
+        // remembered, not every folder of the tree.
+        if (folder_error_.size() >= kFoldersRemembered) folder_error_.clear();
+        it = folder_error_.emplace(folder, why).first;
     }
+    if (!it->second.empty()) job.error = job.output + ": " + it->second;
+}
+
+void prepare_output_folders(std::vector<FileJob>& jobs, bool force) {
+    OutputFolders folders(force);
+    for (FileJob& job : jobs) folders.check(job);
 }
 
 }  // namespace imr

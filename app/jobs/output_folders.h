@@ -3,6 +3,7 @@
 // destination fails its files up front instead of after all the compute.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -19,5 +20,18 @@ namespace imr {
 // ancestor, for a folder still to be created). A folder that fails sets the
 // error of each of its jobs. Nothing is created.
 void prepare_output_folders(std::vector<FileJob>& jobs, bool force);
+
+// The same, one job at a time as they stream: each folder is prepared when
+// its first job comes (and again if it comes back after many others).
+class OutputFolders {
+public:
+    explicit OutputFolders(bool force) : force_(force) {}
+    void check(FileJob& job);
+
+private:
+    static constexpr size_t kFoldersRemembered = 1024;
+    bool force_;
+    std::map<std::string, std::string> folder_error_;  // folder -> "" (ready) or why not
+};
 
 }  // namespace imr

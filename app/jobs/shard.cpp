@@ -114,11 +114,15 @@ Shard resolve_shard(const ShardOptions& o, const EnvLookup& env) {
     return {};
 }
 
+bool in_shard(const FileJob& job, const Shard& shard) {
+    return shard.count <= 1 || fnv1a_64(job.shard_key) % uint64_t(shard.count) == uint64_t(shard.index);
+}
+
 std::vector<FileJob> select_shard(std::vector<FileJob> jobs, const Shard& shard) {
     if (shard.count <= 1) return jobs;
     std::vector<FileJob> mine;
     for (FileJob& j : jobs)
-        if (fnv1a_64(j.shard_key) % uint64_t(shard.count) == uint64_t(shard.index)) mine.push_back(std::move(j));
+        if (in_shard(j, shard)) mine.push_back(std::move(j));
     return mine;
 }
 

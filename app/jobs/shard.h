@@ -57,6 +57,9 @@ using EnvLookup = std::function<const char*(const char*)>;
 // variables for what does not fit.
 Shard resolve_shard(const ShardOptions& options, const EnvLookup& env);
 
+// Whether `job` is one of `shard`'s.
+bool in_shard(const FileJob& job, const Shard& shard);
+
 // The jobs of `shard`, in their order.
 std::vector<FileJob> select_shard(std::vector<FileJob> jobs, const Shard& shard);
 

@@ -27,6 +27,8 @@ public:
     // least two images per thread); single: lane 0 only (--bench, whose
     // timings must not share the device).
     ComputeLanes(ModelRunner& main, size_t jobs, bool single);
+    // The files known so far, as the listing streams (it only grows).
+    void set_jobs(size_t jobs) { jobs_ = jobs; }
 
     // The lane a batch of `shape` runs on (made here, the first time it is
     // needed). It may be busy, when every lane of its kind is: then finish
@@ -59,7 +61,7 @@ private:
     const bool device_;  // main_'s backend is a device (not host memory)
     const int threads_;  // main_'s CPU threads (0 on a device)
     bool multiple_;      // siblings allowed (until one fails to start)
-    const size_t jobs_;
+    size_t jobs_;
     std::vector<Lane> lanes_;
 };
 

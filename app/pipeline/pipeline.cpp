@@ -23,10 +23,6 @@ namespace imr {
 
 namespace fs = std::filesystem;
 
-int PipelineReport::count(FileResult::Status s) const {
-    return int(std::count_if(files.begin(), files.end(), [s](const FileResult& f) { return f.status == s; }));
-}
-
 // ------------------------------------------------------------------ running
 
 namespace {
@@ -182,9 +178,9 @@ size_t in_flight(int batch) {
 // compute lane (compute_lanes.h), whose own thread runs the model.
 class PipelineRun {
 public:
-    PipelineRun(const std::vector<FileJob>& jobs, ModelRunner& runner, const PipelineOptions& options,
+    PipelineRun(const JobSource& source, ModelRunner& runner, const PipelineOptions& options,
                 const ProgressFn& progress)
-        : jobs_(jobs),
+        : source_(source),
           runner_(runner),
           options_(options),
           progress_(progress),
@@ -194,19 +190,25 @@ public:
 
     PipelineReport run() {
         auto start = std::chrono::steady_clock::now();
-        report_.files.resize(jobs_.size());  // in the order given, whatever order they finish in
+        // Enough jobs ahead to know whether the folder is one for one-thread
+        // lanes (compute_lanes.h); then one more each time a read starts.
+        const size_t ahead = std::max(lookahead_, 2 * size_t(std::max(1, runner_.backend().host_threads())));
+        while (taken_ < ahead && pull()) {
+        }
         size_t next_read = 0;
         std::deque<std::future<Decoded>> reading;
-        for (size_t i = 0; i < jobs_.size(); ++i) {
+        for (size_t i = 0;; ++i) {
             if (options_.cancel && options_.cancel->load()) {
                 report_.interrupted = true;  // the pending batch is dropped; reads in flight just end
                 pending_.clear();
                 break;
             }
-            while (next_read < jobs_.size() && reading.size() < in_flight_now()) {
-                reading.push_back(std::async(std::launch::async, [this, j = next_read] { return decode(j); }));
+            while (reading.size() < in_flight_now() && (next_read < taken_ || pull())) {
+                FileJob job = slot(next_read).job;  // a copy for the reader's thread
+                reading.push_back(std::async(std::launch::async, [this, job = std::move(job)] { return decode(job); }));
                 ++next_read;
             }
+            if (reading.empty()) break;  // every job read
             collect_finished_batches();  // their writes start while this thread waits for a decode
             Decoded d = reading.front().get();
             reading.pop_front();
@@ -215,6 +217,9 @@ public:
         if (!report_.interrupted) flush();
         while (!computing_.empty()) collect_batch();  // also when interrupted: they are written, not dropped
         while (!writing_.empty()) collect_write();
+        // Interrupted: what was taken from the source and not finished was not run.
+        while (!window_.empty()) finish(base_, FileResult::Status::NotRun, "");  // the front is never done
+        report_.listing_done = source_done_;
         report_.wall_ms = ms_since(start);
         report_.compute_lanes = lanes_.used();
         return std::move(report_);
@@ -229,9 +234,33 @@ private:
         return std::clamp(in_flight_budget_ / largest_image_bytes_, size_t(1), lookahead_);
     }
 
-    // On a worker thread: everything about job j that needs no shared state.
-    Decoded decode(size_t j) const {
-        const FileJob& job = jobs_[j];
+    // The next job from the source into the window, its output folder
+    // checked; false when the source has no more.
+    bool pull() {
+        FileJob job;
+        if (source_done_ || !source_(job)) {
+            source_done_ = true;
+            return false;
+        }
+        folders_.check(job);  // an unwritable folder fails its files before any compute
+        window_.push_back({std::move(job)});
+        ++taken_;
+        lanes_.set_jobs(taken_);
+        report_.peak_jobs_held = std::max(report_.peak_jobs_held, window_.size());
+        return true;
+    }
+
+    // Job `seq` (counted from the first taken), while it is in the window.
+    struct Slot {
+        FileJob job;
+        bool fp32_rerun = false;
+        std::vector<FileResult::Level> levels;  // the levels its model was given (--noise-level, estimated)
+        bool done = false;
+    };
+    Slot& slot(size_t seq) { return window_[seq - base_]; }
+
+    // On a worker thread: everything about a job that needs no shared state.
+    Decoded decode(const FileJob& job) const {
         Decoded d;
         if (!job.error.empty()) {
             d.status = FileResult::Status::Failed, d.message = job.error;
@@ -295,19 +324,31 @@ private:
         return d;
     }
 
-    void finish(size_t job, FileResult::Status status, const std::string& message, const Image* image = nullptr,
+    // Job `seq`'s result to the caller; the window then lets go of every
+    // job at its front that is finished (results go out in the order they
+    // finish; the window is kept in the order taken).
+    void finish(size_t seq, FileResult::Status status, const std::string& message, const Image* image = nullptr,
                 std::vector<std::string> warnings = {}) {
-        FileResult& r = report_.files[job];
+        Slot& s = slot(seq);
+        FileResult r;
         r.warnings = std::move(warnings);
-        r.input = jobs_[job].input;
-        r.output = jobs_[job].output;
+        r.input = std::move(s.job.input);
+        r.output = std::move(s.job.output);
         r.status = status;
         r.message = message;
+        r.fp32_rerun = s.fp32_rerun;
+        r.levels = std::move(s.levels);
         if (image)
             r.width = image->width, r.height = image->height, r.channels = image->channels,
             r.bit_depth = image->bit_depth;
+        s.done = true;
+        ++report_.counts[int(status)];
         ++finished_;
-        if (progress_) progress_(finished_, jobs_.size(), r);
+        if (progress_) progress_(finished_, r);
+        while (!window_.empty() && window_.front().done) {
+            window_.pop_front();
+            ++base_;
+        }
     }
 
     void take(size_t i, Decoded d) {
@@ -423,7 +464,8 @@ private:
 
     void fail_batch(std::vector<Pending>& batch, const std::string& why) {
         for (Pending& p : batch)
-            finish(p.job, FileResult::Status::Failed, jobs_[p.job].input + ": " + why, &p.image, std::move(p.warnings));
+            finish(p.job, FileResult::Status::Failed, slot(p.job).job.input + ": " + why, &p.image,
+                   std::move(p.warnings));
     }
 
     void collect_finished_batches() {
@@ -448,10 +490,10 @@ private:
         size_t offset = 0;
         for (Pending& p : batch) {
             const size_t n = p.floats;
-            report_.files[p.job].levels = std::move(p.levels.levels);
+            slot(p.job).levels = std::move(p.levels.levels);
             if (r.fp32_rerun) {
-                report_.files[p.job].fp32_rerun = true;
-                p.warnings.push_back(jobs_[p.job].input + ": the " + precision_name(runner_.precision()) +
+                slot(p.job).fp32_rerun = true;
+                p.warnings.push_back(slot(p.job).job.input + ": the " + precision_name(runner_.precision()) +
                                      " result was not finite (half-precision overflow); computed again in fp32");
             }
             HostBuffer planes;
@@ -462,7 +504,7 @@ private:
                     planes = pool_.take(n);
                 } catch (const std::exception& e) {  // bad_alloc, imr::OutOfMemory
                     finish(p.job, FileResult::Status::Failed,
-                           jobs_[p.job].input + ": out of memory for its output planes", &p.image,
+                           slot(p.job).job.input + ": out of memory for its output planes", &p.image,
                            std::move(p.warnings));
                     offset += n;
                     continue;
@@ -475,7 +517,7 @@ private:
             Image dims;  // the report needs only the dimensions
             dims.width = p.image.width, dims.height = p.image.height, dims.channels = p.image.channels,
             dims.bit_depth = p.image.bit_depth;
-            const std::string& path = jobs_[p.job].output;
+            const std::string path = slot(p.job).job.output;
             writing_.push_back({p.job, dims, std::move(p.warnings),
                                 std::async(std::launch::async, [this, path, source = std::move(p.image),
                                                                 planes = std::move(planes)]() mutable {
@@ -540,7 +582,7 @@ private:
                std::move(w.warnings));
     }
 
-    const std::vector<FileJob>& jobs_;
+    const JobSource& source_;
     ModelRunner& runner_;
     const PipelineOptions& options_;
     const ProgressFn& progress_;
@@ -549,7 +591,12 @@ private:
     // Idle float buffers, reused (decoders take from it); on a GPU the small
     // ones are page-locked.
     mutable PlanesPool pool_{runner_.backend(), in_flight_budget_ / 2};
-    ComputeLanes lanes_{runner_, jobs_.size(), options_.bench_repeats > 0};
+    ComputeLanes lanes_{runner_, 0, options_.bench_repeats > 0};
+    OutputFolders folders_{options_.force};
+    // The jobs taken from the source and not yet reported, from job base_ on.
+    std::deque<Slot> window_;
+    size_t base_ = 0, taken_ = 0;
+    bool source_done_ = false;
     size_t largest_image_bytes_ = 0;
     const WriteOptions write_options_;
     std::vector<Pending> pending_;
@@ -566,11 +613,9 @@ private:
 
 }  // namespace
 
-PipelineReport run_pipeline(const std::vector<FileJob>& jobs, ModelRunner& runner, const PipelineOptions& options,
+PipelineReport run_pipeline(const JobSource& jobs, ModelRunner& runner, const PipelineOptions& options,
                             const ProgressFn& progress) {
-    std::vector<FileJob> checked = jobs;  // unwritable folders fail their files before any compute
-    prepare_output_folders(checked, options.force);
-    return PipelineRun(checked, runner, options, progress).run();
+    return PipelineRun(jobs, runner, options, progress).run();
 }
 
 }  // namespace imr

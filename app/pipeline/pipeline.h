@@ -1,5 +1,5 @@
 // The restore pipeline: read -> batch -> run model -> write for every job
-// that plan_jobs (jobs/plan_jobs.h) made. A failure on one file is recorded in
+// that the plan (jobs/plan_jobs.h) streams, as it streams. A failure on one file is recorded in
 // its result and the rest go on; only the CLI turns results into messages
 // and an exit code.
 #pragma once
@@ -51,20 +51,34 @@ struct PipelineOptions {
 };
 
 struct PipelineReport {
-    std::vector<FileResult> files;
+    // How many files ended in each FileResult::Status; the results
+    // themselves went to the ProgressFn, one at a time, and are not kept.
+    size_t counts[4] = {0, 0, 0, 0};
     StageTimer timer;        // every stage of the real run
     StageTimer bench_timer;  // the --bench repeats (upload, stages, download)
     double wall_ms = 0;
     double megapixels = 0;     // restored pixels
     bool interrupted = false;  // options.cancel became true
+    bool listing_done = true;  // the source gave every job (false when interrupted first)
     int compute_lanes = 0;     // lanes that ran a batch (compute_lanes.h)
-    int count(FileResult::Status s) const;
+    // The most jobs held at once between being taken from the source and
+    // being reported: bounded by the read-ahead, batch and write-behind,
+    // whatever the number of files.
+    size_t peak_jobs_held = 0;
+    int count(FileResult::Status s) const { return int(counts[int(s)]); }
 };
 
-// Called after every finished job: (done, total, result).
-using ProgressFn = std::function<void(size_t, size_t, const FileResult&)>;
+// The jobs, one at a time (jobs/plan_jobs.h JobStream::next): false when
+// there are no more. Called on the pipeline's own thread, only as far ahead
+// as the read-ahead needs.
+using JobSource = std::function<bool(FileJob&)>;
 
-PipelineReport run_pipeline(const std::vector<FileJob>& jobs, ModelRunner& runner, const PipelineOptions& options,
+// Called once per finished job, in the order they finish: (finished so
+// far, its result).
+using ProgressFn = std::function<void(size_t, const FileResult&)>;
+
+// Each job's output folder is checked (jobs/output_folders.h) as it comes.
+PipelineReport run_pipeline(const JobSource& jobs, ModelRunner& runner, const PipelineOptions& options,
                             const ProgressFn& progress);
 
 }  // namespace imr

@@ -9,6 +9,10 @@
 //   1  the first versioned documents; restore reports carry "shard";
 //      restore --json-lines writes records of "type" start, file, summary
 //      (or error), each a document of its own.
+//   2  restore --json-lines streams the listing too: its start record's
+//      "shard" has no "files" and "listed" (the listing has only begun);
+//      its summary record has the whole "shard". A summary has
+//      "jobs_held_peak". Nothing else changed.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -18,7 +22,7 @@ namespace imr {
 
 using Json = nlohmann::ordered_json;
 
-constexpr int kJsonSchemaVersion = 1;
+constexpr int kJsonSchemaVersion = 2;
 
 // {"imrestore": VERSION, "schema_version": kJsonSchemaVersion}: the start of
 // every document; the caller adds its own keys after these.
