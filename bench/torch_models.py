@@ -248,8 +248,8 @@ class ModelNet(nn.Module):
         self.extra = [(e, float((extra_values or {})[e])) for e in graph.extra_inputs]
         self.multiple = im.downscale(stages, graph.extra_inputs, graph.output)
         # per stage: the tensors whose last reader it is (kept: the model input and the output)
-        self.drop = [[n for n in dict.fromkeys(ins) if graph.last_use[n] == i and n not in (im.MODEL_INPUT,
-                                                                                          graph.output)]
+        keep = (im.MODEL_INPUT, graph.output)
+        self.drop = [[n for n in dict.fromkeys(ins) if graph.last_use[n] == i and n not in keep]
                      for i, ins in enumerate(graph.inputs)]
 
     def forward(self, x):
@@ -355,7 +355,7 @@ def torch_configs(model, net32, x32, cold, runs, compile_configs, configs=CONFIG
                   box_mean="integral"):
     """Times each configuration (eager, then replayed as a CUDA graph; torch.compile for those in
     compile_configs); returns rows {config, ms_median, ms_min, max_levels, frac_over_1} and the fp32
-    reference output."""
+    reference output (computed whether or not fp32 is in configs)."""
     rows = []
     torch.backends.cudnn.benchmark = True
     with torch.no_grad():
@@ -410,9 +410,7 @@ def torch_configs(model, net32, x32, cold, runs, compile_configs, configs=CONFIG
                 cnet = None
                 torch._dynamo.reset()
                 torch.cuda.empty_cache()
-            if net is not net32:
-                del net
-            del x
+            net = x = None  # this configuration's copies, freed before the next one
             torch.cuda.empty_cache()
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
@@ -514,7 +512,7 @@ def copy_bandwidth(cold):
     a = torch.zeros(1 << 28, device="cuda")
     b = torch.empty_like(a)
     med, _ = time_call(lambda: b.copy_(a), cold, 10)
-    del a, b
+    a = b = None
     return 2 * (1 << 30) / (med / 1e3)
 
 
@@ -539,9 +537,9 @@ def ops_bench(args, cold, result):
                 y = (torch.randn(1, c, h, w, device="cuda", generator=gen).to(dt).contiguous(memory_format=fmt)
                      if op in ("add", "mul", "concat") else None)
                 fns = op_functions(op, c, window, "cuda")
-                if isinstance(fns, tuple):
+                if isinstance(fns, tuple):  # a module holding weights: in the tensors' type and layout
                     fns, st = fns
-                    st.to(dt)
+                    st.to(dt).to(memory_format=fmt)
                 impls = list(fns)
                 if args.ops_compile and op in ("layer_norm", "simple_gate", "window_mean", "depthwise3x3"):
                     impls.append(("compile", torch.compile(impls[0][1], dynamic=False)))
@@ -563,7 +561,7 @@ def ops_bench(args, cold, result):
                     else:
                         print(f"{label:<58} {impl:<9} {row['ms_median']:8.3f} ms {row['GBps']:7.0f} GB/s "
                               f"{100 * row['frac_floor']:5.1f}% of floor", flush=True)
-                del x, y
+                x = y = fns = impls = None
                 torch.cuda.empty_cache()
                 with open(args.json, "w") as f:
                     json.dump(result, f, indent=1)
@@ -655,7 +653,8 @@ def main():
                     help="comma-separated bundled model names or model file paths (default: every weights/*.h5)")
     ap.add_argument("--imrestore", default="", help="an imrestore binary (CUDA build) to time beside PyTorch")
     ap.add_argument("--precisions", default="fp32", help="imrestore --precision values, comma-separated")
-    ap.add_argument("--configs", default=",".join(CONFIGS), help="PyTorch configurations (default: all four)")
+    ap.add_argument("--configs", default=",".join(CONFIGS),
+                    help="PyTorch configurations timed (default: all four; fp32's output is the reference anyway)")
     ap.add_argument("--compile-models", default="auto",
                     help="models to torch.compile: auto (denoise and the heaviest), all, none, or names")
     ap.add_argument("--compile-configs", default="bf16-cl,fp16-cl")
@@ -711,9 +710,7 @@ def main():
         compiled = set(loaded)
     else:
         compiled = set(args.compile_models.split(","))
-    configs = [c for c in args.configs.split(",") if c]
-    if "fp32" not in configs:
-        configs.insert(0, "fp32")  # the reference every other configuration is compared with
+    configs = [c for c in args.configs.split(",") if c]  # fp32's output is the reference, timed or not
     compile_configs = [c for c in args.compile_configs.split(",") if c]
 
     gen = torch.Generator(device="cuda").manual_seed(1)
