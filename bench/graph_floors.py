@@ -130,6 +130,7 @@ def stage_costs(model, width, height):
             # subtractions, the count division, back to half), the 1x1 conv with its bias pass, the
             # product: ~60 element-bytes per f16 byte of the tensor
             cls, tcls, byts, tbytes = "elementwise", "channel attention", 3 * t_out, 60 * t_out / 2
+            flops = 0.0  # counted with the 1x1 above
         elif op == "residual_block":
             flops = 2.0 * (s["conv_in_weight"].size + s["conv_out_weight"].size) * px_out
             cls = tcls = "conv3x3"
