@@ -1341,7 +1341,14 @@ int main(int argc, char** argv) {
                     for (const std::string& t : o.only) any = any || name.find(t) != std::string::npos;
                     if (!any) continue;
                 }
-                report(bench_graph_op(g, o, *be, *timer, backend_flush, pattern, rng, k, ty));
+                try {  // one case's failure (an op the backend refuses) is reported, the rest still run
+                    report(bench_graph_op(g, o, *be, *timer, backend_flush, pattern, rng, k, ty));
+                } catch (const std::exception& e) {
+                    std::printf("%s %d %s %s: FAILED: %s\n", gop_name(k.op), k.c, gtype_name(ty).c_str(), k.source,
+                                e.what());
+                    std::fflush(stdout);
+                    ck(cudaDeviceSynchronize(), "after a failed case");  // a sticky CUDA error ends the run here
+                }
             }
     }
     for (const auto& c : o.residual) report(bench_residual(g, o, rng, "custom", c[0], c[1], c[2], 0));
