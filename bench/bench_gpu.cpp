@@ -6,10 +6,12 @@
 // them, and the pixel shuffles), the same layers on every conv2d kernel
 // variant that can run them (suite "variants": the table in
 // kernels/cuda/conv2d/conv2d_variants.cu, so the planner's pick can be checked against the alternatives),
-// and on any shape given on the command line.
+// the model graphs' element-wise, normalization and pooling ops on the
+// reference U-Nets' 12 MP shapes (suite "graph-ops", not part of "all"; see
+// its comment below), and on any shape given on the command line.
 //
-//   bench_gpu [--suite all|residual|conv|model|variants|none] [--residual B,H,W]... [--conv B,C,S,K]...
-//             [--runs N] [--conv-runs N] [--no-cudnn] [--device N] [--json FILE] [--commit SHA]
+//   bench_gpu [--suite all|residual|conv|model|variants|graph-ops|none] [--residual B,H,W]... [--conv B,C,S,K]...
+//             [--runs N] [--conv-runs N] [--no-cudnn] [--device N] [--json FILE] [--commit SHA] [--only TEXT,...]
 //
 // Method (the anchors' protocol): per timed call, a buffer of 2x the L2 size
 // is zeroed with cudaMemsetAsync on the same stream first (cold L2), then
@@ -38,6 +40,7 @@
 #include <ctime>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
@@ -221,13 +224,19 @@ const char* algo_name(cudnnConvolutionFwdAlgo_t a) {
 }
 #endif
 
+// The H200's HBM3e peak (NVIDIA's figure); the floors here use the measured
+// copy bandwidth (about 4.27 TB/s read + write), this is printed beside it.
+constexpr double kHbmPeakBps = 4.8e12;
+
 struct Result {
     std::string suite, name;
     double flop = 0, bytes = 0;
     double ours_us = 0, cudnn_us = 0;  // cudnn_us 0: not run
     std::string cudnn_algo;
     double err_vs_f64 = 0, diff_vs_cudnn = -1;
-    double atol = 0;  // the suite's tolerance, 0 when none
+    double atol = 0;           // the suite's tolerance, 0 when none
+    int count = 0;             // graph-ops: how often the source network runs the case at 12 MP
+    std::string source, type;  // graph-ops: the network the shape is from, the tensors' dtype and layout
 };
 
 double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
@@ -246,6 +255,7 @@ struct Options {
     int runs = 50, conv_runs = 10, device = 0;
     bool cudnn = true;
     std::string json, commit;
+    std::vector<std::string> only;  // graph-ops: run the cases whose name contains one of these
 };
 
 // SOL-ExecBench L1/040 cases and atol (rtol 1e-5), as in shared/anchors/solexec_040_residual_block.json.
@@ -513,6 +523,620 @@ Result bench_conv(Gpu& g, const Options& o, std::mt19937& rng, const std::string
     return r;
 }
 
+// ------------------------------------------------------------------ suite graph-ops
+// The ops model graphs added (issue 17): elementwise add/mul, activation,
+// simple_gate, concat, layer_norm, depthwise_conv2d, window_mean, on the
+// shapes the reference U-Nets of weights/architectures.py run at 12 MP
+// (4000 x 3000, batch 1; NAFNet's size multiple 16 pads the rows to 3008),
+// each in f32 NCHW (the fp32 path) and f16 / bf16 NHWC8 (the half path).
+// The shapes were listed from the exported graphs (weights/export_graph.py
+// drunet-large / nafnet-large, every stage's input channels and scale):
+//   DRUNet-large (widths 64/128/256/512 at full, 1/2, 1/4, 1/8): one add per
+//     scale (the skip added before each up-convolution, and before the tail);
+//   NAFNet-large (width 32, enc 2/2/4/8, middle 12, dec 2/2/2/2; 32..512
+//     channels at full .. 1/16): per NAFBlock at width c two layer_norm(c),
+//     one depthwise 3x3 (2c, zero padding, bias), two simple_gate(2c -> c),
+//     channel attention = window_mean(c, 192 / 2^level) + 1x1 conv + mul(c);
+//     one add per decoder level (the skip after the PixelShuffle up).
+//   Neither uses a stand-alone activation (DRUNet's ReLUs are fused into its
+//   convolutions) or a concat: those rows are representative shapes (each
+//   function on DRUNet's widest tensor, ReLU also on its deepest; a
+//   concat-style U-Net decoder's [up, skip] at DRUNet's widths).
+// Every op is memory-bound on the H200 (at most 18 FLOPs, depthwise K = 3,
+// per 8 bytes in f32): its floor is the bytes it must move (each input read
+// once, the output written once, the kernels' headers say which) over the
+// device-to-device copy bandwidth measured at start (read + write, ~4.27
+// TB/s; the fraction of the 4.8 TB/s HBM3e peak is printed beside it).
+// Ours: the CUDA backend's op (imr::make_cuda_backend), timed with its
+// BackendTimer (CUDA events on its stream) right after a 2x-L2 buffer was
+// written on that stream (cold L2: a ReLU from one 2x-L2 buffer into another,
+// through the backend, whose stream this file cannot see), warm-up first,
+// median of --runs. cuDNN where it has the op, on the same data in the same
+// types, timed as the other suites (the 2x-L2 memset, events on the
+// benchmark's stream): cudnnOpTensor (add, mul),
+// cudnnActivationForward (ReLU; SiLU = CUDNN_ACTIVATION_SWISH, beta 1),
+// cudnnConvolutionForward with groups = channels (depthwise; fastest
+// algorithm by FindEx: FMA math in f32 as elsewhere in this file, tensor-op
+// math allowed in half) + cudnnAddTensor for the bias. The others (GELU,
+// LeakyReLU, simple_gate, concat, layer_norm, window_mean) have no cuDNN
+// counterpart: bench/torch_models.py --ops times PyTorch on the same shapes.
+// Inputs are a 4 Mi-value random pattern tiled over the tensor (filling 3 GB
+// from the host would take longer than timing it); every case checks 64
+// sampled outputs against float64 computed from that pattern here, and
+// against cuDNN's output at the same places.
+
+enum class GOp { Add, Mul, Relu, LeakyRelu, Gelu, Silu, SimpleGate, Concat, LayerNorm, Depthwise3x3, WindowMean };
+
+const char* gop_name(GOp op) {
+    switch (op) {
+        case GOp::Add:
+            return "add";
+        case GOp::Mul:
+            return "mul";
+        case GOp::Relu:
+            return "relu";
+        case GOp::LeakyRelu:
+            return "leaky_relu";
+        case GOp::Gelu:
+            return "gelu";
+        case GOp::Silu:
+            return "silu";
+        case GOp::SimpleGate:
+            return "simple_gate";
+        case GOp::Concat:
+            return "concat";
+        case GOp::LayerNorm:
+            return "layer_norm";
+        case GOp::Depthwise3x3:
+            return "depthwise3x3";
+        case GOp::WindowMean:
+            return "window_mean";
+    }
+    return "?";
+}
+
+struct GraphOpCase {
+    const char* source;  // "drunet-large", "nafnet-large", "representative"
+    GOp op;
+    int c, h, w;     // the (first) input [1, c, h, w]; concat: two inputs of c channels
+    int window = 0;  // window_mean
+    int count = 1;   // how often the source network runs it at 12 MP (0: representative)
+};
+
+// clang-format off
+const GraphOpCase kGraphOpCases[] = {
+    // DRUNet-large: the skip adds (full, 1/2, 1/4, 1/8).
+    {"drunet-large", GOp::Add, 64, 3000, 4000, 0, 1}, {"drunet-large", GOp::Add, 128, 1500, 2000, 0, 1},
+    {"drunet-large", GOp::Add, 256, 750, 1000, 0, 1}, {"drunet-large", GOp::Add, 512, 375, 500, 0, 1},
+    // NAFNet-large, level by level (full .. 1/16).
+    {"nafnet-large", GOp::Add, 32, 3008, 4000, 0, 1}, {"nafnet-large", GOp::Add, 64, 1504, 2000, 0, 1},
+    {"nafnet-large", GOp::Add, 128, 752, 1000, 0, 1}, {"nafnet-large", GOp::Add, 256, 376, 500, 0, 1},
+    {"nafnet-large", GOp::Mul, 32, 3008, 4000, 0, 4}, {"nafnet-large", GOp::Mul, 64, 1504, 2000, 0, 4},
+    {"nafnet-large", GOp::Mul, 128, 752, 1000, 0, 6}, {"nafnet-large", GOp::Mul, 256, 376, 500, 0, 10},
+    {"nafnet-large", GOp::Mul, 512, 188, 250, 0, 12},
+    {"nafnet-large", GOp::LayerNorm, 32, 3008, 4000, 0, 8}, {"nafnet-large", GOp::LayerNorm, 64, 1504, 2000, 0, 8},
+    {"nafnet-large", GOp::LayerNorm, 128, 752, 1000, 0, 12}, {"nafnet-large", GOp::LayerNorm, 256, 376, 500, 0, 20},
+    {"nafnet-large", GOp::LayerNorm, 512, 188, 250, 0, 24},
+    {"nafnet-large", GOp::Depthwise3x3, 64, 3008, 4000, 0, 4},
+    {"nafnet-large", GOp::Depthwise3x3, 128, 1504, 2000, 0, 4},
+    {"nafnet-large", GOp::Depthwise3x3, 256, 752, 1000, 0, 6},
+    {"nafnet-large", GOp::Depthwise3x3, 512, 376, 500, 0, 10},
+    {"nafnet-large", GOp::Depthwise3x3, 1024, 188, 250, 0, 12},
+    {"nafnet-large", GOp::SimpleGate, 64, 3008, 4000, 0, 8}, {"nafnet-large", GOp::SimpleGate, 128, 1504, 2000, 0, 8},
+    {"nafnet-large", GOp::SimpleGate, 256, 752, 1000, 0, 12}, {"nafnet-large", GOp::SimpleGate, 512, 376, 500, 0, 20},
+    {"nafnet-large", GOp::SimpleGate, 1024, 188, 250, 0, 24},
+    {"nafnet-large", GOp::WindowMean, 32, 3008, 4000, 192, 4}, {"nafnet-large", GOp::WindowMean, 64, 1504, 2000, 96, 4},
+    {"nafnet-large", GOp::WindowMean, 128, 752, 1000, 48, 6}, {"nafnet-large", GOp::WindowMean, 256, 376, 500, 24, 10},
+    {"nafnet-large", GOp::WindowMean, 512, 188, 250, 12, 12},
+    // Representative (no stand-alone activation or concat in the reference U-Nets).
+    {"representative", GOp::Relu, 64, 3000, 4000, 0, 0}, {"representative", GOp::LeakyRelu, 64, 3000, 4000, 0, 0},
+    {"representative", GOp::Gelu, 64, 3000, 4000, 0, 0}, {"representative", GOp::Silu, 64, 3000, 4000, 0, 0},
+    {"representative", GOp::Relu, 512, 375, 500, 0, 0},
+    {"representative", GOp::Concat, 64, 3000, 4000, 0, 0}, {"representative", GOp::Concat, 128, 1500, 2000, 0, 0},
+    {"representative", GOp::Concat, 256, 750, 1000, 0, 0}, {"representative", GOp::Concat, 512, 375, 500, 0, 0},
+};
+// clang-format on
+
+struct GType {
+    imr::DType dtype;
+    imr::Layout layout;
+};
+constexpr GType kGraphTypes[] = {{imr::DType::F32, imr::Layout::NCHW},
+                                 {imr::DType::F16, imr::Layout::NHWC8},
+                                 {imr::DType::BF16, imr::Layout::NHWC8}};
+std::string gtype_name(const GType& t) {
+    return std::string(imr::dtype_name(t.dtype)) + " " + imr::layout_name(t.layout);
+}
+int dtype_index(imr::DType d) {
+    return d == imr::DType::F32 ? 0 : d == imr::DType::F16 ? 1 : 2;
+}
+
+// Device memory in bytes (DevBuf counts floats).
+struct DevBytes {
+    void* p = nullptr;
+    size_t bytes = 0;
+    explicit DevBytes(size_t n = 0) { reset(n); }
+    ~DevBytes() { reset(0); }
+    void reset(size_t n) {
+        if (p) cudaFree(p);
+        p = nullptr, bytes = n;
+        if (n) ck(cudaMalloc(&p, n), "cudaMalloc");
+    }
+    DevBytes(const DevBytes&) = delete;
+    DevBytes& operator=(const DevBytes&) = delete;
+};
+
+// The random values every graph-ops tensor is tiled from: element i (in
+// memory order) of a tensor filled with shift s is value(type, (i + s) % kCount).
+struct Pattern {
+    static constexpr size_t kCount = size_t(1) << 22;
+    std::vector<float> host[3];  // per dtype: the values as that type rounds them
+    DevBytes dev[3];             // per dtype: the stored values
+    explicit Pattern(std::mt19937& rng) {
+        const std::vector<float> v = randn(rng, kCount, 1.f);
+        std::vector<uint16_t> h16(kCount), hb16(kCount);
+        host[0] = v, host[1].resize(kCount), host[2].resize(kCount);
+        for (size_t i = 0; i < kCount; ++i) {
+            h16[i] = imr::float_to_f16(v[i]), host[1][i] = imr::f16_to_float(h16[i]);
+            hb16[i] = imr::float_to_bf16(v[i]), host[2][i] = imr::bf16_to_float(hb16[i]);
+        }
+        const void* src[3] = {v.data(), h16.data(), hb16.data()};
+        for (int t = 0; t < 3; ++t) {
+            dev[t].reset(kCount * (t == 0 ? 4 : 2));
+            ck(cudaMemcpy(dev[t].p, src[t], dev[t].bytes, cudaMemcpyHostToDevice), "pattern upload");
+        }
+    }
+    float value(imr::DType d, size_t shift, size_t i) const { return host[dtype_index(d)][(i + shift) % kCount]; }
+    // Fills the tensor's stored elements (its NHWC8 padding too: the shapes
+    // here have none) on `stream`: the rotated pattern, then doubling copies.
+    void fill(const imr::Tensor& t, size_t shift, cudaStream_t stream) const {
+        const size_t es = imr::dtype_size(t.dtype), count = t.stored_count();
+        char* dst = static_cast<char*>(t.data);
+        const char* src = static_cast<const char*>(dev[dtype_index(t.dtype)].p);
+        shift %= kCount;
+        const size_t first = std::min(count, kCount - shift);
+        ck(cudaMemcpyAsync(dst, src + shift * es, first * es, cudaMemcpyDeviceToDevice, stream), "fill");
+        if (count > first) {
+            const size_t second = std::min(count - first, shift);
+            ck(cudaMemcpyAsync(dst + first * es, src, second * es, cudaMemcpyDeviceToDevice, stream), "fill");
+        }
+        for (size_t done = std::min(count, kCount); done < count;) {
+            const size_t n = std::min(done, count - done);
+            ck(cudaMemcpyAsync(dst + done * es, dst, n * es, cudaMemcpyDeviceToDevice, stream), "fill");
+            done += n;
+        }
+    }
+};
+
+// One stored element of a device tensor, as a float.
+float read_element(const imr::Tensor& t, size_t offset) {
+    if (t.dtype == imr::DType::F32) {
+        float v = 0;
+        ck(cudaMemcpy(&v, static_cast<const float*>(t.data) + offset, 4, cudaMemcpyDeviceToHost), "sample");
+        return v;
+    }
+    uint16_t h = 0;
+    ck(cudaMemcpy(&h, static_cast<const uint16_t*>(t.data) + offset, 2, cudaMemcpyDeviceToHost), "sample");
+    return t.dtype == imr::DType::F16 ? imr::f16_to_float(h) : imr::bf16_to_float(h);
+}
+
+#ifdef IMRESTORE_WITH_CUDNN
+// cuDNN calls that may be unsupported for a type: false (and why) instead of exiting.
+bool okd(cudnnStatus_t s, const char* what, std::string* why) {
+    if (s == CUDNN_STATUS_SUCCESS) return true;
+    if (why->empty()) *why = std::string("cuDNN: ") + what + ": " + cudnnGetErrorString(s);
+    return false;
+}
+cudnnDataType_t cudnn_type(imr::DType d) {
+    return d == imr::DType::F32 ? CUDNN_DATA_FLOAT : d == imr::DType::F16 ? CUDNN_DATA_HALF : CUDNN_DATA_BFLOAT16;
+}
+// A 4-d descriptor of a tensor (NHWC8 without padding channels is NHWC).
+struct CudnnDesc {
+    cudnnTensorDescriptor_t d = nullptr;
+    CudnnDesc(const imr::Shape& s, const GType& t, std::string* why) {
+        ckd(cudnnCreateTensorDescriptor(&d), "desc");
+        okd(cudnnSetTensor4dDescriptor(d, t.layout == imr::Layout::NCHW ? CUDNN_TENSOR_NCHW : CUDNN_TENSOR_NHWC,
+                                       cudnn_type(t.dtype), s.n, s.c, s.h, s.w),
+            "cudnnSetTensor4dDescriptor", why);
+    }
+    ~CudnnDesc() { cudnnDestroyTensorDescriptor(d); }
+};
+#endif
+
+// backend_flush: writes 2x the L2 on the backend's stream (cold L2 for its ops).
+Result bench_graph_op(Gpu& g, const Options& o, imr::Backend& be, imr::BackendTimer& timer,
+                      const std::function<void()>& backend_flush, const Pattern& pat, std::mt19937& rng,
+                      const GraphOpCase& k, const GType& ty) {
+    using imr::Shape;
+    using imr::Tensor;
+    Result r;
+    r.suite = "graph_ops";
+    const Shape in_shape{1, k.c, k.h, k.w};
+    const size_t es = imr::dtype_size(ty.dtype);
+    auto tensor = [&](DevBytes& b, const Shape& s) {
+        Tensor t{nullptr, s, ty.dtype, ty.layout};
+        b.reset(t.bytes());
+        t.data = b.p;
+        return t;
+    };
+    DevBytes in_b, in2_b, out_b, ref_b, w_b, b_b, wc_b;
+    const Tensor in = tensor(in_b, in_shape);
+    pat.fill(in, 0, g.stream);
+    Tensor in2, out;
+    std::vector<float> hw, hb;  // layer_norm / depthwise weights and bias (f32, as model files hold them)
+    std::function<void()> ours;
+    std::function<double(int, int, int)> ref;  // float64 output at (c, y, x)
+    auto x = [&](const Tensor& t, size_t shift, int c, int y, int xx) {
+        return double(pat.value(ty.dtype, shift, t.offset(0, c, y, xx)));
+    };
+    const size_t kShift2 = 1234567;  // the second input's pattern offset
+    double elems_out = double(in_shape.count()), flop_per_out = 1, bytes = 0;
+    std::string what = gop_name(k.op);
+    switch (k.op) {
+        case GOp::Add:
+        case GOp::Mul: {
+            in2 = tensor(in2_b, in_shape);
+            pat.fill(in2, kShift2, g.stream);
+            out = tensor(out_b, in_shape);
+            imr::ElementwiseArgs a;
+            a.lhs = in, a.rhs = in2, a.output = out;
+            a.op = k.op == GOp::Add ? imr::ElementwiseOp::Add : imr::ElementwiseOp::Mul;
+            ours = [&be, a] { be.elementwise(a); };
+            ref = [&, add = k.op == GOp::Add](int c, int y, int xx) {
+                const double l = x(in, 0, c, y, xx), rr = x(in2, kShift2, c, y, xx);
+                return add ? l + rr : l * rr;
+            };
+            bytes = 3.0 * in.bytes();
+            break;
+        }
+        case GOp::Relu:
+        case GOp::LeakyRelu:
+        case GOp::Gelu:
+        case GOp::Silu: {
+            out = tensor(out_b, in_shape);
+            imr::ActivationArgs a;
+            a.input = in, a.output = out;
+            a.function = k.op == GOp::Relu        ? imr::UnaryFunction::ReLU
+                         : k.op == GOp::LeakyRelu ? imr::UnaryFunction::LeakyReLU
+                         : k.op == GOp::Gelu      ? imr::UnaryFunction::GELU
+                                                  : imr::UnaryFunction::SiLU;
+            const double slope = a.slope;
+            ours = [&be, a] { be.activation(a); };
+            ref = [&, op = k.op, slope](int c, int y, int xx) {
+                const double v = x(in, 0, c, y, xx);
+                switch (op) {
+                    case GOp::Relu:
+                        return v < 0 ? 0.0 : v;
+                    case GOp::LeakyRelu:
+                        return v < 0 ? slope * v : v;
+                    case GOp::Gelu:
+                        return 0.5 * v * std::erfc(-v / std::sqrt(2.0));
+                    default:
+                        return v / (1.0 + std::exp(-v));
+                }
+            };
+            flop_per_out = k.op == GOp::Gelu ? 20 : k.op == GOp::Silu ? 10 : 1;
+            bytes = 2.0 * in.bytes();
+            break;
+        }
+        case GOp::SimpleGate: {
+            out = tensor(out_b, {1, k.c / 2, k.h, k.w});
+            imr::SimpleGateArgs a;
+            a.input = in, a.output = out;
+            ours = [&be, a] { be.simple_gate(a); };
+            ref = [&](int c, int y, int xx) { return x(in, 0, c, y, xx) * x(in, 0, c + k.c / 2, y, xx); };
+            elems_out /= 2;
+            bytes = double(in.bytes()) + double(out.bytes());
+            break;
+        }
+        case GOp::Concat: {
+            in2 = tensor(in2_b, in_shape);
+            pat.fill(in2, kShift2, g.stream);
+            out = tensor(out_b, {1, 2 * k.c, k.h, k.w});
+            imr::ConcatArgs a;
+            a.inputs = {in, in2}, a.output = out;
+            ours = [&be, a] { be.concat(a); };
+            ref = [&](int c, int y, int xx) { return c < k.c ? x(in, 0, c, y, xx) : x(in2, kShift2, c - k.c, y, xx); };
+            elems_out *= 2, flop_per_out = 0;
+            bytes = 2.0 * out.bytes();
+            break;
+        }
+        case GOp::LayerNorm: {
+            out = tensor(out_b, in_shape);
+            hw = randn(rng, k.c, 0.2f), hb = randn(rng, k.c, 0.1f);
+            for (float& v : hw) v += 1.f;
+            w_b.reset(4 * size_t(k.c));
+            b_b.reset(4 * size_t(k.c));
+            ck(cudaMemcpy(w_b.p, hw.data(), w_b.bytes, cudaMemcpyHostToDevice), "upload");
+            ck(cudaMemcpy(b_b.p, hb.data(), b_b.bytes, cudaMemcpyHostToDevice), "upload");
+            imr::LayerNormArgs a;
+            a.input = in, a.output = out;
+            a.weight = imr::f32_vector(static_cast<float*>(w_b.p), k.c);
+            a.bias = imr::f32_vector(static_cast<float*>(b_b.p), k.c);
+            const double eps = a.eps;
+            ours = [&be, a] { be.layer_norm(a); };
+            ref = [&, eps](int c, int y, int xx) {
+                double mean = 0, var = 0;
+                for (int i = 0; i < k.c; ++i) mean += x(in, 0, i, y, xx);
+                mean /= k.c;
+                for (int i = 0; i < k.c; ++i) var += (x(in, 0, i, y, xx) - mean) * (x(in, 0, i, y, xx) - mean);
+                var /= k.c;
+                return (x(in, 0, c, y, xx) - mean) / std::sqrt(var + eps) * hw[c] + hb[c];
+            };
+            flop_per_out = 8;
+            bytes = 2.0 * in.bytes();
+            break;
+        }
+        case GOp::Depthwise3x3: {
+            out = tensor(out_b, in_shape);
+            hw = randn(rng, size_t(k.c) * 9, 1.f / 3.f), hb = randn(rng, k.c, 0.1f);
+            w_b.reset(4 * hw.size());
+            b_b.reset(4 * size_t(k.c));
+            ck(cudaMemcpy(w_b.p, hw.data(), w_b.bytes, cudaMemcpyHostToDevice), "upload");
+            ck(cudaMemcpy(b_b.p, hb.data(), b_b.bytes, cudaMemcpyHostToDevice), "upload");
+            imr::DepthwiseConv2dArgs a;
+            a.input = in, a.output = out, a.kernel = 3, a.pad_before = 1, a.pad_after = 1;
+            a.pad_mode = imr::PadMode::Zero;  // NAFNet's (nn.Conv2d's default)
+            a.weight = imr::f32_nchw(static_cast<float*>(w_b.p), {k.c, 1, 3, 3});
+            a.bias = imr::f32_vector(static_cast<float*>(b_b.p), k.c);
+            ours = [&be, a] { be.depthwise_conv2d(a); };
+            ref = [&](int c, int y, int xx) {
+                double s = hb[c];
+                for (int ky = 0; ky < 3; ++ky)
+                    for (int kx = 0; kx < 3; ++kx) {
+                        const int yy = y + ky - 1, xq = xx + kx - 1;
+                        if (yy >= 0 && yy < k.h && xq >= 0 && xq < k.w)
+                            s += double(hw[size_t(c) * 9 + ky * 3 + kx]) * x(in, 0, c, yy, xq);
+                    }
+                return s;
+            };
+            flop_per_out = 19;
+            bytes = 2.0 * in.bytes();
+            break;
+        }
+        case GOp::WindowMean: {
+            out = tensor(out_b, in_shape);
+            imr::WindowMeanArgs a;
+            a.input = in, a.output = out, a.window = k.window;
+            ours = [&be, a] { be.window_mean(a); };
+            ref = [&, before = a.before(), after = a.after()](int c, int y, int xx) {
+                const int y0 = std::max(0, y - before), y1 = std::min(k.h - 1, y + after);
+                const int x0 = std::max(0, xx - before), x1 = std::min(k.w - 1, xx + after);
+                double s = 0;
+                for (int yy = y0; yy <= y1; ++yy)
+                    for (int xq = x0; xq <= x1; ++xq) s += x(in, 0, c, yy, xq);
+                return s / (double(y1 - y0 + 1) * (x1 - x0 + 1));
+            };
+            what += " w" + std::to_string(k.window);
+            flop_per_out = 4;
+            bytes = 2.0 * in.bytes();
+            break;
+        }
+    }
+    ck(cudaStreamSynchronize(g.stream), "fill");
+    r.name = what + " " + std::to_string(k.c) + "x" + std::to_string(k.w) + "x" + std::to_string(k.h) + " " +
+             gtype_name(ty) + " [" + k.source + (k.count > 1 ? " x" + std::to_string(k.count) : "") + "]";
+    r.flop = elems_out * flop_per_out;
+    r.bytes = bytes;
+    r.count = k.count;
+    r.source = k.source;
+    r.type = gtype_name(ty);
+    // Time a call with a cold L2: `flush` writes 2x the L2 on the stream the
+    // call runs on, then the events around the call (as Gpu::time_us; the
+    // call is queued while the flush runs, so no launch gap is timed).
+    auto timed = [&](const std::function<void()>& op, const std::function<void()>& flush,
+                     const std::function<void()>& start, const std::function<void()>& stop,
+                     const std::function<double()>& elapsed_ms) {
+        for (int i = 0; i < 3; ++i) op();
+        ck(cudaDeviceSynchronize(), "warm-up");
+        std::vector<double> t;
+        for (int i = 0; i < o.runs; ++i) {
+            flush();
+            start();
+            op();
+            stop();
+            t.push_back(elapsed_ms() * 1e3);
+        }
+        ck(cudaGetLastError(), "after timing");
+        std::sort(t.begin(), t.end());
+        return t[t.size() / 2];
+    };
+    ours();
+    be.synchronize();
+    // Sampled check: the corners, then random places.
+    const Shape os = out.shape;
+    std::uniform_int_distribution<int> pc(0, os.c - 1), py(0, os.h - 1), px(0, os.w - 1);
+    std::vector<std::array<int, 3>> samples = {
+        {0, 0, 0}, {os.c - 1, os.h - 1, os.w - 1}, {0, os.h - 1, 0}, {os.c - 1, 0, os.w - 1}};
+    while (samples.size() < 64) samples.push_back({pc(rng), py(rng), px(rng)});
+    std::vector<double> want;
+    for (const auto& s : samples) {
+        want.push_back(ref(s[0], s[1], s[2]));
+        const double d = std::fabs(double(read_element(out, out.offset(0, s[0], s[1], s[2]))) - want.back());
+        if (!(d <= r.err_vs_f64)) r.err_vs_f64 = d;
+    }
+    r.ours_us = timed(
+        ours, backend_flush, [&] { timer.start(); }, [&] { timer.stop(); }, [&] { return timer.elapsed_ms(); });
+#ifdef IMRESTORE_WITH_CUDNN
+    if (o.cudnn) {
+        std::string why;
+        std::function<void()> theirs;
+        const float one = 1.f, zero = 0.f;
+        CudnnDesc din(in_shape, ty, &why), dout(os, ty, &why);
+        cudnnOpTensorDescriptor_t opd = nullptr;
+        cudnnActivationDescriptor_t act = nullptr;
+        cudnnFilterDescriptor_t fd = nullptr;
+        cudnnConvolutionDescriptor_t cd = nullptr;
+        std::unique_ptr<CudnnDesc> dbias;
+        size_t ws_bytes = 0;
+        cudnnConvolutionFwdAlgo_t algo{};
+        const Tensor theirs_out{nullptr, os, ty.dtype, ty.layout};
+        Tensor tout = theirs_out;
+        if (k.op == GOp::Add || k.op == GOp::Mul || k.op == GOp::Relu || k.op == GOp::Silu ||
+            k.op == GOp::Depthwise3x3) {
+            ref_b.reset(out.bytes());
+            tout.data = ref_b.p;
+        }
+        if (k.op == GOp::Add || k.op == GOp::Mul) {
+            ckd(cudnnCreateOpTensorDescriptor(&opd), "op desc");
+            if (okd(cudnnSetOpTensorDescriptor(opd, k.op == GOp::Add ? CUDNN_OP_TENSOR_ADD : CUDNN_OP_TENSOR_MUL,
+                                               CUDNN_DATA_FLOAT, CUDNN_NOT_PROPAGATE_NAN),
+                    "cudnnSetOpTensorDescriptor", &why))
+                theirs = [&] {
+                    okd(cudnnOpTensor(g.cudnn, opd, &one, din.d, in.data, &one, din.d, in2.data, &zero, dout.d,
+                                      tout.data),
+                        "cudnnOpTensor", &why);
+                };
+            r.cudnn_algo = "cudnnOpTensor";
+        } else if (k.op == GOp::Relu || k.op == GOp::Silu) {
+            ckd(cudnnCreateActivationDescriptor(&act), "activation desc");
+            bool ok = okd(
+                cudnnSetActivationDescriptor(act, k.op == GOp::Relu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_SWISH,
+                                             CUDNN_NOT_PROPAGATE_NAN, 0.0),
+                "cudnnSetActivationDescriptor", &why);
+            if (ok && k.op == GOp::Silu) ok = okd(cudnnSetActivationDescriptorSwishBeta(act, 1.0), "SwishBeta", &why);
+            if (ok)
+                theirs = [&] {
+                    okd(cudnnActivationForward(g.cudnn, act, &one, din.d, in.data, &zero, dout.d, tout.data),
+                        "cudnnActivationForward", &why);
+                };
+            r.cudnn_algo = "cudnnActivationForward";
+        } else if (k.op == GOp::Depthwise3x3) {
+            // Weights and bias in the tensors' type (KRSC = [C][3][3][1] for NHWC, the same order as [C][1][3][3]).
+            std::vector<uint16_t> h16(hw.size()), b16(hb.size());
+            const bool half = ty.dtype != imr::DType::F32;
+            for (size_t i = 0; i < hw.size(); ++i)
+                h16[i] = ty.dtype == imr::DType::F16 ? imr::float_to_f16(hw[i]) : imr::float_to_bf16(hw[i]);
+            for (size_t i = 0; i < hb.size(); ++i)
+                b16[i] = ty.dtype == imr::DType::F16 ? imr::float_to_f16(hb[i]) : imr::float_to_bf16(hb[i]);
+            wc_b.reset((hw.size() + hb.size()) * es);
+            char* wdev = static_cast<char*>(wc_b.p);
+            ck(cudaMemcpy(wdev, half ? (const void*)h16.data() : (const void*)hw.data(), hw.size() * es,
+                          cudaMemcpyHostToDevice),
+               "upload");
+            ck(cudaMemcpy(wdev + hw.size() * es, half ? (const void*)b16.data() : (const void*)hb.data(),
+                          hb.size() * es, cudaMemcpyHostToDevice),
+               "upload");
+            ckd(cudnnCreateFilterDescriptor(&fd), "filter desc");
+            ckd(cudnnCreateConvolutionDescriptor(&cd), "conv desc");
+            dbias = std::make_unique<CudnnDesc>(Shape{1, k.c, 1, 1}, ty, &why);
+            bool ok =
+                okd(cudnnSetFilter4dDescriptor(fd, cudnn_type(ty.dtype), half ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW,
+                                               k.c, 1, 3, 3),
+                    "filter", &why) &&
+                okd(cudnnSetConvolution2dDescriptor(cd, 1, 1, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+                    "conv", &why) &&
+                okd(cudnnSetConvolutionGroupCount(cd, k.c), "groups", &why) &&
+                okd(cudnnSetConvolutionMathType(cd, half ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH), "math", &why);
+            if (ok) {
+                size_t free_b = 0, total_b = 0;
+                ck(cudaMemGetInfo(&free_b, &total_b), "meminfo");
+                DevBytes sws(std::min<size_t>(size_t(4) << 30, free_b / 4));
+                cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+                int found = 0;
+                ok = okd(cudnnFindConvolutionForwardAlgorithmEx(g.cudnn, din.d, in.data, fd, wdev, cd, dout.d,
+                                                                tout.data, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found,
+                                                                perf, sws.p, sws.bytes),
+                         "cudnnFindConvolutionForwardAlgorithmEx", &why);
+                int best = -1;
+                for (int i = 0; ok && i < found; ++i)
+                    if (perf[i].status == CUDNN_STATUS_SUCCESS &&
+                        (half || (perf[i].mathType != CUDNN_TENSOR_OP_MATH &&
+                                  perf[i].mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION))) {
+                        best = i;
+                        break;
+                    }
+                if (ok && best < 0) ok = okd(CUDNN_STATUS_NOT_SUPPORTED, "no depthwise algorithm", &why);
+                if (ok) {
+                    algo = perf[best].algo, ws_bytes = perf[best].memory;
+                    r.cudnn_algo = std::string(algo_name(algo)) + "+bias";
+                }
+            }
+            if (ok) {
+                auto ws = std::make_shared<DevBytes>(ws_bytes);
+                theirs = [&, ws, wdev] {
+                    okd(cudnnConvolutionForward(g.cudnn, &one, din.d, in.data, fd, wdev, cd, algo, ws->p, ws_bytes,
+                                                &zero, dout.d, tout.data),
+                        "cudnnConvolutionForward", &why);
+                    okd(cudnnAddTensor(g.cudnn, &one, dbias->d, wdev + hw.size() * es, &one, dout.d, tout.data),
+                        "cudnnAddTensor(bias)", &why);
+                };
+            }
+        } else {
+            r.cudnn_algo = "none (PyTorch: torch_models.py --ops)";
+        }
+        if (theirs) {
+            theirs();
+            ck(cudaStreamSynchronize(g.stream), "cudnn");
+            if (why.empty()) {
+                r.diff_vs_cudnn = 0;
+                for (size_t i = 0; i < samples.size(); ++i) {
+                    const auto& s = samples[i];
+                    const double d = std::fabs(double(read_element(tout, tout.offset(0, s[0], s[1], s[2]))) -
+                                               double(read_element(out, out.offset(0, s[0], s[1], s[2]))));
+                    if (!(d <= r.diff_vs_cudnn)) r.diff_vs_cudnn = d;
+                }
+                r.cudnn_us = timed(
+                    theirs, [&] { ck(cudaMemsetAsync(g.flush->p, 0, g.flush->n * sizeof(float), g.stream), "flush"); },
+                    [&] { ck(cudaEventRecord(g.e0, g.stream), "event"); },
+                    [&] { ck(cudaEventRecord(g.e1, g.stream), "event"); },
+                    [&] {
+                        ck(cudaEventSynchronize(g.e1), "event sync");
+                        float ms = 0;
+                        ck(cudaEventElapsedTime(&ms, g.e0, g.e1), "elapsed");
+                        return double(ms);
+                    });
+            }
+        }
+        if (!why.empty()) r.cudnn_algo = why, r.cudnn_us = 0, r.diff_vs_cudnn = -1;
+        if (opd) cudnnDestroyOpTensorDescriptor(opd);
+        if (act) cudnnDestroyActivationDescriptor(act);
+        if (fd) cudnnDestroyFilterDescriptor(fd);
+        if (cd) cudnnDestroyConvolutionDescriptor(cd);
+    }
+#endif
+    return r;
+}
+
+// The graph-ops rows again as a table of bandwidths and floors, and per
+// network and type the ops' sum over the larger U-Net (each case times the
+// number of times the network runs it at 12 MP).
+void print_graph_ops_summary(const std::vector<Result>& results, double copy_tbps) {
+    bool any = false;
+    for (const Result& r : results) any = any || r.suite == "graph_ops";
+    if (!any) return;
+    std::printf(
+        "\ngraph-ops (floor = bytes / measured copy %.2f TB/s; goal >= 60%% of it; cuDNN where it has the op)\n",
+        copy_tbps);
+    std::printf("%-62s %9s %8s %7s %7s %9s %8s %7s\n", "case", "ours_ms", "GB/s", "%floor", "%4.8T", "cudnn_ms", "GB/s",
+                "x_cudnn");
+    struct Sum {
+        std::string key;
+        double ours = 0, floor = 0, cudnn = 0, cudnn_ours = 0;
+    };
+    std::vector<Sum> sums;
+    for (const Result& r : results) {
+        if (r.suite != "graph_ops") continue;
+        const double floor_us = r.bytes / (copy_tbps * 1e12) * 1e6;
+        std::printf("%-62s %9.3f %8.0f %7.1f %7.1f %9.3f %8.0f %7.2f%s\n", r.name.c_str(), r.ours_us / 1e3,
+                    r.bytes / (r.ours_us * 1e-6) / 1e9, 100.0 * floor_us / r.ours_us,
+                    100.0 * r.bytes / kHbmPeakBps / (r.ours_us * 1e-6), r.cudnn_us / 1e3,
+                    r.cudnn_us > 0 ? r.bytes / (r.cudnn_us * 1e-6) / 1e9 : 0.0,
+                    r.cudnn_us > 0 ? r.cudnn_us / r.ours_us : 0.0, floor_us / r.ours_us < 0.6 ? "  (< 60%)" : "");
+        if (r.count <= 0) continue;
+        const std::string key = r.source + " " + r.type;
+        auto it = std::find_if(sums.begin(), sums.end(), [&](const Sum& s) { return s.key == key; });
+        if (it == sums.end()) it = sums.insert(sums.end(), Sum{key});
+        it->ours += r.count * r.ours_us, it->floor += r.count * floor_us;
+        if (r.cudnn_us > 0) it->cudnn += r.count * r.cudnn_us, it->cudnn_ours += r.count * r.ours_us;
+    }
+    for (const Sum& s : sums)
+        std::printf(
+            "sum over %-30s these ops %8.2f ms, floor %7.2f ms (%4.1f%%); where cuDNN has them: ours %7.2f "
+            "ms, cuDNN %7.2f ms\n",
+            s.key.c_str(), s.ours / 1e3, s.floor / 1e3, 100.0 * s.floor / s.ours, s.cudnn_ours / 1e3, s.cudnn / 1e3);
+}
+
 bool parse_ints(const std::string& s, int* out, int n) {
     std::stringstream ss(s);
     std::string tok;
@@ -539,8 +1163,8 @@ Options parse(int argc, char** argv) {
         if (k == "--suite") {
             o.suite = val();
             if (o.suite != "all" && o.suite != "residual" && o.suite != "conv" && o.suite != "model" &&
-                o.suite != "variants" && o.suite != "none")
-                die("--suite: expected all, residual, conv, model, variants or none");
+                o.suite != "variants" && o.suite != "graph-ops" && o.suite != "none")
+                die("--suite: expected all, residual, conv, model, variants, graph-ops or none");
         } else if (k == "--residual") {
             std::array<int, 3> v;
             if (!parse_ints(val(), v.data(), 3)) die("--residual expects B,H,W");
@@ -556,6 +1180,10 @@ Options parse(int argc, char** argv) {
             o.conv_runs = std::max(1, std::atoi(val().c_str()));
         } else if (k == "--device") {
             o.device = std::atoi(val().c_str());
+        } else if (k == "--only") {
+            std::stringstream ss(val());
+            for (std::string tok; std::getline(ss, tok, ',');)
+                if (!tok.empty()) o.only.push_back(tok);
         } else if (k == "--no-cudnn") {
             o.cudnn = false;
         } else if (k == "--json") {
@@ -564,9 +1192,11 @@ Options parse(int argc, char** argv) {
             o.commit = val();
         } else if (k == "-h" || k == "--help") {
             std::printf(
-                "bench_gpu [--suite all|residual|conv|model|variants|none] [--residual B,H,W]... [--conv B,C,S,K]...\n"
-                "          [--runs N (50)] [--conv-runs N (10, convs > 50 GFLOP)] [--no-cudnn] [--device N (0)]\n"
-                "          [--json FILE] [--commit SHA (default $IMRESTORE_COMMIT)]\n");
+                "bench_gpu [--suite all|residual|conv|model|variants|graph-ops|none] [--residual B,H,W]...\n"
+                "          [--conv B,C,S,K]... [--runs N (50)] [--conv-runs N (10, convs > 50 GFLOP)] [--no-cudnn]\n"
+                "          [--device N (0)] [--json FILE] [--commit SHA (default $IMRESTORE_COMMIT)]\n"
+                "          [--only TEXT[,TEXT...]] (graph-ops: only the cases whose name contains one of them,\n"
+                "          e.g. --only f16,window_mean; all is residual, conv, model and variants, not graph-ops)\n");
             std::exit(0);
         } else {
             die("unknown argument " + k + " (see --help)");
@@ -690,6 +1320,37 @@ int main(int argc, char** argv) {
                 }
             }
     }
+    if (o.suite == "graph-ops") {
+        const std::unique_ptr<imr::Backend> be = imr::make_cuda_backend(o.device);
+        const std::unique_ptr<imr::BackendTimer> timer = be->make_timer();
+        const Pattern pattern(rng);
+        // The cold-L2 flush on the backend's stream: ReLU from one 2x-L2 buffer into another.
+        const int flush_n = int(g.flush->n);
+        DevBuf fa(g.flush->n), fb(g.flush->n);
+        ck(cudaMemset(fa.p, 0, fa.n * sizeof(float)), "memset");
+        imr::ActivationArgs fl;
+        fl.input = imr::f32_nchw(fa.p, {1, 1, 1, flush_n}), fl.output = imr::f32_nchw(fb.p, {1, 1, 1, flush_n});
+        const std::function<void()> backend_flush = [&] { be->activation(fl); };
+        for (const GraphOpCase& k : kGraphOpCases)
+            for (const GType& ty : kGraphTypes) {
+                if (!o.only.empty()) {
+                    const std::string name = std::string(gop_name(k.op)) + " " + std::to_string(k.c) + "x" +
+                                             std::to_string(k.w) + "x" + std::to_string(k.h) + " " + gtype_name(ty) +
+                                             " " + k.source;
+                    bool any = false;
+                    for (const std::string& t : o.only) any = any || name.find(t) != std::string::npos;
+                    if (!any) continue;
+                }
+                try {  // one case's failure (an op the backend refuses) is reported, the rest still run
+                    report(bench_graph_op(g, o, *be, *timer, backend_flush, pattern, rng, k, ty));
+                } catch (const std::exception& e) {
+                    std::printf("%s %d %s %s: FAILED: %s\n", gop_name(k.op), k.c, gtype_name(ty).c_str(), k.source,
+                                e.what());
+                    std::fflush(stdout);
+                    ck(cudaDeviceSynchronize(), "after a failed case");  // a sticky CUDA error ends the run here
+                }
+            }
+    }
     for (const auto& c : o.residual) report(bench_residual(g, o, rng, "custom", c[0], c[1], c[2], 0));
     for (const auto& c : o.conv) report(bench_conv(g, o, rng, "custom", c[0], c[1], c[2], c[3]));
 
@@ -724,9 +1385,12 @@ int main(int argc, char** argv) {
               << "\", \"gflop\": " << r.flop / 1e9 << ", \"mbytes\": " << r.bytes / 1e6
               << ", \"frac_memory_floor\": " << (r.bytes / (g.copy_tbps * 1e12)) / (r.ours_us * 1e-6)
               << ", \"frac_compute_floor\": " << (r.flop / (g.peak_tflops * 1e12)) / (r.ours_us * 1e-6)
+              << ", \"frac_hbm_4.8TBps\": " << (r.bytes / kHbmPeakBps) / (r.ours_us * 1e-6)
               << ", \"max_abs_err_vs_float64_sampled\": " << r.err_vs_f64
-              << ", \"max_abs_diff_vs_cudnn\": " << r.diff_vs_cudnn << "}" << (i + 1 < results.size() ? "," : "")
-              << "\n";
+              << ", \"max_abs_diff_vs_cudnn\": " << r.diff_vs_cudnn;
+            if (!r.source.empty())
+                f << ", \"source\": \"" << r.source << "\", \"type\": \"" << r.type << "\", \"count\": " << r.count;
+            f << "}" << (i + 1 < results.size() ? "," : "") << "\n";
         }
         f << "  ],\n  \"suite_means_us\": {";
         for (size_t i = 0; i < means.size(); ++i)
@@ -748,5 +1412,6 @@ int main(int argc, char** argv) {
     for (const auto& m : means)
         std::printf("mean %-25s %10.1f %10.1f %7.2f\n", m.suite.c_str(), m.ours, m.cudnn,
                     m.cudnn > 0 ? m.cudnn / m.ours : 0.0);
+    print_graph_ops_summary(results, g.copy_tbps);
     return 0;
 }
