@@ -13,16 +13,6 @@ namespace imr {
 
 namespace {
 
-// OpenCV's BORDER_REFLECT_101 (numpy/torch 'reflect'): ... 2 1 | 0 1 2 ... n-1 | n-2 ...
-// Folds as often as needed, so radii wider than the image are defined too.
-int reflect101(int i, int n) {
-    if (n == 1) return 0;
-    const int period = 2 * n - 2;
-    i %= period;
-    if (i < 0) i += period;
-    return i < n ? i : period - i;
-}
-
 uint64_t rotl(uint64_t x, int k) {
     return (x << k) | (x >> (64 - k));
 }
@@ -40,6 +30,14 @@ void require_8bit(const Image& image, const char* what) {
 }
 
 }  // namespace
+
+int reflect101(int i, int n) {
+    if (n == 1) return 0;
+    const int period = 2 * n - 2;
+    i %= period;
+    if (i < 0) i += period;
+    return i < n ? i : period - i;
+}
 
 std::string Degradation::describe() const {
     std::ostringstream s;

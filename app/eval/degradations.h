@@ -78,6 +78,11 @@ void add_gaussian_noise(Image& image, double sigma, uint64_t seed);
 // have no chroma: the same bytes either way.
 void jpeg_round_trip(Image& image, int quality, int subsampling = 420);
 
+// OpenCV's BORDER_REFLECT_101 (numpy/torch 'reflect'): ... 2 1 | 0 1 2 ... n-1 | n-2 ...
+// of index i in 0..n-1; folds as often as needed, so radii wider than the
+// image are defined too (the blurs' border).
+int reflect101(int i, int n);
+
 // True when jpeg_round_trip uses libjpeg (through OpenCV), as training does;
 // false in a build without OpenCV, where stb's encoder and decoder stand in
 // (same quantization tables and 4:2:0 up to quality 90, 4:4:4 above, but other

@@ -28,14 +28,6 @@ constexpr int kWebQLo = 30, kWebQHi = 95;
 constexpr double k444P = 0.2;  // of each JPEG: 4:4:4, else 4:2:0
 constexpr double kWebJpegFirstP = 0.5;
 
-int reflect101(int i, int n) {
-    if (n == 1) return 0;
-    const int period = 2 * n - 2;
-    i %= period;
-    if (i < 0) i += period;
-    return i < n ? i : period - i;
-}
-
 uint16_t round_to_8bit(double v) {
     return uint16_t(std::nearbyint(std::clamp(v, 0.0, 255.0)));
 }
