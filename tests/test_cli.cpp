@@ -390,6 +390,19 @@ TEST(Cli, LevelsGivenOrEstimatedReachTheModel) {
     ASSERT_EQ(png_given.code, 0) << png_given.err;
     EXPECT_EQ(nlohmann::json::parse(png_given.out)["files"][0]["levels"][0]["used"], 20.0);
 
+    // eval gives such a model the degradation's own level (out = x + sigma / 255:
+    // the noisy image plus 20 levels), and refuses a degradation with none.
+    fs::create_directories(dir / "clean");
+    write_image(dir / "clean/a.png", noisy);
+    RunResult measured = imrestore(
+        "eval " + q(dir / "clean") + " -m " + q(noise_model) + " -d cpu --noise 20 --baselines none --json", dir);
+    ASSERT_EQ(measured.code, 0) << measured.err;
+    const auto psnr = nlohmann::json::parse(measured.out)["mean"]["psnr"];
+    EXPECT_LT(double(psnr["model"]), double(psnr["input"])) << "the model added its level: " << measured.out;
+    RunResult mix = imrestore("eval " + q(dir / "clean") + " -m " + q(noise_model) + " -d cpu --mix photo", dir);
+    EXPECT_EQ(mix.code, 2);
+    EXPECT_NE(mix.err.find("takes a noise level, which eval gives it from --noise"), std::string::npos) << mix.err;
+
     // Levels the model does not take.
     RunResult wrong = run(noise_model, in, "--jpeg-quality 30");
     EXPECT_EQ(wrong.code, 2);

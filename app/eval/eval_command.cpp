@@ -335,6 +335,19 @@ int run_eval(const EvalOptions& o) {
     std::string device_note;
     RunnerOptions settings;  // the restore command's defaults (precision auto: the model's validated one, or fp32)
     settings.device = o.device, settings.threads = o.threads;
+    // A model that takes a noise level or JPEG quality is given the
+    // degradation's own (as the non-blind models of the literature are
+    // measured); with none to give (a mix, given degraded images, another
+    // degradation) it cannot be measured here.
+    for (const std::string& name : model.extra_inputs) {
+        const bool noise = name == "noise_level";
+        const double level = noise ? o.degradation.noise : double(o.degradation.jpeg);
+        if (!(level > 0) || !o.degradation.mix.empty())
+            throw UsageError("eval: model '" + model.name + "' takes " + (noise ? "a noise level" : "a JPEG quality") +
+                             ", which eval gives it from " + (noise ? "--noise" : "--jpeg") +
+                             "; this degradation has none to give");
+        settings.extra_inputs.emplace_back(name, float(noise ? level / 255.0 : level / 100.0));
+    }
     std::unique_ptr<Backend> backend = make_backend(settings, &device_note);
     if (!o.quiet) {
         if (!device_note.empty()) std::cerr << "note: " << device_note << "\n";
