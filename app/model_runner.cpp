@@ -266,7 +266,10 @@ void ModelRunner::run_pass(const float* input, float* output, Shape shape, Stage
     // its convert does); everything between lives in the arena. A device
     // backend uploads into input_ and downloads the result from the arena.
     const bool host = backend_.is_host_memory();
-    const ArenaLayout arena = layout(plan_, prepared_, shape);
+    // The layout is O(values^2) to place: made once per pass shape (the
+    // tiles of an image share theirs but at its edges).
+    if (!(shape == arena_shape_)) arena_layout_ = layout(plan_, prepared_, shape), arena_shape_ = shape;
+    const ArenaLayout& arena = arena_layout_;
     const size_t plane = size_t(shape.n) * shape.h * shape.w;
     reserve(arena.total, host ? 0 : shape.count() * sizeof(float), extra_values_.size() * plane * sizeof(float));
     for (size_t e = 0; e < extra_values_.size(); ++e) {

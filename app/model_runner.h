@@ -101,6 +101,8 @@ private:
     // elements of one tensor (kernels index with 32-bit integers).
     double arena_bytes_per_pixel_ = 0, largest_elements_per_pixel_ = 0;
     DeviceBuffer arena_;  // every value of a pass, placed by layout_arena
+    Shape arena_shape_;   // the pass shape arena_layout_ is for
+    ArenaLayout arena_layout_;
     DeviceBuffer input_;  // a device backend's copy of the pass's input
     DeviceBuffer extra_;  // the extra inputs' constant planes
     std::vector<std::unique_ptr<BackendTimer>> stage_timers_;
