@@ -177,16 +177,39 @@ void ModelRunner::run(const Tensor& input_tensor, const Tensor& output_tensor, S
                         sizeof(float) * size_t(shape.w));
 }
 
-void ModelRunner::run_aligned(const float* input, float* output, Shape shape, StageTimer* timer) {
+size_t ModelRunner::pass_pixels_fit() const {
     const size_t held = arena_.bytes() + input_.bytes() + extra_.bytes();
     size_t budget = size_t(kMemoryShare * double(backend_.free_memory() + held));
     if (options_.max_memory) budget = std::min(budget, options_.max_memory);
-    size_t pixels_fit = budget / bytes_per_pixel();
+    const size_t pixels_fit = budget / bytes_per_pixel();
     // Kernels index tensors with 32-bit integers (the CUDA ones refuse 2^31
     // elements and more): a pass over more pixels than that allows is tiled.
-    pixels_fit = std::min(pixels_fit, size_t(double(INT_MAX - 1) / largest_elements_per_pixel_));
-    size_t image_pixels = size_t(shape.h) * shape.w;
-    bool forced = options_.max_tile > 0 && (shape.h > options_.max_tile || shape.w > options_.max_tile);
+    return std::min(pixels_fit, size_t(double(INT_MAX - 1) / largest_elements_per_pixel_));
+}
+
+int ModelRunner::tile_side(Shape shape, size_t pixels_fit) const {
+    // Tiles and halos are multiples of the size multiple, so every tile sees
+    // the same pixel blocks as the whole image. A tile's pass is the tile
+    // and its halo, clipped to the image (a model whose halo exceeds the
+    // image runs it whole, as one tile).
+    const int r = model_.radius(), m = model_.size_multiple();
+    const int smallest = std::max(kSmallestTile, m);
+    int tile = std::max((options_.max_tile > 0 ? options_.max_tile : kLargestTile) / m * m, m);
+    auto pass_pixels = [&](int t) {
+        const size_t side = size_t(t) + 2 * size_t(r);
+        return std::min(side, size_t(shape.h)) * std::min(side, size_t(shape.w));
+    };
+    while (tile > smallest && pass_pixels(tile) > pixels_fit) tile = std::max(tile / 2 / m * m, m);
+    if (pass_pixels(tile) > pixels_fit)
+        throw OutOfMemory(backend_.name() + ": not enough free memory for even a " + std::to_string(tile) +
+                          "-pixel tile of model '" + model_.name + "'");
+    return tile;
+}
+
+void ModelRunner::run_aligned(const float* input, float* output, Shape shape, StageTimer* timer) {
+    size_t pixels_fit = pass_pixels_fit();
+    const size_t image_pixels = size_t(shape.h) * shape.w;
+    const bool forced = options_.max_tile > 0 && (shape.h > options_.max_tile || shape.w > options_.max_tile);
     if (!forced && image_pixels * shape.n <= pixels_fit) {
         try {
             run_pass(input, output, shape, timer);
@@ -199,26 +222,33 @@ void ModelRunner::run_aligned(const float* input, float* output, Shape shape, St
         }
     }
     // Too large together: one image at a time, tiled if one image is too large.
-    // Tiles and halos are multiples of the size multiple, so every tile sees
-    // the same pixel blocks as the whole image.
-    const int r = model_.radius(), m = model_.size_multiple();
-    const int smallest = std::max(kSmallestTile, m);
-    int tile = std::max((options_.max_tile > 0 ? options_.max_tile : kLargestTile) / m * m, m);
-    size_t plane = size_t(shape.c) * image_pixels;
-    // A tile's pass: the tile and its halo, clipped to the image (a model
-    // whose halo exceeds the image runs it whole, as one tile).
-    auto pass_pixels = [&](int t) {
-        const size_t side = size_t(t) + 2 * size_t(r);
-        return std::min(side, size_t(shape.h)) * std::min(side, size_t(shape.w));
-    };
+    const size_t plane = size_t(shape.c) * image_pixels;
+    const Shape one{1, shape.c, shape.h, shape.w};
     for (;;) {
-        while (tile > smallest && pass_pixels(tile) > pixels_fit) tile = std::max(tile / 2 / m * m, m);
-        if (pass_pixels(tile) > pixels_fit)
-            throw OutOfMemory(backend_.name() + ": not enough free memory for even a " + std::to_string(tile) +
-                              "-pixel tile of model '" + model_.name + "'");
+        const int tile = tile_side(one, pixels_fit);
         try {
-            for (int n = 0; n < shape.n; ++n)
-                run_tiled(input + n * plane, output + n * plane, {1, shape.c, shape.h, shape.w}, tile, timer);
+            for (int n = 0; n < shape.n; ++n) {
+                const float* in = input + n * plane;
+                float* out = output + n * plane;
+                // Rectangles of the image's own planes (aligned: no padding to read).
+                auto read = [&](PlaneRect rc, float* planes) {
+                    for (int c = 0; c < shape.c; ++c)
+                        for (int y = 0; y < rc.h; ++y)
+                            std::memcpy(planes + (size_t(c) * rc.h + y) * rc.w,
+                                        in + (size_t(c) * shape.h + rc.y + y) * shape.w + rc.x,
+                                        sizeof(float) * size_t(rc.w));
+                };
+                auto write = [&](PlaneRect rc, const float* planes) {
+                    for (int c = 0; c < shape.c; ++c)
+                        for (int y = 0; y < rc.h; ++y)
+                            std::memcpy(out + (size_t(c) * shape.h + rc.y + y) * shape.w + rc.x,
+                                        planes + (size_t(c) * rc.h + y) * rc.w, sizeof(float) * size_t(rc.w));
+                };
+                if (tile >= shape.h && tile >= shape.w)
+                    run_pass(in, out, one, timer);  // the image fits: in place, no tile copies
+                else
+                    run_tiled(one, one, tile, read, write, timer);
+            }
             return;
         } catch (const OutOfMemory&) {
             release_buffers();
@@ -227,36 +257,59 @@ void ModelRunner::run_aligned(const float* input, float* output, Shape shape, St
     }
 }
 
-void ModelRunner::run_tiled(const float* input, float* output, Shape shape, int tile, StageTimer* timer) {
-    const int r = model_.radius(), C = shape.c;
-    std::vector<float> tile_in, tile_out;
-    for (int y0 = 0; y0 < shape.h; y0 += tile) {
-        for (int x0 = 0; x0 < shape.w; x0 += tile) {
-            // Core [y0,y1)x[x0,x1) plus a halo of r pixels, clipped to the image:
-            // at the image's own edges the model pads exactly as it would untiled.
-            int y1 = std::min(shape.h, y0 + tile), x1 = std::min(shape.w, x0 + tile);
-            int hy0 = std::max(0, y0 - r), hy1 = std::min(shape.h, y1 + r);
-            int hx0 = std::max(0, x0 - r), hx1 = std::min(shape.w, x1 + r);
-            Shape ts{1, C, hy1 - hy0, hx1 - hx0};
-            if (shape.h == ts.h && shape.w == ts.w) {  // the whole image
-                run_pass(input, output, shape, timer);
-                return;
-            }
+void ModelRunner::run_tiles(Shape shape, const TileReader& read, const TileWriter& write, StageTimer* timer) {
+    if (shape.n != 1 || shape.c != model_.channels || shape.h < 1 || shape.w < 1)
+        throw Error("model '" + model_.name + "': run_tiles takes one image of " + std::to_string(model_.channels) +
+                    " channels, given " + shape.str());
+    const int m = model_.size_multiple();
+    const Shape padded{1, shape.c, (shape.h + m - 1) / m * m, (shape.w + m - 1) / m * m};
+    size_t pixels_fit = pass_pixels_fit();
+    for (;;) {
+        const int tile = tile_side(padded, pixels_fit);
+        try {
+            run_tiled(padded, shape, tile, read, write, timer);
+            return;
+        } catch (const OutOfMemory&) {
+            release_buffers();
+            pixels_fit = size_t(tile) * tile / 4;
+        }
+    }
+}
+
+void ModelRunner::run_tiled(Shape padded, Shape image, int tile, const TileReader& read, const TileWriter& write,
+                            StageTimer* timer) {
+    const int r = model_.radius(), C = padded.c;
+    // Where the first tile's halo already reaches over the whole image, the
+    // image is one tile (each tile would otherwise run the whole image).
+    if (tile + r >= padded.h && tile + r >= padded.w) tile = std::max(padded.h, padded.w);
+    std::vector<float> tile_in, tile_out, core;
+    for (int y0 = 0; y0 < image.h; y0 += tile) {
+        for (int x0 = 0; x0 < image.w; x0 += tile) {
+            // Core [y0,y1)x[x0,x1) plus a halo of r pixels, clipped to the
+            // padded image: at its edges the model pads exactly as it would
+            // untiled. Only the core's pixels within the image are written.
+            const int y1 = std::min(padded.h, y0 + tile), x1 = std::min(padded.w, x0 + tile);
+            const int hy0 = std::max(0, y0 - r), hy1 = std::min(padded.h, y1 + r);
+            const int hx0 = std::max(0, x0 - r), hx1 = std::min(padded.w, x1 + r);
+            const Shape ts{1, C, hy1 - hy0, hx1 - hx0};
             ScopedStage copy_in(timer, "tile copies");
             tile_in.resize(ts.count());
             tile_out.resize(ts.count());
-            for (int c = 0; c < C; ++c)
-                for (int y = hy0; y < hy1; ++y)
-                    std::memcpy(&tile_in[(size_t(c) * ts.h + (y - hy0)) * ts.w],
-                                &input[(size_t(c) * shape.h + y) * shape.w + hx0], sizeof(float) * ts.w);
+            read({hy0, hx0, ts.h, ts.w}, tile_in.data());
             copy_in.stop();
             run_pass(tile_in.data(), tile_out.data(), ts, timer);
             ScopedStage copy_out(timer, "tile copies");
-            for (int c = 0; c < C; ++c)
-                for (int y = y0; y < y1; ++y)
-                    std::memcpy(&output[(size_t(c) * shape.h + y) * shape.w + x0],
-                                &tile_out[(size_t(c) * ts.h + (y - hy0)) * ts.w + (x0 - hx0)],
-                                sizeof(float) * (x1 - x0));
+            const PlaneRect out{y0, x0, std::min(y1, image.h) - y0, std::min(x1, image.w) - x0};
+            const bool whole = out.h == ts.h && out.w == ts.w;  // the tile is all core (one tile, no padding)
+            if (!whole) {
+                core.resize(size_t(C) * out.h * out.w);
+                for (int c = 0; c < C; ++c)
+                    for (int y = 0; y < out.h; ++y)
+                        std::memcpy(&core[(size_t(c) * out.h + y) * out.w],
+                                    &tile_out[(size_t(c) * ts.h + (y0 - hy0 + y)) * ts.w + (x0 - hx0)],
+                                    sizeof(float) * size_t(out.w));
+            }
+            write(out, whole ? tile_out.data() : core.data());
         }
     }
 }

@@ -9,6 +9,7 @@
 // replicating the last row/column and cropped back (weights/README.md).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -37,6 +38,23 @@ public:
     // extra_inputs order, in place of options().extra_inputs' (levels
     // estimated per image: the pipeline sets its batch's before each run).
     void set_extra_values(std::vector<float> values);
+
+    // One image of `shape` (n = 1, any height and width) restored in tiles
+    // read and written through callbacks, so that neither the whole input
+    // nor the whole output has to exist as f32 planes (an 8-bit 100 MP scan
+    // stays 8-bit; each tile's planes are made as it runs). `read` fills
+    // f32 NCHW [1, c, rect.h, rect.w] with the input's pixels of rect; rows
+    // and columns at or past the image's height and width repeat its last
+    // ones (the padding to the size multiple). `write` takes the output's
+    // pixels of rect (always within the image). Tiles are as large as the
+    // memory budget allows (options().max_tile and max_memory included); the
+    // result equals run()'s.
+    struct PlaneRect {
+        int y = 0, x = 0, h = 0, w = 0;
+    };
+    using TileReader = std::function<void(PlaneRect, float* planes)>;
+    using TileWriter = std::function<void(PlaneRect, const float* planes)>;
+    void run_tiles(Shape shape, const TileReader& read, const TileWriter& write, StageTimer* timer);
 
     // The settings it was made with (options.max_tile: the largest tile side
     // in pixels, 0: as large as memory allows; tiling never changes the result).
@@ -67,7 +85,15 @@ private:
     void run_aligned(const float* input, float* output, Shape shape, StageTimer* timer);
     // One pass over a tensor that fits the backend: upload, stages, download.
     void run_pass(const float* input, float* output, Shape shape, StageTimer* timer);
-    void run_tiled(const float* input, float* output, Shape shape, int tile, StageTimer* timer);
+    // The tiles of one image (padded size `padded`, the image's own h x w in
+    // `image`), each read, run and written through the callbacks.
+    void run_tiled(Shape padded, Shape image, int tile, const TileReader& read, const TileWriter& write,
+                   StageTimer* timer);
+    // The largest tile side (a multiple of the size multiple) whose pass over
+    // an image of `shape` fits `pixels_fit`; throws OutOfMemory where not even the smallest does.
+    int tile_side(Shape shape, size_t pixels_fit) const;
+    // Pixels one pass may hold (the memory budget, and the 32-bit element limit).
+    size_t pass_pixels_fit() const;
     void reserve(size_t arena_bytes, size_t input_bytes, size_t extra_bytes);
     void release_buffers();
     // The plan for `stages` (their types as they report them).

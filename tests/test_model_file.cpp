@@ -1391,3 +1391,61 @@ TEST(ModelGraph, AHaloWiderThanTheImageRunsItWhole) {
 
 }  // namespace
 }  // namespace imr
+
+namespace imr {
+namespace {
+
+// run_tiles reads and writes the image through callbacks, a tile at a time
+// (an 8-bit image need never become whole f32 planes): the reads ask for
+// rows and columns past the image where it pads to the size multiple (which
+// the reader repeats), the writes cover the image exactly once, and the
+// result is run()'s bit for bit, tiled or whole.
+TEST(ModelRunner, RunTilesReadsAndWritesTheImageATileAtATime) {
+    unsigned seed;
+    auto rng = fresh_rng(&seed);
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    const ModelFile m = test::unet_model(rng);  // size multiple 2: odd sides are padded
+    const Shape shape{1, 3, 37, 53};
+    const std::vector<float> input = test::random_vector(rng, shape.count(), 0.4f);
+    auto cpu = make_cpu_backend(2);
+    for (int tile : {0, 16}) {
+        SCOPED_TRACE(tile ? "tiles of 16" : "whole");
+        RunnerOptions o;
+        o.max_tile = tile;
+        ModelRunner runner(m, *cpu, o);
+        std::vector<float> expected(shape.count(), std::nanf("")), got(shape.count(), std::nanf(""));
+        runner.run(f32_nchw(input.data(), shape), f32_nchw(expected.data(), shape), nullptr);
+        std::vector<int> written(size_t(shape.h) * shape.w, 0);
+        int reads = 0, past = 0;
+        auto read = [&](ModelRunner::PlaneRect r, float* planes) {
+            ++reads;
+            for (int c = 0; c < shape.c; ++c)
+                for (int y = 0; y < r.h; ++y)
+                    for (int x = 0; x < r.w; ++x) {
+                        const int yy = std::min(r.y + y, shape.h - 1), xx = std::min(r.x + x, shape.w - 1);
+                        if (yy != r.y + y || xx != r.x + x) ++past;
+                        planes[(size_t(c) * r.h + y) * r.w + x] = input[(size_t(c) * shape.h + yy) * shape.w + xx];
+                    }
+        };
+        auto write = [&](ModelRunner::PlaneRect r, const float* planes) {
+            ASSERT_TRUE(r.y >= 0 && r.x >= 0 && r.y + r.h <= shape.h && r.x + r.w <= shape.w);
+            for (int c = 0; c < shape.c; ++c)
+                for (int y = 0; y < r.h; ++y)
+                    for (int x = 0; x < r.w; ++x) {
+                        got[(size_t(c) * shape.h + r.y + y) * shape.w + r.x + x] =
+                            planes[(size_t(c) * r.h + y) * r.w + x];
+                        if (c == 0) ++written[size_t(r.y + y) * shape.w + r.x + x];
+                    }
+        };
+        runner.run_tiles(shape, read, write, nullptr);
+        EXPECT_EQ(reads > 1, tile > 0);
+        EXPECT_GT(past, 0) << "the padding to the size multiple was never read";
+        EXPECT_TRUE(std::all_of(written.begin(), written.end(), [](int k) { return k == 1; }))
+            << "a pixel written other than once";
+        EXPECT_EQ(0, std::memcmp(got.data(), expected.data(), got.size() * sizeof(float)));
+        expect_matches_reference(got, reference_model(m, input, shape), "run_tiles");
+    }
+}
+
+}  // namespace
+}  // namespace imr
