@@ -39,23 +39,6 @@ constexpr int kTasksPerThread = 4;
 // Winograd needs at least this many input and output channels (see plan_conv2d).
 constexpr int kWinogradMinChannels = 16;
 
-// Padded coordinate p -> source index in [0, size), or -1 for a zero.
-// (Deliberately not shared with the reference_pad_index of the float64
-// references, kernels/ops/reference_common.cpp: the oracle stays
-// independent of the code it judges.)
-int source_index(int p, int size, PadMode mode) {
-    if (p >= 0 && p < size) return p;
-    switch (mode) {
-        case PadMode::Zero:
-            return -1;
-        case PadMode::Reflect:
-            return p < 0 ? -p : 2 * (size - 1) - p;
-        case PadMode::Replicate:
-            return p < 0 ? 0 : size - 1;
-    }
-    return -1;
-}
-
 // The geometry shared by both kernels' drivers: padded width, the column map
 // of a padded row (source column or -1 for a zero, the same for all rows).
 struct Padding {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cpu_backend.h"
+#include "direct_conv.h"
 
 namespace imr::cpu {
 
@@ -22,21 +23,6 @@ namespace {
 // Output rows per task: the K - 1 extra padded rows are <= 6/16 of a band's
 // copies, and planes x bands is many tasks for any realistic image.
 constexpr int kBandRows = 16;
-
-// Padded coordinate p -> source index in [0, size), or -1 for a zero (kept
-// apart from the float64 reference's on purpose: the oracle stays independent).
-int source_index(int p, int size, PadMode mode) {
-    if (p >= 0 && p < size) return p;
-    switch (mode) {
-        case PadMode::Zero:
-            return -1;
-        case PadMode::Reflect:
-            return p < 0 ? -p : 2 * (size - 1) - p;
-        case PadMode::Replicate:
-            return p < 0 ? 0 : size - 1;
-    }
-    return -1;
-}
 
 }  // namespace
 

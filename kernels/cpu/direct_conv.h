@@ -40,6 +40,24 @@ constexpr int kRowSlack = 8;
 
 // Output channels per register tile for a layer with cout channels: 4 (4 x 3
 // vectors = 12 of AVX2's 16 registers accumulate) or all of them when fewer.
+// Padded coordinate p -> source index in [0, size), or -1 for a zero: the
+// padding of both CPU convolutions (conv2d and depthwise_conv2d).
+// (Deliberately not shared with the reference_pad_index of the float64
+// references, kernels/ops/reference_common.cpp: the oracle stays
+// independent of the code it judges.)
+inline int source_index(int p, int size, PadMode mode) {
+    if (p >= 0 && p < size) return p;
+    switch (mode) {
+        case PadMode::Zero:
+            return -1;
+        case PadMode::Reflect:
+            return p < 0 ? -p : 2 * (size - 1) - p;
+        case PadMode::Replicate:
+            return p < 0 ? 0 : size - 1;
+    }
+    return -1;
+}
+
 inline int choose_co_block(int cout) {
     return cout >= 4 ? 4 : cout;
 }
