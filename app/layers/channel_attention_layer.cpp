@@ -53,10 +53,8 @@ ChannelAttentionStage ChannelAttentionStage::load(LayerReader& r, const std::vec
     const std::string& at = r.where();
     ChannelAttentionStage s;
     s.channels = inputs[0];
-    LayerReader::Tensor w = r.tensor("weight", 2), b = r.tensor("bias", 1);
-    expect_shape(r, w, "weight", {s.channels, s.channels});
-    expect_shape(r, b, "bias", {s.channels});
-    s.weight = std::move(w.data), s.bias = std::move(b.data);
+    s.weight = read_tensor(r, "weight", {s.channels, s.channels});
+    s.bias = read_tensor(r, "bias", {s.channels});
     const long long window = r.int_attribute("window");
     if (window < 1 || window > kWindowMeanMaxWindow)
         throw Error(at + ": attribute 'window': expected 1.." + std::to_string(kWindowMeanMaxWindow) + ", found " +

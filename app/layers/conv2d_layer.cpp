@@ -110,11 +110,7 @@ Conv2dStage Conv2dStage::load(LayerReader& r, const std::vector<int>& inputs) {
                     " input channels (from the stage before), found " + dims_string(w.shape));
     conv.in_channels = channels;
     conv.weight = std::move(w.data);
-    if (r.has_tensor("bias")) {
-        LayerReader::Tensor b = r.tensor("bias", 1);
-        expect_shape(r, b, "bias", {conv.out_channels});
-        conv.bias = std::move(b.data);
-    }
+    if (r.has_tensor("bias")) conv.bias = read_tensor(r, "bias", {conv.out_channels});
     if (r.has_attribute("padding")) conv.padding = read_padding(r);
     if (r.has_attribute("activation")) {
         if (r.format_version() < 2)

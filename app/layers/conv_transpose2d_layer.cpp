@@ -74,11 +74,7 @@ ConvTranspose2dStage ConvTranspose2dStage::load(LayerReader& r, const std::vecto
     s.in_channels = inputs[0];
     s.out_channels = int(w.shape[1]);
     s.weight = std::move(w.data);
-    if (r.has_tensor("bias")) {
-        LayerReader::Tensor b = r.tensor("bias", 1);
-        expect_shape(r, b, "bias", {s.out_channels});
-        s.bias = std::move(b.data);
-    }
+    if (r.has_tensor("bias")) s.bias = read_tensor(r, "bias", {s.out_channels});
     if (inputs.size() > 1) {
         if (inputs[1] != s.out_channels)
             throw Error(at + ": its second input (the residual) has " + std::to_string(inputs[1]) +

@@ -39,11 +39,7 @@ DepthwiseConv2dStage DepthwiseConv2dStage::load(LayerReader& r, const std::vecto
                     ",1,K,K] with K odd, 1..7, found " + dims_string(w.shape));
     s.kernel = int(k);
     s.weight = std::move(w.data);
-    if (r.has_tensor("bias")) {
-        LayerReader::Tensor b = r.tensor("bias", 1);
-        expect_shape(r, b, "bias", {s.channels});
-        s.bias = std::move(b.data);
-    }
+    if (r.has_tensor("bias")) s.bias = read_tensor(r, "bias", {s.channels});
     if (r.has_attribute("padding")) s.padding = read_padding(r);
     return s;
 }

@@ -20,6 +20,12 @@ void expect_shape(const LayerReader& r, const LayerReader::Tensor& t, const char
                     dims_string(t.shape));
 }
 
+std::vector<float> read_tensor(LayerReader& r, const char* name, std::initializer_list<long long> shape) {
+    LayerReader::Tensor t = r.tensor(name, int(shape.size()));
+    expect_shape(r, t, name, shape);
+    return std::move(t.data);
+}
+
 void check_tensor(const std::string& at, const char* name, const std::vector<float>& data, size_t expected,
                   std::initializer_list<int> shape) {
     std::vector<unsigned long long> dims;

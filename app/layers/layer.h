@@ -163,6 +163,10 @@ DeviceBuffer upload(Backend& backend, const std::vector<float>& v);
 // "[a,b,c]"
 std::string dims_string(const std::vector<unsigned long long>& shape);
 
+// The float32 dataset `name` of exactly `shape` (missing or another shape:
+// the usual error naming it).
+std::vector<float> read_tensor(LayerReader& r, const char* name, std::initializer_list<long long> shape);
+
 // Throws unless `t` has exactly this shape.
 void expect_shape(const LayerReader& r, const LayerReader::Tensor& t, const char* name,
                   std::initializer_list<long long> expected);

@@ -34,10 +34,8 @@ LayerNormStage LayerNormStage::load(LayerReader& r, const std::vector<int>& inpu
     require_format_v3(r, kOp);
     LayerNormStage s;
     s.channels = inputs[0];
-    LayerReader::Tensor w = r.tensor("weight", 1), b = r.tensor("bias", 1);
-    expect_shape(r, w, "weight", {s.channels});
-    expect_shape(r, b, "bias", {s.channels});
-    s.weight = std::move(w.data), s.bias = std::move(b.data);
+    s.weight = read_tensor(r, "weight", {s.channels});
+    s.bias = read_tensor(r, "bias", {s.channels});
     if (r.has_attribute("eps")) {
         const double eps = r.float_attribute("eps");
         if (!(eps >= double(std::numeric_limits<float>::min())))  // float32 would flush a smaller one to 0
