@@ -31,6 +31,7 @@ its shape into the convolution's residual input.
 The stages are named after the modules (their dotted paths) or the fx nodes.
 """
 
+import json
 import operator
 import os
 import re
@@ -447,15 +448,18 @@ def main(argv=None):
     p.add_argument("--state-dict", help="a torch.save'd state_dict (or a dict with 'model') to load")
     p.add_argument("--name", default=None)
     p.add_argument("--task", default="denoise")
+    p.add_argument("--arch-kw", default=None,
+                   help="JSON constructor sizes, as train.py's, e.g. '{\"widths\": [32, 64, 128, 256], \"blocks\": 2}'")
     args = p.parse_args(argv)
-    net = architectures.build(args.arch)
+    net = architectures.build(args.arch, **(json.loads(args.arch_kw) if args.arch_kw else {}))
     if args.state_dict:
         sd = torch.load(args.state_dict, map_location="cpu")
         net.load_state_dict(sd.get("model", sd) if isinstance(sd, dict) else sd)
     name = args.name or os.path.splitext(os.path.basename(args.out))[0]
     source = f"weights from {args.state_dict}" if args.state_dict else "untrained"
-    model = export_model(net, args.out, name, args.task, f"{args.arch} ({source})",
-                         f"weights/export_graph.py {args.arch}, {source}")
+    what = args.arch + (f" {args.arch_kw}" if args.arch_kw else "")
+    model = export_model(net, args.out, name, args.task, f"{what} ({source})",
+                         f"weights/export_graph.py {what}, {source}")
     print(f"wrote {args.out}: format_version {model['format_version']}, {len(model['stages'])} stages, "
           f"size multiple {model['size_multiple']}, receptive field {model['receptive_field']}")
 
