@@ -8,6 +8,10 @@
 #   bench/run_graph_bench.sh OUT_DIR [PHASE...]
 #
 # PHASE (default: check models):
+#   verify   the correctness half of check, which can share the GPU with other
+#            work (a training run): ctest, memcheck, and tests/torch_export_test.py
+#            with the tool on the GPU (fp32 within one level of PyTorch; fp16 and
+#            bf16 reported, at least 40 dB PSNR against it). About 3 minutes.
 #   check    ctest -R $CTEST_REGEX (ops_cuda) on the carried build; compute-sanitizer
 #            memcheck over the CUDA op tests of the graph ops; bench_gpu --suite
 #            graph-ops (ours against cuDNN); torch_models.py --ops (PyTorch on the
@@ -88,7 +92,7 @@ fi
 
 for phase in $phases; do
     case $phase in
-    check)
+    check | verify)
         step ctest "$out/ctest.log" 600 ctest --test-dir "$build" -R "${CTEST_REGEX:-ops_cuda}" --output-on-failure
         grep -E "tests passed|\(Failed\)|Skipped|worst" "$out/ctest.log" | tail -10
         new_ops="Elementwise Activation SimpleGate Concat LayerNorm DepthwiseConv2d WindowMean PixelShuffle Convert"
@@ -96,6 +100,12 @@ for phase in $phases; do
         step memcheck "$out/memcheck.log" 600 env IMRESTORE_TEST_SKIP_GPU_ONLY=1 compute-sanitizer --tool memcheck \
             --error-exitcode 1 "$build/tests/test_ops" --gtest_filter="${filter%:}"
         grep -E "ERROR SUMMARY|\[  (PASSED|FAILED) " "$out/memcheck.log" | tail -5
+        if [ "$phase" = verify ]; then
+            step torch-export-gpu "$out/torch-export-gpu.log" 400 env IMRESTORE_TOOL_DEVICE=cuda \
+                IMRESTORE_TOOL_PRECISIONS=fp32,fp16,bf16 python3 tests/torch_export_test.py "$build/imrestore"
+            grep -E "imrestore vs torch|FAIL|passed|failed" "$out/torch-export-gpu.log" | tail -16
+            continue
+        fi
         step graph-ops "$out/graph-ops.log" 540 "$build/bench_gpu" --suite graph-ops --runs "$runs" \
             --json "$out/graph-ops.json" --commit "$commit"
         step torch-ops "$out/torch-ops.log" 420 python3 bench/torch_models.py --ops --runs "$runs" \
@@ -127,7 +137,7 @@ for phase in $phases; do
         fi
         ;;
     *)
-        echo "unknown phase $phase (check, models, compile)" >&2
+        echo "unknown phase $phase (verify, check, models, compile)" >&2
         exit 2
         ;;
     esac

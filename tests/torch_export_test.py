@@ -57,6 +57,7 @@ except ImportError as e:  # ctest reports exit code 77 as skipped, with this rea
     sys.exit(77)
 
 TOLERANCE = 1e-4
+HALF_MIN_PSNR = 40.0  # tool in fp16/bf16 against torch fp32: a wrong kernel lands far below
 
 
 def perturb(net, gen, amount=0.05):
@@ -307,10 +308,21 @@ def check_model_listing(exe, tag, path, model, failures):
           + ("" if not problems else ": MISMATCH"))
 
 
+def tool_runs():
+    """(device, precision) pairs the tool runs in: $IMRESTORE_TOOL_DEVICE
+    (default cpu) and $IMRESTORE_TOOL_PRECISIONS (comma-separated, default
+    fp32; on the GPU host e.g. fp32,fp16,bf16)."""
+    device = os.environ.get("IMRESTORE_TOOL_DEVICE") or "cpu"
+    precisions = (os.environ.get("IMRESTORE_TOOL_PRECISIONS") or "fp32").split(",")
+    return [(device, p) for p in precisions]
+
+
 def check_tool(exe, tmp, gen, failures):
-    """The C++ tool (fp32, CPU) on the photo equals torch's fp32 output
-    rounded to 8 bits within one level, for both reference architectures at
-    both presets."""
+    """The C++ tool on the photo equals torch's fp32 output rounded to 8 bits
+    within one level in fp32 (on any device), for both reference
+    architectures at both presets; in a half precision its output is within
+    HALF_MIN_PSNR dB of torch's (a broken kernel gives garbage, far below)
+    and the numbers are printed."""
     photo, what = test_photo()
     print(f"tool vs torch on the {what}")
     src = os.path.join(tmp, "photo.ppm")
@@ -331,32 +343,40 @@ def check_tool(exe, tmp, gen, failures):
         check_model_listing(exe, arch, path, model, failures)
         with torch.no_grad():
             want = net.forward_any_size(x)[0].double().numpy().transpose(1, 2, 0)
-        dst = os.path.join(tmp, f"out-{arch}.ppm")
-        tool_start = time.monotonic()
-        r = subprocess.run([exe, src, "-m", path, "-o", dst, "--device", "cpu", "-q"], capture_output=True, text=True)
-        if r.returncode != 0:
-            failures.append(f"{arch}: imrestore exit {r.returncode}: {r.stderr.strip()}")
-            continue
-        tool_seconds = time.monotonic() - tool_start
-        got = read_ppm(dst).astype(np.int64)
         levels = np.clip(want, 0.0, 1.0) * 255
-        diff = np.abs(got - np.rint(levels).astype(np.int64))  # ties (an fp32 value k + 0.5 levels): none
         clipped = float(((want < 0) | (want > 1)).mean())
         change = want - photo / 255
-        line = (f"{arch}: {count / 1e6:.1f} M parameters; output - input: std {change.std():.3f}, "
-                f"mean {change.mean():+.3f}, {clipped:.1%} clipped; imrestore vs torch fp32 rounded: "
-                f"max difference {diff.max()} level(s), {int((diff > 0).sum())} of {diff.size} samples differ")
-        numpy_diff = None
-        if arch.endswith("small"):  # numpy's float64 forward too (the large ones would take it ~15 s)
-            ref = im.restore_uint8(model, photo).astype(np.int64)
-            numpy_diff = int(np.abs(ref - got).max())
-            line += (f"; numpy float64 vs imrestore: max {numpy_diff}, vs torch: max "
-                     f"{np.abs(ref - np.rint(levels)).max():.0f}")
-        print(f"{line} ({time.monotonic() - start:.1f} s, the tool {tool_seconds:.1f} s)")
-        if diff.max() > 1:
-            failures.append(f"{arch}: imrestore and torch differ by {diff.max()} levels on the {what}")
-        if numpy_diff is not None and numpy_diff > 1:
-            failures.append(f"{arch}: imrestore and numpy differ by {numpy_diff} levels on the {what}")
+        print(f"{arch}: {count / 1e6:.1f} M parameters; output - input: std {change.std():.3f}, "
+              f"mean {change.mean():+.3f}, {clipped:.1%} clipped ({time.monotonic() - start:.1f} s)")
+        for device, precision in tool_runs():
+            dst = os.path.join(tmp, f"out-{arch}-{device}-{precision}.ppm")
+            tool_start = time.monotonic()
+            r = subprocess.run([exe, src, "-m", path, "-o", dst, "--device", device, "--precision", precision, "-q"],
+                               capture_output=True, text=True)
+            if r.returncode != 0:
+                failures.append(f"{arch} {device} {precision}: imrestore exit {r.returncode}: {r.stderr.strip()}")
+                continue
+            tool_seconds = time.monotonic() - tool_start
+            got = read_ppm(dst).astype(np.int64)
+            diff = np.abs(got - np.rint(levels).astype(np.int64))  # ties (an fp32 value k + 0.5 levels): none
+            mse = float(((got - levels) ** 2).mean())
+            psnr = 10 * np.log10(255.0 ** 2 / max(mse, 1e-12))
+            line = (f"{arch} {device} {precision}: imrestore vs torch fp32 rounded: max difference {diff.max()} "
+                    f"level(s), {int((diff > 0).sum())} of {diff.size} samples differ, PSNR {psnr:.1f} dB")
+            numpy_diff = None
+            if arch.endswith("small") and precision == "fp32":  # numpy's float64 too (the large ones: ~15 s)
+                ref = im.restore_uint8(model, photo).astype(np.int64)
+                numpy_diff = int(np.abs(ref - got).max())
+                line += (f"; numpy float64 vs imrestore: max {numpy_diff}, vs torch: max "
+                         f"{np.abs(ref - np.rint(levels)).max():.0f}")
+            print(f"{line} (the tool {tool_seconds:.1f} s)")
+            if precision == "fp32" and diff.max() > 1:
+                failures.append(f"{arch} {device}: imrestore and torch differ by {diff.max()} levels on the {what}")
+            if precision != "fp32" and psnr < HALF_MIN_PSNR:
+                failures.append(f"{arch} {device} {precision}: imrestore vs torch PSNR {psnr:.1f} dB < "
+                                f"{HALF_MIN_PSNR} dB on the {what}")
+            if numpy_diff is not None and numpy_diff > 1:
+                failures.append(f"{arch}: imrestore and numpy differ by {numpy_diff} levels on the {what}")
         if not (0.5 * TARGET_CHANGE < change.std() < 2 * TARGET_CHANGE and clipped <= MAX_CLIPPED):
             failures.append(f"{arch}: the output changes by std {change.std():.3f} with {clipped:.1%} clipped: not a "
                             "useful test")
