@@ -177,10 +177,11 @@ void ModelRunner::run(const Tensor& input_tensor, const Tensor& output_tensor, S
                         sizeof(float) * size_t(shape.w));
 }
 
-size_t ModelRunner::pass_pixels_fit() const {
+size_t ModelRunner::pass_pixels_fit(size_t max_bytes) const {
     const size_t held = arena_.bytes() + input_.bytes() + extra_.bytes();
     size_t budget = size_t(kMemoryShare * double(backend_.free_memory() + held));
     if (options_.max_memory) budget = std::min(budget, options_.max_memory);
+    if (max_bytes) budget = std::min(budget, max_bytes);
     const size_t pixels_fit = budget / bytes_per_pixel();
     // Kernels index tensors with 32-bit integers (the CUDA ones refuse 2^31
     // elements and more): a pass over more pixels than that allows is tiled.
@@ -257,13 +258,14 @@ void ModelRunner::run_aligned(const float* input, float* output, Shape shape, St
     }
 }
 
-void ModelRunner::run_tiles(Shape shape, const TileReader& read, const TileWriter& write, StageTimer* timer) {
+void ModelRunner::run_tiles(Shape shape, const TileReader& read, const TileWriter& write, StageTimer* timer,
+                            size_t max_bytes) {
     if (shape.n != 1 || shape.c != model_.channels || shape.h < 1 || shape.w < 1)
         throw Error("model '" + model_.name + "': run_tiles takes one image of " + std::to_string(model_.channels) +
                     " channels, given " + shape.str());
     const int m = model_.size_multiple();
     const Shape padded{1, shape.c, (shape.h + m - 1) / m * m, (shape.w + m - 1) / m * m};
-    size_t pixels_fit = pass_pixels_fit();
+    size_t pixels_fit = pass_pixels_fit(max_bytes);
     for (;;) {
         const int tile = tile_side(padded, pixels_fit);
         try {

@@ -47,14 +47,16 @@ public:
     // and columns at or past the image's height and width repeat its last
     // ones (the padding to the size multiple). `write` takes the output's
     // pixels of rect (always within the image). Tiles are as large as the
-    // memory budget allows (options().max_tile and max_memory included); the
+    // memory budget allows (options().max_tile and max_memory included, and
+    // max_bytes where given: a pass's backend memory, whatever is free); the
     // result equals run()'s.
     struct PlaneRect {
         int y = 0, x = 0, h = 0, w = 0;
     };
     using TileReader = std::function<void(PlaneRect, float* planes)>;
     using TileWriter = std::function<void(PlaneRect, const float* planes)>;
-    void run_tiles(Shape shape, const TileReader& read, const TileWriter& write, StageTimer* timer);
+    void run_tiles(Shape shape, const TileReader& read, const TileWriter& write, StageTimer* timer,
+                   size_t max_bytes = 0);
 
     // The settings it was made with (options.max_tile: the largest tile side
     // in pixels, 0: as large as memory allows; tiling never changes the result).
@@ -93,7 +95,7 @@ private:
     // an image of `shape` fits `pixels_fit`; throws OutOfMemory where not even the smallest does.
     int tile_side(Shape shape, size_t pixels_fit) const;
     // Pixels one pass may hold (the memory budget, and the 32-bit element limit).
-    size_t pass_pixels_fit() const;
+    size_t pass_pixels_fit(size_t max_bytes = 0) const;
     void reserve(size_t arena_bytes, size_t input_bytes, size_t extra_bytes);
     void release_buffers();
     // The plan for `stages` (their types as they report them).

@@ -1495,7 +1495,8 @@ void OpsTest::run_cases(const std::vector<WindowMeanCase>& cases) {
             const std::vector<double> ref = imr::reference_window_mean(host);
             std::vector<float> magnitudes = logical_values(x.view);
             for (float& v : magnitudes) v = std::abs(v);
-            host.input = imr::f32_nchw(magnitudes.data(), s);
+            host.input = imr::f32_nchw(magnitudes.data(), s);  // |x| as f32: its output type must match
+            host.output = imr::f32_nchw(nullptr, s);
             const std::vector<double> abs_mean = imr::reference_window_mean(host);
             std::vector<double> bound(ref.size());
             for (size_t i = 0; i < ref.size(); ++i) {

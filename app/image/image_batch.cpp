@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "error.h"
 #include "image/interleave.h"
@@ -92,6 +93,79 @@ Image planes_to_image(const float* src, int model_channels, const Image& source,
             samples[i * ch + a] = convert_depth(in[i * ch + a], source.bit_depth, out.bit_depth);
     }
     return out;
+}
+
+void image_rect_to_planes(const Image& image, int model_channels, int item, ImageRect rect, float* dst) {
+    check_image(image, "image_rect_to_planes");
+    const int items = items_per_image(image, model_channels);
+    if (item < 0 || item >= items || rect.h < 1 || rect.w < 1 || rect.y < 0 || rect.x < 0)
+        throw Error("image_rect_to_planes: item " + std::to_string(item) + " of " + std::to_string(items) +
+                    ", rectangle " + std::to_string(rect.h) + "x" + std::to_string(rect.w) + " at " +
+                    std::to_string(rect.y) + "," + std::to_string(rect.x));
+    const int color = image.color_channels(), ch = image.channels;
+    const float scale = 1.0f / float(image.max_value());
+    // Per row: the columns within the image converted by the same loops as
+    // image_to_planes (so the same values), the rest repeat the last.
+    const int first = std::min(rect.x, image.width - 1);
+    const int inside = std::max(1, std::min(rect.w, image.width - first));
+    std::vector<float> row(size_t(color) * inside);
+    const size_t plane = size_t(rect.h) * rect.w;
+    for (int y = 0; y < rect.h; ++y) {
+        const int sy = std::min(rect.y + y, image.height - 1);
+        samples_to_planes(image.samples.data() + (size_t(sy) * image.width + first) * ch, ch, color, size_t(inside),
+                          scale, row.data());
+        for (int c = 0; c < model_channels; ++c) {
+            // Gray through a 3-channel model: the gray plane for each; RGB
+            // through a 1-channel model: the item's color; else plane c.
+            const int from = color == 1 ? 0 : model_channels == 1 ? item : c;
+            const float* src = row.data() + size_t(from) * inside;
+            float* out = dst + c * plane + size_t(y) * rect.w;
+            std::copy(src, src + inside, out);
+            std::fill(out + inside, out + rect.w, src[inside - 1]);
+        }
+    }
+}
+
+void planes_rect_to_image(const float* src, int model_channels, int item, ImageRect rect, const Image& source,
+                          Image& out) {
+    check_image(source, "planes_rect_to_image");
+    const int items = items_per_image(source, model_channels);
+    if (out.width != source.width || out.height != source.height || out.channels != source.channels ||
+        (out.bit_depth != 8 && out.bit_depth != 16) || out.samples.size() != source.samples.size())
+        throw Error("planes_rect_to_image: the output image is not the source's size");
+    if (item < 0 || item >= items || rect.h < 1 || rect.w < 1 || rect.y < 0 || rect.x < 0 ||
+        rect.y + rect.h > source.height || rect.x + rect.w > source.width)
+        throw Error("planes_rect_to_image: item " + std::to_string(item) + ", rectangle " + std::to_string(rect.h) +
+                    "x" + std::to_string(rect.w) + " at " + std::to_string(rect.y) + "," + std::to_string(rect.x) +
+                    " outside the image");
+    const int ch = out.channels, color = source.color_channels();
+    const float max = float(out.max_value());
+    const bool copy_alpha = source.has_alpha() && out.bit_depth == source.bit_depth;
+    const size_t plane = size_t(rect.h) * rect.w;
+    std::vector<float> row(size_t(model_channels) * rect.w);  // the row's planes, back to back
+    for (int y = 0; y < rect.h; ++y) {
+        const size_t at = (size_t(rect.y + y) * source.width + rect.x) * ch;
+        const uint16_t* in = source.samples.data() + at;
+        uint16_t* samples = out.samples.data() + at;
+        for (int c = 0; c < model_channels; ++c)
+            std::copy(src + c * plane + size_t(y) * rect.w, src + c * plane + size_t(y + 1) * rect.w,
+                      row.begin() + size_t(c) * rect.w);
+        const uint16_t* alpha_src = copy_alpha ? in : nullptr;
+        if (model_channels == 3 && color == 1)
+            rgb_planes_to_gray(row.data(), size_t(rect.w), max, ch, alpha_src, samples);
+        else if (model_channels == 1 && color == 3)
+            plane_to_channel(row.data(), size_t(rect.w), max, ch, item, samples);
+        else
+            planes_to_samples(row.data(), color, size_t(rect.w), max, ch, alpha_src, samples);
+        // Alpha: once per pixel (by item 0 where the items are colors), in
+        // the source's depth or converted.
+        const bool alpha_now =
+            source.has_alpha() && (item == 0) && (!copy_alpha || (model_channels == 1 && color == 3));
+        if (alpha_now)
+            for (int i = 0; i < rect.w; ++i)
+                samples[size_t(i) * ch + ch - 1] =
+                    convert_depth(in[size_t(i) * ch + ch - 1], source.bit_depth, out.bit_depth);
+    }
 }
 
 }  // namespace imr

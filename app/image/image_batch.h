@@ -29,4 +29,22 @@ void image_to_planes(const Image& image, int model_channels, float* dst);
 // depth (0 = source's).
 Image planes_to_image(const float* src, int model_channels, const Image& source, int bit_depth = 0);
 
+// The same conversions a rectangle at a time, for an image restored in tiles
+// (app/pipeline/host_tiles.h) that never exists as whole planes. Item `item`
+// (< items_per_image) of the rectangle, rows y..y+h, columns x..x+w.
+struct ImageRect {
+    int y = 0, x = 0, h = 0, w = 0;
+};
+
+// Writes model_channels x rect.h x rect.w floats at dst: what image_to_planes
+// gives there, with rows and columns at or past the image's height and width
+// repeating its last ones (the padding to a model's size multiple).
+void image_rect_to_planes(const Image& image, int model_channels, int item, ImageRect rect, float* dst);
+
+// Writes the model output `src` (model_channels x rect.h x rect.w, rect
+// within the image) into `out` (source's size and channels, its own bit
+// depth) as planes_to_image would, alpha from `source` included.
+void planes_rect_to_image(const float* src, int model_channels, int item, ImageRect rect, const Image& source,
+                          Image& out);
+
 }  // namespace imr

@@ -319,4 +319,8 @@ void rgb_planes_to_gray(const float* src, size_t pixels, float max, int channels
         gray_scalar<2>(src, done, pixels, max, alpha_src, out);
 }
 
+void plane_to_channel(const float* src, size_t pixels, float max, int channels, int channel, uint16_t* out) {
+    for (size_t i = 0; i < pixels; ++i) out[i * channels + channel] = quantize(src[i], max);
+}
+
 }  // namespace imr

@@ -29,4 +29,9 @@ void planes_to_samples(const float* src, int planes, size_t pixels, float max, i
 void rgb_planes_to_gray(const float* src, size_t pixels, float max, int channels, const uint16_t* alpha_src,
                         uint16_t* out);
 
+// One plane into one channel of interleaved samples (the others untouched):
+// out[i * channels + channel] = quantize(src[i], max). For an RGB image
+// through a 1-channel model, whose items are its color channels.
+void plane_to_channel(const float* src, size_t pixels, float max, int channels, int channel, uint16_t* out);
+
 }  // namespace imr

@@ -18,6 +18,7 @@
 #include "image/image_batch.h"
 #include "jobs/output_folders.h"
 #include "pipeline/compute_lanes.h"
+#include "pipeline/host_tiles.h"
 
 namespace imr {
 
@@ -34,8 +35,9 @@ double ms_since(std::chrono::steady_clock::time_point t) {
 // What reading one job gave: an image, or why there is none.
 struct Decoded {
     Image image;
-    HostBuffer planes;  // the image as the model's NCHW input (image_to_planes), made by the decoder
-    size_t floats = 0;  // of planes (a pooled buffer may be larger)
+    HostBuffer planes;   // the image as the model's NCHW input (image_to_planes), made by the decoder
+    size_t floats = 0;   // of planes (a pooled buffer may be larger)
+    bool tiled = false;  // too large for planes: restored in tiles from its samples (host_tiles.h), no planes
     FileResult::Status status = FileResult::Status::Restored;  // Restored = go on
     std::string message;
     std::vector<std::string> warnings;  // of reading (metadata dropped)
@@ -48,6 +50,7 @@ struct Pending {
     Image image;  // its metadata goes on to the writer with it
     HostBuffer planes;
     size_t floats;  // of planes used (Decoded::floats)
+    bool tiled;     // Decoded::tiled: a batch of its own
     std::vector<std::string> warnings;
     ImageLevels levels;
 };
@@ -140,6 +143,7 @@ struct Written {
 // What a compute lane's thread reports for one batch.
 struct BatchResult {
     HostBuffer output;        // the model's output planes (pooled: may be larger than the batch)
+    Image image;              // or, for a tiled image, the restored image itself
     std::string error;        // empty: output holds the batch
     StageTimer timer;         // upload, stages, download of the real run
     StageTimer bench;         // the --bench repeats
@@ -162,11 +166,10 @@ constexpr size_t kMinInFlight = 4, kMaxInFlight = 32;
 // ahead + written behind): the rest is for the batch's float planes, the
 // model and everything else on the machine.
 constexpr double kInFlightMemoryShare = 0.25;
-// A batch holds --batch images, but no more pixels than this (one image
-// always fits): batching helps small images fill the GPU (the anchor suite's
-// 8x512x512 = 2 MP already does), while 4 photos of 48 MP would take 4.6 GB
-// of float planes for nothing.
-constexpr size_t kMaxBatchPixels = size_t(16) << 20;
+// Backend memory one pass over a tile of a huge image may take (unless
+// --max-memory says otherwise), so such an image costs its samples twice
+// (in and out) plus this (issue 19: at most 1 GB besides the images).
+constexpr size_t kTiledPassBytes = size_t(512) << 20;
 size_t in_flight(int batch) {
     size_t cores = std::max(1u, std::thread::hardware_concurrency());
     return std::clamp(std::max(2 * size_t(batch), 2 * cores), kMinInFlight, kMaxInFlight);
@@ -303,7 +306,11 @@ private:
                 d.message = job.input + ": " + d.message;
         }
         d.ms = ms_since(t);
-        if (d.status == FileResult::Status::Restored) {
+        if (d.status == FileResult::Status::Restored &&
+            size_t(items_per_image(d.image, runner_.model().channels)) * d.image.width * d.image.height >
+                options_.tiled_above_pixels) {
+            d.tiled = true;  // no planes: made tile by tile as the model runs
+        } else if (d.status == FileResult::Status::Restored) {
             // The conversion to the model's planes runs here, on the decoder's
             // thread, so no per-image work is left to the thread that feeds the
             // model (it only gathers a batch of several images).
@@ -359,6 +366,7 @@ private:
             std::max(largest_image_bytes_, d.image.samples.size() * sizeof(uint16_t) + d.floats * sizeof(float));
         if (d.status != FileResult::Status::Restored)
             return finish(i, d.status, d.message, nullptr, std::move(d.warnings));
+        if (d.tiled) flush();  // alone: it is restored from its samples, not from planes
         if (!pending_.empty()) {
             int channels = runner_.model().channels;
             const Image& first = pending_.front().image;
@@ -366,10 +374,12 @@ private:
                         items_per_image(first, channels) == items_per_image(d.image, channels) &&
                         pending_.front().levels.values == d.levels.values;  // one value per extra input a batch
             const size_t batch_pixels = size_t(first.width) * first.height * (pending_.size() + 1);
-            if (!same || int(pending_.size()) >= options_.batch || batch_pixels > kMaxBatchPixels) flush();
+            if (!same || int(pending_.size()) >= options_.batch || batch_pixels > kLargestBatchPixels) flush();
         }
+        const bool tiled = d.tiled;
         pending_.push_back(
-            {i, std::move(d.image), std::move(d.planes), d.floats, std::move(d.warnings), std::move(d.levels)});
+            {i, std::move(d.image), std::move(d.planes), d.floats, tiled, std::move(d.warnings), std::move(d.levels)});
+        if (tiled) flush();
     }
 
     // Starts the model on the pending images (all of one size) on a compute
@@ -386,6 +396,7 @@ private:
         // again (the lane that frees first is not always the one picked).
         size_t lane;
         while (!lanes_.idle(lane = lanes_.pick(shape))) collect_batch();
+        if (pending_.front().tiled) return flush_tiled(lane);
         HostBuffer input, output;
         try {
             if (pending_.size() == 1) {
@@ -418,6 +429,44 @@ private:
              })});
         lanes_.set_busy(lane, true);
         pending_.clear();
+    }
+
+    // A huge image (alone in pending_) on a compute lane's thread, in tiles
+    // from its samples into the output image's.
+    void flush_tiled(size_t lane) {
+        ModelRunner& runner = lanes_.runner(lane);
+        std::vector<float> extra = pending_.front().levels.values;
+        // The image stays where it is: the vector's buffer moves with it into
+        // computing_, and nothing touches the batch until collect_batch has
+        // the result.
+        const Image* source = &pending_.front().image;
+        computing_.push_back({std::move(pending_), lane,
+                              std::async(std::launch::async, [this, &runner, source, extra = std::move(extra)] {
+                                  return compute_tiled(runner, *source, extra);
+                              })});
+        lanes_.set_busy(lane, true);
+        pending_.clear();
+    }
+
+    BatchResult compute_tiled(ModelRunner& runner, const Image& source, const std::vector<float>& extra) {
+        BatchResult r;
+        const size_t budget = runner.options().max_memory ? runner.options().max_memory : kTiledPassBytes;
+        try {
+            if (options_.levels) runner.set_extra_values(extra);
+            const size_t reruns = runner.fp32_reruns();
+            r.image = restore_in_tiles(runner, source, options_.write.bit_depth, options_.blend, budget, &r.timer);
+            r.fp32_rerun = runner.fp32_reruns() != reruns;
+            const double mp = double(source.width) * source.height / 1e6;
+            const std::string shape = std::to_string(source.height) + "x" + std::to_string(source.width) + " tiled";
+            for (int i = 0; i < options_.bench_repeats; ++i) {
+                StageTimer once;
+                restore_in_tiles(runner, source, options_.write.bit_depth, options_.blend, budget, &once);
+                for (const StageTimer::Row& row : once.rows()) r.bench.add(row.name + " " + shape, row.total_ms(), mp);
+            }
+        } catch (const std::exception& e) {
+            r.error = dynamic_cast<const std::bad_alloc*>(&e) ? "out of host memory for its restored image" : e.what();
+        }
+        return r;
     }
 
     // On a compute lane's thread: the model on one batch (and the --bench
@@ -497,7 +546,9 @@ private:
                                      " result was not finite (half-precision overflow); computed again in fp32");
             }
             HostBuffer planes;
-            if (batch.size() == 1) {
+            if (p.tiled) {
+                // r.image is the restored image already (collect_batch's batch of one)
+            } else if (batch.size() == 1) {
                 planes = std::move(r.output);
             } else {
                 try {
@@ -518,23 +569,27 @@ private:
             dims.width = p.image.width, dims.height = p.image.height, dims.channels = p.image.channels,
             dims.bit_depth = p.image.bit_depth;
             const std::string path = slot(p.job).job.output;
-            writing_.push_back({p.job, dims, std::move(p.warnings),
-                                std::async(std::launch::async, [this, path, source = std::move(p.image),
-                                                                planes = std::move(planes)]() mutable {
-                                    return convert_and_write(path, std::move(source), std::move(planes));
-                                })});
+            writing_.push_back(
+                {p.job, dims, std::move(p.warnings),
+                 std::async(std::launch::async, [this, path, source = std::move(p.image), planes = std::move(planes),
+                                                 made = std::move(r.image)]() mutable {
+                     return convert_and_write(path, std::move(source), std::move(planes), std::move(made));
+                 })});
         }
         if (batch.size() > 1) pool_.give(std::move(r.output));
     }
 
-    // On a worker thread: the model's output planes back to an image with
-    // the source's metadata (moved, not copied), then encoded and written.
-    WriteOutcome convert_and_write(const std::string& path, Image source, HostBuffer planes) {
+    // On a worker thread: the model's output planes back to an image (or
+    // the image a tiled run made) with the source's metadata (moved, not
+    // copied), then encoded and written.
+    WriteOutcome convert_and_write(const std::string& path, Image source, HostBuffer planes, Image made) {
         auto t = std::chrono::steady_clock::now();
         Image image;
         WriteOutcome outcome;
         try {
-            image = planes_to_image(planes.as<float>(), runner_.model().channels, source, options_.write.bit_depth);
+            image = made.samples.empty() ? planes_to_image(planes.as<float>(), runner_.model().channels, source,
+                                                           options_.write.bit_depth)
+                                         : std::move(made);
             image.metadata = std::move(source.metadata);
         } catch (const std::exception& e) {
             outcome.error = path + ": " + e.what();

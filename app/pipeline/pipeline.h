@@ -29,6 +29,12 @@ struct ImageLevels {
 // cannot be had (the file fails).
 using LevelsFn = std::function<ImageLevels(const Image&, const std::string& input, const std::vector<uint8_t>* bytes)>;
 
+// A batch holds --batch images, but no more pixels than this (one image
+// always fits): batching helps small images fill the GPU (the anchor suite's
+// 8x512x512 = 2 MP already does), while 4 photos of 48 MP would take 4.6 GB
+// of float planes for nothing.
+inline constexpr size_t kLargestBatchPixels = size_t(16) << 20;
+
 struct PipelineOptions {
     int batch = 4;       // images of one size per model call
     bool force = false;  // overwrite existing outputs
@@ -37,6 +43,12 @@ struct PipelineOptions {
     std::string stdout_format = "png";  // a job whose output is "-" (kStdio) writes this format to stdout
     WriteOptions write;
     int bench_repeats = 0;  // >0: after each batch, re-run the compute this many times into bench timer
+    // An image whose model input is over this many pixels (items x height x
+    // width) is restored in tiles straight from its samples (host_tiles.h),
+    // never held as float planes; below it, images go through planes and
+    // batches. The default is where a batch holds one image anyway; tests
+    // lower it to compare both ways.
+    size_t tiled_above_pixels = kLargestBatchPixels;
     // --strength for a model that takes no level: each output plane is
     // input + blend * (restored - input), in fp32 before the rounding to
     // samples (which clamps); 1: the model's output untouched, 0: the input.

@@ -1,0 +1,38 @@
+#include "pipeline/host_tiles.h"
+
+#include <vector>
+
+#include "image/image_batch.h"
+
+namespace imr {
+
+Image restore_in_tiles(ModelRunner& runner, const Image& source, int bit_depth, float blend, size_t max_bytes,
+                       StageTimer* timer) {
+    const int channels = runner.model().channels;
+    const int items = items_per_image(source, channels);  // throws for a model this image cannot go through
+    Image out;
+    out.width = source.width, out.height = source.height, out.channels = source.channels;
+    out.bit_depth = bit_depth ? bit_depth : source.bit_depth;
+    out.samples.resize(source.samples.size());
+    std::vector<float> input;  // a tile's input again, for --strength
+    for (int item = 0; item < items; ++item) {
+        auto read = [&](ModelRunner::PlaneRect r, float* planes) {
+            image_rect_to_planes(source, channels, item, {r.y, r.x, r.h, r.w}, planes);
+        };
+        auto write = [&](ModelRunner::PlaneRect r, const float* planes) {
+            const ImageRect rect{r.y, r.x, r.h, r.w};
+            if (blend == 1) return planes_rect_to_image(planes, channels, item, rect, source, out);
+            const size_t n = size_t(channels) * r.h * r.w;
+            input.resize(n);
+            image_rect_to_planes(source, channels, item, rect, input.data());
+            // As the untiled path blends its planes (pipeline.cpp, blend()).
+            if (blend != 0)
+                for (size_t i = 0; i < n; ++i) input[i] = input[i] + blend * (planes[i] - input[i]);
+            planes_rect_to_image(input.data(), channels, item, rect, source, out);
+        };
+        runner.run_tiles({1, channels, source.height, source.width}, read, write, timer, max_bytes);
+    }
+    return out;
+}
+
+}  // namespace imr
