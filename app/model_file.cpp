@@ -19,6 +19,7 @@
 #include "model_hdf5.h"
 #include "model_isolation.h"
 #include "raw_layer_reader.h"
+#include "tensor.h"
 
 namespace imr {
 
@@ -115,7 +116,7 @@ double ModelFile::flops_per_pixel() const {
 }
 
 int ModelFile::min_format_version() const {
-    int v = uses_wiring() ? 3 : 1;
+    int v = half_weights ? 4 : uses_wiring() ? 3 : 1;
     for (const Stage& s : stages)
         v = std::max(v, std::visit([](const auto& st) { return st.min_format_version(); }, s));
     return v;
@@ -124,6 +125,25 @@ int ModelFile::min_format_version() const {
 // ------------------------------------------------------------------ validation
 
 namespace {
+// Throws unless every weight is a float16 value (what half_weights promises
+// the writer), naming the dataset and the first value that is not.
+class HalfWeightsCheck : public LayerWriter {
+public:
+    explicit HalfWeightsCheck(const std::string& at) : at_(at) {}
+    void tensor(const char* name, const std::vector<float>& data, std::vector<int>) override {
+        for (size_t i = 0; i < data.size(); ++i)
+            if (f16_to_float(float_to_f16(data[i])) != data[i])
+                throw Error(at_ + ": dataset '" + name + "' value " + std::to_string(i) + " (" +
+                            std::to_string(data[i]) + ") is no float16, but the model stores float16 weights");
+    }
+    void string_attribute(const char*, const std::string&) override {}
+    void int_attribute(const char*, long long) override {}
+    void float_attribute(const char*, double) override {}
+
+private:
+    std::string at_;
+};
+
 std::string stage_where(const std::string& where, size_t i, const Stage& s) {
     return where + ": stage " + std::to_string(i) + " (" + stage_op_name(s) + ")";
 }
@@ -167,6 +187,10 @@ void validate_model(const ModelFile& m, const std::string& where) {
         const Stage& s = m.stages[i];
         const std::string at = stage_where(where, i, s);
         std::visit([&](const auto& st) { st.validate(at); }, s);
+        if (m.half_weights) {
+            HalfWeightsCheck check(at);
+            std::visit([&](const auto& st) { st.write(check); }, s);
+        }
         const int needs = std::visit([](const auto& st) { return st.min_format_version(); }, s);
         if (needs > m.format_version)
             throw Error(at + ": needs format_version " + std::to_string(needs) + ", the model says " +
@@ -310,6 +334,19 @@ ModelFile interpret_raw_model(const RawModel& raw, const std::string& path) {
         tensor_channels[m.stage_name(i)] = stage_out_channels(m.stages.back());
     }
     if (!wired) m.links.clear();  // a chain
+    // float16 weights: a format-v4 feature; all of them or none, so that
+    // writing the model again (as float16) loses nothing.
+    size_t tensors = 0, halves = 0;
+    for (const RawGroup& g : raw.stages)
+        for (const auto& [name, e] : g.datasets)
+            if (e.kind == RawEntry::Kind::Tensor) ++tensors, halves += e.half;
+    if (halves > 0 && m.format_version < 4)
+        throw Error(path + ": float16 datasets need format_version 4 (the file says " +
+                    std::to_string(m.format_version) + ")");
+    if (halves > 0 && halves != tensors)
+        throw Error(path + ": " + std::to_string(halves) + " of its " + std::to_string(tensors) +
+                    " datasets are float16: a model stores all its weights as float32 or all as float16");
+    m.half_weights = halves > 0;
     validate_model(m, path);
     return m;
 }

@@ -18,8 +18,9 @@ namespace imr {
 constexpr const char* kModelFormatName = "imrestore-model";
 // The newest version this build reads. v2 added conv2d's activation and
 // add_model_input, space_to_depth and depth_to_space; v3 graphs of named
-// tensors and the kinds U-Nets are made of (weights/README.md).
-constexpr int kModelFormatVersion = 3;
+// tensors and the kinds U-Nets are made of; v4 weights stored as IEEE
+// float16 (weights/README.md).
+constexpr int kModelFormatVersion = 4;
 
 // How a stage is wired (format v3): the name of its output and the tensors
 // it reads. An empty name is the stage's index ("0", "1", ...); empty
@@ -40,6 +41,12 @@ struct ModelFile {
     // (auto runs fp32). precision_validation: the measured figures, as text.
     std::vector<std::string> validated_precisions;
     std::string precision_validation;
+    // Every dataset of the file was IEEE float16 (format v4: half the size of
+    // float32 for the large models); the values are the halves widened to
+    // float, the ops compute in float as ever, and the writer stores them as
+    // float16 again (exactly). Set it on a model built in memory only where
+    // every weight is a half already.
+    bool half_weights = false;
     std::vector<Stage> stages;
     // Format v3 wiring: the extra inputs the tool supplies (kExtraInputNames),
     // one StageLinks per stage (or none at all: a chain) and the output

@@ -243,14 +243,34 @@ std::string storage_problem(hid_t dset) {
     return "";
 }
 
+// IEEE 754 binary16 as h5py and imrestore write it (numpy's float16): 2
+// bytes, sign bit 15, exponent bits 10-14 with bias 15, mantissa bits 0-9.
+// HDF5 1.10 has no predefined type for it.
+hid_t make_ieee_half() {
+    const hid_t t = H5Tcopy(H5T_IEEE_F32LE);
+    H5Tset_fields(t, 15, 10, 5, 0, 10);
+    H5Tset_size(t, 2);
+    H5Tset_ebias(t, 15);
+    return t;
+}
+
+bool is_ieee_half(hid_t type) {
+    if (H5Tget_class(type) != H5T_FLOAT || H5Tget_size(type) != 2) return false;
+    size_t spos = 0, epos = 0, esize = 0, mpos = 0, msize = 0;
+    if (H5Tget_fields(type, &spos, &epos, &esize, &mpos, &msize) < 0) return false;
+    return spos == 15 && epos == 10 && esize == 5 && mpos == 0 && msize == 10 && H5Tget_ebias(type) == 15 &&
+           H5Tget_order(type) == H5T_ORDER_LE && H5Tget_norm(type) == H5T_NORM_IMPLIED;
+}
+
 RawEntry read_dataset(hid_t group, const char* name, unsigned long long& file_floats, unsigned long long most,
                       const std::string& where) {
     const std::string what = std::string("dataset '") + name + "'";
     H5Handle dset(H5Dopen2(group, name, H5P_DEFAULT), H5Dclose);
     if (!dset.valid()) return invalid(std::string("'") + name + "' is not a dataset");
     H5Handle type(H5Dget_type(dset.get()), H5Tclose);
-    if (H5Tget_class(type.get()) != H5T_FLOAT || H5Tget_size(type.get()) != 4)
-        return invalid(what + ": expected float32, found " +
+    const bool half = is_ieee_half(type.get());
+    if (H5Tget_class(type.get()) != H5T_FLOAT || (H5Tget_size(type.get()) != 4 && !half))
+        return invalid(what + ": expected float32 or IEEE float16, found " +
                        (H5Tget_class(type.get()) == H5T_FLOAT ? "float" + std::to_string(8 * H5Tget_size(type.get()))
                                                               : std::string("a non-float type")));
     H5Handle space(H5Dget_space(dset.get()), H5Sclose);
@@ -278,8 +298,10 @@ RawEntry read_dataset(hid_t group, const char* name, unsigned long long& file_fl
     if (file_floats > most)
         throw Error(where + ": the file's datasets hold more values than a model may have (IMRESTORE_MAX_PARAMETERS)");
     e.data.resize(size_t(count));
+    // HDF5 widens float16 to float exactly (every half is a float).
     if (count && H5Dread(dset.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, e.data.data()) < 0)
         return invalid("cannot read " + what);
+    e.half = half;
     return e;
 }
 
@@ -441,10 +463,14 @@ void write_float_attribute(hid_t obj, const char* name, double value) {
         throw Error(std::string("cannot write attribute '") + name + "'");
 }
 
-void write_tensor(hid_t group, const char* name, const std::vector<float>& data, const std::vector<int>& shape) {
+// float32, or float16 for a model whose file stored every weight so
+// (ModelFile::half_weights: the values are halves, so nothing is lost).
+void write_tensor(hid_t group, const char* name, const std::vector<float>& data, const std::vector<int>& shape,
+                  bool half) {
     std::vector<hsize_t> dims(shape.begin(), shape.end());
     H5Handle space(H5Screate_simple(int(dims.size()), dims.data(), nullptr), H5Sclose);
-    H5Handle dset(H5Dcreate2(group, name, H5T_IEEE_F32LE, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+    H5Handle file_type(half ? make_ieee_half() : H5Tcopy(H5T_IEEE_F32LE), H5Tclose);
+    H5Handle dset(H5Dcreate2(group, name, file_type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
                   H5Dclose);
     if (!dset.valid() || H5Dwrite(dset.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()) < 0)
         throw Error(std::string("cannot write dataset '") + name + "'");
@@ -453,9 +479,9 @@ void write_tensor(hid_t group, const char* name, const std::vector<float>& data,
 // LayerWriter over one HDF5 stage group.
 class H5LayerWriter : public LayerWriter {
 public:
-    explicit H5LayerWriter(hid_t group) : group_(group) {}
+    H5LayerWriter(hid_t group, bool half) : group_(group), half_(half) {}
     void tensor(const char* name, const std::vector<float>& data, std::vector<int> shape) override {
-        write_tensor(group_, name, data, shape);
+        write_tensor(group_, name, data, shape, half_);
     }
     void string_attribute(const char* name, const std::string& value) override {
         write_string_attribute(group_, name, value);
@@ -465,11 +491,12 @@ public:
 
 private:
     hid_t group_;
+    bool half_;
 };
 
-void write_stage(hid_t group, const Stage& s) {
+void write_stage(hid_t group, const Stage& s, bool half) {
     write_string_attribute(group, "op", stage_op_name(s));
-    H5LayerWriter writer(group);
+    H5LayerWriter writer(group, half);
     std::visit([&](const auto& st) { st.write(writer); }, s);
 }
 
@@ -509,7 +536,7 @@ void write_model_hdf5(const std::string& path, const ModelFile& model) {
             H5Handle g(H5Gcreate2(stages.get(), std::to_string(i).c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
                        H5Gclose);
             if (!g.valid()) throw Error("cannot create group 'stages/" + std::to_string(i) + "'");
-            write_stage(g.get(), model.stages[i]);
+            write_stage(g.get(), model.stages[i], model.half_weights);
             // Wiring only where it is not the chain's default, so a chain
             // is written as before (v1/v2 files byte for byte).
             if (model.uses_wiring()) {

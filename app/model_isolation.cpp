@@ -5,7 +5,8 @@
 // a flag for 'stages', the stage count and the stage groups. A group: its
 // attribute count and attributes, its dataset count and datasets. An entry:
 // its name, kind byte and payload (string: length + bytes; int: 8 bytes;
-// float: a float64; tensor: rank, dims, floats; invalid: the reason). Every length is checked
+// float: a float64; tensor: rank, dims, floats, a byte 1 if stored as
+// float16 else 0; invalid: the reason). Every length is checked
 // against what is left and against the reader's limits while decoding.
 #include "model_isolation.h"
 
@@ -80,6 +81,7 @@ void put_group(std::string& out, const RawGroup& g) {
                     for (unsigned long long d : e.shape) put_u64(out, d);
                     put_u64(out, e.data.size());
                     out.append(reinterpret_cast<const char*>(e.data.data()), e.data.size() * sizeof(float));
+                    out += char(e.half ? 1 : 0);
                     break;
                 case RawEntry::Kind::Other:
                     break;
@@ -161,6 +163,9 @@ RawGroup get_group(WireReader& r, unsigned long long& floats, unsigned long long
                     const char* src = r.take(size_t(count) * sizeof(float));
                     if (count)
                         std::memcpy(e.data.data(), src, size_t(count) * sizeof(float));  // empty: data() may be null
+                    const unsigned char half = static_cast<unsigned char>(*r.take(1));
+                    if (half > 1) r.fail("a tensor storage byte of " + std::to_string(half));
+                    e.half = half == 1;
                     break;
                 }
                 case RawEntry::Kind::Other:

@@ -21,6 +21,7 @@ struct RawEntry {
     long long integer = 0;
     std::vector<unsigned long long> shape;  // Tensor
     std::vector<float> data;                // Tensor
+    bool half = false;                      // Tensor: stored as IEEE float16 (format v4), widened exactly
     double real = 0;                        // Float
 };
 

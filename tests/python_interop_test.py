@@ -375,6 +375,21 @@ def main():
                                 f"{model['receptive_field']}):\n{info.stdout}{info.stderr}")
                 continue
             check_restores(exe, tmp, tag, path, model, images_v2, failures)
+        # Format v4: the U-Net with float16 weights, read back as the halves and run by the tool alike.
+        tag, stages = "v4-unet-float16", random_v3_models(rng)[0][1]
+        path = os.path.join(tmp, tag + ".h5")
+        im.write_model(path, tag, "test", "random weights", "tests/python_interop_test.py", 3, stages,
+                       weight_dtype="float16")
+        model = im.read_model(path)
+        halves = all(np.array_equal(b[k], np.asarray(a[k]).astype(np.float16).astype(np.float32))
+                     for a, b in zip(stages, model["stages"]) for k in im.OPS[a["op"]].datasets if k in a)
+        if model["format_version"] != 4 or model["weight_dtype"] != "float16" or not halves:
+            failures.append(f"{tag}: read back as format_version {model['format_version']}, weights "
+                            f"{model['weight_dtype']}, halves {halves} (expected 4, float16, True)")
+        print(f"{tag}: python write -> read gives the weights rounded to float16 (format_version "
+              f"{model['format_version']})")
+        if not why_not:
+            check_restores(exe, tmp, tag, path, model, images_v2, failures)
         if not why_not:
             dead = os.path.join(tmp, "dead.h5")  # written by plain h5py: the writer refuses it
             one = [{"op": "conv2d", "name": "a", "weight": np.zeros((3, 3, 1, 1), np.float32)}]

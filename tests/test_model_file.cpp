@@ -124,6 +124,17 @@ void standard_file(const std::string& path, const std::function<void(RawH5&, hid
     body(f, f.group(f.root(), "stages"));
 }
 
+// A 16-bit little-endian float type: mantissa_bits 10 is IEEE binary16
+// (exponent 5 bits, bias 15), 7 bfloat16's layout (exponent 8, bias 127).
+hid_t half_type(size_t mantissa_bits) {
+    const hid_t t = H5Tcopy(H5T_IEEE_F32LE);
+    const size_t exponent_bits = 15 - mantissa_bits;
+    H5Tset_fields(t, 15, mantissa_bits, exponent_bits, 0, mantissa_bits);
+    H5Tset_size(t, 2);
+    H5Tset_ebias(t, (size_t(1) << (exponent_bits - 1)) - 1);
+    return t;
+}
+
 std::vector<BadModelCase> bad_model_cases() {
     return {
         {"missing file", [](const std::string&) {}, "no such model file"},
@@ -143,9 +154,9 @@ std::vector<BadModelCase> bad_model_cases() {
         {"newer version",
          [](const std::string& p) {
              standard_file(
-                 p, [](RawH5& f, hid_t s) { f.residual_block(s, "0", 3, 4); }, 3, 4);
+                 p, [](RawH5& f, hid_t s) { f.residual_block(s, "0", 3, 4); }, 3, 5);
          },
-         "format_version 4 is not supported"},
+         "format_version 5 is not supported"},
         {"version is a string",
          [](const std::string& p) {
              RawH5 f(p);
@@ -199,7 +210,51 @@ std::vector<BadModelCase> bad_model_cases() {
                  RawH5::dataset(g, "weight", {3, 3, 3, 3}, H5T_IEEE_F64LE);
              });
          },
-         "dataset 'weight': expected float32, found float64"},
+         "dataset 'weight': expected float32 or IEEE float16, found float64"},
+        {"float16 weights in a v3 file",
+         [](const std::string& p) {
+             standard_file(
+                 p,
+                 [](RawH5& f, hid_t s) {
+                     hid_t g = f.conv2d(s, "0", 3, 3);
+                     H5Ldelete(g, "weight", H5P_DEFAULT);
+                     H5Ldelete(g, "bias", H5P_DEFAULT);
+                     const hid_t half = half_type(10);
+                     RawH5::dataset(g, "weight", {3, 3, 3, 3}, half);
+                     RawH5::dataset(g, "bias", {3}, half);
+                     H5Tclose(half);
+                 },
+                 3, 3);
+         },
+         "float16 datasets need format_version 4 (the file says 3)"},
+        {"float16 and float32 weights mixed",
+         [](const std::string& p) {
+             standard_file(
+                 p,
+                 [](RawH5& f, hid_t s) {
+                     hid_t g = f.conv2d(s, "0", 3, 3);
+                     H5Ldelete(g, "weight", H5P_DEFAULT);
+                     const hid_t half = half_type(10);
+                     RawH5::dataset(g, "weight", {3, 3, 3, 3}, half);
+                     H5Tclose(half);
+                 },
+                 3, 4);
+         },
+         "1 of its 2 datasets are float16: a model stores all its weights as float32 or all as float16"},
+        {"a 16-bit float that is not IEEE float16 (bfloat16's layout)",
+         [](const std::string& p) {
+             standard_file(
+                 p,
+                 [](RawH5& f, hid_t s) {
+                     hid_t g = f.conv2d(s, "0", 3, 3);
+                     H5Ldelete(g, "weight", H5P_DEFAULT);
+                     const hid_t bf16 = half_type(7);
+                     RawH5::dataset(g, "weight", {3, 3, 3, 3}, bf16);
+                     H5Tclose(bf16);
+                 },
+                 3, 4);
+         },
+         "dataset 'weight': expected float32 or IEEE float16, found float16"},
         {"wrong rank",
          [](const std::string& p) {
              standard_file(p, [](RawH5& f, hid_t s) {
@@ -1241,6 +1296,51 @@ TEST(ModelGraph, RoundTripsAndWorksOutItsGeometry) {
     chain.links[2].name = "2";  // its default, written out
     write_model_file(dir / "c.h5", chain);
     EXPECT_EQ(load_model_file(dir / "c.h5").format_version, 2) << "a chain stays v2";
+}
+
+// Format v4: a model whose weights are halves is written with float16
+// datasets (half the bytes), read back as the same floats, and claims
+// half_weights only while every weight is a half.
+TEST(ModelFile, Float16WeightsRoundTripExactly) {
+    unsigned seed;
+    auto rng = test::fresh_rng(&seed);
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    Conv2dStage a = test::random_conv2d(rng, 3, 16, 3, PadMode::Zero, true);
+    Conv2dStage b = test::random_conv2d(rng, 16, 3, 3, PadMode::Replicate, true);
+    for (Conv2dStage* c : {&a, &b})
+        for (std::vector<float>* v : {&c->weight, &c->bias})
+            for (float& x : *v) x = f16_to_float(float_to_f16(x));
+    ModelFile m = test::model_of("halves", {a, b});
+    m.half_weights = true;
+    ScratchDir dir("half");
+    write_model_file(dir / "h.h5", m);
+    m.half_weights = false;
+    write_model_file(dir / "f.h5", m);
+    const size_t weights = a.weight.size() + a.bias.size() + b.weight.size() + b.bias.size();
+    EXPECT_GE(std::filesystem::file_size(dir / "f.h5"), std::filesystem::file_size(dir / "h.h5") + 2 * weights - 64)
+        << "float16 datasets take half the bytes of the weights";
+    const ModelFile half = load_model_file(dir / "h.h5"), full = load_model_file(dir / "f.h5");
+    EXPECT_TRUE(half.half_weights);
+    EXPECT_FALSE(full.half_weights);
+    EXPECT_EQ(half.format_version, 4);
+    EXPECT_EQ(full.format_version, 1);
+    for (const ModelFile* back : {&half, &full}) {
+        const auto& c = std::get<Conv2dStage>(back->stages[1]);
+        EXPECT_EQ(c.weight, b.weight);
+        EXPECT_EQ(c.bias, b.bias);
+    }
+    // Written again (as `imrestore model --write` does): float16 still.
+    write_model_file(dir / "again.h5", half);
+    EXPECT_TRUE(load_model_file(dir / "again.h5").half_weights);
+
+    ModelFile wrong = half;
+    std::get<Conv2dStage>(wrong.stages[0]).weight[5] = 0.1f;  // no half
+    try {
+        write_model_file(dir / "w.h5", wrong);
+        ADD_FAILURE() << "a weight that is no half was stored as float16";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("dataset 'weight' value 5"), std::string::npos) << e.what();
+    }
 }
 
 // The runner holds the largest set of tensors alive at once, not all of

@@ -426,13 +426,14 @@ def graph_stages(module, channels=None, example_size=None):
 
 
 def export_model(module, path, name, task, description, provenance, channels=None, license=None, extra_attrs=None,
-                 example_size=None):
-    """Traces the network (graph_stages) and writes it with imrestore_model.write_model;
+                 example_size=None, weight_dtype="float32"):
+    """Traces the network (graph_stages) and writes it with imrestore_model.write_model
+    (weight_dtype "float16": format v4, each weight rounded to the nearest half);
     returns the model as imrestore_model.read_model reads it back."""
     channels = int(channels if channels is not None else getattr(module, "image_channels", 3))
     stages, extra_inputs, output = graph_stages(module, channels, example_size)
     im.write_model(path, name, task, description, provenance, channels, stages, license=license,
-                   extra_attrs=extra_attrs, extra_inputs=extra_inputs, output=output)
+                   extra_attrs=extra_attrs, extra_inputs=extra_inputs, output=output, weight_dtype=weight_dtype)
     return im.read_model(path)
 
 

@@ -33,7 +33,8 @@ import h5py
 import numpy as np
 
 FORMAT = "imrestore-model"
-FORMAT_VERSION = 3  # the newest version this module reads; write_model writes the lowest one the model needs
+FORMAT_VERSION = 4  # the newest version this module reads; write_model writes the lowest one the model needs
+WEIGHT_DTYPES = ("float32", "float16")  # how write_model may store the weights (float16: format v4)
 PADDINGS = ("reflect", "replicate", "zero")
 CONV_ACTIVATIONS = ("none", "relu")
 ACTIVATIONS = CONV_ACTIVATIONS  # conv2d's (the name before v3)
@@ -800,7 +801,7 @@ def receptive_field(stages, extra_inputs=None, output=None):
 
 
 def write_model(path, name, task, description, provenance, channels, stages, license=None, extra_attrs=None,
-                extra_inputs=None, output=None):
+                extra_inputs=None, output=None, weight_dtype="float32"):
     """Writes a model file, as the lowest format_version that expresses it
     (stages_version). stages: list of dicts, e.g.
         {"op": "residual_block", "conv_in_weight": [H,C,3,3], "conv_in_bias": [H],
@@ -827,7 +828,10 @@ def write_model(path, name, task, description, provenance, channels, stages, lic
     attributes (str or int values), which readers ignore. Optional attributes
     are written only where they differ from their defaults, and a plain chain
     without v3 features is written without wiring, so a v1 model gives the
-    same bytes as before v2 existed and a v2 one as before v3."""
+    same bytes as before v2 existed and a v2 one as before v3.
+    weight_dtype "float16" stores every dataset as IEEE float16 (format v4:
+    half the file; the tool widens them to float32 exactly), each value
+    rounded to the nearest half; a value beyond float16's range raises."""
     for key, value in (("name", name), ("task", task), ("description", description), ("provenance", provenance)):
         if not isinstance(value, str) or not value:
             raise ModelError(f"{path}: {key} must be a non-empty string")
@@ -836,6 +840,14 @@ def write_model(path, name, task, description, provenance, channels, stages, lic
     channels = int(channels)
     graph = check_stages(stages, channels, where=path, extra_inputs=extra_inputs, output=output)
     version = stages_version(stages, extra_inputs, output)
+    if weight_dtype not in WEIGHT_DTYPES:
+        raise ModelError(f"{path}: weight_dtype {weight_dtype!r} is not one of {', '.join(WEIGHT_DTYPES)}")
+    if weight_dtype == "float16":
+        version = max(version, 4)
+        for i, stage in enumerate(stages):
+            for key in OPS[stage["op"]].datasets:
+                if stage.get(key) is not None and not np.all(np.isfinite(np.asarray(stage[key], np.float16))):
+                    raise ModelError(f"{path}: stage {i} ({stage['op']}): {key} has values beyond float16's range")
     reserved = {"format", "format_version", "name", "task", "description", "provenance", "channels", "license",
                 *V3_ROOT_ATTRS}
     for key, value in (extra_attrs or {}).items():
@@ -896,7 +908,7 @@ def write_model(path, name, task, description, provenance, channels, stages, lic
                     sg.attrs["inputs"] = ",".join(graph.inputs[i])
             for key in spec.datasets:
                 if stage.get(key) is not None:
-                    sg.create_dataset(key, data=np.ascontiguousarray(stage[key], dtype=np.float32),
+                    sg.create_dataset(key, data=np.ascontiguousarray(stage[key], dtype=weight_dtype),
                                       track_times=False)
 
 
@@ -971,7 +983,8 @@ def read_model(path):
     attributes (name, task, description, provenance, channels, license,
     format_version, validated_precisions (a list, empty when none),
     precision_validation, extra_inputs (a list), output (the output tensor's
-    name)), "stages" (list of dicts as write_model takes; "name" and "inputs"
+    name)), "weight_dtype" ("float32" or "float16": how the file stores the
+    weights; "stages" holds them as float32 either way), "stages" (list of dicts as write_model takes; "name" and "inputs"
     only where the file gives them), "receptive_field" and "size_multiple"
     (also as "downscale"). Raises ModelError for files the loaders refuse."""
     with h5py.File(path, "r") as f:
@@ -1005,6 +1018,7 @@ def read_model(path):
         if sorted(names) != sorted(str(i) for i in range(n)):
             raise ModelError(f"{path}: stages must be named 0..{n - 1} without gaps, found {sorted(names)}")
         stages = []
+        datasets = half_datasets = 0
         for i in range(n):
             sg = g[str(i)]
             where = f"{path}: stage {i}"
@@ -1036,12 +1050,22 @@ def read_model(path):
                 ds = sg[key]
                 if not isinstance(ds, h5py.Dataset):
                     raise ModelError(f"{where}: {key} is not a dataset")
-                if ds.dtype.kind != "f" or ds.dtype.itemsize != 4:
-                    raise ModelError(f"{where}: {key} is {ds.dtype}, must be float32")
+                if ds.dtype.kind != "f" or ds.dtype.itemsize not in (2, 4):
+                    raise ModelError(f"{where}: {key} is {ds.dtype}, must be float32 or float16")
+                if ds.dtype.itemsize == 2:
+                    half_datasets += 1
+                    if version < 4:
+                        raise ModelError(f"{where}: {key} is float16, a format-v4 feature, but format_version is "
+                                         f"{version}")
+                datasets += 1
                 stage[key] = ds[()].astype(np.float32)
             stages.append(stage)
         if len(stages) == 0:
             raise ModelError(f"{path}: no stages")
+        if half_datasets not in (0, datasets):
+            raise ModelError(f"{path}: {half_datasets} of its {datasets} datasets are float16: a model stores all "
+                             "its weights as float32 or all as float16")
+        model["weight_dtype"] = "float16" if half_datasets else "float32"
         graph = check_stages(stages, model["channels"], where=path, extra_inputs=extra_inputs, output=output)
         if version < 3 and not graph.is_chain():
             raise ModelError(f"{path}: wired as a graph, a format-v3 feature, but format_version is {version}")
@@ -1129,3 +1153,53 @@ def psnr(a, b, peak=255.0):
     """PSNR in dB between two images of the same shape (8-bit scale by default)."""
     mse = np.mean((np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)) ** 2)
     return float("inf") if mse == 0 else float(10.0 * np.log10(peak * peak / mse))
+
+
+def rewrite_model(src, dst, weight_dtype, name=None):
+    """The model file src written again to dst with its weights stored as
+    weight_dtype ("float32" or "float16", WEIGHT_DTYPES): every attribute,
+    the wiring and the extra root attributes kept, the name too unless one
+    is given; the provenance says what was done. Returns the largest change
+    of a weight relative to its tensor's largest magnitude (0 from float16
+    to float32)."""
+    model = read_model(src)
+    provenance = model["provenance"]
+    if weight_dtype != model["weight_dtype"] or name:
+        provenance += (f"; then written again by weights/imrestore_model.py rewrite_model"
+                       + (f" with {weight_dtype} weights (each rounded to the nearest)" if weight_dtype !=
+                          model["weight_dtype"] else "")
+                       + (f" as '{name}' (was '{model['name']}')" if name else ""))
+    with h5py.File(src, "r") as f:
+        known = {"format", "format_version", "name", "task", "description", "provenance", "channels", "license",
+                 *V3_ROOT_ATTRS}
+        extra = {k: (v.decode() if isinstance(v, bytes) else v.item() if hasattr(v, "item") else v)
+                 for k, v in f.attrs.items() if k not in known}
+    worst = 0.0
+    for stage in model["stages"]:
+        for key in OPS[stage["op"]].datasets:
+            if stage.get(key) is not None:
+                w = np.asarray(stage[key], np.float64)
+                stored = np.asarray(w.astype(weight_dtype), np.float64)
+                scale = np.max(np.abs(w)) or 1.0
+                worst = max(worst, float(np.max(np.abs(stored - w)) / scale))
+    write_model(dst, name or model["name"], model["task"], model["description"], provenance, model["channels"],
+                model["stages"], license=model.get("license"), extra_attrs=extra or None,
+                extra_inputs=model["extra_inputs"] or None,
+                output=model["output"] if model["format_version"] >= 3 else None, weight_dtype=weight_dtype)
+    return worst
+
+
+if __name__ == "__main__":
+    import argparse
+
+    ap = argparse.ArgumentParser(description="Write a model file again with its weights stored as float32 or "
+                                             "float16 (format v4): python3 weights/imrestore_model.py SRC DST "
+                                             "--weight-dtype float16")
+    ap.add_argument("src")
+    ap.add_argument("dst")
+    ap.add_argument("--weight-dtype", choices=WEIGHT_DTYPES, required=True)
+    ap.add_argument("--name", default=None, help="a new name for the model (default: keep it)")
+    a = ap.parse_args()
+    change = rewrite_model(a.src, a.dst, a.weight_dtype, a.name)
+    print(f"wrote {a.dst} ({a.weight_dtype} weights; largest change of a weight: {change:.2e} of its tensor's "
+          "largest magnitude)")

@@ -1090,6 +1090,8 @@ def parse_args(argv=None):
     ap.add_argument("--jpeg-workers", type=int, default=6)
     ap.add_argument("--cpu-threads", type=int, default=2, help="torch CPU threads (on CUDA)")
     ap.add_argument("--license", default=None, help="license attribute of the .h5")
+    ap.add_argument("--weight-dtype", choices=("auto", "float32", "float16"), default="auto",
+                    help="how the .h5 stores the weights (auto: float16, format v4, for U-Nets; float32 otherwise)")
     ap.add_argument("--make-check-input", action="store_true", help="(re)write weights/check_input.png and exit")
     args = ap.parse_args(argv)
     if not args.make_check_input and ((args.task is None and not args.export_only) or args.out is None):
@@ -1490,6 +1492,10 @@ def export(args, model, state, paths, device, nparams, mult, log):
     img, _ = _load_png(CHECK_INPUT)
     x = img.float().unsqueeze(0).to(device) / 255.0
     model.eval()
+    if weight_dtype(args) == "float16":  # the weights the file will hold, so NAME.f32 is their output
+        for p in model.parameters():
+            p.copy_(p.half().float())
+        log("weights rounded to float16 for the model file (format v4), after the checkpoint and the evaluation")
     y = forward_any_size(model, x, mult).float().cpu().contiguous()
     with open(paths["f32"], "wb") as f:
         f.write(y.numpy().astype("<f4").tobytes())
@@ -1508,7 +1514,8 @@ def export(args, model, state, paths, device, nparams, mult, log):
         stages = model.stages()
         rf = im.receptive_field(stages)
         im.write_model(paths["h5"], args.name, args.task, describe(args, res, rf), provenance_text(args, state, nparams),
-                       3, stages, license=args.license, extra_attrs={"quality_json": json.dumps(quality)})
+                       3, stages, license=args.license, extra_attrs={"quality_json": json.dumps(quality)},
+                       weight_dtype=weight_dtype(args))
     else:
         try:
             import export_graph
@@ -1533,11 +1540,20 @@ def export(args, model, state, paths, device, nparams, mult, log):
         log("WARNING: the numpy forward of the written file differs from torch by more than 1e-4")
 
 
+def weight_dtype(args):
+    """How NAME.h5 stores the weights: --weight-dtype, where auto is float16
+    (format v4, half the file) for the U-Nets and float32 for the small
+    unshuffle CNNs (whose files stay as they were)."""
+    if args.weight_dtype != "auto":
+        return args.weight_dtype
+    return "float32" if args.arch == "unshuffle" else "float16"
+
+
 def write_unet_model(export_graph, args, model, path, description, provenance, quality):
-    """A U-Net as format v3 through weights/export_graph.py."""
+    """A U-Net as format v3 (v4 with float16 weights) through weights/export_graph.py."""
     model = model.to("cpu", memory_format=torch.contiguous_format).float().eval()
     export_graph.export_model(model, path, args.name, args.task, description, provenance, license=args.license,
-                              extra_attrs={"quality_json": json.dumps(quality)})
+                              extra_attrs={"quality_json": json.dumps(quality)}, weight_dtype=weight_dtype(args))
 
 
 def arch_text(args, model, nparams):
