@@ -1064,7 +1064,7 @@ TEST(Gpu, RestoresLikeTheCpu) {
     std::string why;
     if (cuda_device_count(&why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
     ScratchDir dir("cli-gpu");
-    for (const char* model : {"denoise", "denoise-fast", "deblock", "deblur", "sharpen"}) {
+    for (const char* model : {"denoise", "denoise-fast", "denoise-unet", "deblock", "deblur", "sharpen"}) {
         for (const char* name : {"chelsea.png", "camera.png", "coffee.png", "rocket.jpg"}) {
             SCOPED_TRACE(std::string(model) + " " + name);
             std::string stem = std::string(model) + "-" + name + ".png";
@@ -1092,7 +1092,7 @@ TEST(Gpu, HalfPrecisionIsWithinTheBoundOfFp32) {
     std::string why;
     if (cuda_device_count(&why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
     ScratchDir dir("cli-gpu-half");
-    for (const char* model : {"denoise", "denoise-fast", "deblock", "deblur", "sharpen"}) {
+    for (const char* model : {"denoise", "denoise-fast", "denoise-unet", "deblock", "deblur", "sharpen"}) {
         for (const char* name : {"chelsea.png", "camera.png", "coffee.png", "rocket.jpg"}) {
             const std::string stem = std::string(model) + "-" + name + ".png";
             RunResult fp32 = imrestore(
