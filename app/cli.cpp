@@ -570,7 +570,8 @@ void setup(CLI::App& app, Options& o) {
         ->capture_default_str();
     app.add_option("--max-memory", o.max_memory,
                    "The most memory of the compute device (GPU, or RAM on the CPU) one pass may hold, e.g. 8G or "
-                   "512M; larger images run in tiles, with the same result (default: 70% of what is free)")
+                   "512M; larger images run in tiles, with the same result (default: 70% of what is free on a GPU; on "
+                   "the CPU 256M, or more where a model's receptive field would make such tiles waste work)")
         ->transform(CLI::AsSizeValue(false).description(""))
         ->type_name("SIZE");
     app.add_option("--max-pixels", o.max_pixels,

@@ -187,10 +187,6 @@ void validate_model(const ModelFile& m, const std::string& where) {
         const Stage& s = m.stages[i];
         const std::string at = stage_where(where, i, s);
         std::visit([&](const auto& st) { st.validate(at); }, s);
-        if (m.half_weights) {
-            HalfWeightsCheck check(at);
-            std::visit([&](const auto& st) { st.write(check); }, s);
-        }
         const int needs = std::visit([](const auto& st) { return st.min_format_version(); }, s);
         if (needs > m.format_version)
             throw Error(at + ": needs format_version " + std::to_string(needs) + ", the model says " +
@@ -355,6 +351,13 @@ void write_model_file(const std::string& path, const ModelFile& in_model) {
     ModelFile model = in_model;
     model.format_version = std::max(model.format_version, model.min_format_version());
     validate_model(model, path);
+    // Loaded float16 weights are halves by construction; a model built or
+    // changed in memory that claims them is checked before they are stored.
+    if (model.half_weights)
+        for (size_t i = 0; i < model.stages.size(); ++i) {
+            HalfWeightsCheck check(stage_where(path, i, model.stages[i]));
+            std::visit([&](const auto& st) { st.write(check); }, model.stages[i]);
+        }
     write_model_hdf5(path, model);
 }
 

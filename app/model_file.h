@@ -45,7 +45,7 @@ struct ModelFile {
     // float32 for the large models); the values are the halves widened to
     // float, the ops compute in float as ever, and the writer stores them as
     // float16 again (exactly). Set it on a model built in memory only where
-    // every weight is a half already.
+    // every weight is a half already (write_model_file refuses it otherwise).
     bool half_weights = false;
     std::vector<Stage> stages;
     // Format v3 wiring: the extra inputs the tool supplies (kExtraInputNames),

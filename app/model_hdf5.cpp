@@ -269,10 +269,14 @@ RawEntry read_dataset(hid_t group, const char* name, unsigned long long& file_fl
     if (!dset.valid()) return invalid(std::string("'") + name + "' is not a dataset");
     H5Handle type(H5Dget_type(dset.get()), H5Tclose);
     const bool half = is_ieee_half(type.get());
-    if (H5Tget_class(type.get()) != H5T_FLOAT || (H5Tget_size(type.get()) != 4 && !half))
+    if (H5Tget_class(type.get()) != H5T_FLOAT || (H5Tget_size(type.get()) != 4 && !half)) {
+        const size_t size = H5Tget_size(type.get());
         return invalid(what + ": expected float32 or IEEE float16, found " +
-                       (H5Tget_class(type.get()) == H5T_FLOAT ? "float" + std::to_string(8 * H5Tget_size(type.get()))
-                                                              : std::string("a non-float type")));
+                       (H5Tget_class(type.get()) != H5T_FLOAT ? std::string("a non-float type")
+                        : size == 2 ? std::string("a 16-bit float that is not IEEE binary16 (little-endian, "
+                                                  "5 exponent bits with bias 15, 10 mantissa bits)")
+                                    : "float" + std::to_string(8 * size)));
+    }
     H5Handle space(H5Dget_space(dset.get()), H5Sclose);
     const int rank = H5Sget_simple_extent_ndims(space.get());
     if (rank < 0 || rank > 8) return invalid(what + ": unsupported dataspace (rank " + std::to_string(rank) + ")");

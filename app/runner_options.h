@@ -37,7 +37,8 @@ struct RunnerOptions {
     // Kernel variants to run instead of the planner's picks (Backend::force_variant).
     std::vector<std::pair<Op, std::string>> forced_variants;
     // The most backend memory one pass may hold, in bytes (0: 70% of what
-    // is free); larger images are tiled.
+    // is free on a device; on the host 256 MiB, or ModelRunner::
+    // efficient_pass_bytes for a wide receptive field); larger images are tiled.
     size_t max_memory = 0;
     // The value of each extra input a model may take (ModelFile::extra_inputs:
     // "noise_level" = sigma / 255, "jpeg_quality" = Q / 100), by name.

@@ -254,7 +254,7 @@ std::vector<BadModelCase> bad_model_cases() {
                  },
                  3, 4);
          },
-         "dataset 'weight': expected float32 or IEEE float16, found float16"},
+         "dataset 'weight': expected float32 or IEEE float16, found a 16-bit float that is not IEEE binary16"},
         {"wrong rank",
          [](const std::string& p) {
              standard_file(p, [](RawH5& f, hid_t s) {

@@ -320,9 +320,9 @@ def tool_runs():
 def check_tool(exe, tmp, gen, failures):
     """The C++ tool on the photo equals torch's fp32 output rounded to 8 bits
     within one level in fp32 (on any device), for both reference
-    architectures at both presets; in a half precision its output is within
-    HALF_MIN_PSNR dB of torch's (a broken kernel gives garbage, far below)
-    and the numbers are printed."""
+    architectures at both presets; in a half precision its PSNR against
+    torch's output is at least HALF_MIN_PSNR dB (a broken kernel gives
+    garbage, far below) and the numbers are printed."""
     photo, what = test_photo()
     print(f"tool vs torch on the {what}")
     src = os.path.join(tmp, "photo.ppm")

@@ -978,6 +978,17 @@ def parse_validated_precisions(path, value):
     return items
 
 
+def _is_ieee_half(ds):
+    """Whether an h5py dataset is stored as IEEE binary16 as write_model
+    writes it (little-endian, sign bit 15, 5 exponent bits at 10 with bias
+    15, 10 mantissa bits): the C++ reader's rule (app/model_hdf5.cpp). Other
+    16-bit float layouts (bfloat16's, big-endian) are neither this nor
+    float32, so they are refused."""
+    t = ds.id.get_type()
+    return (isinstance(t, h5py.h5t.TypeFloatID) and t.get_size() == 2 and t.get_fields() == (15, 10, 5, 0, 10)
+            and t.get_ebias() == 15 and t.get_order() == h5py.h5t.ORDER_LE)
+
+
 def read_model(path):
     """Reads and validates a model file; returns a dict with the root
     attributes (name, task, description, provenance, channels, license,
@@ -1044,20 +1055,23 @@ def read_model(path):
                                  + (", activation or add_model_input" if needs == 2 and op == "conv2d" else "")
                                  + (", stride" if needs == 3 and op == "conv2d" else "")
                                  + f") but format_version is {version}")
+            for key in sg:  # the file's storage rule counts every dataset, as the C++ reader does
+                if isinstance(sg[key], h5py.Dataset):
+                    datasets += 1
+                    half_datasets += _is_ieee_half(sg[key])
             for key in spec.datasets:
                 if key not in sg:
                     continue
                 ds = sg[key]
                 if not isinstance(ds, h5py.Dataset):
                     raise ModelError(f"{where}: {key} is not a dataset")
-                if ds.dtype.kind != "f" or ds.dtype.itemsize not in (2, 4):
-                    raise ModelError(f"{where}: {key} is {ds.dtype}, must be float32 or float16")
-                if ds.dtype.itemsize == 2:
-                    half_datasets += 1
+                if _is_ieee_half(ds):
                     if version < 4:
                         raise ModelError(f"{where}: {key} is float16, a format-v4 feature, but format_version is "
                                          f"{version}")
-                datasets += 1
+                elif ds.dtype.kind != "f" or ds.dtype.itemsize != 4 or ds.id.get_type().get_size() != 4:
+                    raise ModelError(f"{where}: {key} is {ds.dtype} (HDF5 size {ds.id.get_type().get_size()}), "
+                                     "must be float32 or IEEE float16")
                 stage[key] = ds[()].astype(np.float32)
             stages.append(stage)
         if len(stages) == 0:
@@ -1158,12 +1172,16 @@ def psnr(a, b, peak=255.0):
 def rewrite_model(src, dst, weight_dtype, name=None):
     """The model file src written again to dst with its weights stored as
     weight_dtype ("float32" or "float16", WEIGHT_DTYPES): every attribute,
-    the wiring and the extra root attributes kept, the name too unless one
-    is given; the provenance says what was done. Returns the largest change
+    the wiring and the extra root attributes kept (but validated precisions,
+    measured with the old weights, when the weights change), the name too
+    unless one is given; the provenance says what was done. Returns the largest change
     of a weight relative to its tensor's largest magnitude (0 from float16
     to float32)."""
     model = read_model(src)
     provenance = model["provenance"]
+    # Measurements of the old weights (imrestore model --validate-precision)
+    # do not hold for new ones: dropped when the weights change.
+    stale = ("validated_precisions", "precision_validation") if weight_dtype != model["weight_dtype"] else ()
     if weight_dtype != model["weight_dtype"] or name:
         provenance += (f"; then written again by weights/imrestore_model.py rewrite_model"
                        + (f" with {weight_dtype} weights (each rounded to the nearest)" if weight_dtype !=
@@ -1172,8 +1190,15 @@ def rewrite_model(src, dst, weight_dtype, name=None):
     with h5py.File(src, "r") as f:
         known = {"format", "format_version", "name", "task", "description", "provenance", "channels", "license",
                  *V3_ROOT_ATTRS}
-        extra = {k: (v.decode() if isinstance(v, bytes) else v.item() if hasattr(v, "item") else v)
-                 for k, v in f.attrs.items() if k not in known}
+        extra = {}
+        for k, v in f.attrs.items():
+            if k in known or k in stale:
+                continue
+            if isinstance(v, np.ndarray) and v.shape != ():
+                raise ModelError(f"{src}: root attribute {k!r} is an array; rewrite_model keeps only str and int ones")
+            extra[k] = v.decode() if isinstance(v, bytes) else v.item() if hasattr(v, "item") else v
+        if any(k in f.attrs for k in stale):
+            provenance += "; its validated precisions dropped (measured with the weights before)"
     worst = 0.0
     for stage in model["stages"]:
         for key in OPS[stage["op"]].datasets:

@@ -1487,7 +1487,8 @@ def train(args, model, opt, state, patches, feeder, val, gen_dev, gen_cpu, devic
 @torch.no_grad()
 def export(args, model, state, paths, device, nparams, mult, log):
     """Writes NAME.f32 (torch fp32 output for check_input.png) and NAME.h5 (unshuffle:
-    format v2 via imrestore_model; U-Nets: format v3 via weights/export_graph.py), and
+    format v2 via imrestore_model; U-Nets: format v3 via weights/export_graph.py, v4
+    with float16 weights, --weight-dtype), and
     checks the numpy float64 forward of the written file against torch."""
     img, _ = _load_png(CHECK_INPUT)
     x = img.float().unsqueeze(0).to(device) / 255.0

@@ -95,6 +95,12 @@ Image planes_to_image(const float* src, int model_channels, const Image& source,
     return out;
 }
 
+void blend_toward_input(const float* in, float* out, size_t n, float strength) {
+    if (strength == 1) return;
+    if (strength == 0) return void(std::copy(in, in + n, out));
+    for (size_t i = 0; i < n; ++i) out[i] = in[i] + strength * (out[i] - in[i]);
+}
+
 void image_rect_to_planes(const Image& image, int model_channels, int item, ImageRect rect, float* dst) {
     check_image(image, "image_rect_to_planes");
     const int items = items_per_image(image, model_channels);

@@ -29,6 +29,11 @@ void image_to_planes(const Image& image, int model_channels, float* dst);
 // depth (0 = source's).
 Image planes_to_image(const float* src, int model_channels, const Image& source, int bit_depth = 0);
 
+// --strength: out = in + strength * (out - in), the model's output moved
+// back toward its input, in fp32 before the rounding to samples (0: the
+// input itself, also where the output is not finite; 1: unchanged).
+void blend_toward_input(const float* in, float* out, size_t n, float strength);
+
 // The same conversions a rectangle at a time, for an image restored in tiles
 // (app/pipeline/host_tiles.h) that never exists as whole planes. Item `item`
 // (< items_per_image) of the rectangle, rows y..y+h, columns x..x+w.

@@ -14,7 +14,7 @@ Image restore_in_tiles(ModelRunner& runner, const Image& source, int bit_depth, 
     out.width = source.width, out.height = source.height, out.channels = source.channels;
     out.bit_depth = bit_depth ? bit_depth : source.bit_depth;
     out.samples.resize(source.samples.size());
-    std::vector<float> input;  // a tile's input again, for --strength
+    std::vector<float> input, blended;  // a tile's input again and its blended output, for --strength
     for (int item = 0; item < items; ++item) {
         auto read = [&](ModelRunner::PlaneRect r, float* planes) {
             image_rect_to_planes(source, channels, item, {r.y, r.x, r.h, r.w}, planes);
@@ -25,10 +25,9 @@ Image restore_in_tiles(ModelRunner& runner, const Image& source, int bit_depth, 
             const size_t n = size_t(channels) * r.h * r.w;
             input.resize(n);
             image_rect_to_planes(source, channels, item, rect, input.data());
-            // As the untiled path blends its planes (pipeline.cpp, blend()).
-            if (blend != 0)
-                for (size_t i = 0; i < n; ++i) input[i] = input[i] + blend * (planes[i] - input[i]);
-            planes_rect_to_image(input.data(), channels, item, rect, source, out);
+            blended.assign(planes, planes + n);
+            blend_toward_input(input.data(), blended.data(), n, blend);  // as the planes path does
+            planes_rect_to_image(blended.data(), channels, item, rect, source, out);
         };
         runner.run_tiles({1, channels, source.height, source.width}, read, write, timer, max_bytes);
     }

@@ -166,10 +166,25 @@ constexpr size_t kMinInFlight = 4, kMaxInFlight = 32;
 // ahead + written behind): the rest is for the batch's float planes, the
 // model and everything else on the machine.
 constexpr double kInFlightMemoryShare = 0.25;
-// Backend memory one pass over a tile of a huge image may take (unless
-// --max-memory says otherwise), so such an image costs its samples twice
-// (in and out) plus this (issue 19: at most 1 GB besides the images).
-constexpr size_t kTiledPassBytes = size_t(512) << 20;
+// Host memory the tiles of a huge image may take at once (a pass's planes on
+// the CPU; on a GPU the host's copies of a tile's input and output planes),
+// unless --max-memory says otherwise, so such an image costs its samples
+// twice (in and out) plus about this (issue 19: at most 1 GB besides the
+// images). On 2 CPU cores a 100 MP photo took the same time in 256 MiB and
+// 512 MiB passes (denoise: 2:18 and 2:20) and 0.33 GB less at its peak.
+constexpr size_t kTiledHostBytes = size_t(256) << 20;
+
+// The backend memory a pass over a tile of a huge image may take: on the
+// CPU kTiledHostBytes (more for a model whose halo would make such tiles
+// wasteful: ModelRunner::efficient_pass_bytes); on a GPU as much device memory as keeps the host's
+// tile planes (in and out, f32) within kTiledHostBytes: ~10 MP passes for
+// an RGB model, whole-photo sized, so the GPU stays as busy as on a photo.
+size_t tiled_pass_budget(const ModelRunner& runner) {
+    if (runner.options().max_memory) return runner.options().max_memory;
+    if (runner.backend().is_host_memory()) return std::max(kTiledHostBytes, runner.efficient_pass_bytes());
+    const size_t pass_pixels = kTiledHostBytes / (2 * sizeof(float) * size_t(runner.model().channels));
+    return pass_pixels * runner.bytes_per_pixel();
+}
 size_t in_flight(int batch) {
     size_t cores = std::max(1u, std::thread::hardware_concurrency());
     return std::clamp(std::max(2 * size_t(batch), 2 * cores), kMinInFlight, kMaxInFlight);
@@ -362,8 +377,10 @@ private:
         if (d.ms > 0) report_.timer.add("read+decode", d.ms);
         if (d.to_nchw_ms > 0) report_.timer.add("to-NCHW", d.to_nchw_ms);
         if (d.levels_ms > 0) report_.timer.add("levels (estimate)", d.levels_ms);
+        // A tiled image holds no planes but an output image of its size.
         largest_image_bytes_ =
-            std::max(largest_image_bytes_, d.image.samples.size() * sizeof(uint16_t) + d.floats * sizeof(float));
+            std::max(largest_image_bytes_,
+                     (d.tiled ? 2 : 1) * d.image.samples.size() * sizeof(uint16_t) + d.floats * sizeof(float));
         if (d.status != FileResult::Status::Restored)
             return finish(i, d.status, d.message, nullptr, std::move(d.warnings));
         if (d.tiled) flush();  // alone: it is restored from its samples, not from planes
@@ -450,7 +467,7 @@ private:
 
     BatchResult compute_tiled(ModelRunner& runner, const Image& source, const std::vector<float>& extra) {
         BatchResult r;
-        const size_t budget = runner.options().max_memory ? runner.options().max_memory : kTiledPassBytes;
+        const size_t budget = tiled_pass_budget(runner);
         try {
             if (options_.levels) runner.set_extra_values(extra);
             const size_t reruns = runner.fp32_reruns();
@@ -501,9 +518,7 @@ private:
     // where the model's output is not finite).
     void blend(const float* in, float* out, size_t n, StageTimer* timer) const {
         ScopedStage t(timer, "strength");
-        const float s = options_.blend;
-        if (s == 0) return void(std::copy(in, in + n, out));
-        for (size_t i = 0; i < n; ++i) out[i] = in[i] + s * (out[i] - in[i]);
+        blend_toward_input(in, out, n, options_.blend);
     }
 
     static std::string batch_error(const std::exception& e, const Shape& shape) {
@@ -591,6 +606,7 @@ private:
                                                            options_.write.bit_depth)
                                          : std::move(made);
             image.metadata = std::move(source.metadata);
+            std::vector<uint16_t>().swap(source.samples);  // not needed to encode: a huge photo's input goes now
         } catch (const std::exception& e) {
             outcome.error = path + ": " + e.what();
             return outcome;
