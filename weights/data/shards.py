@@ -22,6 +22,7 @@ reading); README.md says which codec was chosen and why.
 
 import hashlib
 import io
+import os
 import json
 import tarfile
 
@@ -90,3 +91,18 @@ def read_shard(path):
                              f"the index says {e['width']}x{e['height']}")
         photos.append((e["name"], a))
     return index, photos
+
+
+if __name__ == "__main__":
+    # python3 weights/data/shards.py extract SHARD.tar DIR: every photo of the
+    # shard, checked against its index, as DIR/NAME.png (lossless), e.g. the
+    # held-out photos on the GPU host for `imrestore model M --validate-precision DIR`.
+    import sys
+    if len(sys.argv) != 4 or sys.argv[1] != "extract":
+        sys.exit("usage: python3 weights/data/shards.py extract SHARD.tar DIR")
+    _, photos = read_shard(sys.argv[2])
+    os.makedirs(sys.argv[3], exist_ok=True)
+    for name, a in photos:
+        stem = os.path.splitext(os.path.basename(name))[0]
+        Image.fromarray(a).save(os.path.join(sys.argv[3], stem + ".png"))
+    print(f"{len(photos)} photos from {sys.argv[2]} in {sys.argv[3]}")
