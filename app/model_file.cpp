@@ -144,6 +144,15 @@ private:
     std::string at_;
 };
 
+// The names of the datasets a stage holds, in the order its layer writes them.
+struct TensorNames : LayerWriter {
+    std::vector<std::string> names;
+    void tensor(const char* name, const std::vector<float>&, std::vector<int>) override { names.push_back(name); }
+    void string_attribute(const char*, const std::string&) override {}
+    void int_attribute(const char*, long long) override {}
+    void float_attribute(const char*, double) override {}
+};
+
 std::string stage_where(const std::string& where, size_t i, const Stage& s) {
     return where + ": stage " + std::to_string(i) + " (" + stage_op_name(s) + ")";
 }
@@ -331,11 +340,19 @@ ModelFile interpret_raw_model(const RawModel& raw, const std::string& path) {
     }
     if (!wired) m.links.clear();  // a chain
     // float16 weights: a format-v4 feature; all of them or none, so that
-    // writing the model again (as float16) loses nothing.
+    // writing the model again (as float16) loses nothing. Counted over the
+    // datasets each stage holds (what its layer writes back): unknown extra
+    // datasets are ignored, as the format says.
     size_t tensors = 0, halves = 0;
-    for (const RawGroup& g : raw.stages)
-        for (const auto& [name, e] : g.datasets)
-            if (e.kind == RawEntry::Kind::Tensor) ++tensors, halves += e.half;
+    for (size_t i = 0; i < m.stages.size(); ++i) {
+        TensorNames held;
+        std::visit([&](const auto& st) { st.write(held); }, m.stages[i]);
+        for (const std::string& name : held.names) {
+            const auto it = raw.stages[i].datasets.find(name);
+            if (it != raw.stages[i].datasets.end() && it->second.kind == RawEntry::Kind::Tensor)
+                ++tensors, halves += it->second.half;
+        }
+    }
     if (halves > 0 && m.format_version < 4)
         throw Error(path + ": float16 datasets need format_version 4 (the file says " +
                     std::to_string(m.format_version) + ")");

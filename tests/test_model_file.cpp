@@ -1329,6 +1329,15 @@ TEST(ModelFile, Float16WeightsRoundTripExactly) {
         EXPECT_EQ(c.weight, b.weight);
         EXPECT_EQ(c.bias, b.bias);
     }
+    // An unknown float32 dataset beside the weights is ignored, as the format says.
+    {
+        const hid_t file = H5Fopen((dir / "h.h5").c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+        const hid_t stage = H5Gopen2(file, "stages/0", H5P_DEFAULT);
+        RawH5::dataset(stage, "training_notes", {4});
+        H5Gclose(stage), H5Fclose(file);
+        const ModelFile extra = load_model_file(dir / "h.h5");
+        EXPECT_TRUE(extra.half_weights);
+    }
     // Written again (as `imrestore model --write` does): float16 still.
     write_model_file(dir / "again.h5", half);
     EXPECT_TRUE(load_model_file(dir / "again.h5").half_weights);

@@ -1055,8 +1055,8 @@ def read_model(path):
                                  + (", activation or add_model_input" if needs == 2 and op == "conv2d" else "")
                                  + (", stride" if needs == 3 and op == "conv2d" else "")
                                  + f") but format_version is {version}")
-            for key in sg:  # the file's storage rule counts every dataset, as the C++ reader does
-                if isinstance(sg[key], h5py.Dataset):
+            for key in spec.datasets:  # the storage rule counts the op's own datasets, as the C++ reader does
+                if key in sg and isinstance(sg[key], h5py.Dataset):
                     datasets += 1
                     half_datasets += _is_ieee_half(sg[key])
             for key in spec.datasets:
