@@ -22,6 +22,7 @@ import tempfile
 import time
 
 try:
+    import numpy as np
     import torch
     from torchvision.io import encode_png
 except ImportError as e:  # ctest reports exit code 77 as skipped, with this reason
@@ -135,9 +136,38 @@ def main():
         for d in (d1, d2):
             if not os.path.exists(os.path.join(d, NAME + ".f32")):
                 fail(f"no {NAME}.f32 in {d}")
+
+        # A new run from call 2's model file (float16 weights, as U-Nets are written): the
+        # weights come back as the file holds them, and the provenance says where from.
+        import imrestore_model as im
+        h5 = os.path.join(d2, NAME + ".h5")
+        file_model = im.read_model(h5)
+        if file_model["weight_dtype"] != "float16" or file_model["format_version"] != 4:
+            fail(f"call 2's model: {file_model['weight_dtype']} weights, format {file_model['format_version']}")
+        fresh = architectures.build("drunet-small")
+        train.init_from_model_file(fresh, h5, lambda *a: None)
+        for st in file_model["stages"]:
+            if st.get("weight") is not None:
+                got = fresh.get_submodule(st["name"]).weight.detach().numpy()
+                if not np.array_equal(got, st["weight"]):
+                    fail(f"--init-from: {st['name']}.weight differs from the file's")
+        d3 = os.path.join(tmp, "c3")
+        out3 = run(common + data + ["--max-steps", "1", "--init-from", h5, "--out", d3], "call 3 (--init-from)")
+        if "initialized from" not in out3:
+            fail("call 3: no 'initialized from' line")
+        prov = im.read_model(os.path.join(d3, NAME + ".h5"))["provenance"]
+        if "started from the weights of " + NAME + ".h5" not in prov:
+            fail(f"call 3: the provenance does not name the file it started from: {prov[:300]}")
+        wrong = architectures.build("nafnet-small")
+        try:
+            train.init_from_model_file(wrong, h5, lambda *a: None)
+            fail("--init-from took a DRUNet's file into a NAFNet")
+        except SystemExit as e:
+            if "is no parameter" not in str(e):
+                fail(f"--init-from refused the wrong architecture with: {e}")
     print(f"PASS: trained 3 steps, resumed from the compact checkpoint (val PSNR {end1:.2f} -> {start2:.2f} dB "
           f"across it), 2 more, int8 checkpoint (relative RMS weight error {ck2['compact']['rel_rms_error']:.1e}) "
-          "loads; curve of 2 calls")
+          "loads; curve of 2 calls; a new run --init-from the float16 model file")
 
 
 if __name__ == "__main__":

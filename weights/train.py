@@ -1032,6 +1032,10 @@ def parse_args(argv=None):
     ap.add_argument("--out", required=False, help="output folder for NAME.ckpt, NAME.h5, NAME.f32")
     ap.add_argument("--name", default=None, help="model name (default: the task)")
     ap.add_argument("--resume", default=None, help="checkpoint to continue from")
+    ap.add_argument("--init-from", default=None,
+                    help="a U-Net model file (.h5) written by this architecture: start from its weights, with a new "
+                         "schedule and fresh optimizer state (e.g. to train a bundled model further when its "
+                         "checkpoint is gone); not with --resume")
     ap.add_argument("--export-only", action="store_true",
                     help="with --resume: no training, write NAME.h5/.f32 from the checkpoint (its stored "
                          "evaluation is reused when it is of the same step)")
@@ -1100,6 +1104,10 @@ def parse_args(argv=None):
         ap.error("--patch must be a multiple of 16")
     if args.export_only and not args.resume:
         ap.error("--export-only needs --resume")
+    if args.init_from and args.resume:
+        ap.error("--init-from starts a new run from a model file; --resume continues a checkpoint: not both")
+    if args.init_from and args.arch == "unshuffle":
+        ap.error("--init-from takes a U-Net's model file (--arch drunet..., nafnet...)")
     return args
 
 
@@ -1160,6 +1168,7 @@ def main(argv=None):
 
     torch.manual_seed(args.seed)
     model = build_model(args)  # before the data: a bad --patch fails at once
+    init_from = init_from_model_file(model, args.init_from, log) if args.init_from else None
     mult = size_multiple(model)
     if args.patch % mult:
         raise SystemExit(f"train.py: --patch {args.patch} is not a multiple of {args.arch}'s size multiple {mult}")
@@ -1208,6 +1217,8 @@ def main(argv=None):
     model = model.to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.99), weight_decay=args.weight_decay)
     state = {"step": 0, "train_seconds": 0.0, "patches": 0, "calls": [], "curve": []}
+    if init_from:
+        state["init_from"] = init_from
     if ck is not None:
         if ck.get("compact"):
             model.load_state_dict(decode_compact(ck["model"]))
@@ -1221,7 +1232,7 @@ def main(argv=None):
         for k in list(state):
             if not k.startswith("_"):
                 state[k] = ck.get(k, state[k])
-        for k in ("final_eval", "final_eval_step", "train_info", "val", "schedule_seconds"):
+        for k in ("final_eval", "final_eval_step", "train_info", "val", "schedule_seconds", "init_from"):
             if k in ck:
                 state[k] = ck[k]
         log(f"resumed {args.resume}: step {state['step']}, {state['train_seconds']:.0f} s trained"
@@ -1289,6 +1300,58 @@ def main(argv=None):
         log(f"next call: --shard train-{k:02d}.tar ({k + 1} of {shard_index['shards']}) --resume {paths['ckpt']}")
     log(f"done in {time.time() - START:.0f} s (budget {args.minutes * 60:.0f} s)")
     return 0
+
+
+def init_from_model_file(model, path, log):
+    """Loads into `model` the weights of a model file that weights/export_graph.py
+    wrote from this architecture (each weighted stage is named after its module:
+    stage NAME's weight and bias are NAME.weight and NAME.bias), then checks that
+    every parameter was given one and that exporting the model again gives the
+    file's stages back; raises SystemExit naming what does not fit. Returns how
+    the provenance names the file."""
+    sys.path.insert(0, HERE)
+    import export_graph
+    import imrestore_model as im
+    try:
+        m = im.read_model(path)
+    except (im.ModelError, OSError) as e:
+        raise SystemExit(f"train.py: --init-from {path}: {e}")
+    params = dict(model.named_parameters())
+    assigned = set()
+    with torch.no_grad():
+        for i, st in enumerate(m["stages"]):
+            for key in im.OPS[st["op"]].datasets:
+                if st.get(key) is None:
+                    continue
+                pname = f"{st.get('name', i)}.{key}"
+                p = params.get(pname)
+                src = torch.from_numpy(np.asarray(st[key], np.float32))
+                if p is None or tuple(p.shape) != tuple(src.shape) or pname in assigned:
+                    raise SystemExit(f"train.py: --init-from {path}: stage {i} ({st['op']}) {key} "
+                                     f"{list(src.shape)} is no parameter '{pname}' of {args_arch_name(model)}"
+                                     + (f" (that is {list(p.shape)})" if p is not None else ""))
+                p.copy_(src)
+                assigned.add(pname)
+    missing = sorted(set(params) - assigned)
+    if missing:
+        raise SystemExit(f"train.py: --init-from {path}: no stage holds {', '.join(missing[:4])}"
+                         + (f" and {len(missing) - 4} more" if len(missing) > 4 else ""))
+    stages, _, _ = export_graph.graph_stages(model, m["channels"])
+    for i, (a, b) in enumerate(zip(stages, m["stages"])):
+        for key in im.OPS[a["op"]].datasets:
+            if a.get(key) is not None and not np.array_equal(np.asarray(a[key], np.float32), b.get(key)):
+                raise SystemExit(f"train.py: --init-from {path}: stage {i} ({a['op']}) {key} does not export back "
+                                 "as the file holds it (a folded layer?)")
+    if len(stages) != len(m["stages"]):
+        raise SystemExit(f"train.py: --init-from {path}: {len(m['stages'])} stages, the architecture exports "
+                         f"{len(stages)}")
+    text = f"{os.path.basename(path)} (sha256 {sha256_file(path)[:16]}, model '{m['name']}')"
+    log(f"initialized from {text}: {len(assigned)} parameters")
+    return text
+
+
+def args_arch_name(model):
+    return type(model).__name__
 
 
 def center_crop(p, s):
@@ -1602,7 +1665,8 @@ def provenance_text(args, state, nparams, model=None):
         f"cosine decay to {hyper['lr_min']:g} over the training time ({sched}), Charbonnier loss "
         f"(eps {hyper['charbonnier_eps']:g}) unless a call says otherwise, "
         f"gradient norm clip {hyper['clip']:g}; seed {args.seed}{compact}; "
-        f"{len(calls)} call(s), {wall:.0f} s of training in total ("
+        + (f"started from the weights of {state['init_from']}; " if state.get("init_from") else "")
+        + f"{len(calls)} call(s), {wall:.0f} s of training in total ("
         + ", ".join(f"steps {c['start_step']}-{c['end_step']} on {c['device']} in {c.get('precision', '?')}"
                     + (", torch.compile" if c.get("compile_seconds") else "")
                     + (f", {c['loss']} loss" if c.get("loss", "").startswith("MSE") else "")
