@@ -144,7 +144,7 @@ struct Written {
 struct BatchResult {
     HostBuffer output;        // the model's output planes (pooled: may be larger than the batch)
     Image image;              // or, for a tiled image, the restored image itself
-    std::string error;        // empty: output holds the batch
+    std::string error;        // empty: output (a tiled image: image) holds the batch
     StageTimer timer;         // upload, stages, download of the real run
     StageTimer bench;         // the --bench repeats
     bool fp32_rerun = false;  // the half-precision output was not finite: run again in fp32 (ModelRunner)
@@ -176,9 +176,10 @@ constexpr size_t kTiledHostBytes = size_t(256) << 20;
 
 // The backend memory a pass over a tile of a huge image may take: on the
 // CPU kTiledHostBytes (more for a model whose halo would make such tiles
-// wasteful: ModelRunner::efficient_pass_bytes); on a GPU as much device memory as keeps the host's
-// tile planes (in and out, f32) within kTiledHostBytes: ~10 MP passes for
-// an RGB model, whole-photo sized, so the GPU stays as busy as on a photo.
+// wasteful: ModelRunner::efficient_pass_bytes); on a GPU as much device
+// memory as keeps the host's tile planes (in and out, f32) within
+// kTiledHostBytes: ~10 MP passes for an RGB model, whole-photo sized, so
+// the GPU stays as busy as on a photo.
 size_t tiled_pass_budget(const ModelRunner& runner) {
     if (runner.options().max_memory) return runner.options().max_memory;
     if (runner.backend().is_host_memory()) return std::max(kTiledHostBytes, runner.efficient_pass_bytes());
