@@ -995,8 +995,9 @@ def read_model(path):
     format_version, validated_precisions (a list, empty when none),
     precision_validation, extra_inputs (a list), output (the output tensor's
     name)), "weight_dtype" ("float32" or "float16": how the file stores the
-    weights; "stages" holds them as float32 either way), "stages" (list of dicts as write_model takes; "name" and "inputs"
-    only where the file gives them), "receptive_field" and "size_multiple"
+    weights; "stages" holds them as float32 either way), "stages" (list of
+    dicts as write_model takes; "name" and "inputs" only where the file gives
+    them), "receptive_field" and "size_multiple"
     (also as "downscale"). Raises ModelError for files the loaders refuse."""
     with h5py.File(path, "r") as f:
         fmt = _str_attr(path, f.attrs, "format")
@@ -1055,17 +1056,15 @@ def read_model(path):
                                  + (", activation or add_model_input" if needs == 2 and op == "conv2d" else "")
                                  + (", stride" if needs == 3 and op == "conv2d" else "")
                                  + f") but format_version is {version}")
-            for key in spec.datasets:  # the storage rule counts the op's own datasets, as the C++ reader does
-                if key in sg and isinstance(sg[key], h5py.Dataset):
-                    datasets += 1
-                    half_datasets += _is_ieee_half(sg[key])
-            for key in spec.datasets:
+            for key in spec.datasets:  # the all-or-none rule counts these, the op's own, as the C++ reader does
                 if key not in sg:
                     continue
                 ds = sg[key]
                 if not isinstance(ds, h5py.Dataset):
                     raise ModelError(f"{where}: {key} is not a dataset")
+                datasets += 1
                 if _is_ieee_half(ds):
+                    half_datasets += 1
                     if version < 4:
                         raise ModelError(f"{where}: {key} is float16, a format-v4 feature, but format_version is "
                                          f"{version}")
