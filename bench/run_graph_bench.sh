@@ -46,21 +46,8 @@ commit=${COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}
 status=0
 summary=()
 
-# step NAME LOG TIMEOUT COMMAND...: runs COMMAND (bounded) into LOG, records rc and seconds.
-step() {
-    local name=$1 log=$2 limit=$3
-    shift 3
-    local t0
-    t0=$(date +%s)
-    echo "== $name: $*" | tee -a "$log"
-    timeout "$limit" "$@" >>"$log" 2>&1
-    local rc=$?
-    local line="$name: rc=$rc, $(($(date +%s) - t0)) s"
-    echo "== $line" | tee -a "$log"
-    summary+=("$line")
-    [ $rc -eq 0 ] || status=1
-    return $rc
-}
+# step NAME LOG --limit SECONDS COMMAND...: scripts/step.sh
+source "$root/scripts/step.sh"
 
 {
     date -u
@@ -93,29 +80,29 @@ fi
 for phase in $phases; do
     case $phase in
     check | verify)
-        step ctest "$out/ctest.log" 600 ctest --test-dir "$build" -R "${CTEST_REGEX:-ops_cuda}" --output-on-failure
+        step ctest "$out/ctest.log" --limit 600 ctest --test-dir "$build" -R "${CTEST_REGEX:-ops_cuda}" --output-on-failure
         grep -E "tests passed|\(Failed\)|Skipped|worst" "$out/ctest.log" | tail -10
         new_ops="Elementwise Activation SimpleGate Concat LayerNorm DepthwiseConv2d WindowMean PixelShuffle Convert"
         filter=$(for o in $new_ops; do printf 'Backends/OpsTest.%s/cuda:' "$o"; done)
-        step memcheck "$out/memcheck.log" 600 env IMRESTORE_TEST_SKIP_GPU_ONLY=1 compute-sanitizer --tool memcheck \
+        step memcheck "$out/memcheck.log" --limit 600 env IMRESTORE_TEST_SKIP_GPU_ONLY=1 compute-sanitizer --tool memcheck \
             --error-exitcode 1 "$build/tests/test_ops" --gtest_filter="${filter%:}"
         grep -E "ERROR SUMMARY|\[  (PASSED|FAILED) " "$out/memcheck.log" | tail -5
         if [ "$phase" = verify ]; then
-            step torch-export-gpu "$out/torch-export-gpu.log" 400 env IMRESTORE_TOOL_DEVICE=cuda \
+            step torch-export-gpu "$out/torch-export-gpu.log" --limit 400 env IMRESTORE_TOOL_DEVICE=cuda \
                 IMRESTORE_TOOL_PRECISIONS=fp32,fp16,bf16 python3 tests/torch_export_test.py "$build/imrestore"
             grep -E "imrestore vs torch|FAIL|passed|failed" "$out/torch-export-gpu.log" | tail -16
             continue
         fi
-        step graph-ops "$out/graph-ops.log" 540 "$build/bench_gpu" --suite graph-ops --runs "$runs" \
+        step graph-ops "$out/graph-ops.log" --limit 540 "$build/bench_gpu" --suite graph-ops --runs "$runs" \
             --json "$out/graph-ops.json" --commit "$commit"
-        step torch-ops "$out/torch-ops.log" 420 python3 bench/torch_models.py --ops --runs "$runs" \
+        step torch-ops "$out/torch-ops.log" --limit 420 python3 bench/torch_models.py --ops --runs "$runs" \
             --json "$out/torch-ops.json" --commit "$commit" ${OPS_COMPILE:+--ops-compile}
         ;;
     models | compile)
         mkdir -p "$models_dir"
         for arch in drunet-large nafnet-large; do
             [ -f "$models_dir/$arch.h5" ] ||
-                step "export $arch" "$out/export.log" 300 python3 weights/export_graph.py "$arch" "$models_dir/$arch.h5"
+                step "export $arch" "$out/export.log" --limit 300 python3 weights/export_graph.py "$arch" "$models_dir/$arch.h5"
         done
         models="$models_dir/drunet-large.h5,$models_dir/nafnet-large.h5"
         if [ "$phase" = models ]; then
@@ -123,13 +110,13 @@ for phase in $phases; do
             for arch in drunet-large nafnet-large; do
                 "$build/imrestore" model "$models_dir/$arch.h5" >"$out/model-$arch.txt" 2>&1
             done
-            step torch-models "$out/torch-models.log" 580 python3 bench/torch_models.py --models "$models" \
+            step torch-models "$out/torch-models.log" --limit 580 python3 bench/torch_models.py --models "$models" \
                 --imrestore "$build/imrestore" --precisions "${PRECISIONS:-fp16,bf16,fp32}" --runs "${MODEL_RUNS:-10}" \
                 --compile-models none --json "$out/torch-models.json" --commit "$commit"
         else  # one model at a time, NAFNet first (its element-wise chains are what compiling fuses)
             mode=${COMPILE_MODE:-max-autotune}
             for arch in nafnet-large drunet-large; do
-                step "torch-compile $arch $mode" "$out/torch-compile-$arch-$mode.log" "${COMPILE_TIMEOUT:-270}" \
+                step "torch-compile $arch $mode" "$out/torch-compile-$arch-$mode.log" --limit "${COMPILE_TIMEOUT:-270}" \
                     python3 bench/torch_models.py --models "$models_dir/$arch.h5" --configs fp16-cl \
                     --compile-models all --compile-configs fp16-cl --compile-mode "$mode" --runs "${MODEL_RUNS:-10}" \
                     --json "$out/torch-compile-$arch-$mode.json" --commit "$commit"

@@ -73,6 +73,7 @@ try:
     import torch.nn.functional as F
 
     import imrestore_model as im
+    from graph_modules import box_sums  # integral-image box sums, as the exported NAFNet computes them
 except ImportError as e:  # ctest reports exit code 77 as skipped (--self-test), with this reason
     print(f"skipped: {e} (needs torch, numpy and h5py)")
     sys.exit(77)
@@ -95,25 +96,12 @@ def _pad_same(x, k, mode):
     return F.pad(x, (before, after, before, after), mode=TORCH_PAD_FN[mode]) if k > 1 else x
 
 
-def _box_sums(x, dim, window):
-    """Sums of x along dim over i-(window-1)//2 .. i+window//2 clipped to the tensor, and their counts
-    (an integral image: one cumsum and two gathers, O(1) per element whatever the window)."""
-    n = x.shape[dim]
-    shape = list(x.shape)
-    shape[dim] = 1
-    c = torch.cat([x.new_zeros(shape), torch.cumsum(x, dim)], dim)
-    idx = torch.arange(n, device=x.device)
-    lo = (idx - (window - 1) // 2).clamp(0, n)
-    hi = (idx + window // 2 + 1).clamp(0, n)
-    return c.index_select(dim, hi) - c.index_select(dim, lo), (hi - lo)
-
-
 def box_mean_integral(x, window):
     """window_mean: the mean over the window x window box around each pixel, clipped to the image,
     by integral images (NAFNet's TLC does the same), accumulated in fp32 for half inputs."""
     acc = x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
-    s, count_w = _box_sums(acc, 3, window)
-    s, count_h = _box_sums(s, 2, window)
+    s, count_w = box_sums(acc, 3, window)
+    s, count_h = box_sums(s, 2, window)
     count = (count_h[:, None] * count_w[None, :]).to(acc.dtype)
     return (s / count).to(x.dtype)
 

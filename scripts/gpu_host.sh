@@ -35,20 +35,8 @@ jobs=$(nproc)
 status=0
 summary=()
 
-# step NAME LOG COMMAND...: runs COMMAND appending to LOG, records rc and seconds.
-step() {
-    local name=$1 log=$2
-    shift 2
-    local t0=$(date +%s)
-    echo "== $name: $*" | tee -a "$log"
-    "$@" >>"$log" 2>&1
-    local rc=$?
-    local line="$name: rc=$rc, $(($(date +%s) - t0)) s"
-    echo "== $line" | tee -a "$log"
-    summary+=("$line")
-    [ $rc -eq 0 ] || status=1
-    return $rc
-}
+# step NAME LOG COMMAND...: scripts/step.sh
+source "$root/scripts/step.sh"
 
 {
     date -u

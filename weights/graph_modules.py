@@ -41,7 +41,7 @@ class SimpleGate(nn.Module):
         return a * b
 
 
-def _box_sums(x, dim, window):
+def box_sums(x, dim, window):
     """Along dimension dim of x: the sum over indices i-(window-1)//2 .. i+window//2,
     clipped to the tensor, and how many indices that is (a 1-D tensor)."""
     n = x.shape[dim]
@@ -60,8 +60,8 @@ def local_box_mean(x, window):
     columns), clipped to the image: the mean of the pixels inside. Computed in
     float64 with integral images, returned in x's dtype."""
     xd = x.double()
-    s, count_w = _box_sums(xd, 3, window)
-    s, count_h = _box_sums(s, 2, window)
+    s, count_w = box_sums(xd, 3, window)
+    s, count_h = box_sums(s, 2, window)
     return (s / (count_h[:, None] * count_w[None, :])).to(x.dtype)
 
 

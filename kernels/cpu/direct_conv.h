@@ -38,8 +38,6 @@ namespace imr::cpu {
 // last tile of a row rounds its width up to a whole 8-float vector.
 constexpr int kRowSlack = 8;
 
-// Output channels per register tile for a layer with cout channels: 4 (4 x 3
-// vectors = 12 of AVX2's 16 registers accumulate) or all of them when fewer.
 // Padded coordinate p -> source index in [0, size), or -1 for a zero: the
 // padding of both CPU convolutions (conv2d and depthwise_conv2d).
 // (Deliberately not shared with the reference_pad_index of the float64
@@ -58,6 +56,8 @@ inline int source_index(int p, int size, PadMode mode) {
     return -1;
 }
 
+// Output channels per register tile for a layer with cout channels: 4 (4 x 3
+// vectors = 12 of AVX2's 16 registers accumulate) or all of them when fewer.
 inline int choose_co_block(int cout) {
     return cout >= 4 ? 4 : cout;
 }
