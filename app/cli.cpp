@@ -198,6 +198,9 @@ void add_run_header(Json& doc, const JobStream& jobs, const ModelRunner& runner,
     const Backend& backend = runner.backend();
     doc["model"] = {{"name", model.name}, {"path", model.path}};
     doc["device"] = {{"name", backend.name()}, {"description", backend.description()}};
+    // --device cuda:0,2, cuda:all: the devices of the compute workers (backend is the first's).
+    if (const std::vector<std::string> workers = device_workers(runner.options().device); workers.size() > 1)
+        doc["device"]["workers"] = workers;
     doc["precision"] = {{"requested", precision_name(runner.options().precision)},
                         {"used", precision_name(runner.precision())}};
     doc["batch"] = runner.options().batch;
@@ -219,7 +222,8 @@ void add_run_summary(Json& doc, const PipelineReport& r) {
                       {"megapixels", r.megapixels},
                       {"megapixels_per_s", seconds > 0 ? r.megapixels / seconds : 0},
                       {"jobs_held_peak", r.peak_jobs_held},
-                      {"compute_lanes", r.compute_lanes}};
+                      {"compute_lanes", r.compute_lanes},
+                      {"compute_devices", r.compute_devices}};
     doc["timing_ms"] = r.timer.json();
     if (!r.bench_timer.empty()) doc["bench_ms"] = r.bench_timer.json();
 }
@@ -508,7 +512,7 @@ void setup(CLI::App& app, Options& o) {
                    "FOLDER.restored/ for a folder")
         ->type_name("PATH");
     app.add_option("-m,--model", o.model, "Bundled model name or path to a model .h5 file")->capture_default_str();
-    app.add_option("-d,--device", o.device, "auto (GPU if usable, else CPU), cpu, cuda or cuda:N")
+    app.add_option("-d,--device", o.device, "auto (GPU if usable, else CPU), cpu, cuda, cuda:N, or several GPUs: cuda:N,M,... or cuda:all (one worker each)")
         ->capture_default_str();
     app.add_option("--precision", o.precision,
                    "What the convolutions compute in: fp32 (CUDA cores, CPU), bf16 or fp16 (GPU tensor cores, "

@@ -70,14 +70,15 @@ ModelRunner::ModelRunner(ModelFile model, Backend& backend, RunnerOptions option
     }
     for (const auto& [op, variant] : options_.forced_variants) backend.force_variant(op, variant);
     const bool wired = file_model_.uses_wiring();
+    prepared_ = std::make_shared<Stages>();
     for (size_t i = 0; i < model_.stages.size(); ++i) {
         const Stage& s = model_.stages[i];
-        prepared_.push_back(std::visit([&](const auto& st) { return st.prepare(backend, precision_); }, s));
+        prepared_->push_back(std::visit([&](const auto& st) { return st.prepare(backend, precision_); }, s));
         stage_timers_.push_back(backend.make_timer());
         // By index in a chain (as the file numbers them), by name in a graph.
         stage_labels_.push_back("stage " + (wired ? model_.stage_name(i) : std::to_string(i)) + " " + stage_op_name(s));
     }
-    plan_ = plan_for(prepared_);
+    plan_ = plan_for(*prepared_);
     // A half precision no stage computes in (a model of residual blocks
     // only, or a convolution whose neighbours take f32 on both sides) runs
     // in fp32 and is reported so, never as fp32 under another name.
@@ -96,7 +97,7 @@ ModelRunner::ModelRunner(ModelFile model, Backend& backend, RunnerOptions option
     const RunnerPlan f32_plan = make_plan(graph_, all_f32);
     size_t most = 0;
     for (const RunnerPlan* p : {static_cast<const RunnerPlan*>(&plan_), &f32_plan}) {
-        const ArenaLayout l = layout(*p, prepared_, unit);
+        const ArenaLayout l = layout(*p, *prepared_, unit);
         most = std::max(most, l.total);
         for (size_t v = 0; v < p->values.size(); ++v)
             if (p->values[v].tensor >= 0)
@@ -110,6 +111,25 @@ ModelRunner::ModelRunner(ModelFile model, Backend& backend, RunnerOptions option
     upload_timer_ = backend.make_timer();
     download_timer_ = backend.make_timer();
     backend.synchronize();
+}
+
+ModelRunner::ModelRunner(const ModelRunner& same_device, Backend& sibling)
+    : file_model_(same_device.file_model_),
+      model_(same_device.model_),
+      graph_(same_device.graph_),
+      backend_(sibling),
+      options_(same_device.options_),
+      precision_(same_device.precision_),
+      extra_values_(same_device.extra_values_),
+      prepared_(same_device.prepared_),
+      plan_(same_device.plan_),
+      arena_bytes_per_pixel_(same_device.arena_bytes_per_pixel_),
+      largest_elements_per_pixel_(same_device.largest_elements_per_pixel_),
+      stage_labels_(same_device.stage_labels_) {
+    for (const auto& [op, variant] : options_.forced_variants) sibling.force_variant(op, variant);
+    for (size_t i = 0; i < model_.stages.size(); ++i) stage_timers_.push_back(sibling.make_timer());
+    upload_timer_ = sibling.make_timer();
+    download_timer_ = sibling.make_timer();
 }
 
 RunnerPlan ModelRunner::plan_for(const Stages& stages) const {
@@ -127,7 +147,7 @@ ArenaLayout ModelRunner::layout(const RunnerPlan& plan, const Stages& stages, Sh
 }
 
 size_t ModelRunner::arena_bytes(Shape shape) const {
-    return layout(plan_, prepared_, shape).total;
+    return layout(plan_, *prepared_, shape).total;
 }
 
 // The arena and, on a device, the copy of the input and the extra inputs'
@@ -345,7 +365,7 @@ void ModelRunner::run_pass(const float* input, float* output, Shape shape, Stage
     const bool host = backend_.is_host_memory();
     // The layout is O(values^2) to place: made once per pass shape (the
     // tiles of an image share theirs but at its edges).
-    if (!(shape == arena_shape_)) arena_layout_ = layout(plan_, prepared_, shape), arena_shape_ = shape;
+    if (!(shape == arena_shape_)) arena_layout_ = layout(plan_, *prepared_, shape), arena_shape_ = shape;
     const ArenaLayout& arena = arena_layout_;
     const size_t plane = size_t(shape.n) * shape.h * shape.w;
     reserve(arena.total, host ? 0 : shape.count() * sizeof(float), extra_values_.size() * plane * sizeof(float));
@@ -360,7 +380,7 @@ void ModelRunner::run_pass(const float* input, float* output, Shape shape, Stage
         backend_.upload(src.data, input, src.bytes());
         upload_timer_->stop();
     }
-    Tensor result = execute(plan_, prepared_, arena, src, output);
+    Tensor result = execute(plan_, *prepared_, arena, src, output);
     // A half-precision pass whose output is not finite (an fp16 activation
     // overflowed): the batch again in fp32, with stages prepared for it on
     // the first such batch. Its arena fits the reservation (bytes_per_pixel

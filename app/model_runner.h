@@ -27,6 +27,13 @@ public:
     // precision (throws imr::Error for one it cannot run). `options` is kept
     // as given and never changes: a lane's runner gets a copy of the whole.
     ModelRunner(ModelFile model, Backend& backend, RunnerOptions options = {});
+    // A runner on `sibling`, a sibling of `same_device`'s backend
+    // (Backend::make_sibling: the same device, its own stream), with the same
+    // settings, that computes with `same_device`'s prepared weights instead
+    // of uploading its own (a compute lane: weights once per device). Both
+    // may run at once (a prepared stage only reads its weights);
+    // `same_device` must outlive it.
+    ModelRunner(const ModelRunner& same_device, Backend& sibling);
 
     // input and output: host f32 NCHW [n, model.channels, h, w] of the same
     // shape (the batch as the pipeline hands it over; the stages between may
@@ -121,7 +128,9 @@ private:
     Precision precision_;              // set once in the constructor
     std::vector<float> extra_values_;  // per extra input of the model, its value (options_.extra_inputs)
 
-    Stages prepared_;  // weights in the backend, packed once
+    // Weights in the backend, packed once; shared with the runners of lanes
+    // on the same device (the sharing constructor).
+    std::shared_ptr<Stages> prepared_;
     RunnerPlan plan_;
     // The stages in fp32, made on the first batch whose half-precision output
     // is not finite (fp16 overflow), which is then run again with them.

@@ -36,6 +36,55 @@ Precision parse_precision(const std::string& s) {
     throw Error("--precision " + s + ": expected one of " + precision_choices());
 }
 
+namespace {
+
+// "N" of "cuda:N" (at most 4 digits); throws naming `spec` otherwise.
+int parse_device_number(const std::string& digits, const std::string& spec) {
+    if (digits.empty() || digits.size() > 4 || digits.find_first_not_of("0123456789") != std::string::npos)
+        throw Error("--device " + spec + ": expected cuda:N, cuda:N,M,... or cuda:all with N a device number (0, 1, ...)");
+    return std::stoi(digits);
+}
+
+// How many CUDA devices this process sees; throws naming `spec` when none.
+int cuda_devices_for(const std::string& spec) {
+    std::string why;
+    const int count = cuda_device_count(&why);
+    if (count == 0) throw Error("--device " + spec + ": no usable CUDA device (" + why + ")");
+    return count;
+}
+
+}  // namespace
+
+std::vector<std::string> device_workers(const std::string& spec) {
+    if (spec.rfind("cuda:", 0) != 0 || (spec != "cuda:all" && spec.find(',') == std::string::npos)) return {spec};
+    std::vector<int> devices;  // the list's, parsed before the GPUs are counted (a typo is named as such)
+    if (spec != "cuda:all") {
+        const std::string list = spec.substr(5);
+        for (size_t at = 0;;) {
+            const size_t comma = list.find(',', at);
+            devices.push_back(parse_device_number(list.substr(at, comma == std::string::npos ? comma : comma - at), spec));
+            if (comma == std::string::npos) break;
+            at = comma + 1;
+        }
+    }
+    const int count = cuda_devices_for(spec);
+    if (spec == "cuda:all")
+        for (int d = 0; d < count; ++d) devices.push_back(d);
+    std::vector<std::string> workers;
+    for (int d : devices) {
+        if (d >= count)
+            throw Error("--device " + spec + ": cuda:" + std::to_string(d) + " is not present (only " +
+                        std::to_string(count) + " CUDA device(s))");
+        workers.push_back("cuda:" + std::to_string(d));
+    }
+    return workers;
+}
+
+void require_one_device(const std::string& device, const std::string& command) {
+    if (device_workers(device).size() > 1)
+        throw Error("--device " + device + ": " + command + " measures on one device; give cuda:N");
+}
+
 std::unique_ptr<Backend> make_backend(const RunnerOptions& options, std::string* note) {
     const std::string& spec = options.device;
     if (spec == "cpu") return make_cpu_backend(options.threads);
@@ -51,22 +100,24 @@ std::unique_ptr<Backend> make_backend(const RunnerOptions& options, std::string*
         if (note) *note = "no usable GPU (" + why + "), running on the CPU";
         return make_cpu_backend(options.threads);
     }
-    if (spec == "cuda" || spec.rfind("cuda:", 0) == 0) {
-        int device = 0;
-        if (spec != "cuda") {
-            std::string digits = spec.substr(5);
-            if (digits.empty() || digits.size() > 4 || digits.find_first_not_of("0123456789") != std::string::npos)
-                throw Error("--device " + spec + ": expected cuda:N with N a device number (0, 1, ...)");
-            device = std::stoi(digits);
+    if (spec == "cuda") {
+        cuda_devices_for(spec);
+        return make_cuda_backend(0);
+    }
+    if (spec.rfind("cuda:", 0) == 0) {
+        const std::vector<std::string> workers = device_workers(spec);  // checks every device of a list
+        if (workers.size() > 1 || workers[0] != spec) {  // a list: its first worker's
+            RunnerOptions first = options;
+            first.device = workers[0];
+            return make_backend(first);
         }
-        std::string why;
-        int count = cuda_device_count(&why);
-        if (count == 0) throw Error("--device " + spec + ": no usable CUDA device (" + why + ")");
+        const int device = parse_device_number(spec.substr(5), spec);
+        const int count = cuda_devices_for(spec);
         if (device >= count)
             throw Error("--device " + spec + ": only " + std::to_string(count) + " CUDA device(s) present");
         return make_cuda_backend(device);
     }
-    throw Error("--device " + spec + ": expected auto, cpu, cuda or cuda:N");
+    throw Error("--device " + spec + ": expected auto, cpu, cuda, cuda:N, cuda:N,M,... or cuda:all");
 }
 
 Precision resolve_precision(Precision requested, const ModelFile& model, const Backend& backend) {

@@ -29,7 +29,7 @@ Precision parse_precision(const std::string& s);
 const char* precision_choices();
 
 struct RunnerOptions {
-    std::string device = "auto";  // "auto" | "cpu" | "cuda" | "cuda:N"
+    std::string device = "auto";  // "auto" | "cpu" | "cuda" | "cuda:N" | "cuda:N,M,..." | "cuda:all"
     int threads = 0;              // the CPU backend's threads (0: one per core); a device ignores it
     Precision precision = Precision::Auto;
     int max_tile = 0;  // largest tile side in pixels (0: as large as memory allows)
@@ -46,9 +46,22 @@ struct RunnerOptions {
 };
 
 // The backend `options.device` names: "cpu", "cuda", "cuda:N" or "auto" (the
-// first GPU if usable, else the CPU; *note then says why the CPU was chosen).
-// Throws imr::Error for an unknown or unusable device.
+// first GPU if usable, else the CPU; *note then says why the CPU was chosen);
+// for a list of GPUs ("cuda:0,2", "cuda:all"), the first one's: the others'
+// are made by the pipeline's compute lanes (device_workers). Throws
+// imr::Error for an unknown or unusable device.
 std::unique_ptr<Backend> make_backend(const RunnerOptions& options, std::string* note = nullptr);
+
+// The devices `device` names, one per compute worker: "cuda:0,2" gives
+// {"cuda:0", "cuda:2"} (a device may appear twice: two workers on one GPU),
+// "cuda:all" every GPU the process sees ("cuda:0" ... "cuda:N-1", as
+// CUDA_VISIBLE_DEVICES numbers them); anything else is one worker, itself.
+// Throws imr::Error for a malformed list, or one naming a device that is
+// not present.
+std::vector<std::string> device_workers(const std::string& device);
+// Throws imr::Error where `device` names several workers: `command` (eval,
+// --validate-precision) measures on one device.
+void require_one_device(const std::string& device, const std::string& command);
 
 // The precision a run of `model` on `backend` computes in, for the requested
 // one: auto resolves to the first of the model file's validated_precisions

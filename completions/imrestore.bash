@@ -78,10 +78,11 @@ _imrestore_add_values() {
         _imrestore_add_files "$value" h5
         ;;
     -d | --device)
-        # auto, cpu, cuda, and cuda:N for each NVIDIA GPU the driver shows.
+        # auto, cpu, cuda, cuda:N for each NVIDIA GPU the driver shows, and cuda:all for two or more.
         local -a devices=(auto cpu cuda) gpus=(/proc/driver/nvidia/gpus/*)
         local i
         [[ -e ${gpus[0]} ]] && for ((i = 0; i < ${#gpus[@]}; i++)); do devices+=("cuda:$i"); done
+        [[ ${#gpus[@]} -gt 1 ]] && devices+=(cuda:all)
         for name in "${devices[@]}"; do [[ $name == "$value"* ]] && candidates+=("$name"); done
         ;;
     --format) for name in $_imrestore_output_formats; do [[ $name == "$value"* ]] && candidates+=("$name"); done ;;

@@ -854,7 +854,7 @@ void expect_folder_equals_each_image_alone(const std::string& name, const std::v
         ASSERT_EQ(r.code, 0) << runs[i] << ": " << r.err;
         EXPECT_NE(r.out.find("\"restored\": " + std::to_string(n)), std::string::npos) << r.out;
         if (lanes[i] > 0)
-            EXPECT_NE(r.out.find("\"compute_lanes\": " + std::to_string(lanes[i]) + "}"), std::string::npos)
+            EXPECT_NE(r.out.find("\"compute_lanes\": " + std::to_string(lanes[i]) + ","), std::string::npos)
                 << runs[i] << ": " << r.out;
     }
     for (const auto& e : fs::directory_iterator(in)) {
@@ -1057,6 +1057,41 @@ TEST(Cli, DeviceCudaWithoutADeviceIsAClearError) {
     EXPECT_NE(autodev.err.find("running on the CPU"), std::string::npos) << autodev.err;
 }
 
+// --device lists: a malformed one is named as such wherever it runs; one
+// naming GPUs refuses clearly where there are none, or names the GPU that is
+// not present; eval measures on one device. Nothing is written.
+TEST(Cli, DeviceListsAreCheckedBeforeAnyWork) {
+    ScratchDir dir("cli-device-list");
+    const fs::path out = dir / "o.png";
+    for (const char* bad : {"cuda:0,", "cuda:,1", "cuda:0,x", "cuda:0;1", "cuda:-1,0", "cuda:12345,0"}) {
+        SCOPED_TRACE(bad);
+        RunResult r = imrestore(q(sample("chelsea.png")) + " -o " + q(out) + " --device " + q(bad), dir);
+        EXPECT_EQ(r.code, 2);
+        EXPECT_NE(r.err.find(std::string("--device ") + bad + ": expected cuda:N, cuda:N,M,... or cuda:all"),
+                  std::string::npos)
+            << r.err;
+    }
+    std::string why;
+    const int gpus = cuda_device_count(&why);
+    for (const std::string& list : std::vector<std::string>{"cuda:0,1", "cuda:all", "cuda:0," + std::to_string(gpus)}) {
+        SCOPED_TRACE(list);
+        RunResult r = imrestore(q(sample("chelsea.png")) + " -o " + q(out) + " --device " + list, dir);
+        if (gpus == 0) {
+            EXPECT_EQ(r.code, 2);
+            EXPECT_NE(r.err.find("--device " + list + ": no usable CUDA device"), std::string::npos) << r.err;
+        } else if (list == "cuda:0," + std::to_string(gpus)) {
+            EXPECT_EQ(r.code, 2);
+            EXPECT_NE(r.err.find("cuda:" + std::to_string(gpus) + " is not present"), std::string::npos) << r.err;
+        }
+    }
+    if (gpus > 0) {
+        RunResult e = imrestore("eval " + q(sample("chelsea.png")) + " --device cuda:0,0", dir);
+        EXPECT_EQ(e.code, 2);
+        EXPECT_NE(e.err.find("eval measures on one device"), std::string::npos) << e.err;
+    }
+    EXPECT_FALSE(fs::exists(out));
+}
+
 // On a GPU host: every sample restored on the GPU matches the CPU to within
 // one level per channel (the 8-bit rounding of fp32 results that differ in
 // the last bits).
@@ -1162,11 +1197,20 @@ TEST(Gpu, NonFiniteHalfOutputIsComputedAgainInFp32) {
     EXPECT_NE(bf16.out.find("\"fp32_rerun\": false"), std::string::npos) << bf16.out;
 }
 
-// Two lanes (streams) on the GPU, page-locked buffers; --bench keeps one lane.
+// Two lanes (streams) on the GPU, page-locked buffers; --bench keeps one
+// lane. Two workers on one GPU (cuda:0,0: two backends, two copies of the
+// weights, four lanes) and every GPU of the host give the same images too.
 TEST(Gpu, ConcurrentLanesGiveTheSameImages) {
     std::string why;
     if (cuda_device_count(&why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
-    expect_folder_equals_each_image_alone("cli-gpu-lanes", {"-d cuda", "-d cuda --bench 1"}, {0, 1}, "-d cuda");
+    expect_folder_equals_each_image_alone("cli-gpu-lanes",
+                                          {"-d cuda", "-d cuda --bench 1", "-d cuda:0,0", "-d cuda:all"},
+                                          {0, 1, 0, 0}, "-d cuda");
+    ScratchDir dir("cli-gpu-workers");
+    RunResult r = imrestore(q(sample("chelsea.png")) + " -o " + q(dir / "o.png") + " -m sharpen --json -d cuda:0,0", dir);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("\"workers\": [\"cuda:0\", \"cuda:0\"]"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("\"compute_devices\": 1"), std::string::npos) << r.out;  // one image: one batch
 }
 
 // --shard K/N on restore, degrade and eval (they share the file loop): N runs

@@ -348,6 +348,7 @@ int run_eval(const EvalOptions& o) {
                              "; this degradation has none to give");
         settings.extra_inputs.emplace_back(name, float(noise ? level / 255.0 : level / 100.0));
     }
+    require_one_device(settings.device, "eval");
     std::unique_ptr<Backend> backend = make_backend(settings, &device_note);
     if (!o.quiet) {
         if (!device_note.empty()) std::cerr << "note: " << device_note << "\n";

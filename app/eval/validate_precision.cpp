@@ -70,6 +70,7 @@ int run_validate_precision(const ValidatePrecisionOptions& o) {
     ModelFile model = load_model_file(resolve_model(o.model));
     RunnerOptions base;
     base.device = o.device;
+    require_one_device(base.device, "--validate-precision");
     std::unique_ptr<Backend> backend = make_backend(base);
     if (backend->is_host_memory())
         throw Error("--validate-precision: " + backend->name() +

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "runner_options.h"
+
 namespace imr {
 
 namespace {
@@ -23,22 +25,64 @@ ComputeLanes::ComputeLanes(ModelRunner& main, size_t jobs, bool single)
       multiple_(!single && (device_ || threads_ > 1)),
       jobs_(jobs) {
     lanes_.push_back({});
+    // --bench (single) times one device: the first of a list.
+    workers_ = device_ ? device_workers(main.options().device) : std::vector<std::string>{main.options().device};
+    if (single) workers_.resize(1);
+    worker_lanes_.assign(workers_.size(), {});
+    worker_lanes_[0].push_back(0);
+    worker_full_.assign(workers_.size(), false);
 }
 
-size_t ComputeLanes::add_lane(int threads, bool narrow) {
+ComputeLanes::~ComputeLanes() {
+    while (!lanes_.empty()) lanes_.pop_back();
+}
+
+int ComputeLanes::workers_used() const {
+    std::vector<bool> used(workers_.size(), false);
+    for (const Lane& l : lanes_) used[l.worker] = used[l.worker] || l.used;
+    return int(std::count(used.begin(), used.end(), true));
+}
+
+size_t ComputeLanes::add_device_lane(size_t worker) {
+    Lane lane;
+    lane.worker = worker;
+    try {
+        if (worker_lanes_[worker].empty()) {
+            // A GPU of its own: its backend, and a runner that uploads the
+            // weights there, with the whole of lane 0's settings.
+            RunnerOptions on = main_.options();
+            on.device = workers_[worker];
+            lane.backend = make_backend(on);
+            lane.runner = std::make_unique<ModelRunner>(main_.model(), *lane.backend, main_.options());
+        } else {
+            // Another stream on the worker's GPU, computing with the weights
+            // already there.
+            ModelRunner& first = runner(worker_lanes_[worker][0]);
+            lane.backend = first.backend().make_sibling(0);
+            lane.runner = std::make_unique<ModelRunner>(first, *lane.backend);
+        }
+    } catch (const std::exception&) {
+        // No lane (out of device memory, no stream, a GPU that will not
+        // start, ...): the worker's lanes so far run its share, or the other
+        // workers do; that costs speed, not results.
+        worker_full_[worker] = true;
+        return kNone;
+    }
+    lanes_.push_back(std::move(lane));
+    worker_lanes_[worker].push_back(lanes_.size() - 1);
+    return lanes_.size() - 1;
+}
+
+size_t ComputeLanes::add_narrow_lane() {
     Lane lane;
     try {
-        lane.backend = main_.backend().make_sibling(threads);
-        // The whole of lane 0's settings (tile, precision, forced variants):
-        // every lane computes the same result.
-        lane.runner = std::make_unique<ModelRunner>(main_.model(), *lane.backend, main_.options());
+        lane.backend = main_.backend().make_sibling(1);
+        lane.runner = std::make_unique<ModelRunner>(main_, *lane.backend);  // lane 0's weights and settings
     } catch (const std::exception&) {
-        // No sibling (out of device memory for its weights, no stream, ...):
-        // lane 0 runs everything from now on, which costs speed, not results.
-        multiple_ = false;
-        return 0;
+        multiple_ = false;  // lane 0 runs everything from now on
+        return kNone;
     }
-    lane.narrow = narrow;
+    lane.narrow = true;
     lanes_.push_back(std::move(lane));
     return lanes_.size() - 1;
 }
@@ -59,11 +103,20 @@ size_t ComputeLanes::pick_lane(const Shape& shape) {
     const double pass_bytes = double(main_.bytes_per_pixel()) * shape.n * shape.h * shape.w;
     const double free_bytes = kLanesMemoryShare * double(main_.backend().free_memory());
     if (device_) {
+        // Lanes per worker; each worker's first before any worker's second.
         const size_t want = pass_bytes * kDeviceLanes <= free_bytes ? kDeviceLanes : 1;
-        for (size_t i = 0; i < lanes_.size() && i < want; ++i)
-            if (!lanes_[i].busy) return i;
-        if (lanes_.size() < want) return add_lane(0, false);
-        return 0;  // all busy: any of them (the caller finishes a batch and picks again)
+        size_t any = 0;  // a lane that may run this batch, busy or not
+        for (size_t slot = 0; slot < want; ++slot)
+            for (size_t w = 0; w < workers_.size(); ++w) {
+                std::vector<size_t>& mine = worker_lanes_[w];
+                const size_t lane = slot < mine.size()                       ? mine[slot]
+                                    : slot == mine.size() && !worker_full_[w] ? add_device_lane(w)
+                                                                              : kNone;
+                if (lane == kNone) continue;
+                if (!lanes_[lane].busy) return lane;
+                any = lane;
+            }
+        return any;  // all busy: any of them (the caller finishes a batch and picks again)
     }
     // CPU: one-thread lanes for a folder of images that fit once per thread.
     const bool narrow = jobs_ >= 2 * size_t(threads_) && pass_bytes * threads_ <= free_bytes;
@@ -74,7 +127,10 @@ size_t ComputeLanes::pick_lane(const Shape& shape) {
         ++made;
         if (!lanes_[i].busy) return i;
     }
-    if (made < size_t(threads_)) return add_lane(1, true);
+    if (made < size_t(threads_)) {
+        const size_t lane = add_narrow_lane();
+        return lane == kNone ? 0 : lane;
+    }
     // All busy: any of them (the caller finishes a batch and picks again).
     for (size_t i = 1; i < lanes_.size(); ++i)
         if (lanes_[i].narrow) return i;

@@ -241,6 +241,7 @@ public:
         report_.listing_done = source_done_;
         report_.wall_ms = ms_since(start);
         report_.compute_lanes = lanes_.used();
+        report_.compute_devices = lanes_.workers_used();
         return std::move(report_);
     }
 
@@ -262,7 +263,8 @@ private:
             return false;
         }
         folders_.check(job);  // an unwritable folder fails its files before any compute
-        window_.push_back({std::move(job)});
+        window_.emplace_back();
+        window_.back().job = std::move(job);
         ++taken_;
         lanes_.set_jobs(taken_);
         report_.peak_jobs_held = std::max(report_.peak_jobs_held, window_.size());

@@ -73,6 +73,7 @@ struct PipelineReport {
     bool interrupted = false;  // options.cancel became true
     bool listing_done = true;  // the source gave every job (false when interrupted first)
     int compute_lanes = 0;     // lanes that ran a batch (compute_lanes.h)
+    int compute_devices = 0;   // of them, the devices (workers: --device cuda:0,2) that ran one
     // The most jobs held at once between being taken from the source and
     // being reported: bounded by the read-ahead, batch and write-behind,
     // whatever the number of files.
