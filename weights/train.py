@@ -55,7 +55,7 @@ CKPT_FORMAT = "imrestore-train-ckpt-1"
 
 # Training distributions (weights/README.md, "Degradations").
 NOISE_MAX = 55.0  # denoise: sigma uniform in [0, 55] (0-255 scale)
-JPEG_Q = (8, 60)  # deblock: quality uniform integer in [8, 60]
+JPEG_Q = (8, 60)  # deblock: quality uniform integer in [8, 60] (--jpeg-q sets another range)
 BLUR_S = (0.4, 2.2)  # deblur: blur sigma uniform in [0.4, 2.2] px ...
 BLUR_NOISE_MAX = 4.0  # ... then noise sigma uniform in [0, 4]
 # Standard evaluation levels per task: (label, blur s, noise s, jpeg q).
@@ -1005,6 +1005,7 @@ def degradation_text(task, sigma_power=1.0):
 
 
 def parse_args(argv=None):
+    global JPEG_Q  # --jpeg-q sets it for the whole run (the JPEG workers are forked after)
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--task", choices=sorted(EVAL_LEVELS), help="what the model restores")
     ap.add_argument("--arch", default="unshuffle",
@@ -1092,6 +1093,9 @@ def parse_args(argv=None):
                     help="torch.compile the training forward/backward (auto: on CUDA for nafnet-*)")
     ap.add_argument("--log-every-s", type=float, default=30.0)
     ap.add_argument("--jpeg-workers", type=int, default=6)
+    ap.add_argument("--jpeg-q", default=None, metavar="LO,HI",
+                    help=f"deblock: the JPEG qualities trained on, uniform integer in [LO, HI] (default {JPEG_Q[0]},{JPEG_Q[1]}; "
+                         "give the same range in every call of a run)")
     ap.add_argument("--cpu-threads", type=int, default=2, help="torch CPU threads (on CUDA)")
     ap.add_argument("--license", default=None, help="license attribute of the .h5")
     ap.add_argument("--weight-dtype", choices=("auto", "float32", "float16"), default="auto",
@@ -1108,6 +1112,14 @@ def parse_args(argv=None):
         ap.error("--init-from starts a new run from a model file; --resume continues a checkpoint: not both")
     if args.init_from and args.arch == "unshuffle":
         ap.error("--init-from takes a U-Net's model file (--arch drunet..., nafnet...)")
+    if args.jpeg_q is not None:
+        try:
+            lo, hi = (int(v) for v in args.jpeg_q.split(","))
+        except ValueError:
+            ap.error(f"--jpeg-q {args.jpeg_q}: expected LO,HI (two qualities, e.g. 5,95)")
+        if not 1 <= lo <= hi <= 100:
+            ap.error(f"--jpeg-q {args.jpeg_q}: expected 1 <= LO <= HI <= 100")
+        JPEG_Q = (lo, hi)
     return args
 
 
