@@ -512,7 +512,9 @@ void setup(CLI::App& app, Options& o) {
                    "FOLDER.restored/ for a folder")
         ->type_name("PATH");
     app.add_option("-m,--model", o.model, "Bundled model name or path to a model .h5 file")->capture_default_str();
-    app.add_option("-d,--device", o.device, "auto (GPU if usable, else CPU), cpu, cuda, cuda:N, or several GPUs: cuda:N,M,... or cuda:all (one worker each)")
+    app.add_option("-d,--device", o.device,
+                   "auto (GPU if usable, else CPU), cpu, cuda, cuda:N, or several GPUs: cuda:N,M,... or cuda:all (one "
+                   "worker each)")
         ->capture_default_str();
     app.add_option("--precision", o.precision,
                    "What the convolutions compute in: fp32 (CUDA cores, CPU), bf16 or fp16 (GPU tensor cores, "

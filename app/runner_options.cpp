@@ -41,7 +41,8 @@ namespace {
 // "N" of "cuda:N" (at most 4 digits); throws naming `spec` otherwise.
 int parse_device_number(const std::string& digits, const std::string& spec) {
     if (digits.empty() || digits.size() > 4 || digits.find_first_not_of("0123456789") != std::string::npos)
-        throw Error("--device " + spec + ": expected cuda:N, cuda:N,M,... or cuda:all with N a device number (0, 1, ...)");
+        throw Error("--device " + spec +
+                    ": expected cuda:N, cuda:N,M,... or cuda:all with N a device number (0, 1, ...)");
     return std::stoi(digits);
 }
 
@@ -62,7 +63,8 @@ std::vector<std::string> device_workers(const std::string& spec) {
         const std::string list = spec.substr(5);
         for (size_t at = 0;;) {
             const size_t comma = list.find(',', at);
-            devices.push_back(parse_device_number(list.substr(at, comma == std::string::npos ? comma : comma - at), spec));
+            devices.push_back(
+                parse_device_number(list.substr(at, comma == std::string::npos ? comma : comma - at), spec));
             if (comma == std::string::npos) break;
             at = comma + 1;
         }
@@ -106,7 +108,7 @@ std::unique_ptr<Backend> make_backend(const RunnerOptions& options, std::string*
     }
     if (spec.rfind("cuda:", 0) == 0) {
         const std::vector<std::string> workers = device_workers(spec);  // checks every device of a list
-        if (workers.size() > 1 || workers[0] != spec) {  // a list: its first worker's
+        if (workers.size() > 1 || workers[0] != spec) {                 // a list: its first worker's
             RunnerOptions first = options;
             first.device = workers[0];
             return make_backend(first);

@@ -4,7 +4,8 @@
 //   bench_image [--benchmark_filter=...]
 //
 // Arguments: image channels, bit depth, model channels. Bytes/s counts the
-// interleaved samples read or written (2 bytes each) plus the float planes.
+// interleaved samples read or written (1 byte each at 8 bits, 2 at 16) plus
+// the float planes.
 // planes_to_image returns a fresh Image, so its time includes allocating and
 // zero-filling the samples; BM_AllocSamples measures that part alone. glibc
 // maps a block that large afresh on every call (page faults), so to time the
@@ -26,10 +27,12 @@ constexpr int kWidth = 4000, kHeight = 3000;
 imr::Image photo(int channels, int bit_depth) {
     imr::Image img;
     img.width = kWidth, img.height = kHeight, img.channels = channels, img.bit_depth = bit_depth;
-    img.samples.resize(size_t(kWidth) * kHeight * channels);
+    img.allocate();
     std::mt19937 rng(1);
     std::uniform_int_distribution<int> d(0, img.max_value());
-    for (uint16_t& s : img.samples) s = uint16_t(d(rng));
+    imr::with_samples(img, [&](auto* samples) {
+        for (size_t i = 0; i < img.sample_count(); ++i) samples[i] = imr::sample_type<decltype(samples)>(d(rng));
+    });
     return img;
 }
 
@@ -38,7 +41,7 @@ size_t plane_floats(const imr::Image& img, int model) {
 }
 
 void set_bytes(benchmark::State& state, const imr::Image& img, size_t floats) {
-    state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(img.samples.size() * 2 + floats * 4));
+    state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(img.byte_size() + floats * 4));
 }
 
 void BM_ToPlanes(benchmark::State& state) {
@@ -61,15 +64,18 @@ void BM_FromPlanes(benchmark::State& state) {
     imr::image_to_planes(img, model, planes.data());
     for (auto _ : state) {
         imr::Image out = imr::planes_to_image(planes.data(), model, img);
-        benchmark::DoNotOptimize(out.samples.data());
+        benchmark::DoNotOptimize(out.byte_size());
     }
     set_bytes(state, img, planes.size());
 }
 
 void BM_AllocSamples(benchmark::State& state) {
     for (auto _ : state) {
-        std::vector<uint16_t> samples(size_t(kWidth) * kHeight * size_t(state.range(0)));
-        benchmark::DoNotOptimize(samples.data());
+        imr::Image img;
+        img.width = kWidth, img.height = kHeight, img.channels = int(state.range(0)),
+        img.bit_depth = int(state.range(1));
+        img.allocate();
+        benchmark::DoNotOptimize(img.byte_size());
     }
 }
 
@@ -83,6 +89,6 @@ void cases(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_ToPlanes)->Apply(cases);
 BENCHMARK(BM_FromPlanes)->Apply(cases);
-BENCHMARK(BM_AllocSamples)->Arg(3)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AllocSamples)->Args({3, 8})->Args({3, 16})->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();

@@ -31,7 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             std::vector<float> planes(size_t(items) * model_channels * img.width * img.height);
             imr::image_to_planes(img, model_channels, planes.data());
             const imr::Image back = imr::planes_to_image(planes.data(), model_channels, img);
-            if (back.samples.size() != img.samples.size()) __builtin_trap();
+            if (back.sample_count() != img.sample_count()) __builtin_trap();
         } catch (const imr::Error&) {
         }
     }

@@ -42,7 +42,8 @@ const std::vector<uint8_t>& valid_file(Format f, int channels) {
     if (bytes.empty()) {
         imr::Image img;
         img.width = 8, img.height = 6, img.channels = channels;
-        for (int i = 0; i < 8 * 6 * channels; ++i) img.samples.push_back(uint16_t(i * 37 % 256));
+        img.allocate();
+        for (int i = 0; i < 8 * 6 * channels; ++i) img.set_sample(size_t(i), uint16_t(i * 37 % 256));
         bytes = imr::encode_image(std::string("x") + extension(f), img);
     }
     return bytes;

@@ -26,10 +26,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     data += 6, size -= 6;
     size_t count = size_t(img.width) * img.height * size_t(img.channels);
     if (truncate && count > 0) --count;
-    img.samples.resize(count);
-    for (size_t i = 0; i < count; ++i) img.samples[i] = size ? uint16_t(data[i % size] | data[(i * 7) % size] << 8) : 0;
+    std::vector<uint16_t> values(count);
+    for (size_t i = 0; i < count; ++i) values[i] = size ? uint16_t(data[i % size] | data[(i * 7) % size] << 8) : 0;
     if (img.bit_depth == 8)
-        for (uint16_t& v : img.samples) v &= 0xff;
+        for (uint16_t& v : values) v &= 0xff;
+    // An invalid depth has no sample type: such an image holds none.
+    if (img.bit_depth == 8 || img.bit_depth == 16) img.assign_samples(values);
     try {
         const int items = imr::items_per_image(img, model_channels);
         std::vector<float> planes(size_t(items) * model_channels * img.width * img.height);
@@ -41,8 +43,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         for (size_t i = 0; i + 4 <= size && i / 4 < planes.size(); i += 4 * 13)
             std::memcpy(&planes[i / 4], data + i, 4);
         const imr::Image back = imr::planes_to_image(planes.data(), model_channels, img);
-        if (back.samples.size() != size_t(back.width) * back.height * back.channels) __builtin_trap();
-        for (uint16_t v : back.samples)
+        if (back.sample_count() != size_t(back.width) * back.height * back.channels) __builtin_trap();
+        for (uint16_t v : back.samples_u16())
             if (v > back.max_value()) __builtin_trap();
     } catch (const imr::Error&) {
     }

@@ -30,9 +30,9 @@ inline std::vector<Codec> build_codecs() {
 inline Image random_image(std::mt19937& rng, int w, int h, int channels, int depth) {
     Image img;
     img.width = w, img.height = h, img.channels = channels, img.bit_depth = depth;
-    img.samples.resize(size_t(w) * h * channels);
+    img.allocate();
     std::uniform_int_distribution<int> dist(0, img.max_value());
-    for (auto& v : img.samples) v = uint16_t(dist(rng));
+    for (size_t i = 0; i < img.sample_count(); ++i) img.set_sample(i, uint16_t(dist(rng)));
     return img;
 }
 
@@ -40,13 +40,13 @@ inline Image random_image(std::mt19937& rng, int w, int h, int channels, int dep
 inline Image smooth_image(std::mt19937& rng, int w, int h, int channels) {
     Image img;
     img.width = w, img.height = h, img.channels = channels, img.bit_depth = 8;
-    img.samples.resize(size_t(w) * h * channels);
+    img.allocate();
     std::uniform_int_distribution<int> noise(-4, 4);
     for (int y = 0; y < h; ++y)
         for (int x = 0; x < w; ++x)
             for (int c = 0; c < channels; ++c) {
                 int v = 40 + (x * 150) / w + (y * 50) / h + c * 10 + noise(rng);
-                img.samples[(size_t(y) * w + x) * channels + c] = uint16_t(std::clamp(v, 0, 255));
+                img.set_sample((size_t(y) * w + x) * channels + c, uint16_t(std::clamp(v, 0, 255)));
             }
     return img;
 }
@@ -56,14 +56,14 @@ inline ::testing::AssertionResult same_image(const Image& a, const Image& b) {
         return ::testing::AssertionFailure()
                << "shape " << a.width << "x" << a.height << "x" << a.channels << "@" << a.bit_depth << " vs " << b.width
                << "x" << b.height << "x" << b.channels << "@" << b.bit_depth;
-    if (a.samples.size() != b.samples.size())
-        return ::testing::AssertionFailure() << "sample counts " << a.samples.size() << " vs " << b.samples.size();
-    for (size_t i = 0; i < a.samples.size(); ++i)
-        if (a.samples[i] != b.samples[i]) {
+    if (a.sample_count() != b.sample_count())
+        return ::testing::AssertionFailure() << "sample counts " << a.sample_count() << " vs " << b.sample_count();
+    for (size_t i = 0; i < a.sample_count(); ++i)
+        if (a.sample(i) != b.sample(i)) {
             size_t px = i / size_t(a.channels);
             return ::testing::AssertionFailure()
                    << "first difference at x=" << px % size_t(a.width) << " y=" << px / size_t(a.width) << " channel "
-                   << i % size_t(a.channels) << ": " << a.samples[i] << " vs " << b.samples[i];
+                   << i % size_t(a.channels) << ": " << a.sample(i) << " vs " << b.sample(i);
         }
     return ::testing::AssertionSuccess();
 }
@@ -108,8 +108,8 @@ inline Image transpose(const Image& a) {
     for (int y = 0; y < a.height; ++y)
         for (int x = 0; x < a.width; ++x)
             for (int c = 0; c < a.channels; ++c)
-                o.samples[(size_t(x) * o.width + y) * a.channels + c] =
-                    a.samples[(size_t(y) * a.width + x) * a.channels + c];
+                o.set_sample((size_t(x) * o.width + y) * a.channels + c,
+                             a.sample((size_t(y) * a.width + x) * a.channels + c));
     return o;
 }
 inline Image flip_h(const Image& a) {
@@ -117,8 +117,8 @@ inline Image flip_h(const Image& a) {
     for (int y = 0; y < a.height; ++y)
         for (int x = 0; x < a.width; ++x)
             for (int c = 0; c < a.channels; ++c)
-                o.samples[(size_t(y) * a.width + x) * a.channels + c] =
-                    a.samples[(size_t(y) * a.width + (a.width - 1 - x)) * a.channels + c];
+                o.set_sample((size_t(y) * a.width + x) * a.channels + c,
+                             a.sample((size_t(y) * a.width + (a.width - 1 - x)) * a.channels + c));
     return o;
 }
 inline Image flip_v(const Image& a) {

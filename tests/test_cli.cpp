@@ -21,6 +21,7 @@
 #include "image_test_files.h"
 #include "metadata_test_files.h"
 #include "report/json_document.h"
+#include "sample_edit.h"
 #include "test_util.h"
 #include "util/temporary_name.h"
 
@@ -42,9 +43,9 @@ int max_difference(const Image& a, const Image& b) {
     EXPECT_EQ(a.width, b.width);
     EXPECT_EQ(a.height, b.height);
     EXPECT_EQ(a.channels, b.channels);
-    if (a.samples.size() != b.samples.size()) return 1 << 20;
+    if (a.sample_count() != b.sample_count()) return 1 << 20;
     int d = 0;
-    for (size_t i = 0; i < a.samples.size(); ++i) d = std::max(d, std::abs(int(a.samples[i]) - int(b.samples[i])));
+    for (size_t i = 0; i < a.sample_count(); ++i) d = std::max(d, std::abs(int(a.sample(i)) - int(b.sample(i))));
     return d;
 }
 
@@ -184,8 +185,8 @@ TEST(Cli, KeepsBitDepthAndAlpha) {
         Image img;
         img.width = 37, img.height = 23, img.channels = channels, img.bit_depth = depth;
         std::uniform_int_distribution<int> sample(0, img.max_value());
-        img.samples.resize(size_t(img.width) * img.height * channels);
-        for (auto& v : img.samples) v = uint16_t(sample(rng));
+        img.allocate();
+        for (size_t i = 0; i < img.sample_count(); ++i) img.set_sample(i, uint16_t(sample(rng)));
         std::string in = dir / ("in" + std::to_string(channels) + ".png");
         std::string out = dir / ("out" + std::to_string(channels) + ".png");
         write_image(in, img);
@@ -195,11 +196,11 @@ TEST(Cli, KeepsBitDepthAndAlpha) {
         ASSERT_EQ(back.channels, channels);
         EXPECT_EQ(back.bit_depth, depth);
         bool color_changed = false;
-        for (size_t i = 0; i < img.samples.size(); ++i) {
+        for (size_t i = 0; i < img.sample_count(); ++i) {
             if (int(i % channels) == channels - 1)
-                ASSERT_EQ(back.samples[i], img.samples[i]) << "alpha changed at sample " << i;
+                ASSERT_EQ(back.sample(i), img.sample(i)) << "alpha changed at sample " << i;
             else
-                color_changed |= back.samples[i] != img.samples[i];
+                color_changed |= back.sample(i) != img.sample(i);
         }
         EXPECT_TRUE(color_changed);
     }
@@ -230,8 +231,8 @@ TEST(Cli, ChannelMappingsOnAKnownModel) {
             Image in = read_image(sample(name)), back = read_image(out);
             ASSERT_EQ(back.channels, in.channels);
             int worst = 0;
-            for (size_t i = 0; i < in.samples.size(); ++i)
-                worst = std::max(worst, std::abs(int(back.samples[i]) - int(in.samples[i] + 1) / 2));
+            for (size_t i = 0; i < in.sample_count(); ++i)
+                worst = std::max(worst, std::abs(int(back.sample(i)) - int(in.sample(i) + 1) / 2));
             EXPECT_LE(worst, 1) << "expected round(sample / 2) (a tie may round either way in fp32)";
         }
     }
@@ -284,15 +285,15 @@ TEST(Cli, StrengthBlendsTheModelsChange) {
         return read_image(dir / out);
     };
     const Image input = read_image(in), plain = run("", "plain.png");
-    EXPECT_EQ(run(" --strength 1", "s1.png").samples, plain.samples);
-    EXPECT_EQ(run(" --strength 0", "s0.png").samples, input.samples);
+    EXPECT_EQ(run(" --strength 1", "s1.png").samples_u16(), plain.samples_u16());
+    EXPECT_EQ(run(" --strength 0", "s0.png").samples_u16(), input.samples_u16());
     for (double strength : {0.5, 2.0}) {
         const Image out = run(" --strength " + std::to_string(strength), "s" + std::to_string(strength) + ".png");
         int worst = 0;
-        for (size_t i = 0; i < input.samples.size(); ++i) {
-            const double x = input.samples[i] / 255.0, restored = weight * x + bias;
+        for (size_t i = 0; i < input.sample_count(); ++i) {
+            const double x = input.sample(i) / 255.0, restored = weight * x + bias;
             const double expect = std::clamp(x + strength * (restored - x), 0.0, 1.0) * 255.0;
-            worst = std::max(worst, int(std::ceil(std::abs(out.samples[i] - expect) - 0.5)));
+            worst = std::max(worst, int(std::ceil(std::abs(out.sample(i) - expect) - 0.5)));
         }
         EXPECT_LE(worst, 1) << "strength " << strength;
     }
@@ -327,21 +328,22 @@ TEST(Cli, LevelsGivenOrEstimatedReachTheModel) {
     // A smooth image with noise of sigma 8 (values within 60..200).
     Image noisy;
     noisy.width = 96, noisy.height = 80, noisy.channels = 3, noisy.bit_depth = 8;
-    noisy.samples.resize(size_t(96) * 80 * 3);
+    noisy.allocate();
     std::normal_distribution<double> n(0, 8);
     for (int y = 0; y < 80; ++y)
         for (int x = 0; x < 96; ++x)
             for (int c = 0; c < 3; ++c)
-                noisy.samples[(size_t(y) * 96 + x) * 3 + c] =
-                    uint16_t(std::clamp(std::lround(110 + 0.3 * x + 0.2 * y + 10 * c + n(rng)), 0L, 255L));
+                noisy.set_sample(
+                    (size_t(y) * 96 + x) * 3 + c,
+                    uint16_t(std::clamp(std::lround(110 + 0.3 * x + 0.2 * y + 10 * c + n(rng)), 0L, 255L)));
     const std::string in = dir / "noisy.png";
     write_image(in, noisy);
     // The level the model added: the mean output - input on the 8-bit scale.
     auto added = [&](const std::string& out) {
         const Image o = read_image(out);
         double sum = 0;
-        for (size_t i = 0; i < o.samples.size(); ++i) sum += int(o.samples[i]) - int(noisy.samples[i]);
-        return sum / double(o.samples.size());
+        for (size_t i = 0; i < o.sample_count(); ++i) sum += int(o.sample(i)) - int(noisy.sample(i));
+        return sum / double(o.sample_count());
     };
     auto run = [&](const std::string& model, const std::string& input, const std::string& args) {
         return imrestore(q(input) + " -m " + q(model) + " -d cpu -f -o " + q(dir / "out.png") + " --json " + args, dir);
@@ -461,7 +463,7 @@ TEST(Cli, UnwritableCombinationsFailBeforeAnyWork) {
     // 16-bit into JPEG: the file fails with the reason, the others go on.
     Image deep;
     deep.width = 8, deep.height = 8, deep.channels = 3, deep.bit_depth = 16;
-    deep.samples.assign(8 * 8 * 3, 40000);
+    deep.assign_samples(std::vector<uint16_t>(8 * 8 * 3, 40000));
     write_image(dir / "deep.png", deep);
     RunResult jpg = imrestore(q(dir / "deep.png") + " -o " + q(dir / "deep.jpg") + " -d cpu", dir);
     EXPECT_EQ(jpg.code, 1);
@@ -844,8 +846,7 @@ void expect_folder_equals_each_image_alone(const std::string& name, const std::v
     for (int copy = 0; copy < 2; ++copy)
         for (const char* sample_name : {"chelsea.png", "camera.png", "coffee.png", "rocket.jpg"}) {
             Image image = read_image(sample(sample_name));
-            if (copy == 1)
-                for (uint16_t& v : image.samples) v = uint16_t(image.max_value() - v);
+            if (copy == 1) test::edit_samples(image, [&](uint16_t& v) { v = uint16_t(image.max_value() - v); });
             write_image(in / (std::string(sample_name) + "-" + std::to_string(copy) + ".png"), image), ++n;
         }
     for (size_t i = 0; i < runs.size(); ++i) {
@@ -910,9 +911,9 @@ struct PhotoWithMetadata {
 
 double mean_difference(const Image& a, const Image& b) {
     double sum = 0;
-    for (size_t i = 0; i < a.samples.size() && i < b.samples.size(); ++i)
-        sum += std::abs(int(a.samples[i]) - int(b.samples[i]));
-    return sum / double(std::max<size_t>(a.samples.size(), 1));
+    for (size_t i = 0; i < a.sample_count() && i < b.sample_count(); ++i)
+        sum += std::abs(int(a.sample(i)) - int(b.sample(i)));
+    return sum / double(std::max<size_t>(a.sample_count(), 1));
 }
 
 std::vector<std::string> metadata_extensions() {
@@ -1145,17 +1146,17 @@ TEST(Gpu, HalfPrecisionIsWithinTheBoundOfFp32) {
                 EXPECT_NE(r.out.find(std::string("\"used\": \"") + precision + "\""), std::string::npos) << r.out;
                 EXPECT_NE(r.out.find("\"fp32_rerun\": false"), std::string::npos) << r.out;
                 const Image half = read_image(out);
-                ASSERT_EQ(half.samples.size(), reference.samples.size());
+                ASSERT_EQ(half.sample_count(), reference.sample_count());
                 size_t beyond_one = 0;
                 int most = 0;
-                for (size_t i = 0; i < half.samples.size(); ++i) {
-                    const int d = std::abs(int(half.samples[i]) - int(reference.samples[i]));
+                for (size_t i = 0; i < half.sample_count(); ++i) {
+                    const int d = std::abs(int(half.sample(i)) - int(reference.sample(i)));
                     beyond_one += d > 1;
                     most = std::max(most, d);
                 }
                 const bool fp16 = std::string(precision) == "fp16";
-                EXPECT_LE(double(beyond_one), (fp16 ? 0.001 : 0.01) * double(half.samples.size()))
-                    << beyond_one << " of " << half.samples.size() << " values more than one level from fp32";
+                EXPECT_LE(double(beyond_one), (fp16 ? 0.001 : 0.01) * double(half.sample_count()))
+                    << beyond_one << " of " << half.sample_count() << " values more than one level from fp32";
                 EXPECT_LE(most, fp16 ? 3 : 6);
             }
         }
@@ -1203,11 +1204,11 @@ TEST(Gpu, NonFiniteHalfOutputIsComputedAgainInFp32) {
 TEST(Gpu, ConcurrentLanesGiveTheSameImages) {
     std::string why;
     if (cuda_device_count(&why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
-    expect_folder_equals_each_image_alone("cli-gpu-lanes",
-                                          {"-d cuda", "-d cuda --bench 1", "-d cuda:0,0", "-d cuda:all"},
-                                          {0, 1, 0, 0}, "-d cuda");
+    expect_folder_equals_each_image_alone(
+        "cli-gpu-lanes", {"-d cuda", "-d cuda --bench 1", "-d cuda:0,0", "-d cuda:all"}, {0, 1, 0, 0}, "-d cuda");
     ScratchDir dir("cli-gpu-workers");
-    RunResult r = imrestore(q(sample("chelsea.png")) + " -o " + q(dir / "o.png") + " -m sharpen --json -d cuda:0,0", dir);
+    RunResult r =
+        imrestore(q(sample("chelsea.png")) + " -o " + q(dir / "o.png") + " -m sharpen --json -d cuda:0,0", dir);
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("\"workers\": [\"cuda:0\", \"cuda:0\"]"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("\"compute_devices\": 1"), std::string::npos) << r.out;  // one image: one batch
@@ -1385,7 +1386,7 @@ TEST(Cli, JsonLinesHoldsAWindowOfFilesNotTheFolder) {
     constexpr int kFiles = 600;
     Image tiny;
     tiny.width = tiny.height = 8, tiny.channels = 3, tiny.bit_depth = 8;
-    tiny.samples.assign(8 * 8 * 3, 100);
+    tiny.assign_samples(std::vector<uint16_t>(8 * 8 * 3, 100));
     fs::create_directories(dir / "in/0");
     write_image(dir / "in/0/0.png", tiny);
     for (int i = 1; i < kFiles; ++i) {

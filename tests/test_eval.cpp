@@ -17,6 +17,7 @@
 #include "eval/noise_estimate.h"
 #include "image/jpeg_quality.h"
 #include "report/json_document.h"
+#include "sample_edit.h"
 #include "test_util.h"
 
 namespace imr {
@@ -32,14 +33,14 @@ using test::slurp;
 Image make_image(int w, int h, int channels, uint16_t value = 0) {
     Image im;
     im.width = w, im.height = h, im.channels = channels, im.bit_depth = 8;
-    im.samples.assign(size_t(w) * h * channels, value);
+    im.assign_samples(std::vector<uint16_t>(size_t(w) * h * channels, value));
     return im;
 }
 
 Image random_image(std::mt19937& rng, int w, int h, int channels) {
     Image im = make_image(w, h, channels);
     std::uniform_int_distribution<int> d(0, 255);
-    for (uint16_t& v : im.samples) v = uint16_t(d(rng));
+    test::edit_samples(im, [&](uint16_t& v) { v = uint16_t(d(rng)); });
     return im;
 }
 
@@ -50,7 +51,7 @@ Image test_card(int w, int h, int channels) {
         for (int x = 0; x < w; ++x)
             for (int c = 0; c < channels; ++c) {
                 double v = 40 + 150.0 * x / w + 30 * std::sin(y * 0.3 + c) + ((x / 8 + y / 8) % 2 ? 20 : 0);
-                im.samples[(size_t(y) * w + x) * channels + c] = uint16_t(std::clamp(v, 0.0, 255.0));
+                im.set_sample((size_t(y) * w + x) * channels + c, uint16_t(std::clamp(v, 0.0, 255.0)));
             }
     return im;
 }
@@ -59,15 +60,15 @@ Image test_card(int w, int h, int channels) {
 
 TEST(Metrics, PsnrOfAKnownMse) {
     Image a = make_image(16, 9, 3, 100), b = a;
-    for (uint16_t& v : b.samples) v += 5;  // MSE 25
+    test::edit_samples(b, [&](uint16_t& v) { v += 5; });  // MSE 25
     EXPECT_DOUBLE_EQ(mse_8bit(a, b), 25.0);
     EXPECT_NEAR(psnr_8bit(a, b), 10 * std::log10(255.0 * 255 / 25), 1e-12);
     Image c = a;
-    for (size_t i = 0; i < c.samples.size(); i += 2) c.samples[i] = 97;  // half the samples off by 3: MSE 4.5
+    for (size_t i = 0; i < c.sample_count(); i += 2) c.set_sample(i, 97);  // half the samples off by 3: MSE 4.5
     EXPECT_NEAR(psnr_8bit(a, c), 10 * std::log10(255.0 * 255 / 4.5), 1e-12);
     EXPECT_TRUE(std::isinf(psnr_8bit(a, a)));
     Image alpha = make_image(16, 9, 4, 100), alpha2 = alpha;  // alpha is not a color sample
-    for (size_t i = 3; i < alpha2.samples.size(); i += 4) alpha2.samples[i] = 0;
+    for (size_t i = 3; i < alpha2.sample_count(); i += 4) alpha2.set_sample(i, 0);
     EXPECT_TRUE(std::isinf(psnr_8bit(alpha, alpha2)));
     EXPECT_THROW(psnr_8bit(a, make_image(16, 8, 3)), Error);
 }
@@ -87,8 +88,8 @@ double direct_ssim(const Image& a, const Image& b) {
                 for (int i = 0; i < 11; ++i)
                     for (int j = 0; j < 11; ++j) {
                         double w = g[i] * g[j] / (gs * gs);
-                        double p = a.samples[(size_t(y + i) * a.width + x + j) * a.channels + c];
-                        double q = b.samples[(size_t(y + i) * b.width + x + j) * b.channels + c];
+                        double p = a.sample((size_t(y + i) * a.width + x + j) * a.channels + c);
+                        double q = b.sample((size_t(y + i) * b.width + x + j) * b.channels + c);
                         m1 += w * p, m2 += w * q, e11 += w * p * p, e22 += w * q * q, e12 += w * p * q;
                     }
                 double v1 = e11 - m1 * m1, v2 = e22 - m2 * m2, v12 = e12 - m1 * m2;
@@ -104,7 +105,7 @@ TEST(Metrics, SsimMatchesADirectImplementation) {
     for (auto [w, h, ch] : {std::tuple{37, 23, 3}, {19, 31, 1}, {11, 11, 3}, {45, 70, 3}}) {
         Image a = random_image(rng, w, h, ch), b = a;
         std::normal_distribution<double> noise(0, 30);
-        for (uint16_t& v : b.samples) v = uint16_t(std::clamp(std::lround(v + noise(rng)), 0L, 255L));
+        test::edit_samples(b, [&](uint16_t& v) { v = uint16_t(std::clamp(std::lround(v + noise(rng)), 0L, 255L)); });
         const double expected = direct_ssim(a, b);
         EXPECT_NEAR(ssim_8bit(a, b), expected, 1e-10) << w << "x" << h << "x" << ch;
         EXPECT_GT(expected, 0.05);
@@ -148,13 +149,13 @@ TEST(Degradations, NoiseStatisticsOnAFlatImage) {
     Image im = make_image(512, 512, 3, 128);
     add_gaussian_noise(im, 25, 1);
     double sum = 0, sq = 0;
-    for (uint16_t v : im.samples) sum += v - 128.0, sq += (v - 128.0) * (v - 128.0);
-    const double n = double(im.samples.size()), mean = sum / n, sd = std::sqrt(sq / n - mean * mean);
+    for (uint16_t v : im.samples_u16()) sum += v - 128.0, sq += (v - 128.0) * (v - 128.0);
+    const double n = double(im.sample_count()), mean = sum / n, sd = std::sqrt(sq / n - mean * mean);
     EXPECT_NEAR(mean, 0.0, 0.15);  // standard error 0.03
     EXPECT_NEAR(sd, 25.0, 0.15);   // rounding adds 1/12 to the variance: 25.002
     Image zero = make_image(8, 8, 3, 128);
     add_gaussian_noise(zero, 0, 1);
-    EXPECT_EQ(zero.samples, make_image(8, 8, 3, 128).samples) << "sigma 0 is the identity";
+    EXPECT_EQ(zero.samples_u16(), make_image(8, 8, 3, 128).samples_u16()) << "sigma 0 is the identity";
 }
 
 TEST(Degradations, NoiseIsReproducibleAndLeavesAlpha) {
@@ -162,17 +163,18 @@ TEST(Degradations, NoiseIsReproducibleAndLeavesAlpha) {
     add_gaussian_noise(a, 15, 99);
     add_gaussian_noise(b, 15, 99);
     add_gaussian_noise(c, 15, 100);
-    EXPECT_EQ(a.samples, b.samples);
-    EXPECT_NE(a.samples, c.samples);
+    EXPECT_EQ(a.samples_u16(), b.samples_u16());
+    EXPECT_NE(a.samples_u16(), c.samples_u16());
     Image clean = test_card(40, 30, 4);
-    for (size_t i = 3; i < a.samples.size(); i += 4) ASSERT_EQ(a.samples[i], clean.samples[i]);
+    for (size_t i = 3; i < a.sample_count(); i += 4) ASSERT_EQ(a.sample(i), clean.sample(i));
     // The spec literally: round(clip(x + s/255 n, 0, 1) * 255), same draws in memory order.
     Image d = test_card(5, 4, 3), expect = d;
     add_gaussian_noise(d, 40, 5);
     NormalRng rng(5);
-    for (uint16_t& v : expect.samples)
+    test::edit_samples(expect, [&](uint16_t& v) {
         v = uint16_t(std::nearbyint(std::clamp(v / 255.0 + 40 / 255.0 * rng.next_normal(), 0.0, 1.0) * 255));
-    EXPECT_EQ(d.samples, expect.samples);
+    });
+    EXPECT_EQ(d.samples_u16(), expect.samples_u16());
 }
 
 TEST(Degradations, BlurOfAnImpulseIsTheNormalizedGaussian) {
@@ -182,13 +184,13 @@ TEST(Degradations, BlurOfAnImpulseIsTheNormalizedGaussian) {
         double sum = 0;
         for (int d = -r; d <= r; ++d) sum += g[d + r] = std::exp(-d * d / (2 * sigma * sigma));
         Image im = make_image(n, n, 1);
-        im.samples[size_t(n / 2) * n + n / 2] = 255;
+        im.set_sample(size_t(n / 2) * n + n / 2, 255);
         gaussian_blur(im, sigma);
         for (int y = 0; y < n; ++y)
             for (int x = 0; x < n; ++x) {
                 int dy = y - n / 2, dx = x - n / 2;
                 double e = std::abs(dx) <= r && std::abs(dy) <= r ? 255 * g[dx + r] * g[dy + r] / (sum * sum) : 0;
-                ASSERT_LE(std::abs(im.samples[size_t(y) * n + x] - e), 0.5 + 1e-9)
+                ASSERT_LE(std::abs(im.sample(size_t(y) * n + x) - e), 0.5 + 1e-9)
                     << "sigma " << sigma << " at " << x << "," << y;
             }
     }
@@ -196,11 +198,11 @@ TEST(Degradations, BlurOfAnImpulseIsTheNormalizedGaussian) {
     // x=0 from both sides (offsets -1 and +1 both land on x=1), and x=1 from
     // itself and from x=-1 (offset -2), which mirrors onto x=1.
     Image row = make_image(7, 1, 1);
-    row.samples[1] = 200;
+    row.set_sample(1, 200);
     gaussian_blur(row, 1.0);
     const std::vector<double> k = gaussian_kernel(1.0);
-    EXPECT_EQ(row.samples[0], uint16_t(std::nearbyint(200 * 2 * k[3 + 1])));
-    EXPECT_EQ(row.samples[1], uint16_t(std::nearbyint(200 * (k[3] + k[3 - 2]))));
+    EXPECT_EQ(row.sample(0), uint16_t(std::nearbyint(200 * 2 * k[3 + 1])));
+    EXPECT_EQ(row.sample(1), uint16_t(std::nearbyint(200 * (k[3] + k[3 - 2]))));
 }
 
 TEST(Degradations, JpegChangesTheImageDeterministically) {
@@ -208,14 +210,14 @@ TEST(Degradations, JpegChangesTheImageDeterministically) {
         Image clean = test_card(64, 48, channels), a = clean, b = clean;
         jpeg_round_trip(a, 20);
         jpeg_round_trip(b, 20);
-        EXPECT_EQ(a.samples, b.samples);
-        EXPECT_NE(a.samples, clean.samples);
+        EXPECT_EQ(a.samples_u16(), b.samples_u16());
+        EXPECT_NE(a.samples_u16(), clean.samples_u16());
         EXPECT_EQ(a.channels, channels);
         double diff = 0;
-        for (size_t i = 0; i < a.samples.size(); ++i) diff += std::abs(int(a.samples[i]) - int(clean.samples[i]));
-        EXPECT_LT(diff / a.samples.size(), 20) << "JPEG q20 should look like its input";
+        for (size_t i = 0; i < a.sample_count(); ++i) diff += std::abs(int(a.sample(i)) - int(clean.sample(i)));
+        EXPECT_LT(diff / a.sample_count(), 20) << "JPEG q20 should look like its input";
         if (channels == 4)
-            for (size_t i = 3; i < a.samples.size(); i += 4) ASSERT_EQ(a.samples[i], clean.samples[i]);
+            for (size_t i = 3; i < a.sample_count(); i += 4) ASSERT_EQ(a.sample(i), clean.sample(i));
         Image high = clean;
         jpeg_round_trip(high, 95);
         EXPECT_GT(psnr_8bit(clean, high), psnr_8bit(clean, a));
@@ -230,12 +232,10 @@ TEST(Degradations, CombinedInOrderBlurNoiseJpeg) {
     gaussian_blur(manual, 1.2);
     add_gaussian_noise(manual, 10, 3);
     jpeg_round_trip(manual, 50);
-    EXPECT_EQ(degrade(clean, d, 3).samples, manual.samples);
+    EXPECT_EQ(degrade(clean, d, 3).samples_u16(), manual.samples_u16());
     EXPECT_EQ(d.describe(), "blur 1.2, noise 10, jpeg 50");
-    Image sixteen = clean;
-    sixteen.bit_depth = 16;
-    for (uint16_t& v : sixteen.samples) v = uint16_t(v * 257);
-    EXPECT_EQ(to_8bit(sixteen).samples, clean.samples);
+    const Image sixteen = test::with_depth(clean, 16, [](uint16_t v) { return v * 257; });
+    EXPECT_EQ(to_8bit(sixteen).samples_u16(), clean.samples_u16());
     Degradation bad;
     bad.noise = -1;
     EXPECT_THROW(bad.validate(), Error);
@@ -246,15 +246,15 @@ TEST(Degradations, SubsamplingChangesTheJpegOfColorOnly) {
     Image c420 = color, c444 = color, g420 = gray, g444 = gray;
     jpeg_round_trip(c420, 30);
     jpeg_round_trip(c444, 30, 444);
-    EXPECT_NE(c420.samples, c444.samples);
+    EXPECT_NE(c420.samples_u16(), c444.samples_u16());
     // 4:4:4 keeps the color sharper: closer to the input.
     EXPECT_GT(psnr_8bit(color, c444), psnr_8bit(color, c420));
     jpeg_round_trip(g420, 30);
     jpeg_round_trip(g444, 30, 444);
-    EXPECT_EQ(g420.samples, g444.samples);
+    EXPECT_EQ(g420.samples_u16(), g444.samples_u16());
     Degradation d;
     d.jpeg = 30, d.subsampling = 444;
-    EXPECT_EQ(degrade(color, d, 0).samples, c444.samples);
+    EXPECT_EQ(degrade(color, d, 0).samples_u16(), c444.samples_u16());
     EXPECT_EQ(d.describe(), "jpeg 30 4:4:4");
     d.subsampling = 422;
     EXPECT_THROW(d.validate(), Error);
@@ -272,18 +272,18 @@ TEST(NoiseEstimate, WithinToleranceOnSyntheticNoise) {
     for (int y = 0; y < h; ++y)
         for (int x = 0; x < w; ++x)
             for (int c = 0; c < 3; ++c)
-                clean.samples[(size_t(y) * w + x) * 3 + c] =
-                    uint16_t(std::lround(90 + 0.15 * x + 0.1 * y + 20 * std::sin(0.05 * x + 0.03 * y + c)));
+                clean.set_sample(
+                    (size_t(y) * w + x) * 3 + c,
+                    uint16_t(std::lround(90 + 0.15 * x + 0.1 * y + 20 * std::sin(0.05 * x + 0.03 * y + c))));
     EXPECT_LT(estimate_noise_sigma(clean), 0.5) << "a smooth image without noise";
     for (double sigma : {2.0, 5.0, 15.0, 30.0}) {
         Image noisy = clean;
         std::normal_distribution<double> n(0, sigma);
-        for (uint16_t& v : noisy.samples) v = uint16_t(std::clamp(std::lround(v + n(rng)), 0L, 255L));
+        test::edit_samples(noisy, [&](uint16_t& v) { v = uint16_t(std::clamp(std::lround(v + n(rng)), 0L, 255L)); });
         const double estimate = estimate_noise_sigma(noisy);
         EXPECT_NEAR(estimate, sigma, 0.05 * sigma + 0.3) << "sigma " << sigma;
-        Image sixteen = noisy;  // the same on 16-bit samples
-        sixteen.bit_depth = 16;
-        for (uint16_t& v : sixteen.samples) v = uint16_t(v * 257);
+        // the same on 16-bit samples
+        const Image sixteen = test::with_depth(noisy, 16, [](uint16_t v) { return v * 257; });
         EXPECT_NEAR(estimate_noise_sigma(sixteen), estimate, 0.02);
     }
     EXPECT_EQ(estimate_noise_sigma(make_image(2, 2, 3, 100)), 0);

@@ -124,7 +124,7 @@ TEST(HostTiles, TiledFromSamplesEqualsThePlanesPath) {
             ASSERT_EQ(got.channels, want.channels);
             ASSERT_EQ(got.bit_depth, want.bit_depth);
             size_t differ = 0;
-            for (size_t i = 0; i < got.samples.size(); ++i) differ += got.samples[i] != want.samples[i];
+            for (size_t i = 0; i < got.sample_count(); ++i) differ += got.sample(i) != want.sample(i);
             EXPECT_EQ(differ, 0u) << "tile " << tile << ": samples differing from the planes path";
         }
     }
@@ -142,7 +142,7 @@ TEST(HostTiles, AMemoryBudgetMakesSmallTilesWithTheSameResult) {
     const Image want = restore_by_planes(runner, image, 0, 1);
     StageTimer timer;
     const Image got = restore_in_tiles(runner, image, 0, 1, runner.bytes_per_pixel() * 40 * 40, &timer);
-    EXPECT_EQ(got.samples, want.samples);
+    EXPECT_EQ(got.samples_u16(), want.samples_u16());
     EXPECT_GT(timer.rows().size(), 0u);
     bool tiled = false;
     for (const StageTimer::Row& row : timer.rows()) tiled |= row.name == "tile copies" && row.samples_ms.size() > 2;
@@ -201,7 +201,7 @@ TEST(HostTiles, ThePipelineWritesTheSameFilesEitherWay) {
     }
     for (size_t t = 1; t < results.size(); ++t)
         for (size_t i = 0; i < images.size(); ++i)
-            EXPECT_EQ(results[t][i].samples, results[0][i].samples)
+            EXPECT_EQ(results[t][i].samples_u16(), results[0][i].samples_u16())
                 << "image " << i << " with tiled_above_pixels " << thresholds[t];
 }
 

@@ -39,7 +39,7 @@ std::vector<float> want_planes(const Image& img, int model) {
     std::vector<float> out;
     for (int p = 0; p < planes; ++p)
         for (size_t i = 0; i < n; ++i)
-            out.push_back(float(img.samples[i * img.channels + (color == 1 ? 0 : p)]) * scale);
+            out.push_back(float(img.sample(i * img.channels + (color == 1 ? 0 : p))) * scale);
     return out;
 }
 
@@ -65,6 +65,7 @@ uint16_t want_alpha(uint16_t a, int from, int to) {
 Image want_image(const std::vector<float>& planes, int model, const Image& src, int bit_depth) {
     Image out = src;
     out.bit_depth = bit_depth ? bit_depth : src.bit_depth;
+    out.allocate();  // in the new depth's sample type
     const float max = float(out.bit_depth == 16 ? 65535 : 255);
     const size_t n = size_t(src.width) * src.height;
     const int ch = src.channels;
@@ -73,12 +74,12 @@ Image want_image(const std::vector<float>& planes, int model, const Image& src, 
     for (size_t i = 0; i < n; ++i) {
         if (color == 1 && model == 3) {
             const float sum = want_clamp01(planes[i]) + want_clamp01(planes[n + i]) + want_clamp01(planes[2 * n + i]);
-            out.samples[i * ch] = want_quantize(sum * (1.0f / 3.0f), max);
+            out.set_sample(i * ch, want_quantize(sum * (1.0f / 3.0f), max));
         } else {
-            for (int c = 0; c < color; ++c) out.samples[i * ch + c] = want_quantize(planes[c * n + i], max);
+            for (int c = 0; c < color; ++c) out.set_sample(i * ch + c, want_quantize(planes[c * n + i], max));
         }
         if (alpha)
-            out.samples[i * ch + ch - 1] = want_alpha(src.samples[i * ch + ch - 1], src.bit_depth, out.bit_depth);
+            out.set_sample(i * ch + ch - 1, want_alpha(src.sample(i * ch + ch - 1), src.bit_depth, out.bit_depth));
     }
     return out;
 }
@@ -143,7 +144,7 @@ TEST(ImageBatchReference, ToPlanesMatchesPlainLoops) {
             for (int channels = 1; channels <= 4; ++channels)
                 for (int model : {1, 3}) {
                     Image img = random_image(rng, w, h, channels, depth);
-                    img.samples.front() = img.max_value(), img.samples.back() = 0;
+                    img.set_sample(0, img.max_value()), img.set_sample(img.sample_count() - 1, 0);
                     SCOPED_TRACE(layout(img, model));
                     const std::vector<float> want = want_planes(img, model);
                     ASSERT_EQ(want.size(), size_t(imr::items_per_image(img, model)) * model * w * h);

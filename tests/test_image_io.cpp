@@ -45,8 +45,8 @@ namespace {
 
 double mean_abs_diff(const Image& a, const Image& b) {
     double sum = 0;
-    for (size_t i = 0; i < a.samples.size(); ++i) sum += std::abs(int(a.samples[i]) - int(b.samples[i]));
-    return sum / double(a.samples.size());
+    for (size_t i = 0; i < a.sample_count(); ++i) sum += std::abs(int(a.sample(i)) - int(b.sample(i)));
+    return sum / double(a.sample_count());
 }
 
 std::vector<std::string> list_dir(const fs::path& dir) {
@@ -227,9 +227,9 @@ TEST_F(ImageIoFiles, PngRoundTripAllChannelsDepthsCodecs) {
                         // OpenCV has no gray+alpha PNG: stored as RGBA with R=G=B.
                         ASSERT_EQ(back.channels, 4);
                         for (size_t i = 0; i < size_t(37 * 23); ++i) {
-                            ASSERT_EQ(back.samples[i * 4], img.samples[i * 2]);
-                            ASSERT_EQ(back.samples[i * 4 + 2], img.samples[i * 2]);
-                            ASSERT_EQ(back.samples[i * 4 + 3], img.samples[i * 2 + 1]);
+                            ASSERT_EQ(back.sample(i * 4), img.sample(i * 2));
+                            ASSERT_EQ(back.sample(i * 4 + 2), img.sample(i * 2));
+                            ASSERT_EQ(back.sample(i * 4 + 3), img.sample(i * 2 + 1));
                         }
                         continue;
                     }
@@ -290,10 +290,10 @@ TEST_F(ImageIoFiles, JpegRoundTripWithinTolerance) {
                     ASSERT_EQ(back.channels, 3);
                     Image g = back;
                     g.channels = 1;
-                    g.samples.resize(img.samples.size());
-                    for (size_t i = 0; i < g.samples.size(); ++i) {
-                        ASSERT_LE(std::abs(int(back.samples[3 * i]) - int(back.samples[3 * i + 2])), 1);
-                        g.samples[i] = back.samples[3 * i + 1];
+                    g.allocate();
+                    for (size_t i = 0; i < g.sample_count(); ++i) {
+                        ASSERT_LE(std::abs(int(back.sample(3 * i)) - int(back.sample(3 * i + 2))), 1);
+                        g.set_sample(i, back.sample(3 * i + 1));
                     }
                     back = g;
                 }
@@ -311,14 +311,14 @@ TEST_F(ImageIoFiles, BmpAndTgaRoundTrip) {
             imr::write_image(path("rt.bmp"), rgb, {}, writer);
             EXPECT_TRUE(same_image(imr::read_image(path("rt.bmp"), reader), rgb));
             Image rgba = random_image(rng_, 37, 23, 4, 8);
-            rgba.samples[3] = 255;  // not all zero: a BGRX file with alpha 0 everywhere reads as RGB
+            rgba.set_sample(3, 255);  // not all zero: a BGRX file with alpha 0 everywhere reads as RGB
             imr::write_image(path("rgba.bmp"), rgba, {}, writer);
             if (writer == Codec::OpenCV && reader == Codec::OpenCV) {
                 // OpenCV writes 32-bit BI_RGB and ignores that alpha when reading.
                 Image rgb_only = imr::read_image(path("rgba.bmp"), reader);
                 ASSERT_EQ(rgb_only.channels, 3);
                 for (size_t i = 0; i < size_t(37 * 23); ++i)
-                    for (int k = 0; k < 3; ++k) ASSERT_EQ(rgb_only.samples[i * 3 + k], rgba.samples[i * 4 + k]);
+                    for (int k = 0; k < 3; ++k) ASSERT_EQ(rgb_only.sample(i * 3 + k), rgba.sample(i * 4 + k));
             } else {
                 EXPECT_TRUE(same_image(imr::read_image(path("rgba.bmp"), reader), rgba));
             }
@@ -328,9 +328,9 @@ TEST_F(ImageIoFiles, BmpAndTgaRoundTrip) {
             Image back = imr::read_image(path("g.bmp"), reader);
             ASSERT_EQ(back.width, 37);
             ASSERT_EQ(back.height, 23);
-            for (size_t i = 0; i < gray.samples.size(); ++i)
+            for (size_t i = 0; i < gray.sample_count(); ++i)
                 for (int c = 0; c < back.channels; ++c)
-                    ASSERT_EQ(back.samples[i * size_t(back.channels) + c], gray.samples[i]) << "pixel " << i;
+                    ASSERT_EQ(back.sample(i * size_t(back.channels) + c), gray.sample(i)) << "pixel " << i;
         }
     for (int channels = 1; channels <= 4; ++channels) {
         SCOPED_TRACE("TGA " + std::to_string(channels) + " channels");
@@ -370,14 +370,14 @@ TEST_F(ImageIoFiles, PnmVariants) {
         SCOPED_TRACE(imr::codec_name(codec));
         Image a = imr::read_image(path("a.pgm"), codec);
         ASSERT_EQ(a.bit_depth, 16);
-        ASSERT_EQ(a.samples.size(), 3u);
+        ASSERT_EQ(a.sample_count(), 3u);
         if (codec == Codec::Stb) {
-            EXPECT_EQ(a.samples, (std::vector<uint16_t>{0, 65535, (512 * 65535 + 511) / 1023}));
+            EXPECT_EQ(a.samples_u16(), (std::vector<uint16_t>{0, 65535, (512 * 65535 + 511) / 1023}));
         }
         Image b1 = imr::read_image(path("a.pbm"), codec);
-        EXPECT_EQ(b1.samples, (std::vector<uint16_t>{0, 255, 0, 255, 0, 0}));
+        EXPECT_EQ(b1.samples_u16(), (std::vector<uint16_t>{0, 255, 0, 255, 0, 0}));
         Image b4 = imr::read_image(path("b.pbm"), codec);
-        EXPECT_EQ(b4.samples, (std::vector<uint16_t>{0, 255, 0, 255, 255, 0, 255, 0, 0, 255}));
+        EXPECT_EQ(b4.samples_u16(), (std::vector<uint16_t>{0, 255, 0, 255, 255, 0, 255, 0, 0, 255}));
     }
     std::vector<uint8_t> cut = text("P5\n4 4\n255\n");
     cut.resize(cut.size() + 10, 7);
@@ -412,8 +412,8 @@ TEST_F(ImageIoFiles, WebpRoundTrip) {
         if (channels == 4) {
             // libwebp does not keep the color under fully transparent pixels.
             for (size_t i = 0; i < size_t(37 * 23); ++i)
-                if (img.samples[i * 4 + 3] == 0)
-                    for (int k = 0; k < 3; ++k) back.samples[i * 4 + k] = img.samples[i * 4 + k];
+                if (img.sample(i * 4 + 3) == 0)
+                    for (int k = 0; k < 3; ++k) back.set_sample(i * 4 + k, img.sample(i * 4 + k));
         }
         EXPECT_TRUE(same_image(back, img)) << channels << " channels, lossless";
     }
@@ -443,12 +443,12 @@ TEST_F(ImageIoFiles, GifFirstFrame) {
             const int c = img.channels;
             for (size_t i = 0; i < index.size(); ++i) {
                 if (index[i] == transparent) {
-                    ASSERT_EQ(img.samples[i * 4 + 3], 0) << "pixel " << i;
+                    ASSERT_EQ(img.sample(i * 4 + 3), 0) << "pixel " << i;
                     continue;
                 }
-                for (int k = 0; k < 3; ++k) ASSERT_EQ(img.samples[i * c + k], palette[index[i]][k]) << "pixel " << i;
+                for (int k = 0; k < 3; ++k) ASSERT_EQ(img.sample(i * c + k), palette[index[i]][k]) << "pixel " << i;
                 if (c == 4) {
-                    ASSERT_EQ(img.samples[i * 4 + 3], 255);
+                    ASSERT_EQ(img.sample(i * 4 + 3), 255);
                 }
             }
         }
@@ -467,7 +467,7 @@ TEST_F(ImageIoFiles, GrayAlphaAndRgbaAlphaUntouched) {
         for (Codec reader : build_codecs())
             EXPECT_TRUE(same_image(imr::read_image(path("ga.png"), reader), ga)) << imr::codec_name(reader);
         Image rgba = random_image(rng_, 37, 23, 4, depth);
-        for (size_t i = 0; i < 37; ++i) rgba.samples[i * 4 + 3] = 0;  // fully transparent first row
+        for (size_t i = 0; i < 37; ++i) rgba.set_sample(i * 4 + 3, 0);  // fully transparent first row
         imr::write_image(path("rgba.png"), rgba);
         for (Codec reader : build_codecs())
             EXPECT_TRUE(same_image(imr::read_image(path("rgba.png"), reader), rgba)) << imr::codec_name(reader);
@@ -477,17 +477,17 @@ TEST_F(ImageIoFiles, GrayAlphaAndRgbaAlphaUntouched) {
 TEST_F(ImageIoFiles, BitDepthConversionOnWrite) {
     SCOPED_TRACE(seed_text());
     Image img16 = random_image(rng_, 37, 23, 3, 16);
-    img16.samples[0] = 0, img16.samples[1] = 65535, img16.samples[2] = 128;  // (128*255+32767)/65535 = 0.998 -> 0
-    img16.samples[3] = 129;                                                  // 129*255+32767 = 65662 -> 1
+    img16.set_sample(0, 0), img16.set_sample(1, 65535), img16.set_sample(2, 128);  // (128*255+32767)/65535 = 0.998 -> 0
+    img16.set_sample(3, 129);                                                      // 129*255+32767 = 65662 -> 1
     imr::WriteOptions to8;
     to8.bit_depth = 8;
     imr::write_image(path("d8.png"), img16, to8);
     Image back8 = imr::read_image(path("d8.png"));
     ASSERT_EQ(back8.bit_depth, 8);
-    for (size_t i = 0; i < img16.samples.size(); ++i)
-        ASSERT_EQ(back8.samples[i], (uint32_t(img16.samples[i]) * 255 + 32767) / 65535) << i;
-    EXPECT_EQ(back8.samples[2], 0);
-    EXPECT_EQ(back8.samples[3], 1);
+    for (size_t i = 0; i < img16.sample_count(); ++i)
+        ASSERT_EQ(back8.sample(i), (uint32_t(img16.sample(i)) * 255 + 32767) / 65535) << i;
+    EXPECT_EQ(back8.sample(2), 0);
+    EXPECT_EQ(back8.sample(3), 1);
     // The same rule lets a 16-bit image go to JPEG.
     EXPECT_NO_THROW(imr::write_image(path("d8.jpg"), img16, to8));
 
@@ -498,7 +498,7 @@ TEST_F(ImageIoFiles, BitDepthConversionOnWrite) {
         imr::write_image(path("d16.png"), img8, to16, codec);
         Image back16 = imr::read_image(path("d16.png"));
         ASSERT_EQ(back16.bit_depth, 16);
-        for (size_t i = 0; i < img8.samples.size(); ++i) ASSERT_EQ(back16.samples[i], img8.samples[i] * 257) << i;
+        for (size_t i = 0; i < img8.sample_count(); ++i) ASSERT_EQ(back16.sample(i), img8.sample(i) * 257) << i;
     }
 }
 
@@ -516,7 +516,9 @@ TEST_F(ImageIoFiles, WriteRefusesWhatTheFormatCannotHold) {
     EXPECT_TRUE(throws_error([&] { imr::write_image(path("x.jpeg"), rgba, {}, Codec::Stb); }, path("x.jpeg"), "alpha"));
     EXPECT_TRUE(throws_error([&] { imr::write_image(path("x.ppm"), rgba); }, path("x.ppm"), "alpha"));
     Image broken = random_image(rng_, 7, 5, 3, 8);
-    broken.samples.pop_back();
+    std::vector<uint16_t> one_short = broken.samples_u16();
+    one_short.pop_back();
+    broken.assign_samples(one_short);
     EXPECT_TRUE(throws_error([&] { imr::write_image(path("x.png"), broken); }, path("x.png"), "inconsistent"));
     imr::WriteOptions badq;
     badq.jpeg_quality = 0;
@@ -551,7 +553,7 @@ TEST_F(ImageIoFiles, JpegExifOrientation) {
                 for (int y = 0; y < m.rows; ++y)
                     for (int x = 0; x < m.cols; ++x)
                         for (int k = 0; k < 3; ++k)
-                            ASSERT_EQ(m.at<cv::Vec3b>(y, x)[2 - k], back.samples[(size_t(y) * back.width + x) * 3 + k])
+                            ASSERT_EQ(m.at<cv::Vec3b>(y, x)[2 - k], back.sample((size_t(y) * back.width + x) * 3 + k))
                                 << "x=" << x << " y=" << y;
             }
 #endif
@@ -670,7 +672,7 @@ TEST_F(ImageIoFiles, PsdCompositeImages) {
                 ASSERT_EQ(img.bit_depth, depth);
                 for (int c = 0; c < color; ++c)
                     for (int i = 0; i < w * h; ++i)
-                        ASSERT_EQ(img.samples[size_t(i) * color + c], planar[size_t(c) * w * h + i]);
+                        ASSERT_EQ(img.sample(size_t(i) * color + c), planar[size_t(c) * w * h + i]);
             }
     // RGBA matted against white: c' = a c + (1 - a) 255 is undone (clamped),
     // where stb's loader cast out-of-range floats (undefined behaviour).
@@ -682,10 +684,10 @@ TEST_F(ImageIoFiles, PsdCompositeImages) {
     write_bytes(path("a.psd"), make_psd(w, h, 4, 8, 3, planar, false));
     const Image img = imr::read_image(path("a.psd"));
     ASSERT_EQ(img.channels, 4);
-    EXPECT_EQ(img.samples[0], 0) << "10 matted at alpha 128/255 is below black";
-    EXPECT_EQ(img.samples[4], uint16_t(std::lround((200 - (1 - 128 / 255.0) * 255) / (128 / 255.0))));
-    EXPECT_EQ(img.samples[8], 255);
-    EXPECT_EQ(img.samples[3], 128);
+    EXPECT_EQ(img.sample(0), 0) << "10 matted at alpha 128/255 is below black";
+    EXPECT_EQ(img.sample(4), uint16_t(std::lround((200 - (1 - 128 / 255.0) * 255) / (128 / 255.0))));
+    EXPECT_EQ(img.sample(8), 255);
+    EXPECT_EQ(img.sample(3), 128);
     // What it does not read is refused by name.
     write_bytes(path("cmyk.psd"), make_psd(2, 2, 4, 8, 4, std::vector<uint16_t>(16, 1), false));
     EXPECT_TRUE(throws_error([&] { imr::read_image(path("cmyk.psd")); }, path("cmyk.psd"), "color mode 4"));
@@ -832,7 +834,7 @@ TEST_F(ImageIoFiles, CorruptFilesNeverCrash) {
             for (Codec codec : build_codecs()) {
                 try {
                     Image out = imr::read_image(p, codec);
-                    EXPECT_EQ(out.samples.size(), size_t(out.width) * out.height * out.channels);
+                    EXPECT_EQ(out.sample_count(), size_t(out.width) * out.height * out.channels);
                 } catch (const imr::Error& e) {
                     EXPECT_EQ(std::string(e.what()).rfind(p, 0), 0u) << e.what();
                 } catch (const std::exception& e) {
@@ -895,7 +897,7 @@ TEST(ImageBatch, ItemsPerImage) {
     auto img = [](int channels) {
         Image i;
         i.width = 3, i.height = 2, i.channels = channels;
-        i.samples.resize(size_t(6 * channels));
+        i.allocate();
         return i;
     };
     EXPECT_EQ(imr::items_per_image(img(3), 3), 1);
@@ -941,13 +943,13 @@ TEST(ImageBatch, LayoutAndValues) {
     imr::image_to_planes(rgba, 3, p3.data());
     for (size_t i = 0; i < n; ++i)
         for (int c = 0; c < 3; ++c)
-            ASSERT_NEAR(p3[c * n + i], rgba.samples[i * 4 + c] / 65535.0, 1e-7) << "pixel " << i << " channel " << c;
+            ASSERT_NEAR(p3[c * n + i], rgba.sample(i * 4 + c) / 65535.0, 1e-7) << "pixel " << i << " channel " << c;
     // RGB, 1-channel model: three items, one per channel.
     Image rgb = random_image(rng, w, h, 3, 8);
     std::vector<float> p1(3 * n);
     imr::image_to_planes(rgb, 1, p1.data());
     for (size_t i = 0; i < n; ++i)
-        for (int c = 0; c < 3; ++c) ASSERT_NEAR(p1[c * n + i], rgb.samples[i * 3 + c] / 255.0, 1e-7);
+        for (int c = 0; c < 3; ++c) ASSERT_NEAR(p1[c * n + i], rgb.sample(i * 3 + c) / 255.0, 1e-7);
     // Gray, 3-channel model: replicated; back as the mean of R, G, B.
     Image gray = random_image(rng, w, h, 1, 8);
     std::vector<float> g3(3 * n);
@@ -955,32 +957,32 @@ TEST(ImageBatch, LayoutAndValues) {
     for (size_t i = 0; i < n; ++i) {
         ASSERT_EQ(g3[i], g3[n + i]);
         ASSERT_EQ(g3[i], g3[2 * n + i]);
-        ASSERT_NEAR(g3[i], gray.samples[i] / 255.0, 1e-7);
+        ASSERT_NEAR(g3[i], gray.sample(i) / 255.0, 1e-7);
     }
     for (size_t i = 0; i < n; ++i) g3[i] = 0.1f, g3[n + i] = 0.2f, g3[2 * n + i] = 0.36f;
     Image back = imr::planes_to_image(g3.data(), 3, gray);
     ASSERT_EQ(back.channels, 1);
-    for (size_t i = 0; i < n; ++i) ASSERT_EQ(back.samples[i], 56);  // 0.22 * 255 = 56.1
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(back.sample(i), 56);  // 0.22 * 255 = 56.1
     // Each channel is clamped before the mean: (1 + 0 + 0.5) / 3, not (1.6 - 0.4 + 0.5) / 3.
     for (size_t i = 0; i < n; ++i) g3[i] = 1.6f, g3[n + i] = -0.4f, g3[2 * n + i] = 0.5f;
     back = imr::planes_to_image(g3.data(), 3, gray);
-    for (size_t i = 0; i < n; ++i) ASSERT_EQ(back.samples[i], 128);  // 0.5 * 255 = 127.5 -> 128
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(back.sample(i), 128);  // 0.5 * 255 = 127.5 -> 128
 }
 
 TEST(ImageBatch, RoundingClampingNaN) {
     Image src;
     src.width = 11, src.height = 1, src.channels = 1, src.bit_depth = 8;
-    src.samples.assign(11, 7);
+    src.assign_samples(std::vector<uint16_t>(11, 7));
     const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
     const float in[11] = {100.49f / 255,      100.51f / 255,       -0.2f, 1.7f, nan, inf, -inf, 0.f, 1.f,
                           0.5f / 255 - 1e-6f, 254.5f / 255 + 1e-6f};
     const uint16_t want8[11] = {100, 101, 0, 255, 0, 255, 0, 0, 255, 0, 255};
     Image out = imr::planes_to_image(in, 1, src);
-    for (int i = 0; i < 11; ++i) EXPECT_EQ(out.samples[size_t(i)], want8[i]) << "input " << in[i];
+    for (int i = 0; i < 11; ++i) EXPECT_EQ(out.sample(size_t(i)), want8[i]) << "input " << in[i];
     Image out16 = imr::planes_to_image(in, 1, src, 16);
     ASSERT_EQ(out16.bit_depth, 16);
     const uint16_t want16[11] = {25826, 25831, 0, 65535, 0, 65535, 0, 0, 65535, 128, 65407};
-    for (int i = 0; i < 11; ++i) EXPECT_EQ(out16.samples[size_t(i)], want16[i]) << "input " << in[i];
+    for (int i = 0; i < 11; ++i) EXPECT_EQ(out16.sample(size_t(i)), want16[i]) << "input " << in[i];
 }
 
 TEST(ImageBatch, AlphaCopiedUntouched) {
@@ -996,9 +998,9 @@ TEST(ImageBatch, AlphaCopiedUntouched) {
             Image out16 = imr::planes_to_image(planes.data(), model, img, 16);
             for (size_t i = 0; i < size_t(37 * 23); ++i) {
                 const size_t a = i * size_t(channels) + size_t(channels) - 1;
-                ASSERT_EQ(out.samples[a], img.samples[a]);
-                ASSERT_EQ(out16.samples[a], img.samples[a] * 257);
-                ASSERT_EQ(out.samples[i * size_t(channels)], 64);  // 0.25 * 255 + 0.5 = 64.25
+                ASSERT_EQ(out.sample(a), img.sample(a));
+                ASSERT_EQ(out16.sample(a), img.sample(a) * 257);
+                ASSERT_EQ(out.sample(i * size_t(channels)), 64);  // 0.25 * 255 + 0.5 = 64.25
             }
         }
     }
@@ -1007,7 +1009,7 @@ TEST(ImageBatch, AlphaCopiedUntouched) {
 TEST(ImageBatch, InconsistentImageIsAnError) {
     Image img;
     img.width = 4, img.height = 4, img.channels = 3;
-    img.samples.resize(10);
+    img.assign_samples(std::vector<uint16_t>(10));
     std::vector<float> planes(48);
     EXPECT_THROW(imr::image_to_planes(img, 3, planes.data()), imr::Error);
     EXPECT_THROW(imr::planes_to_image(planes.data(), 3, img), imr::Error);

@@ -551,7 +551,7 @@ TEST(Metadata, EmbeddedFilesAreWellFormed) {
     if (opencv_available()) {
         EXPECT_EQ(webp_chunk_types(encode_image("x.webp", img)), "VP8X ICCP VP8  EXIF");
         Image rgba = photo(30, 20, 4, 12);
-        rgba.samples[3] = 7;  // not opaque: the encoder keeps the alpha
+        rgba.set_sample(3, 7);  // not opaque: the encoder keeps the alpha
         rgba.metadata.exif = img.metadata.exif;
         const Bytes webp = encode_image("x.webp", rgba);
         EXPECT_EQ(webp_chunk_types(webp), "VP8X ALPH VP8  EXIF");

@@ -29,7 +29,7 @@ using test::ScratchDir;
 Image flat(int w, int h, int channels, int value) {
     Image im;
     im.width = w, im.height = h, im.channels = channels, im.bit_depth = 8;
-    im.samples.assign(size_t(w) * h * channels, uint16_t(value));
+    im.assign_samples(std::vector<uint16_t>(size_t(w) * h * channels, uint16_t(value)));
     return im;
 }
 
@@ -42,7 +42,7 @@ Image card(int w, int h) {
             for (int c = 0; c < 3; ++c) {
                 double v = 30 + 170.0 * (c == 1 ? y : x) / w + 25 * std::sin(x * 0.4 + y * 0.1 * c) +
                            ((x / 6 + y / 6) % 2 ? 20 : 0);
-                im.samples[(size_t(y) * w + x) * 3 + c] = uint16_t(std::clamp(v, 0.0, 255.0));
+                im.set_sample((size_t(y) * w + x) * 3 + c, uint16_t(std::clamp(v, 0.0, 255.0)));
             }
     return im;
 }
@@ -144,12 +144,12 @@ TEST(PhotoMix, TheImageDependsOnlyOnTheSeedAndTheFileName) {
         const uint64_t file_seed = image_noise_seed(seed, "some/folder/x.png");
         ASSERT_EQ(file_seed, image_noise_seed(seed, "x.png"));
         const Image a = degrade(clean, d, file_seed), b = degrade(clean, d, image_noise_seed(seed, "x.png"));
-        ASSERT_EQ(a.samples, b.samples) << "seed " << seed;
-        EXPECT_NE(a.samples, clean.samples) << "--mix photo redraws a draw that skips every step";
+        ASSERT_EQ(a.samples_u16(), b.samples_u16()) << "seed " << seed;
+        EXPECT_NE(a.samples_u16(), clean.samples_u16()) << "--mix photo redraws a draw that skips every step";
         // Another seed, or another file name: another image.
         for (uint64_t other : {image_noise_seed(seed + 1, "x.png"), image_noise_seed(seed, "y.png")}) {
             ++tried;
-            differ += degrade(clean, d, other).samples != a.samples;
+            differ += degrade(clean, d, other).samples_u16() != a.samples_u16();
         }
     }
     EXPECT_EQ(differ, tried);
@@ -166,7 +166,7 @@ TEST(PhotoMix, TheImageDependsOnlyOnTheSeedAndTheFileName) {
     PhotoMixParams none;
     EXPECT_TRUE(none.is_noop());
     EXPECT_EQ(none.describe(), "none");
-    EXPECT_EQ(apply_photo_mix(clean, none).samples, clean.samples);
+    EXPECT_EQ(apply_photo_mix(clean, none).samples_u16(), clean.samples_u16());
 }
 
 TEST(PhotoMix, CameraNoiseVarianceIsShotTimesSignalPlusReadInLinearLight) {
@@ -181,7 +181,7 @@ TEST(PhotoMix, CameraNoiseVarianceIsShotTimesSignalPlusReadInLinearLight) {
         const double x = srgb_to_linear(level / 255.0);
         for (int c = 0; c < 3; ++c) {
             std::vector<double> lin;
-            for (size_t i = c; i < im.samples.size(); i += 3) lin.push_back(srgb_to_linear(im.samples[i] / 255.0));
+            for (size_t i = c; i < im.sample_count(); i += 3) lin.push_back(srgb_to_linear(im.sample(i) / 255.0));
             const double var = variance(lin), expected = n.shot * x + n.read;
             EXPECT_NEAR(var / expected, 1.0, 0.12) << "level " << level << " channel " << c;
             EXPECT_NEAR(mean(lin), x, 0.1 * std::sqrt(expected)) << "zero-mean noise";
@@ -193,7 +193,7 @@ TEST(PhotoMix, CameraNoiseVarianceIsShotTimesSignalPlusReadInLinearLight) {
     // No noise parameters, no change.
     Image im = card(40, 30), before = im;
     add_camera_noise(im, CameraNoise{0, 0, 2, 1}, 1);
-    EXPECT_EQ(im.samples, before.samples);
+    EXPECT_EQ(im.samples_u16(), before.samples_u16());
 }
 
 TEST(PhotoMix, ChromaNoiseIsSpatiallyCorrelatedAndStrongerThanLuma) {
@@ -210,9 +210,9 @@ TEST(PhotoMix, ChromaNoiseIsSpatiallyCorrelatedAndStrongerThanLuma) {
     // axes cancel) and chroma (R - G, where the luma cancels).
     const double x = srgb_to_linear(level / 255.0);
     std::vector<double> luma, chroma;
-    for (size_t i = 0; i < im.samples.size(); i += 3) {
-        double r = srgb_to_linear(im.samples[i] / 255.0) - x, g = srgb_to_linear(im.samples[i + 1] / 255.0) - x,
-               b = srgb_to_linear(im.samples[i + 2] / 255.0) - x;
+    for (size_t i = 0; i < im.sample_count(); i += 3) {
+        double r = srgb_to_linear(im.sample(i) / 255.0) - x, g = srgb_to_linear(im.sample(i + 1) / 255.0) - x,
+               b = srgb_to_linear(im.sample(i + 2) / 255.0) - x;
         luma.push_back((r + g + b) / 3);
         chroma.push_back(r - g);
     }
@@ -228,7 +228,7 @@ TEST(PhotoMix, ChromaNoiseIsSpatiallyCorrelatedAndStrongerThanLuma) {
     Image gray = flat(w, h, 1, level);
     add_camera_noise(gray, CameraNoise{0.004, 1e-5, ratio, sigma}, fresh_seed(rng));
     std::vector<double> g;
-    for (uint16_t v : gray.samples) g.push_back(srgb_to_linear(v / 255.0) - x);
+    for (uint16_t v : gray.samples_u16()) g.push_back(srgb_to_linear(v / 255.0) - x);
     EXPECT_NEAR(variance(g) / (0.004 * x + 1e-5), 1.0, 0.1);
     EXPECT_NEAR(neighbour_correlation(g, w), 0.0, 0.05);
 }
@@ -240,12 +240,12 @@ TEST(PhotoMix, ResamplingAndJpegSteps) {
         for (bool up : {false, true}) {
             Image im = clean;
             resample_round_trip(im, Resample{1.0, down, up});
-            EXPECT_EQ(im.samples, clean.samples) << down << up;
+            EXPECT_EQ(im.samples_u16(), clean.samples_u16()) << down << up;
         }
     // A flat image stays flat; a detailed one loses more at a smaller factor.
     Image f = flat(50, 31, 3, 77);
     resample_round_trip(f, Resample{0.55, true, false});
-    EXPECT_EQ(f.samples, flat(50, 31, 3, 77).samples);
+    EXPECT_EQ(f.samples_u16(), flat(50, 31, 3, 77).samples_u16());
     Image half = clean, most = clean;
     resample_round_trip(half, Resample{0.5, true, true});
     resample_round_trip(most, Resample{0.9, true, true});
@@ -254,10 +254,10 @@ TEST(PhotoMix, ResamplingAndJpegSteps) {
     EXPECT_LT(psnr_8bit(clean, most), 60.0);
     // Alpha is left alone.
     Image rgba = flat(20, 10, 4, 90);
-    for (size_t i = 3; i < rgba.samples.size(); i += 4) rgba.samples[i] = uint16_t(i % 256);
+    for (size_t i = 3; i < rgba.sample_count(); i += 4) rgba.set_sample(i, uint16_t(i % 256));
     const Image rgba_before = rgba;
     resample_round_trip(rgba, Resample{0.6, false, false});
-    for (size_t i = 3; i < rgba.samples.size(); i += 4) EXPECT_EQ(rgba.samples[i], rgba_before.samples[i]);
+    for (size_t i = 3; i < rgba.sample_count(); i += 4) EXPECT_EQ(rgba.sample(i), rgba_before.sample(i));
     // 4:4:4 keeps more colour than 4:2:0 at the same quality.
     if (jpeg_is_libjpeg()) {
         Image a = clean, b = clean;
@@ -280,8 +280,8 @@ TEST(PhotoMixCli, DegradeAndEval) {
     int differ = 0;
     for (const char* name : {"camera.png", "chelsea.png", "coffee.png", "rocket.png"}) {
         const Image a = read_image(dir / ("a/" + std::string(name))), b = read_image(dir / ("b/" + std::string(name)));
-        EXPECT_EQ(a.samples, b.samples) << name;
-        differ += read_image(dir / ("c/" + std::string(name))).samples != a.samples;
+        EXPECT_EQ(a.samples_u16(), b.samples_u16()) << name;
+        differ += read_image(dir / ("c/" + std::string(name))).samples_u16() != a.samples_u16();
     }
     EXPECT_GE(differ, 3) << "another seed, other draws";
 

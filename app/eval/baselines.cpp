@@ -74,7 +74,7 @@ std::string num(double v) {
 
 cv::Mat to_mat(const Image& im) {
     cv::Mat m(im.height, im.width, im.channels == 1 ? CV_8UC1 : CV_8UC3);
-    for (size_t i = 0; i < im.samples.size(); ++i) m.data[i] = uint8_t(im.samples[i]);
+    std::copy_n(im.data<uint8_t>(), im.sample_count(), m.data);  // 8-bit, as the filters take it
     return m;
 }
 
@@ -82,7 +82,8 @@ Image to_image(const cv::Mat& m) {
     Image im;
     im.width = m.cols, im.height = m.rows, im.channels = m.channels(), im.bit_depth = 8;
     cv::Mat c = m.isContinuous() ? m : m.clone();
-    im.samples.assign(c.data, c.data + size_t(c.cols) * c.rows * c.channels());
+    im.allocate();
+    std::copy_n(c.data, im.sample_count(), im.data<uint8_t>());
     return im;
 }
 

@@ -19,8 +19,8 @@ uint64_t rotl(uint64_t x, int k) {
 
 // Samples are rounded half to even (std::nearbyint in the default rounding
 // mode), as torch.round does in training.
-uint16_t round_to_8bit(double v) {
-    return uint16_t(std::nearbyint(std::clamp(v, 0.0, 255.0)));
+uint8_t round_to_8bit(double v) {
+    return uint8_t(std::nearbyint(std::clamp(v, 0.0, 255.0)));
 }
 
 void require_8bit(const Image& image, const char* what) {
@@ -127,9 +127,14 @@ uint64_t image_noise_seed(uint64_t seed, const std::string& file_name) {
 
 Image to_8bit(const Image& image) {
     if (image.bit_depth == 8) return image;
-    Image out = image;
-    out.bit_depth = 8;
-    for (uint16_t& v : out.samples) v = uint16_t((uint32_t(v) * 2 + 257) / 514);  // round(v / 257), halves up
+    Image out;
+    out.width = image.width, out.height = image.height, out.channels = image.channels, out.bit_depth = 8;
+    out.metadata = image.metadata;
+    out.allocate();
+    const uint16_t* in = image.data<uint16_t>();
+    uint8_t* o = out.data<uint8_t>();
+    for (size_t i = 0, n = image.sample_count(); i < n; ++i)
+        o[i] = uint8_t((uint32_t(in[i]) * 2 + 257) / 514);  // round(v / 257), halves up
     return out;
 }
 
@@ -149,6 +154,7 @@ void gaussian_blur(Image& image, double sigma) {
     const std::vector<double> k = gaussian_kernel(sigma);
     const int r = int(k.size() / 2), w = image.width, h = image.height, ch = image.channels;
     const int colors = image.color_channels();
+    uint8_t* samples = image.data<uint8_t>();
     // Rows first into a float64 buffer (no rounding in between), then
     // columns, then one rounding to 8 bits: the spec's order.
     std::vector<double> rows(size_t(w) * h * colors);
@@ -157,8 +163,7 @@ void gaussian_blur(Image& image, double sigma) {
         for (int x = 0; x < w; ++x)
             for (int c = 0; c < colors; ++c) {
                 double s = 0;
-                for (int d = -r; d <= r; ++d)
-                    s += k[d + r] * image.samples[(size_t(y) * w + reflect101(x + d, w)) * ch + c];
+                for (int d = -r; d <= r; ++d) s += k[d + r] * samples[(size_t(y) * w + reflect101(x + d, w)) * ch + c];
                 rows[(size_t(y) * w + x) * colors + c] = s;
             }
 #pragma omp parallel for schedule(static)
@@ -167,7 +172,7 @@ void gaussian_blur(Image& image, double sigma) {
             for (int c = 0; c < colors; ++c) {
                 double s = 0;
                 for (int d = -r; d <= r; ++d) s += k[d + r] * rows[(size_t(reflect101(y + d, h)) * w + x) * colors + c];
-                image.samples[(size_t(y) * w + x) * ch + c] = round_to_8bit(s);
+                samples[(size_t(y) * w + x) * ch + c] = round_to_8bit(s);
             }
 }
 
@@ -179,12 +184,13 @@ void add_gaussian_noise(Image& image, double sigma, uint64_t seed) {
     NormalRng rng(seed);
     const int ch = image.channels, colors = image.color_channels();
     const double scale = sigma / 255.0;
-    for (size_t p = 0; p < image.samples.size(); p += ch)
+    uint8_t* samples = image.data<uint8_t>();
+    for (size_t p = 0, n = image.sample_count(); p < n; p += ch)
         for (int c = 0; c < colors; ++c) {
             // y = round(clip(x + s/255 * n, 0, 1) * 255), literally as the spec writes it.
-            const double x = image.samples[p + c] / 255.0;
+            const double x = samples[p + c] / 255.0;
             const double y = std::clamp(x + scale * rng.next_normal(), 0.0, 1.0);
-            image.samples[p + c] = uint16_t(std::nearbyint(y * 255.0));
+            samples[p + c] = uint8_t(std::nearbyint(y * 255.0));
         }
 }
 
@@ -209,9 +215,11 @@ void jpeg_round_trip(Image& image, int quality, int subsampling) {
     // option for it); alpha is kept aside, untouched.
     Image color;
     color.width = image.width, color.height = image.height, color.channels = colors, color.bit_depth = 8;
-    color.samples.resize(size_t(image.width) * image.height * colors);
+    color.allocate();
+    uint8_t* samples = image.data<uint8_t>();
+    uint8_t* color_samples = color.data<uint8_t>();
     for (size_t i = 0, n = size_t(image.width) * image.height; i < n; ++i)
-        for (int c = 0; c < colors; ++c) color.samples[i * colors + c] = image.samples[i * ch + c];
+        for (int c = 0; c < colors; ++c) color_samples[i * colors + c] = samples[i * ch + c];
     WriteOptions o;
     o.jpeg_quality = quality;
     std::vector<uint8_t> bytes;
@@ -227,9 +235,10 @@ void jpeg_round_trip(Image& image, int quality, int subsampling) {
     const Image back = decode_image("degraded.jpg", bytes);
     if (back.width != image.width || back.height != image.height)
         throw Error("jpeg: the JPEG round trip changed the image size");
-    const int bc = back.channels;  // stb (without libjpeg) returns gray as RGB
+    const int bc = back.channels;                        // stb (without libjpeg) returns gray as RGB
+    const uint8_t* back_samples = back.data<uint8_t>();  // a JPEG decodes to 8 bits
     for (size_t i = 0, n = size_t(image.width) * image.height; i < n; ++i)
-        for (int c = 0; c < colors; ++c) image.samples[i * ch + c] = back.samples[i * bc + (bc == colors ? c : 1)];
+        for (int c = 0; c < colors; ++c) samples[i * ch + c] = back_samples[i * bc + (bc == colors ? c : 1)];
 }
 
 Image degrade(const Image& clean, const Degradation& d, uint64_t seed) {

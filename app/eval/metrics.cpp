@@ -33,9 +33,12 @@ Image color_channels_as(const Image& image, int colors) {
     if (from == 3 && colors == 1) throw Error("metrics: an RGB image cannot be compared as gray");
     Image out;
     out.width = image.width, out.height = image.height, out.channels = colors, out.bit_depth = image.bit_depth;
-    out.samples.resize(size_t(image.width) * image.height * colors);
-    for (size_t i = 0, n = size_t(image.width) * image.height; i < n; ++i)
-        for (int c = 0; c < colors; ++c) out.samples[i * colors + c] = image.samples[i * image.channels + c % from];
+    out.allocate();
+    with_samples(image, [&](const auto* in) {
+        auto* o = out.data<sample_type<decltype(in)>>();
+        for (size_t i = 0, n = size_t(image.width) * image.height; i < n; ++i)
+            for (int c = 0; c < colors; ++c) o[i * colors + c] = in[i * image.channels + c % from];
+    });
     return out;
 }
 
@@ -46,9 +49,10 @@ double mse_8bit(const Image& reference, const Image& test) {
     uint64_t sum = 0;
     const int colors = reference.color_channels();
     const size_t pixels = size_t(reference.width) * reference.height;
+    const uint8_t *ref = reference.data<uint8_t>(), *got = test.data<uint8_t>();  // 8-bit: checked above
     for (size_t i = 0; i < pixels; ++i)
         for (int c = 0; c < colors; ++c) {
-            int64_t d = int64_t(reference.samples[i * reference.channels + c]) - test.samples[i * test.channels + c];
+            int64_t d = int64_t(ref[i * reference.channels + c]) - got[i * test.channels + c];
             sum += uint64_t(d * d);
         }
     return double(sum) / double(pixels * colors);
@@ -81,6 +85,7 @@ double ssim_8bit(const Image& reference, const Image& test) {
     const std::vector<double> k = ssim_window_1d();
     const int ow = w - K + 1, oh = h - K + 1;  // 'valid' positions
     const int colors = reference.color_channels();
+    const uint8_t *ref = reference.data<uint8_t>(), *got = test.data<uint8_t>();  // 8-bit: checked above
     // The 2-D window is the outer product of k with itself, so each of the
     // five local sums (x, y, x^2, y^2, xy) is a row pass then a column pass.
     // A ring of the last K row-filtered lines keeps the memory at O(width)
@@ -95,8 +100,8 @@ double ssim_8bit(const Image& reference, const Image& test) {
         std::vector<double> ring(size_t(K) * 5 * ow);  // [line % K][map][x]
         auto filter_line = [&](int y) {
             double* dst = &ring[size_t(y % K) * 5 * ow];
-            const uint16_t* a = &reference.samples[size_t(y) * w * reference.channels];
-            const uint16_t* b = &test.samples[size_t(y) * w * test.channels];
+            const uint8_t* a = ref + size_t(y) * w * reference.channels;
+            const uint8_t* b = got + size_t(y) * w * test.channels;
             for (int x = 0; x < ow; ++x) {
                 double sa = 0, sb = 0, saa = 0, sbb = 0, sab = 0;
                 for (int j = 0; j < K; ++j) {

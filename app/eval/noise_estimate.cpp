@@ -43,17 +43,18 @@ double estimate_noise_sigma(const Image& image) {
     const double scale = 255.0 / top;
     // Each 3x3 window of channel c, at (x, y) its center: called for the
     // kept pixels with the Sobel gradient and the Immerkaer response.
-    auto visit = [&](auto&& use) {
+    auto visit_windows = [&](const auto* samples, auto&& use) {
+        using T = sample_type<decltype(samples)>;
         for (int c = 0; c < colors; ++c)
             for (int y = 1; y + 1 < h; ++y) {
-                const uint16_t* rows[3];
-                for (int k = 0; k < 3; ++k) rows[k] = image.samples.data() + size_t(y - 1 + k) * w * ch + c;
+                const T* rows[3];
+                for (int k = 0; k < 3; ++k) rows[k] = samples + size_t(y - 1 + k) * w * ch + c;
                 for (int x = 1; x + 1 < w; ++x) {
                     double v[3][3];
                     bool clipped = false;
                     for (int k = 0; k < 3; ++k)
                         for (int d = 0; d < 3; ++d) {
-                            const uint16_t s = rows[k][size_t(x - 1 + d) * ch];
+                            const T s = rows[k][size_t(x - 1 + d) * ch];
                             clipped |= s == 0 || s == top;
                             v[k][d] = s;
                         }
@@ -68,6 +69,7 @@ double estimate_noise_sigma(const Image& image) {
                 }
             }
     };
+    auto visit = [&](auto&& use) { with_samples(image, [&](const auto* samples) { visit_windows(samples, use); }); };
     // Pass 1: the gradient below which 90% of the unclipped pixels lie.
     std::vector<uint64_t> gradients(size_t(8 * 255 / kGradientStep) + 2, 0);
     visit([&](double g, double, double) { ++gradients[std::min(size_t(g / kGradientStep), gradients.size() - 1)]; });

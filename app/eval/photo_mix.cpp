@@ -28,8 +28,8 @@ constexpr int kWebQLo = 30, kWebQHi = 95;
 constexpr double k444P = 0.2;  // of each JPEG: 4:4:4, else 4:2:0
 constexpr double kWebJpegFirstP = 0.5;
 
-uint16_t round_to_8bit(double v) {
-    return uint16_t(std::nearbyint(std::clamp(v, 0.0, 255.0)));
+uint8_t round_to_8bit(double v) {
+    return uint8_t(std::nearbyint(std::clamp(v, 0.0, 255.0)));
 }
 
 // Draws of the mix from one stream: u in (0, 1].
@@ -111,6 +111,7 @@ Image resize(const Image& in, int out_w, int out_h, bool bicubic) {
     const int ch = in.channels, colors = in.color_channels();
     const std::vector<Taps> tx = resample_taps(in.width, out_w, bicubic), ty = resample_taps(in.height, out_h, bicubic);
     std::vector<double> rows(size_t(out_w) * in.height * colors);
+    const uint8_t* samples = in.data<uint8_t>();
 #pragma omp parallel for schedule(static)
     for (int y = 0; y < in.height; ++y)
         for (int x = 0; x < out_w; ++x)
@@ -118,12 +119,13 @@ Image resize(const Image& in, int out_w, int out_h, bool bicubic) {
                 double s = 0;
                 const Taps& t = tx[x];
                 for (size_t j = 0; j < t.w.size(); ++j)
-                    s += t.w[j] * in.samples[(size_t(y) * in.width + t.start + j) * ch + c];
+                    s += t.w[j] * samples[(size_t(y) * in.width + t.start + j) * ch + c];
                 rows[(size_t(y) * out_w + x) * colors + c] = s;
             }
     Image out;
     out.width = out_w, out.height = out_h, out.channels = colors, out.bit_depth = 8;
-    out.samples.resize(size_t(out_w) * out_h * colors);
+    out.allocate();
+    uint8_t* out_samples = out.data<uint8_t>();
 #pragma omp parallel for schedule(static)
     for (int y = 0; y < out_h; ++y)
         for (int x = 0; x < out_w; ++x)
@@ -131,7 +133,7 @@ Image resize(const Image& in, int out_w, int out_h, bool bicubic) {
                 double s = 0;
                 const Taps& t = ty[y];
                 for (size_t j = 0; j < t.w.size(); ++j) s += t.w[j] * rows[((t.start + j) * out_w + x) * colors + c];
-                out.samples[(size_t(y) * out_w + x) * colors + c] = round_to_8bit(s);
+                out_samples[(size_t(y) * out_w + x) * colors + c] = round_to_8bit(s);
             }
     return out;
 }
@@ -237,10 +239,11 @@ void add_camera_noise(Image& image, const CameraNoise& n, uint64_t seed) {
     const double a = colors == 3 ? 1 / norm : 1, b = colors == 3 ? n.chroma_ratio / norm : 0;
     double lut[256];  // 8-bit sRGB -> linear
     for (int v = 0; v < 256; ++v) lut[v] = srgb_to_linear(v / 255.0);
+    uint8_t* samples = image.data<uint8_t>();
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < pixels; ++i)
         for (int c = 0; c < colors; ++c) {
-            uint16_t& sample = image.samples[i * ch + c];
+            uint8_t& sample = samples[i * ch + c];
             const double x = lut[sample];
             double z = a * luma[i];
             if (colors == 3) z += b * (e1[c] * c1[i] + e2[c] * c2[i]);
@@ -255,8 +258,10 @@ void resample_round_trip(Image& image, const Resample& r) {
     const int w = image.width, h = image.height, ch = image.channels, colors = image.color_channels();
     const int sw = std::max(1, int(std::lround(w * r.factor))), sh = std::max(1, int(std::lround(h * r.factor)));
     const Image back = resize(resize(image, sw, sh, r.down_bicubic), w, h, r.up_bicubic);
+    uint8_t* samples = image.data<uint8_t>();
+    const uint8_t* back_samples = back.data<uint8_t>();
     for (size_t i = 0, n = size_t(w) * h; i < n; ++i)
-        for (int c = 0; c < colors; ++c) image.samples[i * ch + c] = back.samples[i * colors + c];
+        for (int c = 0; c < colors; ++c) samples[i * ch + c] = back_samples[i * colors + c];
 }
 
 void jpeg_step(Image& image, const JpegStep& j) {

@@ -141,12 +141,15 @@ int run_validate_precision(const ValidatePrecisionOptions& o) {
                 Figures& f = half[h];
                 const Image got = restore(*half_runners[h], degraded, f.ms);
                 f.psnr_sum[d] += psnr_8bit(photos[i], got);
-                for (size_t k = 0; k < got.samples.size(); ++k) {
-                    const int diff = std::abs(int(got.samples[k]) - int(ref.samples[k]));
-                    f.beyond_one += diff > 1;
-                    f.most = std::max(f.most, diff);
-                }
-                f.values += got.samples.size();
+                with_samples(got, [&](const auto* g) {
+                    const auto* r = ref.data<sample_type<decltype(g)>>();  // both in the degraded image's depth
+                    for (size_t k = 0; k < got.sample_count(); ++k) {
+                        const int diff = std::abs(int(g[k]) - int(r[k]));
+                        f.beyond_one += diff > 1;
+                        f.most = std::max(f.most, diff);
+                    }
+                });
+                f.values += got.sample_count();
             }
         }
     }

@@ -47,14 +47,17 @@ Image decode_pnm(const std::string& path, const std::vector<uint8_t>& d, bool ch
     if (check_only) return {};
     Image img;
     img.width = int(w), img.height = int(h), img.channels = c, img.bit_depth = maxval > 255 ? 16 : 8;
-    img.samples.resize(count);
+    img.allocate();
     const uint32_t out_max = img.max_value();
+    uint8_t* samples8 = img.bit_depth == 8 ? img.data<uint8_t>() : nullptr;  // maxval up to 255
+    uint16_t* samples16 = img.bit_depth == 16 ? img.data<uint16_t>() : nullptr;
     auto store = [&](size_t i, uint64_t v) {
         if (v > maxval) throw fail("sample " + std::to_string(v) + " above maxval " + std::to_string(maxval));
-        if (bitmap)
-            img.samples[i] = v ? 0 : 255;
+        const uint64_t out = bitmap ? (v ? 0 : 255) : maxval == out_max ? v : (v * out_max + maxval / 2) / maxval;
+        if (samples8)
+            samples8[i] = uint8_t(out);
         else
-            img.samples[i] = uint16_t(maxval == out_max ? v : (v * out_max + maxval / 2) / maxval);
+            samples16[i] = uint16_t(out);
     };
     if (binary) {
         const uint8_t* p = &d[pos];
@@ -84,13 +87,15 @@ std::vector<uint8_t> encode_pnm(const Image& img) {
                                std::to_string(img.height) + "\n" + std::to_string(img.max_value()) + "\n";
     std::vector<uint8_t> out(header.begin(), header.end());
     const size_t start = out.size();
+    const size_t count = img.sample_count();
     if (img.bit_depth == 8) {
-        out.resize(start + img.samples.size());
-        for (size_t i = 0; i < img.samples.size(); ++i) out[start + i] = uint8_t(img.samples[i]);
+        const uint8_t* samples = img.data<uint8_t>();
+        out.insert(out.end(), samples, samples + count);
     } else {
-        out.resize(start + 2 * img.samples.size());
-        for (size_t i = 0; i < img.samples.size(); ++i)
-            out[start + 2 * i] = uint8_t(img.samples[i] >> 8), out[start + 2 * i + 1] = uint8_t(img.samples[i]);
+        const uint16_t* samples = img.data<uint16_t>();
+        out.resize(start + 2 * count);
+        for (size_t i = 0; i < count; ++i)
+            out[start + 2 * i] = uint8_t(samples[i] >> 8), out[start + 2 * i + 1] = uint8_t(samples[i]);
     }
     return out;
 }

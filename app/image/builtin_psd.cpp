@@ -45,7 +45,7 @@ Image decode_psd(const std::string& path, const std::vector<uint8_t>& d) {
     const size_t bytes_per = depth / 8, row_bytes = size_t(width) * bytes_per;
     Image img;
     img.width = int(width), img.height = int(height), img.channels = int(out_c), img.bit_depth = int(depth);
-    img.samples.resize(size_t(width) * height * out_c);
+    img.allocate();
     std::vector<uint8_t> row(row_bytes);
     // PackBits: a row count per (channel, row) of every channel first.
     const size_t rows_total = size_t(height) * channels;
@@ -82,24 +82,32 @@ Image decode_psd(const std::string& path, const std::vector<uint8_t>& d) {
                 if (out != row_bytes) throw fail("corrupt PackBits data (short row)");
                 pos = end;
             }
-            uint16_t* dst = img.samples.data() + size_t(y) * width * out_c + c;
-            for (uint32_t x = 0; x < width; ++x)
-                dst[size_t(x) * out_c] = depth == 8 ? row[x] : uint16_t(be16(&row[2 * size_t(x)]));
+            const size_t at = size_t(y) * width * out_c + c;
+            if (depth == 8) {
+                uint8_t* dst = img.data<uint8_t>() + at;
+                for (uint32_t x = 0; x < width; ++x) dst[size_t(x) * out_c] = row[x];
+            } else {
+                uint16_t* dst = img.data<uint16_t>() + at;
+                for (uint32_t x = 0; x < width; ++x) dst[size_t(x) * out_c] = uint16_t(be16(&row[2 * size_t(x)]));
+            }
         }
     }
     // A composite with transparency is stored matted against white:
     // c' = a * c + (1 - a) * max. Undo it where alpha is partial (clamped).
     if (out_c == color + 1) {
         const float max = float(img.max_value());
-        for (size_t i = 0, pixels = size_t(width) * height; i < pixels; ++i) {
-            uint16_t* p = &img.samples[i * out_c];
-            const float a = float(p[color]) / max;
-            if (a <= 0.f || a >= 1.f) continue;
-            for (uint32_t c = 0; c < color; ++c) {
-                const float v = std::nearbyint((float(p[c]) - (1.f - a) * max) / a);
-                p[c] = uint16_t(std::clamp(v, 0.f, max));
+        with_samples(img, [&](auto* samples) {
+            using T = sample_type<decltype(samples)>;
+            for (size_t i = 0, pixels = size_t(width) * height; i < pixels; ++i) {
+                T* p = samples + i * out_c;
+                const float a = float(p[color]) / max;
+                if (a <= 0.f || a >= 1.f) continue;
+                for (uint32_t c = 0; c < color; ++c) {
+                    const float v = std::nearbyint((float(p[c]) - (1.f - a) * max) / a);
+                    p[c] = T(std::clamp(v, 0.f, max));
+                }
             }
-        }
+        });
     }
     return img;
 }

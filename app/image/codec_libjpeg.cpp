@@ -81,19 +81,18 @@ public:
     int height() const { return int(cinfo_.output_height); }
     int channels() const { return cmyk_ ? 3 : cinfo_.output_components; }
 
-    // All rows into img.samples (sized by the caller).
+    // All rows into the image's 8-bit samples (allocated by the caller):
+    // gray and RGB straight into its rows, CMYK through row_.
     bool read(Image& img) {
         row_.resize(size_t(width()) * cinfo_.output_components);
         if (setjmp(err_.jump)) return false;
         const size_t w = size_t(width()), c = size_t(channels());
+        uint8_t* samples = img.data<uint8_t>();
         while (cinfo_.output_scanline < cinfo_.output_height) {
-            uint16_t* dst = img.samples.data() + size_t(cinfo_.output_scanline) * w * c;
-            JSAMPROW rows[1] = {row_.data()};
+            uint8_t* dst = samples + size_t(cinfo_.output_scanline) * w * c;
+            JSAMPROW rows[1] = {cmyk_ ? row_.data() : dst};
             jpeg_read_scanlines(&cinfo_, rows, 1);
-            if (!cmyk_) {
-                for (size_t i = 0; i < row_.size(); ++i) dst[i] = row_[i];
-                continue;
-            }
+            if (!cmyk_) continue;
             // Adobe CMYK/YCCK JPEGs store inverted inks: libjpeg hands back
             // C' = 255 - C etc., so R = C' * K' / 255 (the usual conversion).
             const bool inverted = cinfo_.saw_Adobe_marker;
@@ -102,7 +101,7 @@ public:
                 const unsigned k = inverted ? p[3] : 255u - p[3];
                 for (size_t ch = 0; ch < 3; ++ch) {
                     const unsigned ink = inverted ? p[ch] : 255u - p[ch];
-                    dst[x * 3 + ch] = uint16_t((ink * k + 127) / 255);
+                    dst[x * 3 + ch] = uint8_t((ink * k + 127) / 255);
                 }
             }
         }
@@ -136,7 +135,6 @@ public:
     Encoder& operator=(const Encoder&) = delete;
 
     bool encode(const Image& img, int quality, int subsampling) {
-        row_.resize(size_t(img.width) * img.channels);
         if (setjmp(err_.jump)) return false;
         jpeg_create_compress(&cinfo_);
         created_ = true;
@@ -150,10 +148,11 @@ public:
         if (subsampling == 444 && img.channels == 3)
             for (int c = 0; c < 3; ++c) cinfo_.comp_info[c].h_samp_factor = cinfo_.comp_info[c].v_samp_factor = 1;
         jpeg_start_compress(&cinfo_, TRUE);
+        const uint8_t* samples = img.data<uint8_t>();
+        const size_t row_samples = size_t(img.width) * img.channels;
         while (cinfo_.next_scanline < cinfo_.image_height) {
-            const uint16_t* src = img.samples.data() + size_t(cinfo_.next_scanline) * row_.size();
-            for (size_t i = 0; i < row_.size(); ++i) row_[i] = uint8_t(src[i]);
-            JSAMPROW rows[1] = {row_.data()};
+            // libjpeg only reads the rows it is given (JSAMPROW is not const in its API).
+            JSAMPROW rows[1] = {const_cast<uint8_t*>(samples + size_t(cinfo_.next_scanline) * row_samples)};
             jpeg_write_scanlines(&cinfo_, rows, 1);
         }
         jpeg_finish_compress(&cinfo_);
@@ -191,7 +190,7 @@ private:
     ErrorManager err_{};
     jpeg_destination_mgr dest_{};
     bool created_ = false;
-    std::vector<uint8_t> row_, out_;
+    std::vector<uint8_t> out_;
 };
 
 }  // namespace
@@ -202,7 +201,7 @@ Image decode_libjpeg(const std::string& path, const std::vector<uint8_t>& data) 
     check_dimensions(path, uint64_t(dec->width()), uint64_t(dec->height()), uint64_t(dec->channels()));
     Image img;
     img.width = dec->width(), img.height = dec->height(), img.channels = dec->channels(), img.bit_depth = 8;
-    img.samples.resize(size_t(img.width) * img.height * img.channels);
+    img.allocate();
     if (!dec->read(img)) throw Error(path + ": cannot decode: " + dec->message());
     return img;
 }

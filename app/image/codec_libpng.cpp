@@ -34,8 +34,10 @@ public:
             message_ = "out of memory";
             return false;
         }
-        const size_t row_bytes = size_t(img.width) * img.channels * (img.bit_depth == 16 ? 2 : 1);
-        row_.resize(row_bytes);
+        // 8-bit rows go to libpng as they are; 16-bit ones through row_, big-endian.
+        const uint8_t* samples8 = img.bit_depth == 8 ? img.data<uint8_t>() : nullptr;
+        const uint16_t* samples16 = img.bit_depth == 16 ? img.data<uint16_t>() : nullptr;
+        if (samples16) row_.resize(size_t(img.width) * img.channels * 2);
         if (setjmp(png_jmpbuf(png_))) return false;
         png_set_write_fn(png_, this, on_write, nullptr);
         png_set_user_limits(png_, 0x7fffffff, 0x7fffffff);  // libpng's default refuses a side over 1,000,000
@@ -48,13 +50,13 @@ public:
         png_write_info(png_, info_);
         const size_t samples = size_t(img.width) * img.channels;
         for (int y = 0; y < img.height; ++y) {
-            const uint16_t* src = img.samples.data() + size_t(y) * samples;
-            if (img.bit_depth == 16) {
-                for (size_t i = 0; i < samples; ++i)  // PNG stores 16-bit samples big-endian
-                    row_[2 * i] = uint8_t(src[i] >> 8), row_[2 * i + 1] = uint8_t(src[i]);
-            } else {
-                for (size_t i = 0; i < samples; ++i) row_[i] = uint8_t(src[i]);
+            if (samples8) {
+                png_write_row(png_, samples8 + size_t(y) * samples);
+                continue;
             }
+            const uint16_t* src = samples16 + size_t(y) * samples;
+            for (size_t i = 0; i < samples; ++i)  // PNG stores 16-bit samples big-endian
+                row_[2 * i] = uint8_t(src[i] >> 8), row_[2 * i + 1] = uint8_t(src[i]);
             png_write_row(png_, row_.data());
         }
         png_write_end(png_, nullptr);

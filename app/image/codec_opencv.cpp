@@ -30,22 +30,19 @@ Image decode_opencv(const std::string& path, const std::vector<uint8_t>& data, c
     Image img;
     img.width = m.cols, img.height = m.rows, img.channels = c;
     img.bit_depth = depth == CV_16U ? 16 : 8;
-    img.samples.resize(size_t(m.cols) * m.rows * c);
-    // OpenCV order is B,G,R(,A): swap while copying.
+    img.allocate();
+    // OpenCV order is B,G,R(,A): swap while copying, in the Mat's sample type (the image's).
     const int map[4] = {c >= 3 ? 2 : 0, 1, c >= 3 ? 0 : 2, 3};
-    for (int y = 0; y < m.rows; ++y) {
-        uint16_t* out = &img.samples[size_t(y) * m.cols * c];
-        const size_t n = size_t(m.cols);
-        if (depth == CV_8U) {
-            const uint8_t* in = m.ptr<uint8_t>(y);
-            for (size_t x = 0; x < n; ++x)
-                for (int k = 0; k < c; ++k) out[x * c + k] = in[x * c + map[k]];
-        } else {
-            const uint16_t* in = m.ptr<uint16_t>(y);
+    with_samples(img, [&](auto* samples) {
+        using T = sample_type<decltype(samples)>;
+        for (int y = 0; y < m.rows; ++y) {
+            T* out = samples + size_t(y) * m.cols * c;
+            const T* in = m.ptr<T>(y);
+            const size_t n = size_t(m.cols);
             for (size_t x = 0; x < n; ++x)
                 for (int k = 0; k < c; ++k) out[x * c + k] = in[x * c + map[k]];
         }
-    }
+    });
     return img;
 }
 
@@ -54,19 +51,16 @@ std::vector<uint8_t> encode_opencv(const std::string& path, const Image& img, co
     const int c = img.channels;
     cv::Mat m(img.height, img.width, CV_MAKETYPE(img.bit_depth == 16 ? CV_16U : CV_8U, c));
     const int map[4] = {c >= 3 ? 2 : 0, 1, c >= 3 ? 0 : 2, 3};  // RGB(A) -> BGR(A)
-    for (int y = 0; y < img.height; ++y) {
-        const uint16_t* in = &img.samples[size_t(y) * img.width * c];
-        const size_t n = size_t(img.width);
-        if (img.bit_depth == 16) {
-            uint16_t* out = m.ptr<uint16_t>(y);
+    with_samples(img, [&](const auto* samples) {
+        using T = sample_type<decltype(samples)>;
+        for (int y = 0; y < img.height; ++y) {
+            const T* in = samples + size_t(y) * img.width * c;
+            T* out = m.ptr<T>(y);
+            const size_t n = size_t(img.width);
             for (size_t x = 0; x < n; ++x)
                 for (int k = 0; k < c; ++k) out[x * c + k] = in[x * c + map[k]];
-        } else {
-            uint8_t* out = m.ptr<uint8_t>(y);
-            for (size_t x = 0; x < n; ++x)
-                for (int k = 0; k < c; ++k) out[x * c + k] = uint8_t(in[x * c + map[k]]);
         }
-    }
+    });
     std::vector<int> params;
     if (fmt.format == Format::Jpeg) params = {cv::IMWRITE_JPEG_QUALITY, options.jpeg_quality};
     if (fmt.format == Format::Webp) params = {cv::IMWRITE_WEBP_QUALITY, options.webp_quality};

@@ -1,6 +1,7 @@
 // The stb codec: stb_image decodes, stb_image_write encodes BMP and TGA
 // (and JPEG only in a build without libjpeg); PNG goes to codec_libpng.cpp.
 // The stb implementations are compiled here and nowhere else.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -42,10 +43,6 @@
 namespace imr::imageio {
 namespace {
 
-std::vector<uint8_t> to_bytes8(const Image& img) {
-    return std::vector<uint8_t>(img.samples.begin(), img.samples.end());
-}
-
 void append_bytes(void* context, void* data, int size) {
     auto* out = static_cast<std::vector<uint8_t>*>(context);
     const uint8_t* p = static_cast<const uint8_t*>(data);
@@ -71,14 +68,10 @@ Image decode_stb(const std::string& path, const std::vector<uint8_t>& data, cons
     check_dimensions(path, uint64_t(w), uint64_t(h), uint64_t(c));
     Image img;
     img.width = w, img.height = h, img.channels = c, img.bit_depth = is16 ? 16 : 8;
-    const size_t n = size_t(w) * h * c;
-    if (is16) {
-        const uint16_t* in = static_cast<const uint16_t*>(pixels.get());
-        img.samples.assign(in, in + n);
-    } else {
-        const uint8_t* in = static_cast<const uint8_t*>(pixels.get());
-        img.samples.assign(in, in + n);
-    }
+    img.allocate();
+    with_samples(img, [&](auto* samples) {  // stb's buffer holds the image's type: 16-bit as uint16
+        std::copy_n(static_cast<const sample_type<decltype(samples)>*>(pixels.get()), img.sample_count(), samples);
+    });
     return img;
 }
 
@@ -86,18 +79,18 @@ std::vector<uint8_t> encode_stb(const std::string& path, const Image& img, const
                                 const WriteOptions& options) {
     if (fmt.format == Format::Png) return encode_libpng(path, img, options.png_compression);
     std::vector<uint8_t> out;
-    const std::vector<uint8_t> px = to_bytes8(img);
+    const uint8_t* px = img.data<uint8_t>();  // 8-bit only: check_can_write refused 16-bit for these formats
     int ok = 0;
     switch (fmt.format) {
         case Format::Jpeg:
-            ok = stbi_write_jpg_to_func(append_bytes, &out, img.width, img.height, img.channels, px.data(),
+            ok = stbi_write_jpg_to_func(append_bytes, &out, img.width, img.height, img.channels, px,
                                         options.jpeg_quality);
             break;
         case Format::Bmp:
-            ok = stbi_write_bmp_to_func(append_bytes, &out, img.width, img.height, img.channels, px.data());
+            ok = stbi_write_bmp_to_func(append_bytes, &out, img.width, img.height, img.channels, px);
             break;
         case Format::Tga:
-            ok = stbi_write_tga_to_func(append_bytes, &out, img.width, img.height, img.channels, px.data());
+            ok = stbi_write_tga_to_func(append_bytes, &out, img.width, img.height, img.channels, px);
             break;
         default:
             break;

@@ -145,12 +145,14 @@ std::vector<uint8_t> read_file(const std::string& path) {
 void collapse_to_gray(Image& img, bool alpha) {
     const int c = img.channels, oc = alpha ? 2 : 1;
     const size_t pixels = size_t(img.width) * img.height;
-    for (size_t i = 0; i < pixels; ++i) {
-        uint16_t g = img.samples[i * c], a = img.samples[i * c + c - 1];
-        img.samples[i * oc] = g;
-        if (alpha) img.samples[i * oc + 1] = a;
-    }
-    img.samples.resize(pixels * oc);
+    with_samples(img, [&](auto* s) {
+        for (size_t i = 0; i < pixels; ++i) {
+            const auto g = s[i * c], a = s[i * c + c - 1];
+            s[i * oc] = g;
+            if (alpha) s[i * oc + 1] = a;
+        }
+    });
+    img.shrink_samples(pixels * oc);
     img.channels = oc;
 }
 
@@ -159,35 +161,61 @@ void drop_alpha_if_all(Image& img, uint16_t value) {
     if (img.channels != 4 && img.channels != 2) return;  // RGBA or gray+alpha
     const int c = img.channels, oc = c - 1;
     const size_t pixels = size_t(img.width) * img.height;
-    for (size_t i = 0; i < pixels; ++i)
-        if (img.samples[i * c + oc] != value) return;
-    for (size_t i = 0; i < pixels; ++i)
-        for (int k = 0; k < oc; ++k) img.samples[i * oc + k] = img.samples[i * c + k];
-    img.samples.resize(pixels * oc);
+    const bool dropped = with_samples(img, [&](auto* s) {
+        for (size_t i = 0; i < pixels; ++i)
+            if (s[i * c + oc] != value) return false;
+        for (size_t i = 0; i < pixels; ++i)
+            for (int k = 0; k < oc; ++k) s[i * oc + k] = s[i * c + k];
+        return true;
+    });
+    if (!dropped) return;
+    img.shrink_samples(pixels * oc);
     img.channels = oc;
 }
 
 // ---------------------------------------------------------------- writing helpers
 
-uint16_t to8(uint16_t v16) {
-    return uint16_t((uint32_t(v16) * 255u + 32767u) / 65535u);
+uint8_t to8(uint16_t v16) {
+    return uint8_t((uint32_t(v16) * 255u + 32767u) / 65535u);
 }
-uint16_t to16(uint16_t v8) {
+uint16_t to16(uint8_t v8) {
     return uint16_t(v8 * 257u);
+}
+
+// The image at the other bit depth (8 <-> 16), each sample by to8 or to16.
+Image change_depth(const Image& img, int depth) {
+    Image out;
+    out.width = img.width, out.height = img.height, out.channels = img.channels, out.bit_depth = depth;
+    out.allocate();
+    const size_t n = img.sample_count();
+    if (depth == 8) {
+        const uint16_t* in = img.data<uint16_t>();
+        uint8_t* o = out.data<uint8_t>();
+        for (size_t i = 0; i < n; ++i) o[i] = to8(in[i]);
+    } else {
+        const uint8_t* in = img.data<uint8_t>();
+        uint16_t* o = out.data<uint16_t>();
+        for (size_t i = 0; i < n; ++i) o[i] = to16(in[i]);
+    }
+    return out;
 }
 
 // Expands gray (1) to RGB (3) or gray+alpha (2) to RGBA (4).
 Image expand_gray(const Image& img) {
-    Image out = img;
+    Image out;
     const int c = img.channels, oc = c + 2;
+    out.width = img.width, out.height = img.height, out.channels = oc, out.bit_depth = img.bit_depth;
+    out.allocate();
     const size_t pixels = size_t(img.width) * img.height;
-    out.channels = oc;
-    out.samples.resize(pixels * oc);
-    for (size_t i = 0; i < pixels; ++i) {
-        uint16_t g = img.samples[i * c];
-        out.samples[i * oc] = out.samples[i * oc + 1] = out.samples[i * oc + 2] = g;
-        if (c == 2) out.samples[i * oc + 3] = img.samples[i * c + 1];
-    }
+    with_samples(img, [&](const auto* in) {
+        using T = sample_type<decltype(in)>;
+        T* o = out.data<T>();
+        for (size_t i = 0; i < pixels; ++i) {
+            const T g = in[i * c];
+            o[i * oc] = o[i * oc + 1] = o[i * oc + 2] = g;
+            if (c == 2) o[i * oc + 3] = in[i * c + 1];
+        }
+    });
     return out;
 }
 
@@ -349,11 +377,10 @@ std::vector<uint8_t> encode_image(const std::string& path, const Image& image, c
         throw Error(path + ": cannot write an image with " + std::to_string(image.channels) + " channels");
     if (image.bit_depth != 8 && image.bit_depth != 16)
         throw Error(path + ": cannot write an image of bit depth " + std::to_string(image.bit_depth));
-    if (image.width <= 0 || image.height <= 0 ||
-        image.samples.size() != size_t(image.width) * size_t(image.height) * size_t(image.channels))
+    if (!image.consistent())
         throw Error(path + ": cannot write: inconsistent image (" + std::to_string(image.width) + "x" +
                     std::to_string(image.height) + "x" + std::to_string(image.channels) + ", " +
-                    std::to_string(image.samples.size()) + " samples)");
+                    std::to_string(image.sample_count()) + " samples)");
 
     check_can_write(path, image.channels, image.bit_depth, options, codec);
     const int depth = options.bit_depth ? options.bit_depth : image.bit_depth;
@@ -362,9 +389,7 @@ std::vector<uint8_t> encode_image(const std::string& path, const Image& image, c
     const Image* src = &image;
     Image converted;
     if (depth != image.bit_depth) {
-        converted = image;
-        converted.bit_depth = depth;
-        for (uint16_t& v : converted.samples) v = depth == 8 ? to8(v) : to16(v);
+        converted = change_depth(image, depth);  // the metadata stays in `image`, read from there below
         src = &converted;
     }
     const bool use_cv = fmt.format != Format::Pnm &&

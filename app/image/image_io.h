@@ -8,31 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "image/image.h"
+
 namespace imr {
-
-// What a photo carries besides its pixels: kept from the file it was read
-// from (JPEG, PNG, WebP, TIFF) and written into outputs whose format holds it
-// (app/image/metadata.h says where and what is dropped).
-struct ImageMetadata {
-    std::vector<uint8_t> icc;   // the ICC profile, whole; empty: none (sRGB is assumed)
-    std::vector<uint8_t> exif;  // EXIF as a TIFF-structured block ("II*\0" or "MM\0*", no "Exif\0\0" prefix),
-                                // its Orientation reset to 1 once the pixels were turned upright
-    bool empty() const { return icc.empty() && exif.empty(); }
-};
-
-// An image in memory: interleaved samples, row-major, top row first.
-// channels: 1 gray, 2 gray+alpha, 3 RGB, 4 RGBA (always RGB order, never BGR).
-// Samples are 0..255 when bit_depth is 8 and 0..65535 when it is 16.
-struct Image {
-    int width = 0, height = 0, channels = 0;
-    int bit_depth = 8;
-    std::vector<uint16_t> samples;  // width * height * channels
-    ImageMetadata metadata;
-
-    bool has_alpha() const { return channels == 2 || channels == 4; }
-    int color_channels() const { return has_alpha() ? channels - 1 : channels; }
-    uint16_t max_value() const { return bit_depth == 16 ? 65535 : 255; }
-};
 
 enum class Codec { Auto, OpenCV, Stb };
 const char* codec_name(Codec codec);

@@ -12,6 +12,13 @@
 // permutes (or the reverse). Every arithmetic step is the scalar one applied
 // lane by lane, so the results are the same bits; the scalar loops are the
 // definition, the fallback, and the tail after the last whole block.
+//
+// Every loop is a template on the sample type T (uint8_t or uint16_t): an
+// 8-bit image is read and written in its bytes, widened to 32-bit lanes (or
+// packed back) by the loads and stores alone (load8, load16, store8,
+// store16), so its arithmetic, and thus its values, are those of the same
+// values held as uint16. The largest sample, and the scale 1 / max, follow
+// from T (sample_max), never from the caller.
 #include "image/interleave.h"
 
 #include <string>
@@ -24,6 +31,9 @@
 
 namespace imr {
 namespace {
+
+template <class T>
+constexpr float sample_max = sizeof(T) == 1 ? 255.f : 65535.f;
 
 inline uint16_t quantize(float x, float max) {
     float v = x * max + 0.5f;
@@ -40,26 +50,25 @@ inline float clamp01(float v) {
 const float kThird = 1.0f / 3.0f;
 
 // ---------------------------------------------------------------- scalar, pixels [begin, pixels)
-template <int CH, int P>
-void to_planes_scalar(const uint16_t* in, size_t begin, size_t pixels, float scale, float* dst) {
+template <int CH, int P, class T>
+void to_planes_scalar(const T* in, size_t begin, size_t pixels, float scale, float* dst) {
     for (size_t i = begin; i < pixels; ++i)
         for (int c = 0; c < P; ++c) dst[c * pixels + i] = float(in[i * CH + c]) * scale;
 }
 
-template <int CH, int P>
-void from_planes_scalar(const float* src, size_t begin, size_t pixels, float max, const uint16_t* alpha_src,
-                        uint16_t* out) {
+template <int CH, int P, class T>
+void from_planes_scalar(const float* src, size_t begin, size_t pixels, float max, const T* alpha_src, T* out) {
     for (size_t i = begin; i < pixels; ++i) {
-        for (int c = 0; c < P; ++c) out[i * CH + c] = quantize(src[c * pixels + i], max);
+        for (int c = 0; c < P; ++c) out[i * CH + c] = T(quantize(src[c * pixels + i], max));
         if (CH > P) out[i * CH + CH - 1] = alpha_src ? alpha_src[i * CH + CH - 1] : 0;
     }
 }
 
-template <int CH>
-void gray_scalar(const float* src, size_t begin, size_t pixels, float max, const uint16_t* alpha_src, uint16_t* out) {
+template <int CH, class T>
+void gray_scalar(const float* src, size_t begin, size_t pixels, float max, const T* alpha_src, T* out) {
     const float *r = src, *g = src + pixels, *b = src + 2 * pixels;
     for (size_t i = begin; i < pixels; ++i) {
-        out[i * CH] = quantize((clamp01(r[i]) + clamp01(g[i]) + clamp01(b[i])) * kThird, max);
+        out[i * CH] = T(quantize((clamp01(r[i]) + clamp01(g[i]) + clamp01(b[i])) * kThird, max));
         if (CH == 2) out[i * 2 + 1] = alpha_src ? alpha_src[i * 2 + 1] : 0;
     }
 }
@@ -68,10 +77,26 @@ void gray_scalar(const float* src, size_t begin, size_t pixels, float max, const
 // ---------------------------------------------------------------- AVX2, 8 pixels a block
 // Each returns the first pixel it left to the scalar tail.
 
+// 8 samples widened to 8 32-bit lanes.
+inline __m256i widen8(const uint16_t* p) {
+    return _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+inline __m256i widen8(const uint8_t* p) {
+    return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+}
+
 // 8 samples as float(v) * scale.
-inline __m256 load8(const uint16_t* p, __m256 scale) {
-    const __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-    return _mm256_mul_ps(_mm256_cvtepi32_ps(v), scale);
+template <class T>
+inline __m256 load8(const T* p, __m256 scale) {
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(widen8(p)), scale);
+}
+
+// 16 samples as 16 16-bit lanes.
+inline __m256i load16(const uint16_t* p) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+inline __m256i load16(const uint8_t* p) {
+    return _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
 // quantize on 8 lanes: maxps/minps return their second operand when a lane
@@ -86,25 +111,32 @@ inline __m256 clamp01_8(__m256 v) {
     return _mm256_min_ps(_mm256_max_ps(v, _mm256_setzero_ps()), _mm256_set1_ps(1.f));
 }
 
-// 8 values 0..65535 as 8 uint16.
-inline void store8_u16(uint16_t* p, __m256i q) {
+// 8 values 0..max (32-bit lanes) as 8 samples. The packs saturate, but the
+// values already fit: quantize clamped them to the sample type's max.
+inline void store8(uint16_t* p, __m256i q) {
     const __m128i v = _mm_packus_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(p), v);
 }
-
-inline __m256i load_si256(const uint16_t* p) {
-    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+inline void store8(uint8_t* p, __m256i q) {
+    const __m128i v = _mm_packus_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(p), _mm_packus_epi16(v, v));
 }
 
-inline void store_si256(uint16_t* p, __m256i v) {
+// 16 values 0..max (16-bit lanes) as 16 samples.
+inline void store16(uint16_t* p, __m256i v) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v);
+}
+inline void store16(uint8_t* p, __m256i v) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p),
+                     _mm_packus_epi16(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)));
 }
 
 inline __m256i idx8(int a, int b, int c, int d, int e, int f, int g, int h) {
     return _mm256_setr_epi32(a, b, c, d, e, f, g, h);
 }
 
-size_t to_planes_1(const uint16_t* in, size_t pixels, float scale, float* dst) {
+template <class T>
+size_t to_planes_1(const T* in, size_t pixels, float scale, float* dst) {
     const __m256 s = _mm256_set1_ps(scale);
     size_t i = 0;
     for (; i + 8 <= pixels; i += 8) _mm256_storeu_ps(dst + i, load8(in + i, s));
@@ -112,12 +144,13 @@ size_t to_planes_1(const uint16_t* in, size_t pixels, float scale, float* dst) {
 }
 
 // Gray + alpha: each pixel is one 32-bit lane, gray in its low half.
-size_t to_planes_2(const uint16_t* in, size_t pixels, float scale, float* dst) {
+template <class T>
+size_t to_planes_2(const T* in, size_t pixels, float scale, float* dst) {
     const __m256 s = _mm256_set1_ps(scale);
     const __m256i low = _mm256_set1_epi32(0xffff);
     size_t i = 0;
     for (; i + 8 <= pixels; i += 8) {
-        const __m256i gray = _mm256_and_si256(load_si256(in + 2 * i), low);
+        const __m256i gray = _mm256_and_si256(load16(in + 2 * i), low);
         _mm256_storeu_ps(dst + i, _mm256_mul_ps(_mm256_cvtepi32_ps(gray), s));
     }
     return i;
@@ -127,7 +160,8 @@ size_t to_planes_2(const uint16_t* in, size_t pixels, float scale, float* dst) {
 // 16 + k, so each plane's 8 values sit in distinct lanes of a, b, c (R in
 // lanes 0,3,6 of a, 1,4,7 of b, 2,5 of c): two blends gather them, a
 // permute orders them.
-size_t to_planes_3(const uint16_t* in, size_t pixels, float scale, float* dst) {
+template <class T>
+size_t to_planes_3(const T* in, size_t pixels, float scale, float* dst) {
     const __m256 s = _mm256_set1_ps(scale);
     const __m256i r_order = idx8(0, 3, 6, 1, 4, 7, 2, 5);
     const __m256i g_order = idx8(1, 4, 7, 2, 5, 0, 3, 6);
@@ -135,7 +169,7 @@ size_t to_planes_3(const uint16_t* in, size_t pixels, float scale, float* dst) {
     float *r = dst, *g = dst + pixels, *b = dst + 2 * pixels;
     size_t i = 0;
     for (; i + 8 <= pixels; i += 8) {
-        const uint16_t* p = in + 3 * i;
+        const T* p = in + 3 * i;
         const __m256 va = load8(p, s), vb = load8(p + 8, s), vc = load8(p + 16, s);
         const __m256 rs = _mm256_blend_ps(_mm256_blend_ps(va, vb, 0x92), vc, 0x24);
         const __m256 gs = _mm256_blend_ps(_mm256_blend_ps(va, vb, 0x24), vc, 0x49);
@@ -149,13 +183,14 @@ size_t to_planes_3(const uint16_t* in, size_t pixels, float scale, float* dst) {
 
 // RGBA: a 4x4 transpose per 128-bit lane (unpack ps, then pd) leaves each
 // plane as pixels 0,2,4,6 | 1,3,5,7; a permute orders them. Alpha is dropped.
-size_t to_planes_4(const uint16_t* in, size_t pixels, float scale, float* dst) {
+template <class T>
+size_t to_planes_4(const T* in, size_t pixels, float scale, float* dst) {
     const __m256 s = _mm256_set1_ps(scale);
     const __m256i order = idx8(0, 4, 1, 5, 2, 6, 3, 7);
     float *r = dst, *g = dst + pixels, *b = dst + 2 * pixels;
     size_t i = 0;
     for (; i + 8 <= pixels; i += 8) {
-        const uint16_t* p = in + 4 * i;
+        const T* p = in + 4 * i;
         const __m256 p01 = load8(p, s), p23 = load8(p + 8, s), p45 = load8(p + 16, s), p67 = load8(p + 24, s);
         const __m256d rg0 = _mm256_castps_pd(_mm256_unpacklo_ps(p01, p23));
         const __m256d rg1 = _mm256_castps_pd(_mm256_unpacklo_ps(p45, p67));
@@ -170,22 +205,23 @@ size_t to_planes_4(const uint16_t* in, size_t pixels, float scale, float* dst) {
 
 // One gray value per pixel (channels 1 or 2) into out; with 2 channels the
 // alpha half of each 32-bit pixel comes from alpha_src, or is 0.
-inline void store_gray8(uint16_t* out, int channels, __m256i q, const uint16_t* alpha_src, size_t i) {
-    if (channels == 1) return store8_u16(out + i, q);
-    if (alpha_src) q = _mm256_or_si256(q, _mm256_and_si256(load_si256(alpha_src + 2 * i), _mm256_set1_epi32(-65536)));
-    store_si256(out + 2 * i, q);
+template <class T>
+inline void store_gray8(T* out, int channels, __m256i q, const T* alpha_src, size_t i) {
+    if (channels == 1) return store8(out + i, q);
+    if (alpha_src) q = _mm256_or_si256(q, _mm256_and_si256(load16(alpha_src + 2 * i), _mm256_set1_epi32(-65536)));
+    store16(out + 2 * i, q);
 }
 
-size_t from_planes_1(const float* src, size_t pixels, float max, int channels, const uint16_t* alpha_src,
-                     uint16_t* out) {
+template <class T>
+size_t from_planes_1(const float* src, size_t pixels, float max, int channels, const T* alpha_src, T* out) {
     const __m256 m = _mm256_set1_ps(max);
     size_t i = 0;
     for (; i + 8 <= pixels; i += 8) store_gray8(out, channels, quantize8(_mm256_loadu_ps(src + i), m), alpha_src, i);
     return i;
 }
 
-size_t gray_from_rgb(const float* src, size_t pixels, float max, int channels, const uint16_t* alpha_src,
-                     uint16_t* out) {
+template <class T>
+size_t gray_from_rgb(const float* src, size_t pixels, float max, int channels, const T* alpha_src, T* out) {
     const __m256 m = _mm256_set1_ps(max), third = _mm256_set1_ps(kThird);
     const float *r = src, *g = src + pixels, *b = src + 2 * pixels;
     size_t i = 0;
@@ -201,7 +237,8 @@ size_t gray_from_rgb(const float* src, size_t pixels, float max, int channels, c
 // RGB: the inverse of to_planes_3. Each plane is permuted so that its values
 // for output vector a (samples 0-7), b (8-15) and c (16-23) sit in the lanes
 // they take there; blends then assemble a, b, c.
-size_t from_planes_3(const float* src, size_t pixels, float max, uint16_t* out) {
+template <class T>
+size_t from_planes_3(const float* src, size_t pixels, float max, T* out) {
     const __m256 m = _mm256_set1_ps(max);
     const __m256i r_order = idx8(0, 3, 6, 1, 4, 7, 2, 5);
     const __m256i g_order = idx8(5, 0, 3, 6, 1, 4, 7, 2);
@@ -216,8 +253,8 @@ size_t from_planes_3(const float* src, size_t pixels, float max, uint16_t* out) 
         const __m256i qb = quantize8(_mm256_blend_ps(_mm256_blend_ps(rs, gs, 0x24), bs, 0x49), m);
         const __m256i qc = quantize8(_mm256_blend_ps(_mm256_blend_ps(rs, gs, 0x49), bs, 0x92), m);
         // packus works per 128-bit lane: a0-3 b0-3 | a4-7 b4-7, reordered to a, b.
-        store_si256(out + 3 * i, _mm256_permute4x64_epi64(_mm256_packus_epi32(qa, qb), 0xd8));
-        store8_u16(out + 3 * i + 16, qc);
+        store16(out + 3 * i, _mm256_permute4x64_epi64(_mm256_packus_epi32(qa, qb), 0xd8));
+        store8(out + 3 * i + 16, qc);
     }
     return i;
 }
@@ -225,7 +262,8 @@ size_t from_planes_3(const float* src, size_t pixels, float max, uint16_t* out) 
 // RGBA: r | g << 16 and b (alpha 0) as the two 32-bit halves of each 64-bit
 // pixel, interleaved per 128-bit lane (pixels 0,1 | 4,5 and 2,3 | 6,7) and
 // put in order by a lane swap; alpha is or'ed in from alpha_src.
-size_t from_planes_4(const float* src, size_t pixels, float max, const uint16_t* alpha_src, uint16_t* out) {
+template <class T>
+size_t from_planes_4(const float* src, size_t pixels, float max, const T* alpha_src, T* out) {
     const __m256 m = _mm256_set1_ps(max);
     const __m256i alpha_mask = _mm256_set1_epi64x(int64_t(0xffff000000000000ull));
     const float *r = src, *g = src + pixels, *b = src + 2 * pixels;
@@ -238,45 +276,54 @@ size_t from_planes_4(const float* src, size_t pixels, float max, const uint16_t*
         __m256i p0123 = _mm256_permute2x128_si256(p0145, p2367, 0x20);
         __m256i p4567 = _mm256_permute2x128_si256(p0145, p2367, 0x31);
         if (alpha_src) {
-            p0123 = _mm256_or_si256(p0123, _mm256_and_si256(load_si256(alpha_src + 4 * i), alpha_mask));
-            p4567 = _mm256_or_si256(p4567, _mm256_and_si256(load_si256(alpha_src + 4 * i + 16), alpha_mask));
+            p0123 = _mm256_or_si256(p0123, _mm256_and_si256(load16(alpha_src + 4 * i), alpha_mask));
+            p4567 = _mm256_or_si256(p4567, _mm256_and_si256(load16(alpha_src + 4 * i + 16), alpha_mask));
         }
-        store_si256(out + 4 * i, p0123);
-        store_si256(out + 4 * i + 16, p4567);
+        store16(out + 4 * i, p0123);
+        store16(out + 4 * i + 16, p4567);
     }
     return i;
 }
 #else
 // No AVX2: every pixel goes through the scalar loops.
-size_t to_planes_1(const uint16_t*, size_t, float, float*) {
+template <class T>
+size_t to_planes_1(const T*, size_t, float, float*) {
     return 0;
 }
-size_t to_planes_2(const uint16_t*, size_t, float, float*) {
+template <class T>
+size_t to_planes_2(const T*, size_t, float, float*) {
     return 0;
 }
-size_t to_planes_3(const uint16_t*, size_t, float, float*) {
+template <class T>
+size_t to_planes_3(const T*, size_t, float, float*) {
     return 0;
 }
-size_t to_planes_4(const uint16_t*, size_t, float, float*) {
+template <class T>
+size_t to_planes_4(const T*, size_t, float, float*) {
     return 0;
 }
-size_t from_planes_1(const float*, size_t, float, int, const uint16_t*, uint16_t*) {
+template <class T>
+size_t from_planes_1(const float*, size_t, float, int, const T*, T*) {
     return 0;
 }
-size_t gray_from_rgb(const float*, size_t, float, int, const uint16_t*, uint16_t*) {
+template <class T>
+size_t gray_from_rgb(const float*, size_t, float, int, const T*, T*) {
     return 0;
 }
-size_t from_planes_3(const float*, size_t, float, uint16_t*) {
+template <class T>
+size_t from_planes_3(const float*, size_t, float, T*) {
     return 0;
 }
-size_t from_planes_4(const float*, size_t, float, const uint16_t*, uint16_t*) {
+template <class T>
+size_t from_planes_4(const float*, size_t, float, const T*, T*) {
     return 0;
 }
 #endif
 
-}  // namespace
-
-void samples_to_planes(const uint16_t* in, int channels, int planes, size_t pixels, float scale, float* dst) {
+// ---------------------------------------------------------------- per layout, T chosen by the caller's overload
+template <class T>
+void to_planes(const T* in, int channels, int planes, size_t pixels, float* dst) {
+    const float scale = 1.0f / sample_max<T>;
     switch (channels * 8 + planes) {
         case 1 * 8 + 1:
             return to_planes_scalar<1, 1>(in, to_planes_1(in, pixels, scale, dst), pixels, scale, dst);
@@ -291,17 +338,18 @@ void samples_to_planes(const uint16_t* in, int channels, int planes, size_t pixe
                 std::to_string(planes) + " planes");
 }
 
-void planes_to_samples(const float* src, int planes, size_t pixels, float max, int channels, const uint16_t* alpha_src,
-                       uint16_t* out) {
+template <class T>
+void from_planes(const float* src, int planes, size_t pixels, int channels, const T* alpha_src, T* out) {
+    const float max = sample_max<T>;
     switch (channels * 8 + planes) {
         case 1 * 8 + 1:
-            return from_planes_scalar<1, 1>(src, from_planes_1(src, pixels, max, 1, nullptr, out), pixels, max, nullptr,
-                                            out);
+            return from_planes_scalar<1, 1, T>(src, from_planes_1<T>(src, pixels, max, 1, nullptr, out), pixels, max,
+                                               nullptr, out);
         case 2 * 8 + 1:
             return from_planes_scalar<2, 1>(src, from_planes_1(src, pixels, max, 2, alpha_src, out), pixels, max,
                                             alpha_src, out);
         case 3 * 8 + 3:
-            return from_planes_scalar<3, 3>(src, from_planes_3(src, pixels, max, out), pixels, max, nullptr, out);
+            return from_planes_scalar<3, 3, T>(src, from_planes_3(src, pixels, max, out), pixels, max, nullptr, out);
         case 4 * 8 + 3:
             return from_planes_scalar<4, 3>(src, from_planes_4(src, pixels, max, alpha_src, out), pixels, max,
                                             alpha_src, out);
@@ -310,17 +358,52 @@ void planes_to_samples(const float* src, int planes, size_t pixels, float max, i
                 std::to_string(channels) + " channels");
 }
 
-void rgb_planes_to_gray(const float* src, size_t pixels, float max, int channels, const uint16_t* alpha_src,
-                        uint16_t* out) {
+template <class T>
+void gray_from_planes(const float* src, size_t pixels, int channels, const T* alpha_src, T* out) {
+    const float max = sample_max<T>;
     const size_t done = gray_from_rgb(src, pixels, max, channels, alpha_src, out);
     if (channels == 1)
-        gray_scalar<1>(src, done, pixels, max, nullptr, out);
+        gray_scalar<1, T>(src, done, pixels, max, nullptr, out);
     else
         gray_scalar<2>(src, done, pixels, max, alpha_src, out);
 }
 
-void plane_to_channel(const float* src, size_t pixels, float max, int channels, int channel, uint16_t* out) {
-    for (size_t i = 0; i < pixels; ++i) out[i * channels + channel] = quantize(src[i], max);
+template <class T>
+void to_channel(const float* src, size_t pixels, int channels, int channel, T* out) {
+    const float max = sample_max<T>;
+    for (size_t i = 0; i < pixels; ++i) out[i * channels + channel] = T(quantize(src[i], max));
+}
+
+}  // namespace
+
+void samples_to_planes(const uint8_t* in, int channels, int planes, size_t pixels, float* dst) {
+    to_planes(in, channels, planes, pixels, dst);
+}
+void samples_to_planes(const uint16_t* in, int channels, int planes, size_t pixels, float* dst) {
+    to_planes(in, channels, planes, pixels, dst);
+}
+
+void planes_to_samples(const float* src, int planes, size_t pixels, int channels, const uint8_t* alpha_src,
+                       uint8_t* out) {
+    from_planes(src, planes, pixels, channels, alpha_src, out);
+}
+void planes_to_samples(const float* src, int planes, size_t pixels, int channels, const uint16_t* alpha_src,
+                       uint16_t* out) {
+    from_planes(src, planes, pixels, channels, alpha_src, out);
+}
+
+void rgb_planes_to_gray(const float* src, size_t pixels, int channels, const uint8_t* alpha_src, uint8_t* out) {
+    gray_from_planes(src, pixels, channels, alpha_src, out);
+}
+void rgb_planes_to_gray(const float* src, size_t pixels, int channels, const uint16_t* alpha_src, uint16_t* out) {
+    gray_from_planes(src, pixels, channels, alpha_src, out);
+}
+
+void plane_to_channel(const float* src, size_t pixels, int channels, int channel, uint8_t* out) {
+    to_channel(src, pixels, channels, channel, out);
+}
+void plane_to_channel(const float* src, size_t pixels, int channels, int channel, uint16_t* out) {
+    to_channel(src, pixels, channels, channel, out);
 }
 
 }  // namespace imr

@@ -341,39 +341,45 @@ void apply_orientation(Image& img, int orientation) {
     const int w = img.width, h = img.height, c = img.channels;
     const bool swap = orientation >= 5;
     const int ow = swap ? h : w, oh = swap ? w : h;
-    std::vector<uint16_t> out(img.samples.size());
-    for (int oy = 0; oy < oh; ++oy) {
-        for (int ox = 0; ox < ow; ++ox) {
-            int sx, sy;
-            switch (orientation) {
-                case 2:
-                    sx = w - 1 - ox, sy = oy;
-                    break;  // mirror horizontal
-                case 3:
-                    sx = w - 1 - ox, sy = h - 1 - oy;
-                    break;  // rotate 180
-                case 4:
-                    sx = ox, sy = h - 1 - oy;
-                    break;  // mirror vertical
-                case 5:
-                    sx = oy, sy = ox;
-                    break;  // transpose
-                case 6:
-                    sx = oy, sy = h - 1 - ox;
-                    break;  // rotate 90 clockwise
-                case 7:
-                    sx = w - 1 - oy, sy = h - 1 - ox;
-                    break;  // transverse
-                default:
-                    sx = w - 1 - oy, sy = ox;
-                    break;  // 8: rotate 90 counter-clockwise
+    Image out;
+    out.width = ow, out.height = oh, out.channels = c, out.bit_depth = img.bit_depth;
+    out.allocate();
+    with_samples(img, [&](const auto* in) {
+        using T = sample_type<decltype(in)>;
+        T* to = out.data<T>();
+        for (int oy = 0; oy < oh; ++oy) {
+            for (int ox = 0; ox < ow; ++ox) {
+                int sx, sy;
+                switch (orientation) {
+                    case 2:
+                        sx = w - 1 - ox, sy = oy;
+                        break;  // mirror horizontal
+                    case 3:
+                        sx = w - 1 - ox, sy = h - 1 - oy;
+                        break;  // rotate 180
+                    case 4:
+                        sx = ox, sy = h - 1 - oy;
+                        break;  // mirror vertical
+                    case 5:
+                        sx = oy, sy = ox;
+                        break;  // transpose
+                    case 6:
+                        sx = oy, sy = h - 1 - ox;
+                        break;  // rotate 90 clockwise
+                    case 7:
+                        sx = w - 1 - oy, sy = h - 1 - ox;
+                        break;  // transverse
+                    default:
+                        sx = w - 1 - oy, sy = ox;
+                        break;  // 8: rotate 90 counter-clockwise
+                }
+                const T* s = in + (size_t(sy) * w + sx) * c;
+                std::copy(s, s + c, to + (size_t(oy) * ow + ox) * c);
             }
-            const uint16_t* s = &img.samples[(size_t(sy) * w + sx) * c];
-            std::copy(s, s + c, &out[(size_t(oy) * ow + ox) * c]);
         }
-    }
-    img.samples.swap(out);
-    img.width = ow, img.height = oh;
+    });
+    out.metadata = std::move(img.metadata);
+    img = std::move(out);
 }
 
 }  // namespace imr::imageio

@@ -16,7 +16,7 @@
 namespace imr::imageio {
 
 // Absurd-size guard: more samples than this is refused before decoding
-// (4 GiB of uint16 samples).
+// (2 GiB of 8-bit samples, 4 GiB of 16-bit ones).
 constexpr uint64_t kMaxSamples = uint64_t(1) << 31;
 
 // Big- and little-endian integers in file headers.
@@ -69,7 +69,8 @@ void check_dimensions(const std::string& path, uint64_t w, uint64_t h, uint64_t 
 Probe probe_size(Format f, const std::vector<uint8_t>& d);
 
 // Memory a restore takes per sample of the image, all stages together: the
-// decoder's buffer and the decoded image (uint16), the float planes in and
+// decoder's buffer and the decoded image (2 bytes at 16 bits; an 8-bit
+// image takes 1, but the estimate keeps the larger), the float planes in and
 // out, the output image and its encoding (4 + 2 + 4 + 4 + 2 bytes, rounded).
 // The model's own activations are not counted: the runner tiles when they
 // do not fit.

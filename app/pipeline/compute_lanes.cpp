@@ -109,7 +109,7 @@ size_t ComputeLanes::pick_lane(const Shape& shape) {
         for (size_t slot = 0; slot < want; ++slot)
             for (size_t w = 0; w < workers_.size(); ++w) {
                 std::vector<size_t>& mine = worker_lanes_[w];
-                const size_t lane = slot < mine.size()                       ? mine[slot]
+                const size_t lane = slot < mine.size()                        ? mine[slot]
                                     : slot == mine.size() && !worker_full_[w] ? add_device_lane(w)
                                                                               : kNone;
                 if (lane == kNone) continue;

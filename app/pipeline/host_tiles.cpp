@@ -13,7 +13,7 @@ Image restore_in_tiles(ModelRunner& runner, const Image& source, int bit_depth, 
     Image out;
     out.width = source.width, out.height = source.height, out.channels = source.channels;
     out.bit_depth = bit_depth ? bit_depth : source.bit_depth;
-    out.samples.resize(source.samples.size());
+    out.allocate();                     // in its own depth's type: an 8-bit output takes a byte a sample
     std::vector<float> input, blended;  // a tile's input again and its blended output, for --strength
     for (int item = 0; item < items; ++item) {
         auto read = [&](ModelRunner::PlaneRect r, float* planes) {

@@ -380,10 +380,12 @@ private:
         if (d.ms > 0) report_.timer.add("read+decode", d.ms);
         if (d.to_nchw_ms > 0) report_.timer.add("to-NCHW", d.to_nchw_ms);
         if (d.levels_ms > 0) report_.timer.add("levels (estimate)", d.levels_ms);
-        // A tiled image holds no planes but an output image of its size.
+        // A tiled image holds no planes but an output image of its size, in
+        // the output's depth (one byte a sample at 8 bits, two at 16).
+        const int out_depth = options_.write.bit_depth ? options_.write.bit_depth : d.image.bit_depth;
+        const size_t out_bytes = d.tiled ? d.image.sample_count() * size_t(out_depth / 8) : 0;
         largest_image_bytes_ =
-            std::max(largest_image_bytes_,
-                     (d.tiled ? 2 : 1) * d.image.samples.size() * sizeof(uint16_t) + d.floats * sizeof(float));
+            std::max(largest_image_bytes_, d.image.byte_size() + out_bytes + d.floats * sizeof(float));
         if (d.status != FileResult::Status::Restored)
             return finish(i, d.status, d.message, nullptr, std::move(d.warnings));
         if (d.tiled) flush();  // alone: it is restored from its samples, not from planes
@@ -605,11 +607,11 @@ private:
         Image image;
         WriteOutcome outcome;
         try {
-            image = made.samples.empty() ? planes_to_image(planes.as<float>(), runner_.model().channels, source,
-                                                           options_.write.bit_depth)
-                                         : std::move(made);
+            image = !made.has_samples() ? planes_to_image(planes.as<float>(), runner_.model().channels, source,
+                                                          options_.write.bit_depth)
+                                        : std::move(made);
             image.metadata = std::move(source.metadata);
-            std::vector<uint16_t>().swap(source.samples);  // not needed to encode: a huge photo's input goes now
+            source.release_samples();  // not needed to encode: a huge photo's input goes now
         } catch (const std::exception& e) {
             outcome.error = path + ": " + e.what();
             return outcome;
