@@ -930,34 +930,37 @@ def hyper_config(args):
 # Description and provenance
 
 
-TASK_TEXT = {
-    "denoise": ("Blind denoiser for RGB photos with additive white Gaussian noise",
-                f"trained on noise sigma 0-{NOISE_MAX:g} (8-bit scale), one model for all levels, no noise-level input",
-                "Trained on synthetic white Gaussian noise only: real camera noise (signal-dependent, spatially "
-                "correlated after demosaicing, or already JPEG-compressed) is only partly removed; above sigma "
-                f"{NOISE_MAX:g} it is untested; at high noise fine texture is smoothed away."),
-    "deblock": ("JPEG artifact remover (deblocking, deringing) for RGB photos",
-                f"trained on libjpeg baseline JPEG, 4:2:0, quality {JPEG_Q[0]}-{JPEG_Q[1]}, one model for all qualities",
-                f"Trained on single-pass libjpeg 4:2:0 compression at quality {JPEG_Q[0]}-{JPEG_Q[1]}: other encoders, "
-                "4:4:4, recompressed or resized JPEGs and qualities outside that range are untested; detail the "
-                "encoder threw away is not recovered, only the blocking and ringing are smoothed."),
-    "deblur": ("Deblurring for RGB photos with mild Gaussian blur",
-               f"trained on Gaussian blur sigma {BLUR_S[0]:g}-{BLUR_S[1]:g} px followed by noise sigma 0-{BLUR_NOISE_MAX:g}",
-               f"Trained on Gaussian (defocus-like) blur of sigma {BLUR_S[0]:g}-{BLUR_S[1]:g} px only: motion blur, "
-               "larger blur and strongly noisy or JPEG-compressed blurred images are untested; it can over-sharpen "
-               "(halos) where the blur is weaker than it assumes."),
-    "photo": ("General restoration of RGB photos whose problem is unknown (camera noise, JPEG, resampling, mild blur)",
-              "trained on the photo mix (weights/README.md): Poisson-Gaussian camera noise in linear light with "
-              "spatially correlated chroma noise, Gaussian blur, camera and web JPEG (4:2:0 or 4:4:4) and a "
-              "downscale-upscale round trip, each skipped at random, per patch",
-              "Trained on a synthetic model of camera and web processing: real sensors' noise spectra, other "
-              "in-camera processing (sharpening, strong noise reduction), motion blur and heavier damage than the "
-              "mix's ranges are untested; detail lost to compression or resampling is not recovered."),
-}
+def task_text(task):
+    """(what, trained on, limits) of a task's description; made when the model is
+    written, so it states the ranges of this run (--jpeg-q)."""
+    return {
+        "denoise": ("Blind denoiser for RGB photos with additive white Gaussian noise",
+                    f"trained on noise sigma 0-{NOISE_MAX:g} (8-bit scale), one model for all levels, no noise-level input",
+                    "Trained on synthetic white Gaussian noise only: real camera noise (signal-dependent, spatially "
+                    "correlated after demosaicing, or already JPEG-compressed) is only partly removed; above sigma "
+                    f"{NOISE_MAX:g} it is untested; at high noise fine texture is smoothed away."),
+        "deblock": ("JPEG artifact remover (deblocking, deringing) for RGB photos",
+                    f"trained on libjpeg baseline JPEG, 4:2:0, quality {JPEG_Q[0]}-{JPEG_Q[1]}, one model for all qualities",
+                    f"Trained on single-pass libjpeg 4:2:0 compression at quality {JPEG_Q[0]}-{JPEG_Q[1]}: other encoders, "
+                    "4:4:4, recompressed or resized JPEGs and qualities outside that range are untested; detail the "
+                    "encoder threw away is not recovered, only the blocking and ringing are smoothed."),
+        "deblur": ("Deblurring for RGB photos with mild Gaussian blur",
+                   f"trained on Gaussian blur sigma {BLUR_S[0]:g}-{BLUR_S[1]:g} px followed by noise sigma 0-{BLUR_NOISE_MAX:g}",
+                   f"Trained on Gaussian (defocus-like) blur of sigma {BLUR_S[0]:g}-{BLUR_S[1]:g} px only: motion blur, "
+                   "larger blur and strongly noisy or JPEG-compressed blurred images are untested; it can over-sharpen "
+                   "(halos) where the blur is weaker than it assumes."),
+        "photo": ("General restoration of RGB photos whose problem is unknown (camera noise, JPEG, resampling, mild blur)",
+                  "trained on the photo mix (weights/README.md): Poisson-Gaussian camera noise in linear light with "
+                  "spatially correlated chroma noise, Gaussian blur, camera and web JPEG (4:2:0 or 4:4:4) and a "
+                  "downscale-upscale round trip, each skipped at random, per patch",
+                  "Trained on a synthetic model of camera and web processing: real sensors' noise spectra, other "
+                  "in-camera processing (sharpening, strong noise reduction), motion blur and heavier damage than the "
+                  "mix's ranges are untested; detail lost to compression or resampling is not recovered."),
+    }[task]
 
 
 def describe(args, results, rf, model=None):
-    what, trained, limits = TASK_TEXT[args.task]
+    what, trained, limits = task_text(args.task)
     q = "; ".join(f"{r['level']}: {r['input_psnr']:.2f} -> {r['output_psnr']:.2f} dB" for r in results)
     n = results[0]["photos"] if results else 0
     if args.arch != "unshuffle":
