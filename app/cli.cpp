@@ -62,7 +62,7 @@ extern "C" void on_interrupt(int signal) {
 struct Options {
     std::vector<std::string> inputs;
     std::string output;
-    std::string model = kDefaultModel;
+    std::string model;  // empty: the device's default (choose_model)
     std::string device = "auto";
     std::string precision = "auto";
     std::string codec = "auto";
@@ -99,6 +99,11 @@ std::string first_sentence(const std::string& s) {
 
 // ---------------------------------------------------------------- models / model
 
+// Where a bundled model is the default: "gpu", "cpu" or "" (choose_model).
+std::string default_on(const std::string& name) {
+    return name == kDefaultModel ? "gpu" : name == kDefaultCpuModel ? "cpu" : "";
+}
+
 // `imrestore models [--json]`: every bundled model and where it was found.
 int run_models(bool json) {
     std::vector<BundledModel> models = list_bundled_models();
@@ -117,7 +122,8 @@ int run_models(bool json) {
         Json doc = json_document();
         Json& list = doc["models"] = Json::array();
         for (const BundledModel& m : models) {
-            Json entry = {{"name", m.name}, {"path", m.path}, {"default", m.name == kDefaultModel}};
+            Json entry = {{"name", m.name}, {"path", m.path}, {"default", !default_on(m.name).empty()}};
+            if (!default_on(m.name).empty()) entry["default_on"] = default_on(m.name);
             try {
                 const ModelFile f = load_model_file(m.path);
                 entry["task"] = f.task;
@@ -139,7 +145,9 @@ int run_models(bool json) {
             ModelFile f = load_model_file(m.path);
             std::printf("%-16s %-10s %10zu  %s%s\n", printable(m.name).c_str(), printable(f.task).c_str(),
                         f.parameter_count(), first_sentence(f.description).c_str(),
-                        m.name == kDefaultModel ? " (default)" : "");
+                        default_on(m.name) == "gpu"   ? " (default on a GPU)"
+                        : default_on(m.name) == "cpu" ? " (default on the CPU)"
+                                                      : "");
         } catch (const Error& e) {
             std::printf("%-16s %-10s %10s  unusable: %s\n", printable(m.name).c_str(), "?", "?",
                         printable(e.what()).c_str());
@@ -193,10 +201,12 @@ private:
 
 // What a restore report says before its files: model, device, precision,
 // batch, shard (with --json-lines before the listing is over: without its counts).
-void add_run_header(Json& doc, const JobStream& jobs, const ModelRunner& runner, double strength) {
+void add_run_header(Json& doc, const JobStream& jobs, const ModelRunner& runner, const ModelChoice& choice,
+                    double strength) {
     const ModelFile& model = runner.model();
     const Backend& backend = runner.backend();
-    doc["model"] = {{"name", model.name}, {"path", model.path}};
+    doc["model"] = {{"name", model.name}, {"path", model.path}, {"selected_by", choice.selected_by}};
+    if (!choice.note.empty()) doc["model"]["note"] = choice.note;
     doc["device"] = {{"name", backend.name()}, {"description", backend.description()}};
     // --device cuda:0,2, cuda:all: the devices of the compute workers (backend is the first's).
     if (const std::vector<std::string> workers = device_workers(runner.options().device); workers.size() > 1)
@@ -229,10 +239,10 @@ void add_run_summary(Json& doc, const PipelineReport& r) {
 }
 
 // --json: the whole report, once the run is over (every file's entry held until then).
-std::string report_json(const JobStream& jobs, const ModelRunner& runner, double strength, const PipelineReport& r,
-                        const std::vector<FileResult>& results) {
+std::string report_json(const JobStream& jobs, const ModelRunner& runner, const ModelChoice& choice, double strength,
+                        const PipelineReport& r, const std::vector<FileResult>& results) {
     Json doc = json_document();
-    add_run_header(doc, jobs, runner, strength);
+    add_run_header(doc, jobs, runner, choice, strength);
     Json& files = doc["files"] = Json::array();
     for (const FileResult& f : results) files.push_back(file_json(f));
     add_run_summary(doc, r);
@@ -359,10 +369,7 @@ int run_restore(const Options& o) {
         throw UsageError(
             "-o -: standard output carries the image; --json, --json-lines, --timing and --bench would mix into it");
     if (o.json && o.json_lines) throw UsageError("--json and --json-lines: give one");
-    ModelFile model = load_model_file(resolve_model(o.model));
-    const LevelPlan levels = plan_levels(o, model);
     RunnerOptions settings;
-    settings.extra_inputs = levels.fixed;
     settings.device = o.device;
     settings.threads = o.threads;
     settings.precision = parse_precision(o.precision);
@@ -371,10 +378,16 @@ int run_restore(const Options& o) {
     settings.batch = o.batch;
     std::string note;
     std::unique_ptr<Backend> backend = make_backend(settings, &note);
+    // The device first: without -m, the default model is the device's.
+    const ModelChoice choice = choose_model(o.model, backend->is_host_memory());
+    ModelFile model = load_model_file(resolve_model(choice.name));
+    const LevelPlan levels = plan_levels(o, model);
+    settings.extra_inputs = levels.fixed;
     ModelRunner runner(model, *backend, settings);
     bool chatty = !o.quiet && !o.json && !o.json_lines;
     if (!o.quiet) {
         if (!note.empty()) std::cerr << "note: " << note << "\n";
+        if (!choice.note.empty() && !o.json && !o.json_lines) std::cerr << "note: " << choice.note << "\n";
         if (!o.recursive)
             for (const std::string& in : o.inputs)
                 if (std::filesystem::is_directory(in))
@@ -407,7 +420,7 @@ int run_restore(const Options& o) {
 
     if (o.json_lines) {
         Json start = json_record("start");
-        add_run_header(start, jobs, runner, o.strength);
+        add_run_header(start, jobs, runner, choice, o.strength);
         std::cout << json_line(start) << std::flush;
     }
     Progress progress(!o.quiet && isatty(STDERR_FILENO));
@@ -431,7 +444,7 @@ int run_restore(const Options& o) {
 
     int restored = report.count(FileResult::Status::Restored), failed = report.count(FileResult::Status::Failed);
     if (o.json) {
-        std::cout << report_json(jobs, runner, o.strength, report, results);
+        std::cout << report_json(jobs, runner, choice, o.strength, report, results);
     } else if (o.json_lines) {
         Json end = json_record("summary");
         end["shard"] = shard_json(jobs.shard(), jobs.selected(), jobs.listed(), jobs.finished());
@@ -511,7 +524,9 @@ void setup(CLI::App& app, Options& o) {
                    "Output file (one input) or folder; default: NAME.restored.EXT beside each input, "
                    "FOLDER.restored/ for a folder")
         ->type_name("PATH");
-    app.add_option("-m,--model", o.model, "Bundled model name or path to a model .h5 file")->capture_default_str();
+    app.add_option("-m,--model", o.model,
+                   std::string("Bundled model name or path to a model .h5 file (default: ") + kDefaultModel +
+                       " on a GPU, " + kDefaultCpuModel + " on the CPU)");
     app.add_option("-d,--device", o.device,
                    "auto (GPU if usable, else CPU), cpu, cuda, cuda:N, or several GPUs: cuda:N,M,... or cuda:all (one "
                    "worker each)")

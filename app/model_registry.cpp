@@ -70,4 +70,12 @@ std::string resolve_model(const std::string& name_or_path) {
                 (known.empty() ? "none found" : known) + "; or give a path to an .h5 file)");
 }
 
+ModelChoice choose_model(const std::string& given, bool on_cpu) {
+    if (!given.empty()) return {given, "-m", ""};
+    if (!on_cpu) return {kDefaultModel, "default", ""};
+    return {kDefaultCpuModel, "cpu default",
+            std::string("no -m: on the CPU the default model is ") + kDefaultCpuModel + " (" + kDefaultModel +
+                ", a GPU's default, takes about three times as long; -m " + kDefaultModel + " runs it anyway)"};
+}
+
 }  // namespace imr

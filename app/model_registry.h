@@ -6,7 +6,21 @@
 
 namespace imr {
 
-constexpr const char* kDefaultModel = "denoise";
+// The model a run without -m uses: the best bundled denoiser within the
+// device's budget (issue 18: 100 ms of GPU compute, 60 s on 2 CPU cores per
+// 12 MP photo). On a GPU the large U-Net; on the CPU, where it would take
+// 90 s, the small one (28 s, within 0.2 dB of it).
+constexpr const char* kDefaultModel = "denoise-unet";
+constexpr const char* kDefaultCpuModel = "denoise-unet-s";
+
+// How the model of a run was chosen, for its report.
+struct ModelChoice {
+    std::string name;         // a bundled name or a path
+    std::string selected_by;  // "-m", "default" (a GPU's), "cpu default"
+    std::string note;         // said once where the CPU's default differs from a GPU's; else empty
+};
+// `given` (empty: -m was not given) on a backend of host memory or not.
+ModelChoice choose_model(const std::string& given, bool on_cpu);
 
 // Folders searched for bundled models, in order: each entry of
 // $IMRESTORE_MODEL_PATH (colon-separated), <exe>/../share/imrestore/models

@@ -28,6 +28,11 @@ constexpr size_t kHostPassBytes = size_t(256) << 20;
 // cost no measurable time, while the U-Net's 276-pixel field would get
 // 256-pixel tiles there: 4.5x the work).
 constexpr int kMinTileRadii = 32;
+// ... but never to more than this: issue 19 bounds a run at a fixed 1 GB
+// besides its images, and a U-Net's 32 radii are a whole 12 MP photo (the
+// CPU's default denoise-unet-s: 3.0 GB whole, 0.80 GB in 512 MiB passes at
+// about 20% more work; denoise-unet's 276-pixel field: 9.9 GB whole).
+constexpr size_t kWidePassBytes = size_t(512) << 20;
 // Tile sides tried when an image does not fit: from 16384 (larger than any
 // photo, so one tile when memory allows) halving down to 16 (below that the
 // halo of a deep model would be most of the work).
@@ -213,7 +218,7 @@ void ModelRunner::run(const Tensor& input_tensor, const Tensor& output_tensor, S
 
 size_t ModelRunner::efficient_pass_bytes() const {
     const size_t side = size_t(kMinTileRadii + 2) * size_t(model_.radius());
-    return side * side * bytes_per_pixel();
+    return std::min(side * side * bytes_per_pixel(), std::max(kHostPassBytes, kWidePassBytes));
 }
 
 size_t ModelRunner::pass_pixels_fit(size_t max_bytes) const {

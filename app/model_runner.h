@@ -78,8 +78,9 @@ public:
     // (activations, and a device's copy of the input).
     size_t bytes_per_pixel() const;
     // Backend memory of a pass over the smallest tile that spends little on
-    // its halo (32 radii wide: ~13% more work than untiled); memory budgets
-    // that would force smaller tiles are raised to it unless the user set one.
+    // its halo (32 radii wide: ~13% more work than untiled), but at most
+    // 512 MiB (a U-Net's 32 radii are a whole photo); memory budgets that
+    // would force smaller tiles are raised to it unless the user set one.
     size_t efficient_pass_bytes() const;
 
     // Batches whose half-precision output held a non-finite value and were

@@ -20,6 +20,7 @@
 #include "image/image_io.h"
 #include "image_test_files.h"
 #include "metadata_test_files.h"
+#include "model_registry.h"
 #include "report/json_document.h"
 #include "sample_edit.h"
 #include "test_util.h"
@@ -67,12 +68,16 @@ TEST(Cli, HelpVersionAndModels) {
     RunResult models = imrestore("models", dir);
     EXPECT_EQ(models.code, 0);
     EXPECT_NE(models.out.find("denoise"), std::string::npos);
-    EXPECT_NE(models.out.find("(default)"), std::string::npos);
+    EXPECT_NE(models.out.find(std::string(kDefaultModel) + " "), std::string::npos);
+    EXPECT_NE(models.out.find("(default on a GPU)"), std::string::npos) << models.out;
+    EXPECT_NE(models.out.find("(default on the CPU)"), std::string::npos) << models.out;
     EXPECT_NE(models.out.find("found in: "), std::string::npos) << models.out;
     RunResult mj = imrestore("models --json", dir);
     EXPECT_EQ(mj.code, 0) << mj.err;
     EXPECT_NE(mj.out.find("\"name\": \"denoise\""), std::string::npos) << mj.out;
     EXPECT_NE(mj.out.find("\"default\": true"), std::string::npos) << mj.out;
+    EXPECT_NE(mj.out.find("\"default_on\": \"gpu\""), std::string::npos) << mj.out;
+    EXPECT_NE(mj.out.find("\"default_on\": \"cpu\""), std::string::npos) << mj.out;
     EXPECT_NE(mj.out.find("\"flops_per_pixel\": "), std::string::npos) << mj.out;
     RunResult model = imrestore("model denoise", dir);
     EXPECT_EQ(model.code, 0) << model.err;
@@ -1093,6 +1098,34 @@ TEST(Cli, DeviceListsAreCheckedBeforeAnyWork) {
     EXPECT_FALSE(fs::exists(out));
 }
 
+// Without -m the model is the device's default: on the CPU the small U-Net,
+// said once on stderr and in --json; -m always wins, with no note; eval
+// picks the same way.
+TEST(Cli, TheCpuPicksItsOwnDefaultModelAndSaysSo) {
+    ScratchDir dir("cli-cpu-default");
+    RunResult r = imrestore(q(sample("chelsea.png")) + " -o " + q(dir / "a.png") + " -d cpu", dir);
+    ASSERT_EQ(r.code, 0) << r.err;
+    const std::string note = std::string("note: no -m: on the CPU the default model is ") + kDefaultCpuModel;
+    EXPECT_NE(r.err.find(note), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find(note), r.err.rfind(note)) << "said more than once: " << r.err;
+    EXPECT_NE(r.err.find(std::string("model ") + kDefaultCpuModel + " ("), std::string::npos) << r.err;
+    RunResult j = imrestore(q(sample("chelsea.png")) + " -o " + q(dir / "b.png") + " -d cpu --json", dir);
+    ASSERT_EQ(j.code, 0) << j.err;
+    EXPECT_NE(j.out.find(std::string("\"name\": \"") + kDefaultCpuModel + "\""), std::string::npos) << j.out;
+    EXPECT_NE(j.out.find("\"selected_by\": \"cpu default\""), std::string::npos) << j.out;
+    EXPECT_EQ(j.err.find("note: no -m"), std::string::npos) << "--json: the report says it: " << j.err;
+    EXPECT_EQ(slurp(dir / "a.png"), slurp(dir / "b.png"));
+    RunResult given =
+        imrestore(q(sample("chelsea.png")) + " -o " + q(dir / "c.png") + " -d cpu --json -m sharpen", dir);
+    ASSERT_EQ(given.code, 0) << given.err;
+    EXPECT_NE(given.out.find("\"selected_by\": \"-m\""), std::string::npos) << given.out;
+    EXPECT_EQ(given.out.find("no -m"), std::string::npos) << given.out;
+    RunResult e = imrestore("eval " + q(sample("chelsea.png")) + " --noise 25 -d cpu --baselines none --json", dir);
+    ASSERT_EQ(e.code, 0) << e.err;
+    EXPECT_NE(e.out.find("\"selected_by\": \"cpu default\""), std::string::npos) << e.out;
+    EXPECT_NE(e.err.find(note), std::string::npos) << e.err;
+}
+
 // On a GPU host: every sample restored on the GPU matches the CPU to within
 // one level per channel (the 8-bit rounding of fp32 results that differ in
 // the last bits).
@@ -1196,6 +1229,20 @@ TEST(Gpu, NonFiniteHalfOutputIsComputedAgainInFp32) {
                                dir);
     ASSERT_EQ(bf16.code, 0) << bf16.err;
     EXPECT_NE(bf16.out.find("\"fp32_rerun\": false"), std::string::npos) << bf16.out;
+}
+
+// Without -m a GPU runs the large U-Net, in the half precision its file
+// records as validated, with no note.
+TEST(Gpu, TheDefaultModelIsTheLargeUNetInHalfPrecision) {
+    std::string why;
+    if (cuda_device_count(&why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
+    ScratchDir dir("cli-gpu-default");
+    RunResult r = imrestore(q(sample("chelsea.png")) + " -o " + q(dir / "a.png") + " -d cuda --json", dir);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find(std::string("\"name\": \"") + kDefaultModel + "\""), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("\"selected_by\": \"default\""), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("\"used\": \"fp32\""), std::string::npos) << r.out;
+    EXPECT_EQ(r.err.find("no -m"), std::string::npos) << r.err;
 }
 
 // Two lanes (streams) on the GPU, page-locked buffers; --bench keeps one

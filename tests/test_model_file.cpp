@@ -96,16 +96,21 @@ TEST(ModelFile, FormatV2LayersRoundTrip) {
 TEST(ModelFile, EveryBundledModelLoads) {
     std::vector<BundledModel> models = list_bundled_models();
     ASSERT_FALSE(models.empty()) << "no bundled models in " << IMRESTORE_SOURCE_WEIGHTS;
-    bool has_default = false;
+    bool has_default = false, has_cpu_default = false;
     for (const BundledModel& b : models) {
         SCOPED_TRACE(b.path);
         ModelFile m = load_model_file(b.path);
         EXPECT_FALSE(m.description.empty());
         EXPECT_FALSE(m.provenance.empty());
         has_default |= b.name == kDefaultModel;
+        has_cpu_default |= b.name == kDefaultCpuModel;
     }
     EXPECT_TRUE(has_default);
-    EXPECT_EQ(resolve_model("denoise"), resolve_model(kDefaultModel));
+    EXPECT_TRUE(has_cpu_default);
+    EXPECT_EQ(choose_model("", false).name, kDefaultModel);
+    EXPECT_EQ(choose_model("", true).name, kDefaultCpuModel);
+    EXPECT_EQ(choose_model("denoise", true).name, "denoise");
+    EXPECT_TRUE(choose_model("denoise", true).note.empty());
     EXPECT_THROW(resolve_model("no-such-model"), Error);
 }
 

@@ -32,7 +32,9 @@ CLI::App* add_eval_command(CLI::App& app, EvalOptions& o) {
     CLI::App* cmd = app.add_subcommand(
         "eval", "Degrade clean images (or take given degraded ones), restore them, print PSNR/SSIM vs baselines");
     cmd->add_option("clean", o.inputs, "Clean images: folders and/or files")->required()->type_name("CLEAN...");
-    cmd->add_option("-m,--model", o.model, "Bundled model name or path to a model .h5 file")->capture_default_str();
+    cmd->add_option("-m,--model", o.model,
+                    std::string("Bundled model name or path to a model .h5 file (default: ") + kDefaultModel +
+                        " on a GPU, " + kDefaultCpuModel + " on the CPU)");
     cmd->add_option("-d,--device", o.device, "auto (GPU if usable, else CPU), cpu, cuda or cuda:N")
         ->capture_default_str();
     cmd->add_option("-j,--threads", o.threads, "Threads of the CPU backend's compute (0 = one per core)")
@@ -246,7 +248,7 @@ std::string table(const Report& r) {
 }
 
 std::string json(const Report& r, const EvalOptions& o, const PlannedJobs& plan, const ModelFile& model,
-                 const Backend& backend) {
+                 const ModelChoice& choice, const Backend& backend) {
     auto scores = [&](const std::map<std::string, double>& m) {
         Json out = Json::object();
         for (const std::string& k : r.methods)
@@ -263,6 +265,7 @@ std::string json(const Report& r, const EvalOptions& o, const PlannedJobs& plan,
     const double seconds = r.time.total_ms / 1e3;
     doc["model"] = {{"name", model.name},
                     {"path", model.path},
+                    {"selected_by", choice.selected_by},
                     {"device", backend.name()},
                     {"device_description", backend.description()},
                     {"time_ms", r.time.total_ms},
@@ -270,6 +273,7 @@ std::string json(const Report& r, const EvalOptions& o, const PlannedJobs& plan,
                     {"images", r.time.images},
                     {"megapixels", r.time.megapixels},
                     {"megapixels_per_s", seconds > 0 ? r.time.megapixels / seconds : 0}};
+    if (!choice.note.empty()) doc["model"]["note"] = choice.note;
     if (!o.degradation.mix.empty()) doc["degradation"]["mix"] = o.degradation.mix;  // each file's own draw
     doc["methods"] = r.methods;
     Json& baselines = doc["baselines"] = Json::array();
@@ -331,10 +335,14 @@ int run_eval(const EvalOptions& o) {
         if (e.name.empty() || e.name == ".") e.name = job.input;
         r.entries.push_back(std::move(e));
     }
-    ModelFile model = load_model_file(resolve_model(o.model));
     std::string device_note;
     RunnerOptions settings;  // the restore command's defaults (precision auto: the model's validated one, or fp32)
     settings.device = o.device, settings.threads = o.threads;
+    require_one_device(settings.device, "eval");
+    std::unique_ptr<Backend> backend = make_backend(settings, &device_note);
+    // Without -m, the device's default model, as the restore command picks it.
+    const ModelChoice choice = choose_model(o.model, backend->is_host_memory());
+    ModelFile model = load_model_file(resolve_model(choice.name));
     // A model that takes a noise level or JPEG quality is given the
     // degradation's own (as the non-blind models of the literature are
     // measured); with none to give (a mix, given degraded images, another
@@ -348,10 +356,9 @@ int run_eval(const EvalOptions& o) {
                              "; this degradation has none to give");
         settings.extra_inputs.emplace_back(name, float(noise ? level / 255.0 : level / 100.0));
     }
-    require_one_device(settings.device, "eval");
-    std::unique_ptr<Backend> backend = make_backend(settings, &device_note);
     if (!o.quiet) {
         if (!device_note.empty()) std::cerr << "note: " << device_note << "\n";
+        if (!choice.note.empty()) std::cerr << "note: " << choice.note << "\n";
         std::cerr << "model " << printable(model.name) << " (" << printable(model.path) << "), device "
                   << backend->name() << ": " << backend->description() << "\n";
     }
@@ -442,7 +449,7 @@ int run_eval(const EvalOptions& o) {
           << " image" << (r.measured == 1 ? "" : "s") << ", model " << model.name << " on " << backend->name()
           << "; PSNR in dB and SSIM on 8-bit RGB";
     r.title = title.str();
-    std::cout << (o.json ? json(r, o, plan, model, *backend) : table(r)) << std::flush;
+    std::cout << (o.json ? json(r, o, plan, model, choice, *backend) : table(r)) << std::flush;
     return r.failed ? kExitSomeFailed : kExitOk;
 }
 

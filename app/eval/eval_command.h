@@ -22,7 +22,7 @@ namespace imr {
 
 struct EvalOptions {
     std::vector<std::string> inputs;  // clean images: folders and/or files
-    std::string model = kDefaultModel;
+    std::string model;                // empty: the device's default (choose_model)
     std::string device = "auto";
     int threads = 0;  // CPU backend compute threads (0: one per core)
     Degradation degradation;
