@@ -1126,14 +1126,37 @@ TEST(Cli, TheCpuPicksItsOwnDefaultModelAndSaysSo) {
     EXPECT_NE(e.err.find(note), std::string::npos) << e.err;
 }
 
-// On a GPU host: every sample restored on the GPU matches the CPU to within
-// one level per channel (the 8-bit rounding of fp32 results that differ in
-// the last bits).
+// Every bundled model that runs in half precision on a GPU (sharpen, one
+// residual block, has no half kernel and runs in fp32 whatever is asked).
+constexpr const char* kGpuTestModels[] = {"denoise", "denoise-fast", "denoise-unet", "denoise-unet-s",
+                                          "deblock", "deblock-unet", "deblur",       "sharpen"};
+
+// `half` against `reference` (the same image in fp32) within issue 16's bound:
+// at least 99.9% of 8-bit values equal or one level apart, none more than 3
+// apart; `loose`: bf16's (1% and 6), which auto takes only where a model's
+// validation measured the strict one.
+void expect_within_half_bound(const Image& reference, const Image& half, bool loose) {
+    ASSERT_EQ(half.sample_count(), reference.sample_count());
+    size_t beyond_one = 0;
+    int most = 0;
+    for (size_t i = 0; i < half.sample_count(); ++i) {
+        const int d = std::abs(int(half.sample(i)) - int(reference.sample(i)));
+        beyond_one += d > 1;
+        most = std::max(most, d);
+    }
+    EXPECT_LE(double(beyond_one), (loose ? 0.01 : 0.001) * double(half.sample_count()))
+        << beyond_one << " of " << half.sample_count() << " values more than one level from fp32";
+    EXPECT_LE(most, loose ? 6 : 3);
+}
+
+// On a GPU host: every sample restored on the GPU in its default precision
+// (a validated half precision, else fp32) agrees with the CPU (fp32) within
+// issue 16's bound (issue 18: outputs on the GPU and the CPU agree within it).
 TEST(Gpu, RestoresLikeTheCpu) {
     std::string why;
     if (cuda_device_count(&why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
     ScratchDir dir("cli-gpu");
-    for (const char* model : {"denoise", "denoise-fast", "denoise-unet", "deblock", "deblur", "sharpen"}) {
+    for (const char* model : kGpuTestModels) {
         for (const char* name : {"chelsea.png", "camera.png", "coffee.png", "rocket.jpg"}) {
             SCOPED_TRACE(std::string(model) + " " + name);
             std::string stem = std::string(model) + "-" + name + ".png";
@@ -1144,24 +1167,23 @@ TEST(Gpu, RestoresLikeTheCpu) {
                 imrestore(q(sample(name)) + " -m " + model + " -o " + q(dir / ("gpu-" + stem)) + " -d cuda", dir);
             ASSERT_EQ(gpu.code, 0) << gpu.err;
             EXPECT_NE(gpu.err.find("cuda:0"), std::string::npos) << gpu.err;
-            EXPECT_LE(max_difference(read_image(dir / ("cpu-" + stem)), read_image(dir / ("gpu-" + stem))), 1);
+            expect_within_half_bound(read_image(dir / ("cpu-" + stem)), read_image(dir / ("gpu-" + stem)), false);
         }
     }
 }
 
 // --precision fp16 and bf16 on the GPU (tensor cores) against fp32 on the
 // samples, every bundled model, and the precision used in --json. fp16: the
-// bound of issue 16 (>= 99.9% of 8-bit channel values equal or one level
-// apart, none more than 3 apart). bf16 (8 bits of mantissa) does not hold it
-// for every model: measured on the H200, denoise-fast had up to 0.49% of
-// values more than one level from fp32 and up to 4 levels apart (the others
-// held it), so bf16 is held to a looser bound, and `--precision auto` only
-// takes it where `imrestore model --validate-precision` measured the bound.
+// bound of issue 16. bf16 (8 bits of mantissa) does not hold it for every
+// model: measured on the H200, denoise-fast had up to 0.49% of values more
+// than one level from fp32 and up to 4 levels apart (the others held it), so
+// bf16 is held to a looser bound, and `--precision auto` only takes it where
+// `imrestore model --validate-precision` measured the bound.
 TEST(Gpu, HalfPrecisionIsWithinTheBoundOfFp32) {
     std::string why;
     if (cuda_device_count(&why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
     ScratchDir dir("cli-gpu-half");
-    for (const char* model : {"denoise", "denoise-fast", "denoise-unet", "deblock", "deblur", "sharpen"}) {
+    for (const char* model : kGpuTestModels) {
         for (const char* name : {"chelsea.png", "camera.png", "coffee.png", "rocket.jpg"}) {
             const std::string stem = std::string(model) + "-" + name + ".png";
             RunResult fp32 = imrestore(
@@ -1176,21 +1198,11 @@ TEST(Gpu, HalfPrecisionIsWithinTheBoundOfFp32) {
                                             precision + " --json",
                                         dir);
                 ASSERT_EQ(r.code, 0) << r.err;
-                EXPECT_NE(r.out.find(std::string("\"used\": \"") + precision + "\""), std::string::npos) << r.out;
+                // A model none of whose stages has a half kernel runs in fp32 and says so.
+                const std::string used = std::string(model) == "sharpen" ? "fp32" : precision;
+                EXPECT_NE(r.out.find("\"used\": \"" + used + "\""), std::string::npos) << r.out;
                 EXPECT_NE(r.out.find("\"fp32_rerun\": false"), std::string::npos) << r.out;
-                const Image half = read_image(out);
-                ASSERT_EQ(half.sample_count(), reference.sample_count());
-                size_t beyond_one = 0;
-                int most = 0;
-                for (size_t i = 0; i < half.sample_count(); ++i) {
-                    const int d = std::abs(int(half.sample(i)) - int(reference.sample(i)));
-                    beyond_one += d > 1;
-                    most = std::max(most, d);
-                }
-                const bool fp16 = std::string(precision) == "fp16";
-                EXPECT_LE(double(beyond_one), (fp16 ? 0.001 : 0.01) * double(half.sample_count()))
-                    << beyond_one << " of " << half.sample_count() << " values more than one level from fp32";
-                EXPECT_LE(most, fp16 ? 3 : 6);
+                expect_within_half_bound(reference, read_image(out), std::string(precision) == "bf16");
             }
         }
     }

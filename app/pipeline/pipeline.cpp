@@ -173,18 +173,24 @@ constexpr double kInFlightMemoryShare = 0.25;
 // images). On 2 CPU cores a 100 MP photo took the same time in 256 MiB and
 // 512 MiB passes (denoise: 2:18 and 2:20) and 0.33 GB less at its peak.
 constexpr size_t kTiledHostBytes = size_t(256) << 20;
+// GPU memory a pass over a tile of a huge image may take (activations and
+// the tile's input), so that the device, too, holds a fixed amount besides
+// the CUDA context (~0.5 GB): the default U-Net's 11 MP passes took 2.7 GB
+// of an H200 for a 100 MP photo; its 2 MP passes do ~40% more work there,
+// where the codecs take ~10 times as long as the model.
+constexpr size_t kTiledDeviceBytes = size_t(768) << 20;
 
 // The backend memory a pass over a tile of a huge image may take: on the
 // CPU kTiledHostBytes (more for a model whose halo would make such tiles
 // wasteful: ModelRunner::efficient_pass_bytes); on a GPU as much device
 // memory as keeps the host's tile planes (in and out, f32) within
-// kTiledHostBytes: ~10 MP passes for an RGB model, whole-photo sized, so
-// the GPU stays as busy as on a photo.
+// kTiledHostBytes (~10 MP passes for an RGB model, whole-photo sized, so
+// the GPU stays as busy as on a photo) and the pass within kTiledDeviceBytes.
 size_t tiled_pass_budget(const ModelRunner& runner) {
     if (runner.options().max_memory) return runner.options().max_memory;
     if (runner.backend().is_host_memory()) return std::max(kTiledHostBytes, runner.efficient_pass_bytes());
     const size_t pass_pixels = kTiledHostBytes / (2 * sizeof(float) * size_t(runner.model().channels));
-    return pass_pixels * runner.bytes_per_pixel();
+    return std::min(pass_pixels * runner.bytes_per_pixel(), kTiledDeviceBytes);
 }
 size_t in_flight(int batch) {
     size_t cores = std::max(1u, std::thread::hardware_concurrency());
