@@ -233,7 +233,8 @@ void add_run_summary(Json& doc, const PipelineReport& r) {
                       {"megapixels_per_s", seconds > 0 ? r.megapixels / seconds : 0},
                       {"jobs_held_peak", r.peak_jobs_held},
                       {"compute_lanes", r.compute_lanes},
-                      {"compute_devices", r.compute_devices}};
+                      {"compute_workers", r.compute_workers}};
+    if (!r.workers_unused.empty()) doc["summary"]["workers_not_used"] = r.workers_unused;
     doc["timing_ms"] = r.timer.json();
     if (!r.bench_timer.empty()) doc["bench_ms"] = r.bench_timer.json();
 }
@@ -468,6 +469,9 @@ int run_restore(const Options& o) {
                                                       "x per batch after the real run (warm-up); per-call min/median",
                                                   0, restored, true);
     }
+    // A worker of --device cuda:0,2 that could not start (its share ran on the others).
+    if (!o.quiet && !o.json && !o.json_lines)
+        for (const std::string& why : report.workers_unused) std::cerr << "note: " << why << "\n";
     if (report.interrupted)
         std::cerr << "interrupted: " << report.count(FileResult::Status::NotRun) << " file(s) not restored"
                   << (report.listing_done ? "" : ", nor those not listed yet") << "; nothing partial was left behind\n";

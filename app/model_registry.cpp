@@ -75,7 +75,7 @@ ModelChoice choose_model(const std::string& given, bool on_cpu) {
     if (!on_cpu) return {kDefaultModel, "default", ""};
     return {kDefaultCpuModel, "cpu default",
             std::string("no -m: on the CPU the default model is ") + kDefaultCpuModel + " (" + kDefaultModel +
-                ", a GPU's default, takes about three times as long; -m " + kDefaultModel + " runs it anyway)"};
+                ", a GPU's default, takes three to five times as long here; -m " + kDefaultModel + " runs it anyway)"};
 }
 
 }  // namespace imr

@@ -9,7 +9,8 @@ namespace imr {
 // The model a run without -m uses: the best bundled denoiser within the
 // device's budget (issue 18: 100 ms of GPU compute, 60 s on 2 CPU cores per
 // 12 MP photo). On a GPU the large U-Net; on the CPU, where it would take
-// 90 s, the small one (28 s, within 0.2 dB of it).
+// 90 s whole (188 s in passes of the 1 GB bound), the small one (34.5 s,
+// within 0.2 dB of it).
 constexpr const char* kDefaultModel = "denoise-unet";
 constexpr const char* kDefaultCpuModel = "denoise-unet-s";
 

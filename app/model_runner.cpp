@@ -30,8 +30,8 @@ constexpr size_t kHostPassBytes = size_t(256) << 20;
 constexpr int kMinTileRadii = 32;
 // ... but never to more than this: issue 19 bounds a run at a fixed 1 GB
 // besides its images, and a U-Net's 32 radii are a whole 12 MP photo (the
-// CPU's default denoise-unet-s: 3.0 GB whole, 0.80 GB in 512 MiB passes at
-// about 20% more work; denoise-unet's 276-pixel field: 9.9 GB whole).
+// CPU's default denoise-unet-s on 2 cores: 28.5 s and 3.0 GB whole, 34.5 s
+// and 1.05 GB in 512 MiB passes; denoise-unet's 276-pixel field: 9.9 GB whole).
 constexpr size_t kWidePassBytes = size_t(512) << 20;
 // Tile sides tried when an image does not fit: from 16384 (larger than any
 // photo, so one tile when memory allows) halving down to 16 (below that the
@@ -57,31 +57,32 @@ void pad_replicate(const float* in, float* out, int planes, int h, int w, int hp
 }  // namespace
 
 ModelRunner::ModelRunner(ModelFile model, Backend& backend, RunnerOptions options)
-    : file_model_(std::move(model)),
-      model_(fuse_stages(file_model_)),
-      graph_(resolve_graph(model_, model_.path)),
+    : file_model_(std::make_shared<const ModelFile>(std::move(model))),
+      model_(std::make_shared<const ModelFile>(fuse_stages(*file_model_))),
+      graph_(resolve_graph(*model_, model_->path)),
       backend_(backend),
       options_(std::move(options)),
-      precision_(resolve_precision(options_.precision, model_, backend)) {
-    for (const std::string& name : model_.extra_inputs) {
+      precision_(resolve_precision(options_.precision, *model_, backend)) {
+    for (const std::string& name : model_->extra_inputs) {
         const auto it = std::find_if(options_.extra_inputs.begin(), options_.extra_inputs.end(),
                                      [&](const auto& e) { return e.first == name; });
         if (it == options_.extra_inputs.end())
-            throw Error("model '" + model_.name + "' takes the input '" + name + "', which was not given" +
+            throw Error("model '" + model_->name + "' takes the input '" + name + "', which was not given" +
                         (name == "noise_level"    ? " (--noise-level)"
                          : name == "jpeg_quality" ? " (--jpeg-quality)"
                                                   : ""));
         extra_values_.push_back(it->second);
     }
     for (const auto& [op, variant] : options_.forced_variants) backend.force_variant(op, variant);
-    const bool wired = file_model_.uses_wiring();
+    const bool wired = file_model_->uses_wiring();
     prepared_ = std::make_shared<Stages>();
-    for (size_t i = 0; i < model_.stages.size(); ++i) {
-        const Stage& s = model_.stages[i];
+    for (size_t i = 0; i < model_->stages.size(); ++i) {
+        const Stage& s = model_->stages[i];
         prepared_->push_back(std::visit([&](const auto& st) { return st.prepare(backend, precision_); }, s));
         stage_timers_.push_back(backend.make_timer());
         // By index in a chain (as the file numbers them), by name in a graph.
-        stage_labels_.push_back("stage " + (wired ? model_.stage_name(i) : std::to_string(i)) + " " + stage_op_name(s));
+        stage_labels_.push_back("stage " + (wired ? model_->stage_name(i) : std::to_string(i)) + " " +
+                                stage_op_name(s));
     }
     plan_ = plan_for(*prepared_);
     // A half precision no stage computes in (a model of residual blocks
@@ -94,11 +95,11 @@ ModelRunner::ModelRunner(ModelFile model, Backend& backend, RunnerOptions option
     // Per image pixel, on a side of whole blocks of the size multiple so the
     // ratio is exact: the arena of this plan and of an all-f32 one (a rerun
     // in fp32 needs it, in the same reservation), and the largest tensor.
-    const int side = 64 * model_.size_multiple();
-    const Shape unit{1, model_.channels, side, side};
+    const int side = 64 * model_->size_multiple();
+    const Shape unit{1, model_->channels, side, side};
     const double pixels = double(side) * side;
-    std::vector<StageTypeInfo> all_f32(model_.stages.size());
-    for (size_t i = 0; i < all_f32.size(); ++i) all_f32[i].adds_model_input = stage_adds_model_input(model_.stages[i]);
+    std::vector<StageTypeInfo> all_f32(model_->stages.size());
+    for (size_t i = 0; i < all_f32.size(); ++i) all_f32[i].adds_model_input = stage_adds_model_input(model_->stages[i]);
     const RunnerPlan f32_plan = make_plan(graph_, all_f32);
     size_t most = 0;
     for (const RunnerPlan* p : {static_cast<const RunnerPlan*>(&plan_), &f32_plan}) {
@@ -132,7 +133,7 @@ ModelRunner::ModelRunner(const ModelRunner& same_device, Backend& sibling)
       largest_elements_per_pixel_(same_device.largest_elements_per_pixel_),
       stage_labels_(same_device.stage_labels_) {
     for (const auto& [op, variant] : options_.forced_variants) sibling.force_variant(op, variant);
-    for (size_t i = 0; i < model_.stages.size(); ++i) stage_timers_.push_back(sibling.make_timer());
+    for (size_t i = 0; i < model_->stages.size(); ++i) stage_timers_.push_back(sibling.make_timer());
     upload_timer_ = sibling.make_timer();
     download_timer_ = sibling.make_timer();
 }
@@ -141,7 +142,7 @@ RunnerPlan ModelRunner::plan_for(const Stages& stages) const {
     std::vector<StageTypeInfo> info;
     for (size_t i = 0; i < stages.size(); ++i)
         info.push_back({stages[i]->type(), stages[i]->reads_f32(), stages[i]->writes_f32(),
-                        stage_adds_model_input(model_.stages[i])});
+                        stage_adds_model_input(model_->stages[i])});
     return make_plan(graph_, info);
 }
 
@@ -159,8 +160,8 @@ size_t ModelRunner::arena_bytes(Shape shape) const {
 // planes. (Ops keep only small scratch of their own beyond what a stage
 // asks for: the CPU conv2d pads bands of a few rows, not whole tensors.)
 size_t ModelRunner::bytes_per_pixel() const {
-    const double input = backend_.is_host_memory() ? 0.0 : double(model_.channels);
-    return size_t(arena_bytes_per_pixel_ + sizeof(float) * (input + double(model_.extra_inputs.size()))) + 1;
+    const double input = backend_.is_host_memory() ? 0.0 : double(model_->channels);
+    return size_t(arena_bytes_per_pixel_ + sizeof(float) * (input + double(model_->extra_inputs.size()))) + 1;
 }
 
 void ModelRunner::reserve(size_t arena_bytes, size_t input_bytes, size_t extra_bytes) {
@@ -183,23 +184,24 @@ void ModelRunner::release_buffers() {
 }
 
 void ModelRunner::set_extra_values(std::vector<float> values) {
-    if (values.size() != extra_values_.size()) throw Error("model '" + model_.name + "': wrong number of extra inputs");
+    if (values.size() != extra_values_.size())
+        throw Error("model '" + model_->name + "': wrong number of extra inputs");
     extra_values_ = std::move(values);
 }
 
 void ModelRunner::run(const Tensor& input_tensor, const Tensor& output_tensor, StageTimer* timer) {
     const Shape shape = input_tensor.shape;
-    if (shape.c != model_.channels)
-        throw Error("model '" + model_.name + "' takes " + std::to_string(model_.channels) + " channels, given " +
+    if (shape.c != model_->channels)
+        throw Error("model '" + model_->name + "' takes " + std::to_string(model_->channels) + " channels, given " +
                     shape.str());
     for (const Tensor* t : {&input_tensor, &output_tensor})
         if (!*t || t->dtype != DType::F32 || t->layout != Layout::NCHW)
-            throw Error("model '" + model_.name + "': the runner takes f32 NCHW host tensors, given " + t->str());
+            throw Error("model '" + model_->name + "': the runner takes f32 NCHW host tensors, given " + t->str());
     if (output_tensor.shape != shape)
-        throw Error("model '" + model_.name + "': output " + output_tensor.shape.str() + " for input " + shape.str());
+        throw Error("model '" + model_->name + "': output " + output_tensor.shape.str() + " for input " + shape.str());
     const float* input = input_tensor.as<const float>();
     float* output = output_tensor.as<float>();
-    const int m = model_.size_multiple();
+    const int m = model_->size_multiple();
     if (shape.h % m == 0 && shape.w % m == 0) return run_aligned(input, output, shape, timer);
     // Pad to the next multiple, run, crop.
     ScopedStage pad(timer, "size padding");
@@ -217,8 +219,8 @@ void ModelRunner::run(const Tensor& input_tensor, const Tensor& output_tensor, S
 }
 
 size_t ModelRunner::efficient_pass_bytes() const {
-    const size_t side = size_t(kMinTileRadii + 2) * size_t(model_.radius());
-    return std::min(side * side * bytes_per_pixel(), std::max(kHostPassBytes, kWidePassBytes));
+    const size_t side = size_t(kMinTileRadii + 2) * size_t(model_->radius());
+    return std::min(side * side * bytes_per_pixel(), kWidePassBytes);
 }
 
 size_t ModelRunner::pass_pixels_fit(size_t max_bytes) const {
@@ -240,17 +242,23 @@ int ModelRunner::tile_side(Shape shape, size_t pixels_fit) const {
     // the same pixel blocks as the whole image. A tile's pass is the tile
     // and its halo, clipped to the image (a model whose halo exceeds the
     // image runs it whole, as one tile).
-    const int r = model_.radius(), m = model_.size_multiple();
+    const int r = model_->radius(), m = model_->size_multiple();
     const int smallest = std::max(kSmallestTile, m);
     int tile = std::max((options_.max_tile > 0 ? options_.max_tile : kLargestTile) / m * m, m);
     auto pass_pixels = [&](int t) {
         const size_t side = size_t(t) + 2 * size_t(r);
         return std::min(side, size_t(shape.h)) * std::min(side, size_t(shape.w));
     };
-    while (tile > smallest && pass_pixels(tile) > pixels_fit) tile = std::max(tile / 2 / m * m, m);
+    int too_large = 0;  // the last side that did not fit
+    while (tile > smallest && pass_pixels(tile) > pixels_fit) too_large = tile, tile = std::max(tile / 2 / m * m, m);
+    // Halving lands up to 2x below what fits: grow back, a size multiple at
+    // a time. Where the halo is wide it pays: denoise-unet-s's 188-pixel
+    // field in 512 MiB passes got 1024-pixel tiles (1.41x the work of the
+    // whole image) where 1400 fit (1.30x).
+    while (too_large > 0 && tile + m < too_large && pass_pixels(tile + m) <= pixels_fit) tile += m;
     if (pass_pixels(tile) > pixels_fit)
         throw OutOfMemory(backend_.name() + ": not enough free memory for even a " + std::to_string(tile) +
-                          "-pixel tile of model '" + model_.name + "'");
+                          "-pixel tile of model '" + model_->name + "'");
     return tile;
 }
 
@@ -307,10 +315,10 @@ void ModelRunner::run_aligned(const float* input, float* output, Shape shape, St
 
 void ModelRunner::run_tiles(Shape shape, const TileReader& read, const TileWriter& write, StageTimer* timer,
                             size_t max_bytes) {
-    if (shape.n != 1 || shape.c != model_.channels || shape.h < 1 || shape.w < 1)
-        throw Error("model '" + model_.name + "': run_tiles takes one image of " + std::to_string(model_.channels) +
+    if (shape.n != 1 || shape.c != model_->channels || shape.h < 1 || shape.w < 1)
+        throw Error("model '" + model_->name + "': run_tiles takes one image of " + std::to_string(model_->channels) +
                     " channels, given " + shape.str());
-    const int m = model_.size_multiple();
+    const int m = model_->size_multiple();
     const Shape padded{1, shape.c, (shape.h + m - 1) / m * m, (shape.w + m - 1) / m * m};
     size_t pixels_fit = pass_pixels_fit(max_bytes);
     for (;;) {
@@ -327,7 +335,7 @@ void ModelRunner::run_tiles(Shape shape, const TileReader& read, const TileWrite
 
 void ModelRunner::run_tiled(Shape padded, Shape image, int tile, const TileReader& read, const TileWriter& write,
                             StageTimer* timer) {
-    const int r = model_.radius(), C = padded.c;
+    const int r = model_->radius(), C = padded.c;
     // Where the first tile's halo already reaches over the whole image, the
     // image is one tile (each tile would otherwise run the whole image).
     if (tile + r >= padded.h && tile + r >= padded.w) tile = std::max(padded.h, padded.w);
@@ -395,7 +403,7 @@ void ModelRunner::run_pass(const float* input, float* output, Shape shape, Stage
             // Built aside and kept only whole: a prepare that throws (out of
             // memory) must not leave a partial set for the next batch.
             Stages fp32;
-            for (const Stage& s : model_.stages)
+            for (const Stage& s : model_->stages)
                 fp32.push_back(std::visit([&](const auto& st) { return st.prepare(backend_, Precision::Fp32); }, s));
             plan_fp32_ = plan_for(fp32);
             prepared_fp32_ = std::move(fp32);
@@ -413,7 +421,7 @@ void ModelRunner::run_pass(const float* input, float* output, Shape shape, Stage
     backend_.synchronize();
     if (timer) {
         if (!host) timer->add("upload", upload_timer_->elapsed_ms());
-        for (size_t i = 0; i < model_.stages.size(); ++i) timer->add(stage_labels_[i], stage_timers_[i]->elapsed_ms());
+        for (size_t i = 0; i < model_->stages.size(); ++i) timer->add(stage_labels_[i], stage_timers_[i]->elapsed_ms());
         if (!host) timer->add("download", download_timer_->elapsed_ms());
     }
 }
@@ -461,7 +469,7 @@ Tensor ModelRunner::execute(const RunnerPlan& plan, const Stages& stages, const 
         } catch (const OutOfMemory&) {
             throw;  // the tiling's business
         } catch (const Error& e) {
-            throw Error("model '" + model_.name + "', " + stage_labels_[size_t(step.stage)] + ": " + e.what());
+            throw Error("model '" + model_->name + "', " + stage_labels_[size_t(step.stage)] + ": " + e.what());
         }
     }
     if (timing >= 0) stage_timers_[size_t(timing)]->stop();

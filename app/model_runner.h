@@ -30,9 +30,10 @@ public:
     // A runner on `sibling`, a sibling of `same_device`'s backend
     // (Backend::make_sibling: the same device, its own stream), with the same
     // settings, that computes with `same_device`'s prepared weights instead
-    // of uploading its own (a compute lane: weights once per device). Both
-    // may run at once (a prepared stage only reads its weights);
-    // `same_device` must outlive it.
+    // of uploading its own (a compute lane: weights once per worker). Both
+    // may run at once (a prepared stage only reads its weights). The weights
+    // live in memory of `same_device`'s backend: that backend must outlive
+    // this runner (ComputeLanes drops lanes newest first).
     ModelRunner(const ModelRunner& same_device, Backend& sibling);
 
     // input and output: host f32 NCHW [n, model.channels, h, w] of the same
@@ -71,7 +72,7 @@ public:
     // What the convolutions compute in (options().precision resolved: never auto).
     Precision precision() const { return precision_; }
     // The model as given (a lane's sibling runner is made from it).
-    const ModelFile& model() const { return file_model_; }
+    const ModelFile& model() const { return *file_model_; }
     Backend& backend() { return backend_; }
     const Backend& backend() const { return backend_; }
     // Backend memory in bytes one image pixel needs in an untiled pass
@@ -88,7 +89,7 @@ public:
     size_t fp32_reruns() const { return fp32_reruns_; }
     // The type each stage reads (its first input) and writes, as the plan
     // has it (for reports and tests).
-    std::vector<StageTypes> stage_types() const { return plan_stage_types(plan_, model_.stages.size()); }
+    std::vector<StageTypes> stage_types() const { return plan_stage_types(plan_, model_->stages.size()); }
     // Bytes of backend memory the activations of a pass over `shape` take
     // (the arena: the largest set of tensors alive at once).
     size_t arena_bytes(Shape shape) const;
@@ -119,10 +120,12 @@ private:
     Tensor execute(const RunnerPlan& plan, const Stages& stages, const ArenaLayout& arena, const Tensor& input,
                    float* output);
 
-    const ModelFile file_model_;
-    // The model as it runs: its element-wise stages fused into the
-    // convolutions before them where exact (app/model_fusion.h).
-    const ModelFile model_;
+    // The file's model, and the model as it runs: its element-wise stages
+    // fused into the convolutions before them where exact
+    // (app/model_fusion.h). Shared, never changed: the runners of a run's
+    // lanes hold one copy of the weights on the host between them.
+    const std::shared_ptr<const ModelFile> file_model_;
+    const std::shared_ptr<const ModelFile> model_;
     const ModelGraph graph_;
     Backend& backend_;
     const RunnerOptions options_;

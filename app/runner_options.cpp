@@ -46,6 +46,10 @@ int parse_device_number(const std::string& digits, const std::string& spec) {
     return std::stoi(digits);
 }
 
+// The most workers a --device list may name (a GPU may be listed twice; a
+// node has at most 8-16 GPUs).
+constexpr size_t kMaxWorkers = 64;
+
 // How many CUDA devices this process sees; throws naming `spec` when none.
 int cuda_devices_for(const std::string& spec) {
     std::string why;
@@ -62,6 +66,9 @@ std::vector<std::string> device_workers(const std::string& spec) {
     if (spec != "cuda:all") {
         const std::string list = spec.substr(5);
         for (size_t at = 0;;) {
+            // Each worker holds a copy of the weights and two streams.
+            if (devices.size() == kMaxWorkers)
+                throw Error("--device " + spec + ": more than " + std::to_string(kMaxWorkers) + " workers listed");
             const size_t comma = list.find(',', at);
             devices.push_back(
                 parse_device_number(list.substr(at, comma == std::string::npos ? comma : comma - at), spec));

@@ -130,7 +130,7 @@ TEST(Cli, RestoresOneFileWithTiming) {
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("-> " + out), std::string::npos) << r.out;
     for (const char* stage :
-         {"read+decode", "to-NCHW", "stage 0 conv2d", "stage 9 conv2d", "from-NCHW", "encode+write", "total"})
+         {"read+decode", "to-NCHW", "stage head conv2d", "stage tail conv2d", "from-NCHW", "encode+write", "total"})
         EXPECT_NE(r.out.find(stage), std::string::npos) << "no timing for " << stage << " in:\n" << r.out;
     Image in = read_image(sample("chelsea.png")), restored = read_image(out);
     int d = max_difference(in, restored);
@@ -1270,7 +1270,7 @@ TEST(Gpu, ConcurrentLanesGiveTheSameImages) {
         imrestore(q(sample("chelsea.png")) + " -o " + q(dir / "o.png") + " -m sharpen --json -d cuda:0,0", dir);
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("\"workers\": [\"cuda:0\", \"cuda:0\"]"), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find("\"compute_devices\": 1"), std::string::npos) << r.out;  // one image: one batch
+    EXPECT_NE(r.out.find("\"compute_workers\": 1"), std::string::npos) << r.out;  // one image: one batch
 }
 
 // --shard K/N on restore, degrade and eval (they share the file loop): N runs

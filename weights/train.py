@@ -55,7 +55,13 @@ CKPT_FORMAT = "imrestore-train-ckpt-1"
 
 # Training distributions (weights/README.md, "Degradations").
 NOISE_MAX = 55.0  # denoise: sigma uniform in [0, 55] (0-255 scale)
-JPEG_Q = (8, 60)  # deblock: quality uniform integer in [8, 60] (--jpeg-q sets another range)
+JPEG_Q_DEFAULT = (8, 60)  # deblock: quality uniform integer in [8, 60]
+JPEG_Q = JPEG_Q_DEFAULT  # the run's range (--jpeg-q, or its checkpoint's)
+
+
+def set_jpeg_q(q):
+    global JPEG_Q
+    JPEG_Q = (int(q[0]), int(q[1]))
 BLUR_S = (0.4, 2.2)  # deblur: blur sigma uniform in [0.4, 2.2] px ...
 BLUR_NOISE_MAX = 4.0  # ... then noise sigma uniform in [0, 4]
 # Standard evaluation levels per task: (label, blur s, noise s, jpeg q).
@@ -893,7 +899,7 @@ def roundtrip_error(sd, enc):
 
 def save_ckpt(path, model, opt, state, gen_dev, gen_cpu, args, log=None):
     sd = {k: v.detach().cpu() for k, v in model.state_dict().items()}
-    ck = {"format": CKPT_FORMAT, "config": arch_config(args), "hyper": hyper_config(args),
+    ck = {"format": CKPT_FORMAT, "config": arch_config(args), "hyper": hyper_config(args), "jpeg_q": list(JPEG_Q),
           "rng": rng_state(gen_dev, gen_cpu), "device_type": gen_dev.device.type, "name": args.name,
           **{k: v for k, v in state.items() if not k.startswith("_")}}
     if args.ckpt_mode == "compact":
@@ -1008,7 +1014,6 @@ def degradation_text(task, sigma_power=1.0):
 
 
 def parse_args(argv=None):
-    global JPEG_Q  # --jpeg-q sets it for the whole run (the JPEG workers are forked after)
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--task", choices=sorted(EVAL_LEVELS), help="what the model restores")
     ap.add_argument("--arch", default="unshuffle",
@@ -1122,7 +1127,7 @@ def parse_args(argv=None):
             ap.error(f"--jpeg-q {args.jpeg_q}: expected LO,HI (two qualities, e.g. 5,95)")
         if not 1 <= lo <= hi <= 100:
             ap.error(f"--jpeg-q {args.jpeg_q}: expected 1 <= LO <= HI <= 100")
-        JPEG_Q = (lo, hi)
+        set_jpeg_q((lo, hi))  # for the whole run (the JPEG workers are forked after)
     return args
 
 
@@ -1170,6 +1175,15 @@ def main(argv=None):
                 setattr(args, k, v)
         elif cfg != arch_config(args):
             raise SystemExit(f"train.py: {args.resume} is {cfg}, not {arch_config(args)}")
+        # The JPEG qualities of the run go on with it; another range would
+        # mislabel it. (Checkpoints from before --jpeg-q record none: the
+        # command line's range goes on.)
+        if "jpeg_q" in ck:
+            saved_q = tuple(ck["jpeg_q"])
+            if args.jpeg_q is not None and tuple(JPEG_Q) != saved_q:
+                raise SystemExit(f"train.py: {args.resume} was trained on JPEG quality {saved_q[0]}-{saved_q[1]}, "
+                                 f"not --jpeg-q {args.jpeg_q}")
+            set_jpeg_q(saved_q)
     apply_arch_defaults(args)
     default_name = args.task if args.arch == "unshuffle" else f"{args.task}-{args.arch}"
     args.name = args.name or (ck.get("name") if ck is not None and args.export_only else None) or default_name

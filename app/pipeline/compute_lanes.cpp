@@ -46,14 +46,20 @@ int ComputeLanes::workers_used() const {
 size_t ComputeLanes::add_device_lane(size_t worker) {
     Lane lane;
     lane.worker = worker;
+    const bool first_lane = worker_lanes_[worker].empty();
     try {
-        if (worker_lanes_[worker].empty()) {
+        if (first_lane) {
             // A GPU of its own: its backend, and a runner that uploads the
-            // weights there, with the whole of lane 0's settings.
+            // weights there, with lane 0's settings but the device.
             RunnerOptions on = main_.options();
             on.device = workers_[worker];
             lane.backend = make_backend(on);
-            lane.runner = std::make_unique<ModelRunner>(main_.model(), *lane.backend, main_.options());
+            lane.runner = std::make_unique<ModelRunner>(main_.model(), *lane.backend, on);
+            // Every worker computes the same result: one that would run in
+            // another precision (a GPU without half kernels) is not used.
+            if (lane.runner->precision() != main_.precision())
+                throw Error(std::string("it would compute in ") + precision_name(lane.runner->precision()) +
+                            ", where " + workers_[0] + " computes in " + precision_name(main_.precision()));
         } else {
             // Another stream on the worker's GPU, computing with the weights
             // already there.
@@ -61,11 +67,18 @@ size_t ComputeLanes::add_device_lane(size_t worker) {
             lane.backend = first.backend().make_sibling(0);
             lane.runner = std::make_unique<ModelRunner>(first, *lane.backend);
         }
-    } catch (const std::exception&) {
+    } catch (const std::exception& e) {
         // No lane (out of device memory, no stream, a GPU that will not
         // start, ...): the worker's lanes so far run its share, or the other
-        // workers do; that costs speed, not results.
+        // workers do; that costs speed, not results. A worker that never
+        // started is reported, and so are the other workers on its GPU,
+        // which are not tried again.
         worker_full_[worker] = true;
+        if (first_lane) {
+            unused_.push_back(workers_[worker] + " not used: " + e.what());
+            for (size_t w = 0; w < workers_.size(); ++w)
+                if (workers_[w] == workers_[worker] && worker_lanes_[w].empty()) worker_full_[w] = true;
+        }
         return kNone;
     }
     lanes_.push_back(std::move(lane));
@@ -101,14 +114,16 @@ size_t ComputeLanes::pick_lane(const Shape& shape) {
     // Memory every lane of this kind would hold for the batch, against what
     // the backend has free now (lanes already made hold theirs).
     const double pass_bytes = double(main_.bytes_per_pixel()) * shape.n * shape.h * shape.w;
-    const double free_bytes = kLanesMemoryShare * double(main_.backend().free_memory());
     if (device_) {
-        // Lanes per worker; each worker's first before any worker's second.
-        const size_t want = pass_bytes * kDeviceLanes <= free_bytes ? kDeviceLanes : 1;
+        // Each worker's first lane before any worker's second; a second
+        // where the worker's GPU has room for both.
         size_t any = 0;  // a lane that may run this batch, busy or not
-        for (size_t slot = 0; slot < want; ++slot)
+        for (size_t slot = 0; slot < kDeviceLanes; ++slot)
             for (size_t w = 0; w < workers_.size(); ++w) {
                 std::vector<size_t>& mine = worker_lanes_[w];
+                if (slot > 0 && !mine.empty() &&
+                    pass_bytes * kDeviceLanes > kLanesMemoryShare * double(runner(mine[0]).backend().free_memory()))
+                    continue;
                 const size_t lane = slot < mine.size()                        ? mine[slot]
                                     : slot == mine.size() && !worker_full_[w] ? add_device_lane(w)
                                                                               : kNone;
@@ -119,6 +134,7 @@ size_t ComputeLanes::pick_lane(const Shape& shape) {
         return any;  // all busy: any of them (the caller finishes a batch and picks again)
     }
     // CPU: one-thread lanes for a folder of images that fit once per thread.
+    const double free_bytes = kLanesMemoryShare * double(main_.backend().free_memory());
     const bool narrow = jobs_ >= 2 * size_t(threads_) && pass_bytes * threads_ <= free_bytes;
     if (!narrow) return 0;
     size_t made = 0;

@@ -5,9 +5,9 @@
 //  - a device backend (CUDA): one sibling on the same GPU, so one batch's
 //    upload and download overlap the other's compute, and the GPU does not
 //    wait for the host between batches;
-//  - several GPUs (--device cuda:all, cuda:0,2): one worker per GPU, each
-//    with its own backend and runner (the weights uploaded once per GPU) and
-//    its own sibling lane; every worker's first lane is used before any
+//  - several GPUs (--device cuda:all, cuda:0,2): one worker per GPU listed,
+//    each with its own backend and runner (the weights uploaded once per
+//    worker) and its own sibling lane; every worker's first lane is used before any
 //    second one, so a batch goes to an idle GPU first. All are fed from the
 //    pipeline's one read-ahead;
 //  - the CPU with several threads, on a folder of images small enough that
@@ -54,8 +54,10 @@ public:
     int used() const {
         return int(std::count_if(lanes_.begin(), lanes_.end(), [](const Lane& l) { return l.used; }));
     }
-    // Workers (devices) that have run a batch (for the report).
+    // Workers (--device cuda:0,2: one per GPU listed) that have run a batch,
+    // and why any that was needed could not start (for the report).
     int workers_used() const;
+    const std::vector<std::string>& workers_unused() const { return unused_; }
     // The device each worker runs on (device_workers(): one, unless the
     // runner's device names several GPUs and the run is not single).
     const std::vector<std::string>& workers() const { return workers_; }
@@ -87,6 +89,7 @@ private:
     std::vector<std::string> workers_;
     std::vector<std::vector<size_t>> worker_lanes_;  // per worker, its lanes in the order made
     std::vector<bool> worker_full_;                  // per worker: no more lanes can be made
+    std::vector<std::string> unused_;                // "cuda:1 not used: why", per worker that did not start
 };
 
 }  // namespace imr

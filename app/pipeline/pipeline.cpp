@@ -247,7 +247,8 @@ public:
         report_.listing_done = source_done_;
         report_.wall_ms = ms_since(start);
         report_.compute_lanes = lanes_.used();
-        report_.compute_devices = lanes_.workers_used();
+        report_.compute_workers = lanes_.workers_used();
+        report_.workers_unused = lanes_.workers_unused();
         return std::move(report_);
     }
 

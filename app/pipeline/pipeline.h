@@ -69,11 +69,12 @@ struct PipelineReport {
     StageTimer timer;        // every stage of the real run
     StageTimer bench_timer;  // the --bench repeats (upload, stages, download)
     double wall_ms = 0;
-    double megapixels = 0;     // restored pixels
-    bool interrupted = false;  // options.cancel became true
-    bool listing_done = true;  // the source gave every job (false when interrupted first)
-    int compute_lanes = 0;     // lanes that ran a batch (compute_lanes.h)
-    int compute_devices = 0;   // of them, the devices (workers: --device cuda:0,2) that ran one
+    double megapixels = 0;                    // restored pixels
+    bool interrupted = false;                 // options.cancel became true
+    bool listing_done = true;                 // the source gave every job (false when interrupted first)
+    int compute_lanes = 0;                    // lanes that ran a batch (compute_lanes.h)
+    int compute_workers = 0;                  // workers (--device cuda:0,2: one per GPU listed) that ran a batch
+    std::vector<std::string> workers_unused;  // "cuda:1 not used: why", per worker that could not start
     // The most jobs held at once between being taken from the source and
     // being reported: bounded by the read-ahead, batch and write-behind,
     // whatever the number of files.

@@ -40,6 +40,14 @@ struct Conv2dPrepared : PreparedWeights {
     float* winograd_u = nullptr;
     DType tc_dtype = DType::F32;  // F16 or BF16 when tc_weights is set
     void* tc_weights = nullptr;
+    // The GPU the weights were packed on (current where it is made: prepare
+    // selects the backend's), so the last owner frees them there, whatever
+    // GPU its thread has current (a compute worker of another GPU).
+    int device = [] {
+        int d = 0;
+        cudaGetDevice(&d);
+        return d;
+    }();
     ~Conv2dPrepared() override;
 };
 // The half type a conv2d computes in on tensor cores (its input's or its

@@ -302,8 +302,12 @@ namespace imr::cuda {
 using namespace conv2d_detail;
 
 Conv2dPrepared::~Conv2dPrepared() {
+    int current = device;
+    cudaGetDevice(&current);
+    cudaSetDevice(device);
     if (winograd_u) cudaFree(winograd_u);
     if (tc_weights) cudaFree(tc_weights);
+    cudaSetDevice(current);  // the caller's, as it was
 }
 
 std::unique_ptr<PreparedWeights> prepare_conv2d(const Conv2dArgs& a, cudaStream_t stream) {
