@@ -1129,7 +1129,7 @@ TEST(Cli, TheCpuPicksItsOwnDefaultModelAndSaysSo) {
 // Every bundled model that runs in half precision on a GPU (sharpen, one
 // residual block, has no half kernel and runs in fp32 whatever is asked).
 constexpr const char* kGpuTestModels[] = {"denoise", "denoise-fast", "denoise-unet", "denoise-unet-s",
-                                          "deblock", "deblock-unet", "deblur",       "sharpen"};
+                                          "deblock", "deblock-fast", "deblur",       "sharpen"};
 
 // `half` against `reference` (the same image in fp32) within issue 16's bound:
 // at least 99.9% of 8-bit values equal or one level apart, none more than 3
