@@ -1077,6 +1077,11 @@ TEST(Cli, DeviceListsAreCheckedBeforeAnyWork) {
                   std::string::npos)
             << r.err;
     }
+    std::string many = "cuda:0";  // 65 workers: over the limit, wherever it runs
+    for (int i = 0; i < 64; ++i) many += ",0";
+    RunResult too_many = imrestore(q(sample("chelsea.png")) + " -o " + q(out) + " --device " + many, dir);
+    EXPECT_EQ(too_many.code, 2);
+    EXPECT_NE(too_many.err.find("more than 64 workers listed"), std::string::npos) << too_many.err;
     std::string why;
     const int gpus = cuda_device_count(&why);
     for (const std::string& list : std::vector<std::string>{"cuda:0,1", "cuda:all", "cuda:0," + std::to_string(gpus)}) {
