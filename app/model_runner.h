@@ -78,11 +78,6 @@ public:
     // Backend memory in bytes one image pixel needs in an untiled pass
     // (activations, and a device's copy of the input).
     size_t bytes_per_pixel() const;
-    // Backend memory of a pass over the smallest tile that spends little on
-    // its halo (32 radii wide: ~13% more work than untiled), but at most
-    // 512 MiB (a U-Net's 32 radii are a whole photo); memory budgets that
-    // would force smaller tiles are raised to it unless the user set one.
-    size_t efficient_pass_bytes() const;
 
     // Batches whose half-precision output held a non-finite value and were
     // run again in fp32 (their results are the fp32 ones), since construction.
@@ -107,6 +102,11 @@ private:
     // The largest tile side (a multiple of the size multiple) whose pass over
     // an image of `shape` fits `pixels_fit`; throws OutOfMemory where not even the smallest does.
     int tile_side(Shape shape, size_t pixels_fit) const;
+    // Backend memory of a pass over the smallest tile that spends little on
+    // its halo (32 radii wide: ~13% more work than untiled), but at most
+    // 512 MiB (a U-Net's 32 radii are a whole photo); the CPU's pass budget
+    // is raised to it unless the user set one.
+    size_t efficient_pass_bytes() const;
     // Pixels one pass may hold (the memory budget, and the 32-bit element limit).
     size_t pass_pixels_fit(size_t max_bytes = 0) const;
     void reserve(size_t arena_bytes, size_t input_bytes, size_t extra_bytes);

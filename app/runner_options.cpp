@@ -61,8 +61,9 @@ int cuda_devices_for(const std::string& spec) {
 }  // namespace
 
 std::vector<std::string> device_workers(const std::string& spec) {
-    if (spec.rfind("cuda:", 0) != 0 || (spec != "cuda:all" && spec.find(',') == std::string::npos)) return {spec};
-    std::vector<int> devices;  // the list's, parsed before the GPUs are counted (a typo is named as such)
+    if (spec.rfind("cuda:", 0) != 0) return {spec};  // auto, cpu, cuda: one worker, made by make_backend
+    std::vector<int>
+        devices;  // the list's (cuda:N: of one), parsed before the GPUs are counted (a typo is named as such)
     if (spec != "cuda:all") {
         const std::string list = spec.substr(5);
         for (size_t at = 0;;) {
@@ -113,19 +114,8 @@ std::unique_ptr<Backend> make_backend(const RunnerOptions& options, std::string*
         cuda_devices_for(spec);
         return make_cuda_backend(0);
     }
-    if (spec.rfind("cuda:", 0) == 0) {
-        const std::vector<std::string> workers = device_workers(spec);  // checks every device of a list
-        if (workers.size() > 1 || workers[0] != spec) {                 // a list: its first worker's
-            RunnerOptions first = options;
-            first.device = workers[0];
-            return make_backend(first);
-        }
-        const int device = parse_device_number(spec.substr(5), spec);
-        const int count = cuda_devices_for(spec);
-        if (device >= count)
-            throw Error("--device " + spec + ": only " + std::to_string(count) + " CUDA device(s) present");
-        return make_cuda_backend(device);
-    }
+    if (spec.rfind("cuda:", 0) == 0)  // cuda:N, or a list's first worker (device_workers checks them all)
+        return make_cuda_backend(std::stoi(device_workers(spec)[0].substr(5)));
     throw Error("--device " + spec + ": expected auto, cpu, cuda, cuda:N, cuda:N,M,... or cuda:all");
 }
 

@@ -55,9 +55,9 @@ std::unique_ptr<Backend> make_backend(const RunnerOptions& options, std::string*
 // The devices `device` names, one per compute worker: "cuda:0,2" gives
 // {"cuda:0", "cuda:2"} (a device may appear twice: two workers on one GPU),
 // "cuda:all" every GPU the process sees ("cuda:0" ... "cuda:N-1", as
-// CUDA_VISIBLE_DEVICES numbers them); anything else is one worker, itself.
-// Throws imr::Error for a malformed list, or one naming a device that is
-// not present.
+// CUDA_VISIBLE_DEVICES numbers them), "cuda:N" itself; "auto", "cpu" and
+// "cuda" are one worker, themselves. Throws imr::Error for a malformed list,
+// or one naming a device that is not present.
 std::vector<std::string> device_workers(const std::string& device);
 // Throws imr::Error where `device` names several workers: `command` (eval,
 // --validate-precision) measures on one device.

@@ -1084,16 +1084,27 @@ TEST(Cli, DeviceListsAreCheckedBeforeAnyWork) {
     EXPECT_NE(too_many.err.find("more than 64 workers listed"), std::string::npos) << too_many.err;
     std::string why;
     const int gpus = cuda_device_count(&why);
-    for (const std::string& list : std::vector<std::string>{"cuda:0,1", "cuda:all", "cuda:0," + std::to_string(gpus)}) {
-        SCOPED_TRACE(list);
-        RunResult r = imrestore(q(sample("chelsea.png")) + " -o " + q(out) + " --device " + list, dir);
+    const std::string absent = "cuda:" + std::to_string(gpus);  // one past the last GPU
+    struct Case {
+        std::string list, missing;  // missing: the GPU it names that a GPU host lacks ("": none)
+    };
+    for (const Case& c : std::vector<Case>{{"cuda:0,1", gpus == 1 ? "cuda:1" : ""},
+                                           {"cuda:all", ""},
+                                           {"cuda:0," + std::to_string(gpus), absent},
+                                           {absent, absent}}) {
+        SCOPED_TRACE(c.list);
+        const fs::path run_out = dir / ("run-" + c.list + ".png");  // where a GPU host restores it
+        RunResult r = imrestore(q(sample("chelsea.png")) + " -o " + q(run_out) + " --device " + c.list, dir);
         if (gpus == 0) {
             EXPECT_EQ(r.code, 2);
-            EXPECT_NE(r.err.find("--device " + list + ": no usable CUDA device"), std::string::npos) << r.err;
-        } else if (list == "cuda:0," + std::to_string(gpus)) {
+            EXPECT_NE(r.err.find("--device " + c.list + ": no usable CUDA device"), std::string::npos) << r.err;
+        } else if (!c.missing.empty()) {
             EXPECT_EQ(r.code, 2);
-            EXPECT_NE(r.err.find("cuda:" + std::to_string(gpus) + " is not present"), std::string::npos) << r.err;
+            EXPECT_NE(r.err.find(c.missing + " is not present"), std::string::npos) << r.err;
+        } else {
+            EXPECT_EQ(r.code, 0) << r.err;
         }
+        EXPECT_EQ(fs::exists(run_out), gpus > 0 && c.missing.empty());
     }
     if (gpus > 0) {
         RunResult e = imrestore("eval " + q(sample("chelsea.png")) + " --device cuda:0,0", dir);

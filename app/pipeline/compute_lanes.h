@@ -58,9 +58,6 @@ public:
     // and why any that was needed could not start (for the report).
     int workers_used() const;
     const std::vector<std::string>& workers_unused() const { return unused_; }
-    // The device each worker runs on (device_workers(): one, unless the
-    // runner's device names several GPUs and the run is not single).
-    const std::vector<std::string>& workers() const { return workers_; }
     ModelRunner& runner(size_t lane) { return lane == 0 ? main_ : *lanes_[lane].runner; }
 
 private:
@@ -86,7 +83,7 @@ private:
     bool multiple_;      // siblings allowed (until one fails to start)
     size_t jobs_;
     std::vector<Lane> lanes_;
-    std::vector<std::string> workers_;
+    std::vector<std::string> workers_;  // each worker's device (device_workers; the first only when single)
     std::vector<std::vector<size_t>> worker_lanes_;  // per worker, its lanes in the order made
     std::vector<bool> worker_full_;                  // per worker: no more lanes can be made
     std::vector<std::string> unused_;                // "cuda:1 not used: why", per worker that did not start

@@ -3,7 +3,8 @@
 // whole float planes: a 100 MP RGB photo is 1.2 GB of planes each way, its
 // samples 0.6 GB. Each tile's planes are made as the tile runs and its
 // result quantized into the output at once, so memory is the two images
-// plus one pass (at most `max_bytes` of backend memory). The output equals
+// plus one pass (at most `max_bytes` of backend memory where given, else the
+// runner's own pass budget). The output equals
 // planes_to_image(run(image_to_planes(...))), --strength included, bit for
 // bit: the same conversions, a row at a time, and run_tiles equals run().
 #pragma once

@@ -166,12 +166,12 @@ constexpr size_t kMinInFlight = 4, kMaxInFlight = 32;
 // ahead + written behind): the rest is for the batch's float planes, the
 // model and everything else on the machine.
 constexpr double kInFlightMemoryShare = 0.25;
-// Host memory the tiles of a huge image may take at once (a pass's planes on
-// the CPU; on a GPU the host's copies of a tile's input and output planes),
-// unless --max-memory says otherwise, so such an image costs its samples
-// twice (in and out) plus about this (issue 19: at most 1 GB besides the
-// images). On 2 CPU cores a 100 MP photo took the same time in 256 MiB and
-// 512 MiB passes (denoise: 2:18 and 2:20) and 0.33 GB less at its peak.
+// Host memory a GPU's tiles of a huge image may take at once (the host's
+// copies of a tile's input and output planes), so such an image costs its
+// samples twice (in and out) plus about this (issue 19: at most 1 GB besides
+// the images). On the CPU the runner's own pass budget applies
+// (ModelRunner::pass_pixels_fit: 256 MiB, up to 512 MiB for a wide
+// receptive field), which is the same bound for the tile planes there.
 constexpr size_t kTiledHostBytes = size_t(256) << 20;
 // GPU memory a pass over a tile of a huge image may take (activations and
 // the tile's input), so that the device, too, holds a fixed amount besides
@@ -180,15 +180,14 @@ constexpr size_t kTiledHostBytes = size_t(256) << 20;
 // where the codecs take ~10 times as long as the model.
 constexpr size_t kTiledDeviceBytes = size_t(768) << 20;
 
-// The backend memory a pass over a tile of a huge image may take: on the
-// CPU kTiledHostBytes (more for a model whose halo would make such tiles
-// wasteful: ModelRunner::efficient_pass_bytes); on a GPU as much device
-// memory as keeps the host's tile planes (in and out, f32) within
-// kTiledHostBytes (~10 MP passes for an RGB model, whole-photo sized, so
-// the GPU stays as busy as on a photo) and the pass within kTiledDeviceBytes.
+// The most backend memory a pass over a tile of a huge image may take
+// besides the runner's own budget (0: none; on the CPU, or with
+// --max-memory, the runner's is the bound): on a GPU as much as keeps the
+// host's tile planes (in and out, f32) within kTiledHostBytes (~10 MP passes
+// for an RGB model, whole-photo sized, so the GPU stays as busy as on a
+// photo) and the pass within kTiledDeviceBytes.
 size_t tiled_pass_budget(const ModelRunner& runner) {
-    if (runner.options().max_memory) return runner.options().max_memory;
-    if (runner.backend().is_host_memory()) return std::max(kTiledHostBytes, runner.efficient_pass_bytes());
+    if (runner.options().max_memory || runner.backend().is_host_memory()) return 0;
     const size_t pass_pixels = kTiledHostBytes / (2 * sizeof(float) * size_t(runner.model().channels));
     return std::min(pass_pixels * runner.bytes_per_pixel(), kTiledDeviceBytes);
 }
