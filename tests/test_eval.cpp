@@ -260,6 +260,21 @@ TEST(Degradations, SubsamplingChangesTheJpegOfColorOnly) {
     EXPECT_THROW(d.validate(), Error);
 }
 
+// --validate-precision measures each task at its README row's degradations:
+// a photo model on the photo mix (each photo its own draw), not on clean photos.
+TEST(Degradations, EachTaskIsMeasuredAtItsReadmeRow) {
+    auto described = [](const std::string& task) {
+        std::vector<std::string> out;
+        for (const Degradation& d : task_standard_degradations(task)) out.push_back(d.describe());
+        return out;
+    };
+    EXPECT_EQ(described("denoise"), (std::vector<std::string>{"noise 15", "noise 25", "noise 50"}));
+    EXPECT_EQ(described("deblock"), (std::vector<std::string>{"jpeg 10", "jpeg 20", "jpeg 30", "jpeg 40"}));
+    EXPECT_EQ(described("deblur"), (std::vector<std::string>{"blur 1.5, noise 2"}));
+    EXPECT_EQ(described("photo"), (std::vector<std::string>{"mix photo"}));
+    EXPECT_EQ(described("sharpen"), (std::vector<std::string>{"none"}));
+}
+
 // A smooth image (a ramp plus a slow wave per channel, within 60..195 so
 // that noise up to sigma 30 is seldom clipped) with Gaussian noise of a
 // fresh seed: the estimate is within 5% + 0.3 of the sigma.

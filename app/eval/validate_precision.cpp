@@ -59,13 +59,6 @@ std::string fixed(double v, int digits) {
 
 }  // namespace
 
-std::vector<Degradation> precision_degradations(const std::string& task) {
-    if (task == "denoise") return {{0, 15, 0}, {0, 25, 0}, {0, 50, 0}};
-    if (task == "deblock") return {{0, 0, 10}, {0, 0, 20}, {0, 0, 30}, {0, 0, 40}};
-    if (task == "deblur") return {{1.5, 2, 0}};
-    return {Degradation{}};
-}
-
 int run_validate_precision(const ValidatePrecisionOptions& o) {
     ModelFile model = load_model_file(resolve_model(o.model));
     RunnerOptions base;
@@ -91,7 +84,7 @@ int run_validate_precision(const ValidatePrecisionOptions& o) {
         names.push_back(job.input);
     }
     if (photos.empty()) throw Error(o.photos + ": no photos in the folder");
-    const std::vector<Degradation> degradations = precision_degradations(model.task);
+    const std::vector<Degradation> degradations = task_standard_degradations(model.task);
 
     auto runner_for = [&](Precision p) {
         RunnerOptions settings = base;

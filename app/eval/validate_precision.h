@@ -4,7 +4,7 @@
 // them (ModelFile::validated_precisions).
 //
 // On the GPU, for each clean photo of the folder and each degradation of the
-// model's task (precision_degradations), the model runs in fp32, fp16 and
+// model's task (task_standard_degradations), the model runs in fp32, fp16 and
 // bf16. A half precision passes when, over all of them:
 //   - >= 99.9% of the 8-bit channel values equal fp32's or are one level apart,
 //   - none is more than 3 levels apart,
@@ -30,11 +30,6 @@ struct ValidatePrecisionOptions {
     std::string write;   // where to write the model with the result ("": nowhere)
     std::string device = "auto";
 };
-
-// The degradations a model of `task` is measured at (its README row): noise
-// 15, 25, 50 for denoise; JPEG 10..40 for deblock; blur 1.5 + noise 2 for
-// deblur; the clean photos as they are (one empty Degradation) otherwise.
-std::vector<Degradation> precision_degradations(const std::string& task);
 
 // Prints the figures on stdout; writes o.write only when some half precision
 // passes. Returns 0 when one passes, 1 when none does (nothing written);
