@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "backend.h"
+#include "bundled_model_digests.h"
 #include "cli_run.h"
 #include "eval/noise_estimate.h"
 #include "image/image_io.h"
@@ -1142,10 +1143,14 @@ TEST(Cli, TheCpuPicksItsOwnDefaultModelAndSaysSo) {
     EXPECT_NE(e.err.find(note), std::string::npos) << e.err;
 }
 
-// Every bundled model that runs in half precision on a GPU (sharpen, one
+// Every bundled model (weights/*.h5, listed at configure time), so a model
+// added there is tested on the GPU without a list to keep (sharpen, one
 // residual block, has no half kernel and runs in fp32 whatever is asked).
-constexpr const char* kGpuTestModels[] = {"denoise", "denoise-fast", "denoise-unet", "denoise-unet-s",
-                                          "deblock", "deblock-fast", "deblur",       "sharpen"};
+std::vector<std::string> gpu_test_models() {
+    std::vector<std::string> names;
+    for (const BundledModelDigest& m : kBundledModelDigests) names.push_back(m.name);
+    return names;
+}
 
 // `half` against `reference` (the same image in fp32) within issue 16's bound:
 // at least 99.9% of 8-bit values equal or one level apart, none more than 3
@@ -1172,10 +1177,10 @@ TEST(Gpu, RestoresLikeTheCpu) {
     std::string why;
     if (cuda_device_count(&why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
     ScratchDir dir("cli-gpu");
-    for (const char* model : kGpuTestModels) {
+    for (const std::string& model : gpu_test_models()) {
         for (const char* name : {"chelsea.png", "camera.png", "coffee.png", "rocket.jpg"}) {
-            SCOPED_TRACE(std::string(model) + " " + name);
-            std::string stem = std::string(model) + "-" + name + ".png";
+            SCOPED_TRACE(model + " " + name);
+            std::string stem = model + "-" + name + ".png";
             RunResult cpu =
                 imrestore(q(sample(name)) + " -m " + model + " -o " + q(dir / ("cpu-" + stem)) + " -d cpu", dir);
             ASSERT_EQ(cpu.code, 0) << cpu.err;
@@ -1199,23 +1204,23 @@ TEST(Gpu, HalfPrecisionIsWithinTheBoundOfFp32) {
     std::string why;
     if (cuda_device_count(&why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
     ScratchDir dir("cli-gpu-half");
-    for (const char* model : kGpuTestModels) {
+    for (const std::string& model : gpu_test_models()) {
         for (const char* name : {"chelsea.png", "camera.png", "coffee.png", "rocket.jpg"}) {
-            const std::string stem = std::string(model) + "-" + name + ".png";
+            const std::string stem = model + "-" + name + ".png";
             RunResult fp32 = imrestore(
                 q(sample(name)) + " -m " + model + " -o " + q(dir / ("fp32-" + stem)) + " -d cuda --precision fp32",
                 dir);
             ASSERT_EQ(fp32.code, 0) << fp32.err;
             const Image reference = read_image(dir / ("fp32-" + stem));
             for (const char* precision : {"fp16", "bf16"}) {
-                SCOPED_TRACE(std::string(model) + " " + name + " " + precision);
+                SCOPED_TRACE(model + " " + name + " " + precision);
                 const fs::path out = dir / (std::string(precision) + "-" + stem);
                 RunResult r = imrestore(q(sample(name)) + " -m " + model + " -o " + q(out) + " -d cuda --precision " +
                                             precision + " --json",
                                         dir);
                 ASSERT_EQ(r.code, 0) << r.err;
                 // A model none of whose stages has a half kernel runs in fp32 and says so.
-                const std::string used = std::string(model) == "sharpen" ? "fp32" : precision;
+                const std::string used = model == "sharpen" ? "fp32" : precision;
                 EXPECT_NE(r.out.find("\"used\": \"" + used + "\""), std::string::npos) << r.out;
                 EXPECT_NE(r.out.find("\"fp32_rerun\": false"), std::string::npos) << r.out;
                 expect_within_half_bound(reference, read_image(out), std::string(precision) == "bf16");

@@ -1168,12 +1168,14 @@ def psnr(a, b, peak=255.0):
     return float("inf") if mse == 0 else float(10.0 * np.log10(peak * peak / mse))
 
 
-def rewrite_model(src, dst, weight_dtype, name=None):
+def rewrite_model(src, dst, weight_dtype, name=None, append_description=None):
     """The model file src written again to dst with its weights stored as
     weight_dtype ("float32" or "float16", WEIGHT_DTYPES): every attribute,
     the wiring and the extra root attributes kept (but validated precisions,
     measured with the old weights, when the weights change), the name too
-    unless one is given; the provenance says what was done. Returns the largest change
+    unless one is given, the description with append_description after it
+    (what bundling adds: the measured speed, the name it replaces); the
+    provenance says what was done. Returns the largest change
     of a weight relative to its tensor's largest magnitude (0 from float16
     to float32)."""
     model = read_model(src)
@@ -1206,7 +1208,8 @@ def rewrite_model(src, dst, weight_dtype, name=None):
                 stored = np.asarray(w.astype(weight_dtype), np.float64)
                 scale = np.max(np.abs(w)) or 1.0
                 worst = max(worst, float(np.max(np.abs(stored - w)) / scale))
-    write_model(dst, name or model["name"], model["task"], model["description"], provenance, model["channels"],
+    description = model["description"] + (" " + append_description if append_description else "")
+    write_model(dst, name or model["name"], model["task"], description, provenance, model["channels"],
                 model["stages"], license=model.get("license"), extra_attrs=extra or None,
                 extra_inputs=model["extra_inputs"] or None,
                 output=model["output"] if model["format_version"] >= 3 else None, weight_dtype=weight_dtype)
@@ -1223,7 +1226,9 @@ if __name__ == "__main__":
     ap.add_argument("dst")
     ap.add_argument("--weight-dtype", choices=WEIGHT_DTYPES, required=True)
     ap.add_argument("--name", default=None, help="a new name for the model (default: keep it)")
+    ap.add_argument("--append-description", default=None, metavar="TEXT",
+                    help="a sentence to add at the end of the description (e.g. its measured speed)")
     a = ap.parse_args()
-    change = rewrite_model(a.src, a.dst, a.weight_dtype, a.name)
+    change = rewrite_model(a.src, a.dst, a.weight_dtype, a.name, a.append_description)
     print(f"wrote {a.dst} ({a.weight_dtype} weights; largest change of a weight: {change:.2e} of its tensor's "
           "largest magnitude)")
