@@ -76,6 +76,37 @@ def val_psnr(out, step, which):
     return float(found[which])
 
 
+def check_jpeg_prior():
+    """--jpeg-prior: a JPEG worker's job with a prior quality makes the target
+    that JPEG of the patch and the input a JPEG of the target (both on the
+    patch's 8x8 grid); without one the target is the patch itself. Malformed
+    values are refused."""
+    import train
+    rng = np.random.default_rng()
+    h, w, size = 40, 56, 32
+    photo = rng.integers(0, 256, (3, h, w), dtype=np.uint8)
+    buf = np.zeros((1, 2, 2, 3, size, size), np.uint8)
+    train._W.update(flat=photo.reshape(-1), buf=buf, size=size)
+    y0, x0, q, prior = 3, 5, 30, 90
+    train._jpeg_job(0, [(0, h, w, y0, x0, 0, 0, 0, q, prior), (0, h, w, y0, x0, 1, 0, 0, q, 0)])
+    patch = torch.from_numpy(np.ascontiguousarray(photo[:, y0:y0 + size, x0:x0 + size]))
+    target = train.jpeg_u8(patch, prior)
+    if not np.array_equal(buf[0, 0, 0], target.numpy()) or not np.array_equal(buf[0, 1, 0],
+                                                                               train.jpeg_u8(target, q).numpy()):
+        fail("--jpeg-prior: the job's target is not the prior JPEG of the patch, or its input not a JPEG of it")
+    if np.array_equal(buf[0, 0, 0], patch.numpy()):
+        fail("--jpeg-prior: the prior JPEG left the random patch unchanged (the check would not tell)")
+    flipped = patch.flip(2)
+    if not np.array_equal(buf[0, 0, 1], flipped.numpy()) or not np.array_equal(buf[0, 1, 1],
+                                                                                train.jpeg_u8(flipped, q).numpy()):
+        fail("no prior: the job's target is not the (flipped) patch itself, or its input not its JPEG")
+    for bad in ("0,80,95", "0.3,95,80", "0.3,80", "x,1,2", "1.5,80,95"):
+        r = subprocess.run([sys.executable, TRAIN, "--task", "deblock", "--out", "/nonexistent", "--jpeg-prior", bad],
+                           capture_output=True, text=True)
+        if r.returncode != 2 or "--jpeg-prior" not in r.stderr:
+            fail(f"--jpeg-prior {bad}: exit {r.returncode}, stderr {r.stderr[-200:]}")
+
+
 def main():
     shards = None
     if len(sys.argv) == 3 and sys.argv[1] == "--shards":
@@ -165,6 +196,7 @@ def main():
         except SystemExit as e:
             if "is no parameter" not in str(e):
                 fail(f"--init-from refused the wrong architecture with: {e}")
+    check_jpeg_prior()
     print(f"PASS: trained 3 steps, resumed from the compact checkpoint (val PSNR {end1:.2f} -> {start2:.2f} dB "
           f"across it), 2 more, int8 checkpoint (relative RMS weight error {ck2['compact']['rel_rms_error']:.1e}) "
           "loads; curve of 2 calls; a new run --init-from the float16 model file")

@@ -62,6 +62,21 @@ JPEG_Q = JPEG_Q_DEFAULT  # the run's range (--jpeg-q, or its checkpoint's)
 def set_jpeg_q(q):
     global JPEG_Q
     JPEG_Q = (int(q[0]), int(q[1]))
+
+
+# deblock, --jpeg-prior P,LO,HI: with probability P a training patch is itself
+# a JPEG of quality uniform in [LO, HI] before the degradation's JPEG, and the
+# target keeps it. A photo that was already a JPEG re-encoded at a high
+# quality on the same 8x8 grid changes little; a model that saw only pristine
+# targets removes the first JPEG's own blocking too and lands below the input
+# (weights/README.md: matplotlib-hopper, -7 to -11 dB at quality 80-95).
+# (0, 0, 0): never (the default, and what checkpoints from before record).
+JPEG_PRIOR = (0.0, 0, 0)
+
+
+def set_jpeg_prior(prior):
+    global JPEG_PRIOR
+    JPEG_PRIOR = (float(prior[0]), int(prior[1]), int(prior[2]))
 BLUR_S = (0.4, 2.2)  # deblur: blur sigma uniform in [0.4, 2.2] px ...
 BLUR_NOISE_MAX = 4.0  # ... then noise sigma uniform in [0, 4]
 # Standard evaluation levels per task: (label, blur s, noise s, jpeg q).
@@ -600,7 +615,7 @@ def _jpeg_worker_init():
 
 def _jpeg_job(slot, jobs):
     flat, buf, size = _W["flat"], _W["buf"], _W["size"]
-    for k, (off, h, w, y0, x0, a0, a1, a2, q) in enumerate(jobs):
+    for k, (off, h, w, y0, x0, a0, a1, a2, q, prior) in enumerate(jobs):
         img = flat[off:off + 3 * h * w].reshape(3, h, w)
         p = img[:, y0:y0 + size, x0:x0 + size]
         if a0:
@@ -609,9 +624,11 @@ def _jpeg_job(slot, jobs):
             p = p[:, ::-1, :]
         if a2:
             p = p.transpose(0, 2, 1)
-        p = np.ascontiguousarray(p)
-        buf[slot, 0, k] = p
-        buf[slot, 1, k] = jpeg_u8(torch.from_numpy(p), q).numpy()
+        p = torch.from_numpy(np.ascontiguousarray(p))
+        if prior:  # the patch was a JPEG already (--jpeg-prior): the target keeps its blocking
+            p = jpeg_u8(p, prior)
+        buf[slot, 0, k] = p.numpy()
+        buf[slot, 1, k] = jpeg_u8(p, q).numpy()
     return slot
 
 
@@ -650,8 +667,14 @@ class JpegFeeder:
         p = self.patches
         pid, y0, x0, aug = p.params(self.batch, self.gen)  # the CPU copies of off/h/w stay on the CPU
         q = torch.randint(JPEG_Q[0], JPEG_Q[1] + 1, (self.batch,), generator=self.gen)
+        prior = torch.zeros(self.batch, dtype=torch.int64)
+        if JPEG_PRIOR[0] > 0:  # drawn only then, so runs without it keep their random sequence
+            on = torch.rand(self.batch, generator=self.gen) < JPEG_PRIOR[0]
+            q0 = torch.randint(JPEG_PRIOR[1], JPEG_PRIOR[2] + 1, (self.batch,), generator=self.gen)
+            prior = torch.where(on, q0, prior)
         off, h, w = p.off_cpu[pid], p.h_cpu[pid], p.w_cpu[pid]
-        cols = [t.tolist() for t in (off, h, w, y0, x0)] + [aug[:, k].tolist() for k in range(3)] + [q.tolist()]
+        cols = ([t.tolist() for t in (off, h, w, y0, x0)] + [aug[:, k].tolist() for k in range(3)]
+                + [q.tolist(), prior.tolist()])
         jobs = list(zip(*cols))
         slot = self.free.pop()
         self.pending.append(self.pool.apply_async(_jpeg_job, (slot, jobs)))
@@ -900,7 +923,8 @@ def roundtrip_error(sd, enc):
 def save_ckpt(path, model, opt, state, gen_dev, gen_cpu, args, log=None):
     sd = {k: v.detach().cpu() for k, v in model.state_dict().items()}
     ck = {"format": CKPT_FORMAT, "config": arch_config(args), "hyper": hyper_config(args), "jpeg_q": list(JPEG_Q),
-          "rng": rng_state(gen_dev, gen_cpu), "device_type": gen_dev.device.type, "name": args.name,
+          "jpeg_prior": list(JPEG_PRIOR), "rng": rng_state(gen_dev, gen_cpu), "device_type": gen_dev.device.type,
+          "name": args.name,
           **{k: v for k, v in state.items() if not k.startswith("_")}}
     if args.ckpt_mode == "compact":
         mode = compact_weights_mode(args, sd)
@@ -946,9 +970,14 @@ def task_text(task):
                     "correlated after demosaicing, or already JPEG-compressed) is only partly removed; above sigma "
                     f"{NOISE_MAX:g} it is untested; at high noise fine texture is smoothed away."),
         "deblock": ("JPEG artifact remover (deblocking, deringing) for RGB photos",
-                    f"trained on libjpeg baseline JPEG, 4:2:0, quality {JPEG_Q[0]}-{JPEG_Q[1]}, one model for all qualities",
-                    f"Trained on single-pass libjpeg 4:2:0 compression at quality {JPEG_Q[0]}-{JPEG_Q[1]}: other encoders, "
-                    "4:4:4, recompressed or resized JPEGs and qualities outside that range are untested; detail the "
+                    f"trained on libjpeg baseline JPEG, 4:2:0, quality {JPEG_Q[0]}-{JPEG_Q[1]}, one model for all qualities"
+                    + (f"; {JPEG_PRIOR[0]:g} of the training patches were a JPEG of quality {JPEG_PRIOR[1]}-"
+                       f"{JPEG_PRIOR[2]} already (the target keeps it), as a photo that was a JPEG before"
+                       if JPEG_PRIOR[0] > 0 else ""),
+                    f"Trained on {'single and double' if JPEG_PRIOR[0] > 0 else 'single-pass'} libjpeg 4:2:0 "
+                    f"compression at quality {JPEG_Q[0]}-{JPEG_Q[1]}: other encoders, 4:4:4, "
+                    f"{'' if JPEG_PRIOR[0] > 0 else 'recompressed or '}resized JPEGs and qualities outside that range "
+                    "are untested; detail the "
                     "encoder threw away is not recovered, only the blocking and ringing are smoothed."),
         "deblur": ("Deblurring for RGB photos with mild Gaussian blur",
                    f"trained on Gaussian blur sigma {BLUR_S[0]:g}-{BLUR_S[1]:g} px followed by noise sigma 0-{BLUR_NOISE_MAX:g}",
@@ -1005,7 +1034,9 @@ def degradation_text(task, sigma_power=1.0):
         return ("photo mix per patch (weights/README.md, PHOTO_MIX): "
                 + ", ".join(f"{k} {v}" for k, v in PHOTO_MIX.items()))
     if task == "deblock":
-        return f"libjpeg (torchvision CPU codec) baseline 4:2:0 JPEG, quality uniform integer [{JPEG_Q[0]}, {JPEG_Q[1]}]"
+        return (f"libjpeg (torchvision CPU codec) baseline 4:2:0 JPEG, quality uniform integer [{JPEG_Q[0]}, {JPEG_Q[1]}]"
+                + (f"; with probability {JPEG_PRIOR[0]:g} the clean patch is first a JPEG of quality uniform integer "
+                   f"[{JPEG_PRIOR[1]}, {JPEG_PRIOR[2]}], the target too (--jpeg-prior)" if JPEG_PRIOR[0] > 0 else ""))
     return (f"Gaussian blur sigma uniform [{BLUR_S[0]:g}, {BLUR_S[1]:g}] px (radius ceil(3 sigma), rounded to 8 bits), "
             f"then noise sigma uniform [0, {BLUR_NOISE_MAX:g}]")
 
@@ -1104,6 +1135,10 @@ def parse_args(argv=None):
     ap.add_argument("--jpeg-q", default=None, metavar="LO,HI",
                     help=f"deblock: the JPEG qualities trained on, uniform integer in [LO, HI] (default {JPEG_Q[0]},{JPEG_Q[1]}; "
                          "give the same range in every call of a run)")
+    ap.add_argument("--jpeg-prior", default=None, metavar="P,LO,HI",
+                    help="deblock: with probability P a training patch (and its target) is first a JPEG of quality "
+                         "uniform integer in [LO, HI], as a photo that was a JPEG before (default: never; kept in "
+                         "the checkpoint)")
     ap.add_argument("--cpu-threads", type=int, default=2, help="torch CPU threads (on CUDA)")
     ap.add_argument("--license", default=None, help="license attribute of the .h5")
     ap.add_argument("--weight-dtype", choices=("auto", "float32", "float16"), default="auto",
@@ -1128,6 +1163,15 @@ def parse_args(argv=None):
         if not 1 <= lo <= hi <= 100:
             ap.error(f"--jpeg-q {args.jpeg_q}: expected 1 <= LO <= HI <= 100")
         set_jpeg_q((lo, hi))  # for the whole run (the JPEG workers are forked after)
+    if args.jpeg_prior is not None:
+        try:
+            p, lo, hi = args.jpeg_prior.split(",")
+            p, lo, hi = float(p), int(lo), int(hi)
+        except ValueError:
+            ap.error(f"--jpeg-prior {args.jpeg_prior}: expected P,LO,HI (e.g. 0.3,70,98)")
+        if not (0 < p <= 1 and 1 <= lo <= hi <= 100):
+            ap.error(f"--jpeg-prior {args.jpeg_prior}: expected 0 < P <= 1 and 1 <= LO <= HI <= 100")
+        set_jpeg_prior((p, lo, hi))
     return args
 
 
@@ -1184,6 +1228,12 @@ def main(argv=None):
                 raise SystemExit(f"train.py: {args.resume} was trained on JPEG quality {saved_q[0]}-{saved_q[1]}, "
                                  f"not --jpeg-q {args.jpeg_q}")
             set_jpeg_q(saved_q)
+        if "jpeg_prior" in ck:
+            saved_prior = tuple(ck["jpeg_prior"])
+            if args.jpeg_prior is not None and tuple(JPEG_PRIOR) != saved_prior:
+                raise SystemExit(f"train.py: {args.resume} was trained with --jpeg-prior "
+                                 f"{','.join(map(str, saved_prior))}, not {args.jpeg_prior}")
+            set_jpeg_prior(saved_prior)
     apply_arch_defaults(args)
     default_name = args.task if args.arch == "unshuffle" else f"{args.task}-{args.arch}"
     args.name = args.name or (ck.get("name") if ck is not None and args.export_only else None) or default_name
