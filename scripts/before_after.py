@@ -5,7 +5,8 @@
     scripts/before_after.py IMRESTORE OUT.png [--photo weights/data/heldout/NAME.png]
 
 For each model (denoise and denoise-unet at noise 25, deblock at JPEG
-quality 20, deblur at blur 1.5 + noise 2) one row: clean | degraded | restored, the same crop of
+quality 20, deblur at blur 1.5 + noise 2, photo on the photo mix: this photo's
+draw of --seed) one row: clean | degraded | restored, the same crop of
 each, upscaled 2x with nearest neighbour so single pixels stay visible, and
 each row's whole-photo PSNR under the picture. Needs /usr/bin/python3 with numpy and PIL
 (python3-numpy, python3-pil); the photos come from weights/data/build_dataset.py.
@@ -25,6 +26,7 @@ ROWS = [
     ("denoise-unet", ["--noise", "25"], "noise sigma 25"),
     ("deblock", ["--jpeg", "20"], "JPEG quality 20"),
     ("deblur", ["--blur", "1.5", "--noise", "2"], "blur 1.5 px + noise 2"),
+    ("photo", ["--mix", "photo"], "the photo mix"),
 ]
 
 
