@@ -528,9 +528,7 @@ void setup(CLI::App& app, Options& o) {
                    "Output file (one input) or folder; default: NAME.restored.EXT beside each input, "
                    "FOLDER.restored/ for a folder")
         ->type_name("PATH");
-    app.add_option("-m,--model", o.model,
-                   std::string("Bundled model name or path to a model .h5 file (default: ") + kDefaultModel +
-                       " on a GPU, " + kDefaultCpuModel + " on the CPU)");
+    app.add_option("-m,--model", o.model, model_option_help());
     app.add_option("-d,--device", o.device,
                    "auto (GPU if usable, else CPU), cpu, cuda, cuda:N, or several GPUs: cuda:N,M,... or cuda:all (one "
                    "worker each)")

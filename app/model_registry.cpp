@@ -70,6 +70,11 @@ std::string resolve_model(const std::string& name_or_path) {
                 (known.empty() ? "none found" : known) + "; or give a path to an .h5 file)");
 }
 
+std::string model_option_help() {
+    return std::string("Bundled model name or path to a model .h5 file (default: ") + kDefaultModel + " on a GPU, " +
+           kDefaultCpuModel + " on the CPU)";
+}
+
 ModelChoice choose_model(const std::string& given, bool on_cpu) {
     if (!given.empty()) return {given, "-m", ""};
     if (!on_cpu) return {kDefaultModel, "default", ""};

@@ -22,6 +22,8 @@ struct ModelChoice {
 };
 // `given` (empty: -m was not given) on a backend of host memory or not.
 ModelChoice choose_model(const std::string& given, bool on_cpu);
+// The help text of -m, wherever a command takes one (the defaults above).
+std::string model_option_help();
 
 // Folders searched for bundled models, in order: each entry of
 // $IMRESTORE_MODEL_PATH (colon-separated), <exe>/../share/imrestore/models

@@ -18,6 +18,7 @@
 #include "jobs/file_report.h"
 #include "jobs/plan_jobs.h"
 #include "jobs/run_each_file.h"
+#include "model_registry.h"
 #include "model_runner.h"
 #include "report/json_document.h"
 #include "shard_options.h"
@@ -32,9 +33,7 @@ CLI::App* add_eval_command(CLI::App& app, EvalOptions& o) {
     CLI::App* cmd = app.add_subcommand(
         "eval", "Degrade clean images (or take given degraded ones), restore them, print PSNR/SSIM vs baselines");
     cmd->add_option("clean", o.inputs, "Clean images: folders and/or files")->required()->type_name("CLEAN...");
-    cmd->add_option("-m,--model", o.model,
-                    std::string("Bundled model name or path to a model .h5 file (default: ") + kDefaultModel +
-                        " on a GPU, " + kDefaultCpuModel + " on the CPU)");
+    cmd->add_option("-m,--model", o.model, model_option_help());
     cmd->add_option("-d,--device", o.device, "auto (GPU if usable, else CPU), cpu, cuda or cuda:N")
         ->capture_default_str();
     cmd->add_option("-j,--threads", o.threads, "Threads of the CPU backend's compute (0 = one per core)")
