@@ -353,13 +353,35 @@ def photo_mix(x, gen, params=None):
     p = params if params is not None else draw_photo_mix(n, gen, dev)
     keep = lambda on, new, old: torch.where(on.to(dev).view(-1, 1, 1, 1), new, old)  # noqa: E731
     r = int(math.ceil(3 * PHOTO_MIX["blur"][1]))
-    x = keep(p["blur_on"], quantize8(blur_valid(F.pad(x, (r, r, r, r), mode="reflect"), gauss_taps(p["blur"], r))), x)
+
+    def blur(v, q):
+        return quantize8(blur_valid(F.pad(v, (r, r, r, r), mode="reflect"), gauss_taps(q["blur"], r)))
+
+    x = _only_where(p["blur_on"], x, p, blur)
+    # The noise draws its fields for every image (the generator's sequence does not depend on the draws).
     x = keep(p["noise_on"], camera_noise(x, p["shot"], p["read"], p["chroma_ratio"], p["chroma_sigma"], gen), x)
-    x = keep(p["camera_on"], jpeg_sim(x, p["camera_q"], p["camera_444"]), x)
-    x = keep(p["web_on"] & p["web_first"], jpeg_sim(x, p["web_q"], p["web_444"]), x)
-    x = keep(p["resample_on"], resample_round_trip(x, p["factor"], p["down_bicubic"], p["up_bicubic"]), x)
-    x = keep(p["web_on"] & ~p["web_first"], jpeg_sim(x, p["web_q"], p["web_444"]), x)
+    x = _only_where(p["camera_on"], x, p, lambda v, q: jpeg_sim(v, q["camera_q"], q["camera_444"]))
+    web = lambda v, q: jpeg_sim(v, q["web_q"], q["web_444"])  # noqa: E731
+    x = _only_where(p["web_on"] & p["web_first"], x, p, web)
+    x = _only_where(p["resample_on"], x, p,
+                    lambda v, q: resample_round_trip(v, q["factor"], q["down_bicubic"], q["up_bicubic"]))
+    x = _only_where(p["web_on"] & ~p["web_first"], x, p, web)
     return x
+
+
+def _only_where(on, x, p, step):
+    """x with step(x[i], the draws of i) in the images i where `on`, the others as they were. The
+    deterministic steps (blur, JPEG, resampling) run on those images only: each is skipped for 40-75% of
+    them, and computing it for all and keeping some (the definition) gives the same values at 2-4 times
+    the work, which bound the photo model's training (17 steps/s against 55-64 for deblur, same network)."""
+    idx = on.to(x.device).nonzero().flatten()
+    if idx.numel() == 0:
+        return x
+    if idx.numel() == x.shape[0]:
+        return step(x, p)
+    out = x.clone()
+    out[idx] = step(x[idx], {k: v[idx.to(v.device)] for k, v in p.items()})
+    return out
 
 
 # ---------------------------------------------------------------------------
