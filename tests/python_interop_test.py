@@ -395,18 +395,20 @@ def main():
         with h5py.File(path, "a") as f:
             f.attrs["validated_precisions"] = "fp16"
         renamed = os.path.join(tmp, "renamed.h5")
-        im.rewrite_model(path, renamed, "float16", name="bundled", append_description="Speed: fast.")
+        im.rewrite_model(path, renamed, "float16", name="bundled", append_description="Speed: fast.",
+                         prepend_description="A variant.")
         again = im.read_model(renamed)
         with h5py.File(renamed, "r") as f:
             kept = f.attrs.get("validated_precisions")
-        if (again["name"], again["description"], kept) != ("bundled", "random weights Speed: fast.", "fp16"):
+        if (again["name"], again["description"], kept) != ("bundled", "A variant. random weights Speed: fast.",
+                                                            "fp16"):
             failures.append(f"rewrite_model --name --append-description: {again['name']!r}, "
                             f"{again['description']!r}, validated {kept!r}")
         im.rewrite_model(path, renamed, "float32")
         with h5py.File(renamed, "r") as f:
             if "validated_precisions" in f.attrs or im.read_model(renamed)["name"] != tag:
                 failures.append("rewrite_model to float32 kept the validated precisions or lost the name")
-        print(f"{tag}: rewrite_model renames, appends to the description, keeps or drops validated precisions")
+        print(f"{tag}: rewrite_model renames, adds to the description, keeps or drops validated precisions")
         if not why_not:
             dead = os.path.join(tmp, "dead.h5")  # written by plain h5py: the writer refuses it
             one = [{"op": "conv2d", "name": "a", "weight": np.zeros((3, 3, 1, 1), np.float32)}]

@@ -1168,13 +1168,14 @@ def psnr(a, b, peak=255.0):
     return float("inf") if mse == 0 else float(10.0 * np.log10(peak * peak / mse))
 
 
-def rewrite_model(src, dst, weight_dtype, name=None, append_description=None):
+def rewrite_model(src, dst, weight_dtype, name=None, append_description=None, prepend_description=None):
     """The model file src written again to dst with its weights stored as
     weight_dtype ("float32" or "float16", WEIGHT_DTYPES): every attribute,
     the wiring and the extra root attributes kept (but validated precisions,
     measured with the old weights, when the weights change), the name too
-    unless one is given, the description with append_description after it
-    (what bundling adds: the measured speed, the name it replaces); the
+    unless one is given, the description with prepend_description before it
+    and append_description after it (what bundling adds: how a variant
+    differs, which `imrestore models` shows first; the measured speed); the
     provenance says what was done. Returns the largest change
     of a weight relative to its tensor's largest magnitude (0 from float16
     to float32)."""
@@ -1208,7 +1209,7 @@ def rewrite_model(src, dst, weight_dtype, name=None, append_description=None):
                 stored = np.asarray(w.astype(weight_dtype), np.float64)
                 scale = np.max(np.abs(w)) or 1.0
                 worst = max(worst, float(np.max(np.abs(stored - w)) / scale))
-    description = model["description"] + (" " + append_description if append_description else "")
+    description = " ".join(t for t in (prepend_description, model["description"], append_description) if t)
     write_model(dst, name or model["name"], model["task"], description, provenance, model["channels"],
                 model["stages"], license=model.get("license"), extra_attrs=extra or None,
                 extra_inputs=model["extra_inputs"] or None,
@@ -1228,7 +1229,9 @@ if __name__ == "__main__":
     ap.add_argument("--name", default=None, help="a new name for the model (default: keep it)")
     ap.add_argument("--append-description", default=None, metavar="TEXT",
                     help="a sentence to add at the end of the description (e.g. its measured speed)")
+    ap.add_argument("--prepend-description", default=None, metavar="TEXT",
+                    help="a sentence to put first (what `imrestore models` shows: e.g. how a variant differs)")
     a = ap.parse_args()
-    change = rewrite_model(a.src, a.dst, a.weight_dtype, a.name, a.append_description)
+    change = rewrite_model(a.src, a.dst, a.weight_dtype, a.name, a.append_description, a.prepend_description)
     print(f"wrote {a.dst} ({a.weight_dtype} weights; largest change of a weight: {change:.2e} of its tensor's "
           "largest magnitude)")
