@@ -393,25 +393,26 @@ void ModelRunner::run_pass(const float* input, float* output, Shape shape, Stage
         backend_.upload(src.data, input, src.bytes());
         upload_timer_->stop();
     }
-    Tensor result = execute(plan_, *prepared_, arena, src, output);
-    // A half-precision pass whose output is not finite (an fp16 activation
-    // overflowed): the batch again in fp32, with stages prepared for it on
-    // the first such batch. Its arena fits the reservation (bytes_per_pixel
-    // counts an all-f32 plan).
-    if ((precision_ == Precision::Fp16 || precision_ == Precision::Bf16) && !all_finite(backend_, result)) {
-        if (prepared_fp32_.empty()) {
-            // Built aside and kept only whole: a prepare that throws (out of
-            // memory) must not leave a partial set for the next batch.
-            Stages fp32;
-            for (const Stage& s : model_->stages)
-                fp32.push_back(std::visit([&](const auto& st) { return st.prepare(backend_, Precision::Fp32); }, s));
-            plan_fp32_ = plan_for(fp32);
-            prepared_fp32_ = std::move(fp32);
-        }
+    const bool half = precision_ == Precision::Fp16 || precision_ == Precision::Bf16;
+    // In fp32 where the pipeline asks (a 16-bit image under --precision
+    // auto), or again in fp32 where a half-precision pass's output is not
+    // finite (an fp16 activation overflowed). The fp32 arena fits the
+    // reservation (bytes_per_pixel counts an all-f32 plan).
+    auto run_fp32 = [&] {
+        prepare_fp32_stages();
         const ArenaLayout arena32 = layout(plan_fp32_, prepared_fp32_, shape);
         reserve(arena32.total, 0, 0);
-        result = execute(plan_fp32_, prepared_fp32_, arena32, src, output);
-        ++fp32_reruns_;
+        return execute(plan_fp32_, prepared_fp32_, arena32, src, output);
+    };
+    Tensor result;
+    if (half && compute_in_fp32_) {
+        result = run_fp32();
+    } else {
+        result = execute(plan_, *prepared_, arena, src, output);
+        if (half && !all_finite(backend_, result)) {
+            result = run_fp32();
+            ++fp32_reruns_;
+        }
     }
     if (!host) {
         download_timer_->start();
@@ -424,6 +425,17 @@ void ModelRunner::run_pass(const float* input, float* output, Shape shape, Stage
         for (size_t i = 0; i < model_->stages.size(); ++i) timer->add(stage_labels_[i], stage_timers_[i]->elapsed_ms());
         if (!host) timer->add("download", download_timer_->elapsed_ms());
     }
+}
+
+void ModelRunner::prepare_fp32_stages() {
+    if (!prepared_fp32_.empty()) return;
+    // Built aside and kept only whole: a prepare that throws (out of memory)
+    // must not leave a partial set for the next batch.
+    Stages fp32;
+    for (const Stage& s : model_->stages)
+        fp32.push_back(std::visit([&](const auto& st) { return st.prepare(backend_, Precision::Fp32); }, s));
+    plan_fp32_ = plan_for(fp32);
+    prepared_fp32_ = std::move(fp32);
 }
 
 Tensor ModelRunner::execute(const RunnerPlan& plan, const Stages& stages, const ArenaLayout& arena, const Tensor& input,

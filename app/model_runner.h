@@ -47,6 +47,13 @@ public:
     // estimated per image: the pipeline sets its batch's before each run).
     void set_extra_values(std::vector<float> values);
 
+    // Whether the next run() calls compute in fp32 whatever precision() is
+    // (the pipeline sets it per batch: --precision auto runs a 16-bit image
+    // in fp32, since a model's half precision is validated on 8-bit photos,
+    // where one level is 256 of 16 bits). The stages in fp32 are prepared
+    // on the first such pass, as for a non-finite half-precision result.
+    void set_compute_in_fp32(bool fp32) { compute_in_fp32_ = fp32; }
+
     // One image of `shape` (n = 1, any height and width) restored in tiles
     // read and written through callbacks, so that neither the whole input
     // nor the whole output has to exist as f32 planes (an 8-bit 100 MP scan
@@ -137,10 +144,13 @@ private:
     std::shared_ptr<Stages> prepared_;
     RunnerPlan plan_;
     // The stages in fp32, made on the first batch whose half-precision output
-    // is not finite (fp16 overflow), which is then run again with them.
+    // is not finite (fp16 overflow), which is then run again with them, or
+    // on the first pass set_compute_in_fp32 asks for.
     Stages prepared_fp32_;
     RunnerPlan plan_fp32_;
     size_t fp32_reruns_ = 0;
+    bool compute_in_fp32_ = false;
+    void prepare_fp32_stages();
     // Per image pixel, for the memory budget: the arena's bytes (the larger
     // of the plan's and an all-f32 plan's, which a rerun needs) and the most
     // elements of one tensor (kernels index with 32-bit integers).

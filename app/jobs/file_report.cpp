@@ -60,6 +60,7 @@ Json file_json(const FileResult& f) {
               {"message", f.message},   {"width", f.width},         {"height", f.height},
               {"channels", f.channels}, {"bit_depth", f.bit_depth}, {"fp32_rerun", f.fp32_rerun},
               {"warnings", f.warnings}};
+    if (!f.precision.empty()) j["precision"] = f.precision;
     if (!f.levels.empty()) {
         Json& levels = j["levels"] = Json::array();
         for (const FileResult::Level& l : f.levels)

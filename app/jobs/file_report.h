@@ -31,8 +31,9 @@ struct FileLines {
 FileLines file_lines(const FileResult& f, bool quiet);
 
 // {"input", "output", "status", "message", "width", "height", "channels",
-// "bit_depth", "fp32_rerun", "warnings"}, and "levels" ([{"name", "value",
-// "source", "used"}]) when it has levels: an element of a report's "files".
+// "bit_depth", "fp32_rerun", "warnings"}, "precision" when restored (what
+// the model computed it in), and "levels" ([{"name", "value", "source",
+// "used"}]) when it has levels: an element of a report's "files".
 Json file_json(const FileResult& f);
 
 // "noise sigma 12.3 (estimated)", "JPEG quality 40 (jpeg tables), 20 with

@@ -19,6 +19,10 @@ struct FileResult {
     // Restore: its batch's half-precision output was not finite (fp16
     // overflow) and the batch was run again in fp32 (also a warning).
     bool fp32_rerun = false;
+    // Restore, a restored file: what the model computed it in ("fp32",
+    // "fp16", "bf16"; a 16-bit image under --precision auto: fp32). Empty
+    // otherwise.
+    std::string precision;
     // A level a model took as an extra input (restore with a model that
     // takes noise_level / jpeg_quality), or that degrade --estimate-noise
     // measured: on the user's scale (noise_level: sigma 0..255;

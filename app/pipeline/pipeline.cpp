@@ -148,6 +148,7 @@ struct BatchResult {
     StageTimer timer;         // upload, stages, download of the real run
     StageTimer bench;         // the --bench repeats
     bool fp32_rerun = false;  // the half-precision output was not finite: run again in fp32 (ModelRunner)
+    bool fp32 = false;        // computed in fp32 at the pipeline's request (compute_in_fp32)
 };
 
 struct Computing {
@@ -281,6 +282,7 @@ private:
     struct Slot {
         FileJob job;
         bool fp32_rerun = false;
+        Precision precision = Precision::Fp32;  // what its batch was computed in
         std::vector<FileResult::Level> levels;  // the levels its model was given (--noise-level, estimated)
         bool done = false;
     };
@@ -368,6 +370,7 @@ private:
         r.status = status;
         r.message = message;
         r.fp32_rerun = s.fp32_rerun;
+        if (status == FileResult::Status::Restored) r.precision = precision_name(s.precision);
         r.levels = std::move(s.levels);
         if (image)
             r.width = image->width, r.height = image->height, r.channels = image->channels,
@@ -400,7 +403,8 @@ private:
             const Image& first = pending_.front().image;
             bool same = first.width == d.image.width && first.height == d.image.height &&
                         items_per_image(first, channels) == items_per_image(d.image, channels) &&
-                        pending_.front().levels.values == d.levels.values;  // one value per extra input a batch
+                        pending_.front().levels.values == d.levels.values &&  // one value per extra input a batch
+                        first.bit_depth == d.image.bit_depth;  // 16-bit images may compute in fp32 (compute_in_fp32)
             const size_t batch_pixels = size_t(first.width) * first.height * (pending_.size() + 1);
             if (!same || int(pending_.size()) >= options_.batch || batch_pixels > kLargestBatchPixels) flush();
         }
@@ -449,11 +453,12 @@ private:
         // batch runs; the runner itself stays where it is.
         ModelRunner& runner = lanes_.runner(lane);
         std::vector<float> extra = pending_.front().levels.values;
+        const bool fp32 = compute_in_fp32(runner, pending_);
         computing_.push_back(
             {std::move(pending_), lane,
              std::async(std::launch::async, [this, &runner, shape, input = std::move(input), output = std::move(output),
-                                             extra = std::move(extra)]() mutable {
-                 return compute(runner, shape, std::move(input), std::move(output), extra);
+                                             extra = std::move(extra), fp32]() mutable {
+                 return compute(runner, shape, std::move(input), std::move(output), extra, fp32);
              })});
         lanes_.set_busy(lane, true);
         pending_.clear();
@@ -468,18 +473,30 @@ private:
         // computing_, and nothing touches the batch until collect_batch has
         // the result.
         const Image* source = &pending_.front().image;
+        const bool fp32 = compute_in_fp32(runner, pending_);
         computing_.push_back({std::move(pending_), lane,
-                              std::async(std::launch::async, [this, &runner, source, extra = std::move(extra)] {
-                                  return compute_tiled(runner, *source, extra);
+                              std::async(std::launch::async, [this, &runner, source, extra = std::move(extra), fp32] {
+                                  return compute_tiled(runner, *source, extra, fp32);
                               })});
         lanes_.set_busy(lane, true);
         pending_.clear();
     }
 
-    BatchResult compute_tiled(ModelRunner& runner, const Image& source, const std::vector<float>& extra) {
+    // --precision auto computes 16-bit images in fp32: a model's half
+    // precision is validated on 8-bit photos (within one level of 256), and
+    // a level of 65,536 is 256 times finer. A batch with one such image runs
+    // in fp32 (batches are of one bit depth). An explicit --precision
+    // fp16/bf16 is taken as asked.
+    bool compute_in_fp32(const ModelRunner& runner, const std::vector<Pending>& batch) const {
+        if (runner.options().precision != Precision::Auto || runner.precision() == Precision::Fp32) return false;
+        return std::any_of(batch.begin(), batch.end(), [](const Pending& p) { return p.image.bit_depth == 16; });
+    }
+
+    BatchResult compute_tiled(ModelRunner& runner, const Image& source, const std::vector<float>& extra, bool fp32) {
         BatchResult r;
         const size_t budget = tiled_pass_budget(runner);
         try {
+            runner.set_compute_in_fp32(r.fp32 = fp32);
             if (options_.levels) runner.set_extra_values(extra);
             const size_t reruns = runner.fp32_reruns();
             r.image = restore_in_tiles(runner, source, options_.write.bit_depth, options_.blend, budget, &r.timer);
@@ -500,9 +517,10 @@ private:
     // On a compute lane's thread: the model on one batch (and the --bench
     // repeats), timed into the batch's own timers.
     BatchResult compute(ModelRunner& runner, Shape shape, HostBuffer input, HostBuffer output,
-                        const std::vector<float>& extra) {
+                        const std::vector<float>& extra, bool fp32) {
         BatchResult r;
         try {
+            runner.set_compute_in_fp32(r.fp32 = fp32);
             if (options_.levels) runner.set_extra_values(extra);
             const size_t reruns = runner.fp32_reruns();
             runner.run(input.tensor(shape), output.tensor(shape), &r.timer);
@@ -566,6 +584,7 @@ private:
         for (Pending& p : batch) {
             const size_t n = p.floats;
             slot(p.job).levels = std::move(p.levels.levels);
+            slot(p.job).precision = r.fp32 || r.fp32_rerun ? Precision::Fp32 : runner_.precision();
             if (r.fp32_rerun) {
                 slot(p.job).fp32_rerun = true;
                 p.warnings.push_back(slot(p.job).job.input + ": the " + precision_name(runner_.precision()) +
