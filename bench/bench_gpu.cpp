@@ -343,7 +343,7 @@ Result bench_residual(Gpu& g, const Options& o, std::mt19937& rng, const std::st
 // fused here, a cudnnAddTensor more for cuDNN.
 // The distinct convolution layers of the bundled models on a 12 MP photo,
 // for the "model" and "variants" suites: the unshuffle CNN (denoise-fast,
-// deblock, deblur; half resolution) and the full-resolution CNN (denoise).
+// deblock-fast, deblur-fast; half resolution) and the full-resolution CNN (denoise).
 struct ModelLayer {
     const char* model;
     int cin, cout, h, w;

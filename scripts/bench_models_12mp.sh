@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# Times every bundled model on one 12-megapixel photo (the speed budgets of
+# Times bundled models on one 12-megapixel photo (by default one of each
+# network: denoise-unet; denoise-unet-s, whose network deblock, deblur and
+# photo share; denoise; denoise-fast, whose network deblock-fast and
+# deblur-fast share; the speed budgets of
 # the trained models are per 12 MP photo): makes a 4000x3000 JPEG (quality 95)
 # from a held-out photo, then runs `imrestore --timing` on the CPU (whole
 # run, as a user sees it) and, where a GPU is usable, `--bench 10 -d cuda`
@@ -14,7 +17,7 @@ out=${2:-bench12mp}
 shift $(( $# >= 2 ? 2 : 1 ))
 root=$(cd "$(dirname "$0")/.." && pwd)
 models=("$@")
-[ ${#models[@]} -gt 0 ] || models=(denoise denoise-fast deblock deblur)
+[ ${#models[@]} -gt 0 ] || models=(denoise-unet denoise-unet-s denoise denoise-fast)
 mkdir -p "$out"
 photo=$out/photo12mp.jpg
 if [ ! -f "$photo" ]; then

@@ -401,7 +401,8 @@ def main():
         with h5py.File(renamed, "r") as f:
             kept = f.attrs.get("validated_precisions")
         if (again["name"], again["description"], kept) != ("bundled", "A variant. random weights Speed: fast.",
-                                                            "fp16"):
+                                                            "fp16") or "put before its description" not in \
+                again["provenance"]:
             failures.append(f"rewrite_model --name --append-description: {again['name']!r}, "
                             f"{again['description']!r}, validated {kept!r}")
         im.rewrite_model(path, renamed, "float32")

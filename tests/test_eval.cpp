@@ -260,9 +260,10 @@ TEST(Degradations, SubsamplingChangesTheJpegOfColorOnly) {
     EXPECT_THROW(d.validate(), Error);
 }
 
-// --validate-precision measures each task at its README row's degradations:
-// a photo model on the photo mix (each photo its own draw), not on clean photos.
-TEST(Degradations, EachTaskIsMeasuredAtItsReadmeRow) {
+// --validate-precision measures each task at the kinds of degradation of its
+// README row: a photo model on the photo mix (each photo its own draw), not
+// on clean photos.
+TEST(Degradations, EachTaskHasItsStandardDegradations) {
     auto described = [](const std::string& task) {
         std::vector<std::string> out;
         for (const Degradation& d : task_standard_degradations(task)) out.push_back(d.describe());

@@ -65,7 +65,7 @@ TEST(TorchEquality, TrainedModelsMatchPyTorchWithinOneLevel) {
         EXPECT_LT(worst, 0.01) << "largest difference in 8-bit levels";
         ++checked;
     }
-    EXPECT_GE(checked, 4) << "expected the torch outputs of denoise, denoise-fast, deblock, deblur in " << expected_dir;
+    EXPECT_GE(checked, 4) << "expected the torch outputs of the bundled trained models in " << expected_dir;
 }
 
 }  // namespace

@@ -1184,11 +1184,13 @@ def rewrite_model(src, dst, weight_dtype, name=None, append_description=None, pr
     # Measurements of the old weights (imrestore model --validate-precision)
     # do not hold for new ones: dropped when the weights change.
     stale = ("validated_precisions", "precision_validation") if weight_dtype != model["weight_dtype"] else ()
-    if weight_dtype != model["weight_dtype"] or name:
+    if weight_dtype != model["weight_dtype"] or name or append_description or prepend_description:
         provenance += (f"; then written again by weights/imrestore_model.py rewrite_model"
                        + (f" with {weight_dtype} weights (each rounded to the nearest)" if weight_dtype !=
                           model["weight_dtype"] else "")
-                       + (f" as '{name}' (was '{model['name']}')" if name else ""))
+                       + (f" as '{name}' (was '{model['name']}')" if name else "")
+                       + (", a sentence put before its description" if prepend_description else "")
+                       + (", a sentence added after its description" if append_description else ""))
     with h5py.File(src, "r") as f:
         known = {"format", "format_version", "name", "task", "description", "provenance", "channels", "license",
                  *V3_ROOT_ATTRS}

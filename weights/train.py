@@ -993,13 +993,16 @@ def task_text(task):
                     f"{NOISE_MAX:g} it is untested; at high noise fine texture is smoothed away."),
         "deblock": ("JPEG artifact remover (deblocking, deringing) for RGB photos",
                     f"trained on libjpeg baseline JPEG, 4:2:0, quality {JPEG_Q[0]}-{JPEG_Q[1]}, one model for all qualities"
-                    + (f"; {JPEG_PRIOR[0]:g} of the training patches were a JPEG of quality {JPEG_PRIOR[1]}-"
+                    + (f"; {100 * JPEG_PRIOR[0]:g}% of the training patches were a JPEG of quality {JPEG_PRIOR[1]}-"
                        f"{JPEG_PRIOR[2]} already (the target keeps it), as a photo that was a JPEG before"
                        if JPEG_PRIOR[0] > 0 else ""),
-                    f"Trained on {'single and double' if JPEG_PRIOR[0] > 0 else 'single-pass'} libjpeg 4:2:0 "
-                    f"compression at quality {JPEG_Q[0]}-{JPEG_Q[1]}: other encoders, 4:4:4, "
-                    f"{'' if JPEG_PRIOR[0] > 0 else 'recompressed or '}resized JPEGs and qualities outside that range "
-                    "are untested; detail the "
+                    f"Trained on single-pass libjpeg 4:2:0 compression at quality {JPEG_Q[0]}-{JPEG_Q[1]}"
+                    + (f" (and on a second pass over a first at {JPEG_PRIOR[1]}-{JPEG_PRIOR[2]} on the same 8x8 grid)"
+                       if JPEG_PRIOR[0] > 0 else "")
+                    + ": other encoders, 4:4:4, "
+                    + ("JPEGs recompressed on another grid or with other subsampling, resized JPEGs"
+                       if JPEG_PRIOR[0] > 0 else "recompressed or resized JPEGs")
+                    + " and qualities outside that range are untested; detail the "
                     "encoder threw away is not recovered, only the blocking and ringing are smoothed."),
         "deblur": ("Deblurring for RGB photos with mild Gaussian blur",
                    f"trained on Gaussian blur sigma {BLUR_S[0]:g}-{BLUR_S[1]:g} px followed by noise sigma 0-{BLUR_NOISE_MAX:g}",
@@ -1186,6 +1189,8 @@ def parse_args(argv=None):
             ap.error(f"--jpeg-q {args.jpeg_q}: expected 1 <= LO <= HI <= 100")
         set_jpeg_q((lo, hi))  # for the whole run (the JPEG workers are forked after)
     if args.jpeg_prior is not None:
+        if args.task not in (None, "deblock"):
+            ap.error(f"--jpeg-prior is for --task deblock (its training JPEGs), not {args.task}")
         try:
             p, lo, hi = args.jpeg_prior.split(",")
             p, lo, hi = float(p), int(lo), int(hi)
@@ -1250,11 +1255,14 @@ def main(argv=None):
                 raise SystemExit(f"train.py: {args.resume} was trained on JPEG quality {saved_q[0]}-{saved_q[1]}, "
                                  f"not --jpeg-q {args.jpeg_q}")
             set_jpeg_q(saved_q)
-        if "jpeg_prior" in ck:
-            saved_prior = tuple(ck["jpeg_prior"])
+        if "jpeg_prior" in ck or args.jpeg_prior is not None:
+            # A checkpoint from before --jpeg-prior trained without one: a
+            # prior given on resuming it would change the run's data midway.
+            saved_prior = tuple(ck.get("jpeg_prior", (0.0, 0, 0)))
             if args.jpeg_prior is not None and tuple(JPEG_PRIOR) != saved_prior:
-                raise SystemExit(f"train.py: {args.resume} was trained with --jpeg-prior "
-                                 f"{','.join(map(str, saved_prior))}, not {args.jpeg_prior}")
+                raise SystemExit(f"train.py: {args.resume} was trained with "
+                                 + (f"--jpeg-prior {','.join(map(str, saved_prior))}" if saved_prior[0] > 0
+                                    else "no --jpeg-prior") + f", not --jpeg-prior {args.jpeg_prior}")
             set_jpeg_prior(saved_prior)
     apply_arch_defaults(args)
     default_name = args.task if args.arch == "unshuffle" else f"{args.task}-{args.arch}"

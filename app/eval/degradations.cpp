@@ -43,7 +43,7 @@ std::vector<Degradation> task_standard_degradations(const std::string& task) {
     if (task == "denoise") return {{0, 15, 0}, {0, 25, 0}, {0, 50, 0}};
     if (task == "deblock") return {{0, 0, 10}, {0, 0, 20}, {0, 0, 30}, {0, 0, 40}};
     if (task == "deblur") return {{1.5, 2, 0}};
-    if (task == "photo") {  // its README row: the photo mix, each photo its own seeded draw
+    if (task == "photo") {  // the photo mix, each photo its own draw of the caller's seed
         Degradation mix;
         mix.mix = "photo";
         return {mix};

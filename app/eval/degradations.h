@@ -42,8 +42,8 @@ struct Degradation {
     void validate() const;
 };
 
-// The degradations a model of `task` is measured at (its README row, and
-// --validate-precision's): noise 15, 25, 50 for denoise; JPEG 10..40 for
+// The degradations a model of `task` is measured at (the kinds of its
+// README row; --validate-precision's, with its own seed): noise 15, 25, 50 for denoise; JPEG 10..40 for
 // deblock; blur 1.5 + noise 2 for deblur; the photo mix for photo; the clean
 // images as they are (one empty Degradation) otherwise.
 std::vector<Degradation> task_standard_degradations(const std::string& task);
