@@ -18,7 +18,10 @@ import sys
 import tempfile
 
 import numpy as np
-from PIL import Image, ImageDraw
+from PIL import Image
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from crop_grid import framed_row, save_grid  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ROWS = [
@@ -62,19 +65,10 @@ def main():
                            stdout=subprocess.DEVNULL)
             degraded = np.asarray(Image.open(degraded_path).convert("RGB"))
             restored = np.asarray(Image.open(restored_path).convert("RGB"))
-            row = [img[y:y + ch, x:x + cw] for img in (clean, degraded, restored)]
-            tiles.append(np.concatenate([np.pad(r, ((4, 4), (4, 4), (0, 0)), constant_values=255) for r in row], 1))
+            tiles.append(framed_row([img[y:y + ch, x:x + cw] for img in (clean, degraded, restored)]))
             labels.append(f"{model}: {what}, whole photo {psnr(clean, degraded):.2f} -> {psnr(clean, restored):.2f} dB")
-    grid = np.concatenate(tiles, 0).repeat(2, 0).repeat(2, 1)
-    label_h = 22
-    canvas = Image.new("RGB", (grid.shape[1], grid.shape[0] + label_h * (len(ROWS) + 1)), "white")
-    canvas.paste(Image.fromarray(grid), (0, label_h))
-    draw = ImageDraw.Draw(canvas)
-    draw.text((8, 4), f"clean | degraded | restored ({os.path.basename(args.photo)}, crop {cw}x{ch} at {x},{y}, 2x)",
-              fill="black")
-    for i, text in enumerate(labels):
-        draw.text((8, grid.shape[0] + label_h * (i + 1) + 4), text, fill="black")
-    canvas.save(args.out, optimize=True)
+    save_grid(tiles, f"clean | degraded | restored ({os.path.basename(args.photo)}, crop {cw}x{ch} at {x},{y}, 2x)",
+              labels, args.out)
     print("\n".join(labels))
     print("wrote", args.out)
 

@@ -24,7 +24,10 @@ import sys
 import tempfile
 
 import numpy as np
-from PIL import Image, ImageDraw
+from PIL import Image
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from crop_grid import framed_row, save_grid  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HERE = os.path.join(ROOT, "docs/images/real-noise")
@@ -83,18 +86,9 @@ def main():
                 after = tiles[-1].astype(np.float64)
                 print(f"  {model:15s} change {np.sqrt(((after - before) ** 2).mean()):5.2f} RMS, high-pass left "
                       f"{high_pass_std(after, every):5.2f} (darkest 30%: {high_pass_std(after, dark):.2f})")
-            crops = [t[y:y + ch, x:x + cw] for t in tiles]
-            rows.append(np.concatenate([np.pad(c, ((4, 4), (4, 4), (0, 0)), constant_values=255) for c in crops], 1))
-            labels.append(f"{name}: {what}")
-    grid = np.concatenate(rows, 0).repeat(2, 0).repeat(2, 1)
-    label_h = 22
-    canvas = Image.new("RGB", (grid.shape[1], grid.shape[0] + label_h * (len(rows) + 1)), "white")
-    canvas.paste(Image.fromarray(grid), (0, label_h))
-    draw = ImageDraw.Draw(canvas)
-    draw.text((8, 4), "noisy | " + " | ".join(models) + " (crops, 2x; this picture: CC BY-SA 4.0)", fill="black")
-    for i, text in enumerate(labels):
-        draw.text((8, grid.shape[0] + label_h * (i + 1) + 4), f"row {i + 1}: {text}", fill="black")
-    canvas.save(args.out, optimize=True)
+            rows.append(framed_row([t[y:y + ch, x:x + cw] for t in tiles]))
+            labels.append(f"row {len(rows)}: {name}: {what}")
+    save_grid(rows, "noisy | " + " | ".join(models) + " (crops, 2x; this picture: CC BY-SA 4.0)", labels, args.out)
     print("wrote", args.out)
 
 
