@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <set>
 
@@ -290,6 +291,12 @@ TEST(PhotoMixCli, DegradeAndEval) {
         imrestore("eval " + q(samples) + " -m sharpen --mix photo --seed 11 -d cpu --json --baselines gaussian", dir);
     ASSERT_EQ(own.code, 0) << own.err;
     EXPECT_NE(own.out.find("\"mix\": \"photo\""), std::string::npos) << own.out;
+    // Each image says which steps its draw ran, as draw_photo_mix_for_eval has them for its file.
+    for (const auto& image : nlohmann::json::parse(own.out)["images"]) {
+        const std::string file = image["file"];
+        EXPECT_EQ(image["degradation"], draw_photo_mix_for_eval(image_noise_seed(11, file)).describe()) << file;
+        EXPECT_NE(image["degradation"], "none") << file;
+    }
     RunResult given = imrestore(
         "eval " + q(samples) + " -m sharpen --degraded " + q(dir / "a") + " -d cpu --json --baselines none", dir);
     ASSERT_EQ(given.code, 0) << given.err;

@@ -14,6 +14,7 @@
 #include "eval/baselines.h"
 #include "eval/degrade_command.h"
 #include "eval/metrics.h"
+#include "eval/photo_mix.h"
 #include "image/image_batch.h"
 #include "jobs/file_report.h"
 #include "jobs/plan_jobs.h"
@@ -69,6 +70,7 @@ struct Entry {
     std::string path;  // as the user named it
     std::string name;  // relative to its folder input (what pairs are matched by)
     std::string error;
+    std::string drawn;      // --mix: the steps this image's draw ran (PhotoMixParams::describe)
     Image clean, degraded;  // 8-bit, color channels only, the same channels
     std::map<std::string, double> psnr, ssim;
 };
@@ -138,7 +140,9 @@ void prepare(Entry& e, const EvalOptions& o) {
         throw Error(std::to_string(clean.channels) + " channels; expected gray or RGB");
     Image degraded;
     if (o.degraded_dir.empty()) {
-        degraded = degrade(clean, o.degradation, image_noise_seed(o.seed, e.path));
+        const uint64_t seed = image_noise_seed(o.seed, e.path);
+        degraded = degrade(clean, o.degradation, seed);
+        if (!o.degradation.mix.empty()) e.drawn = draw_photo_mix_for_eval(seed).describe();
     } else {
         const std::string pair = find_pair(o.degraded_dir, e.name);
         degraded = to_8bit(read_image(pair));
@@ -297,6 +301,7 @@ std::string json(const Report& r, const EvalOptions& o, const PlannedJobs& plan,
             image["width"] = e.clean.width;
             image["height"] = e.clean.height;
             image["channels"] = e.clean.channels;
+            if (!e.drawn.empty()) image["degradation"] = e.drawn;
             image["psnr"] = scores(e.psnr);
             image["ssim"] = scores(e.ssim);
         }
