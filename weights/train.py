@@ -70,7 +70,7 @@ def set_jpeg_q(q):
 # quality on the same 8x8 grid changes little; a model that saw only pristine
 # targets removes the first JPEG's own blocking too and lands below the input
 # (weights/README.md: matplotlib-hopper, -7 to -11 dB at quality 80-95).
-# (0, 0, 0): never (the default, and what checkpoints from before record).
+# (0, 0, 0): never (the default, and what a checkpoint from before it is taken to have).
 JPEG_PRIOR = (0.0, 0, 0)
 
 
@@ -373,7 +373,7 @@ def _only_where(on, x, p, step):
     """x with step(x[i], the draws of i) in the images i where `on`, the others as they were. The
     deterministic steps (blur, JPEG, resampling) run on those images only: each is skipped for 40-75% of
     them, and computing it for all and keeping some (the definition) gives the same values at 2-4 times
-    the work, which bound the photo model's training (17 steps/s against 55-64 for deblur, same network)."""
+    the work, which bound the photo model's training (17 steps/s against a median 64 for deblur, same network)."""
     idx = on.to(x.device).nonzero().flatten()
     if idx.numel() == 0:
         return x
