@@ -292,7 +292,8 @@ TEST(PhotoMixCli, DegradeAndEval) {
     ASSERT_EQ(own.code, 0) << own.err;
     EXPECT_NE(own.out.find("\"mix\": \"photo\""), std::string::npos) << own.out;
     // Each image says which steps its draw ran, as draw_photo_mix_for_eval has them for its file.
-    for (const auto& image : nlohmann::json::parse(own.out)["images"]) {
+    const nlohmann::json report = nlohmann::json::parse(own.out);  // alive for the loop (not a temporary's member)
+    for (const auto& image : report["images"]) {
         const std::string file = image["file"];
         EXPECT_EQ(image["degradation"], draw_photo_mix_for_eval(image_noise_seed(11, file)).describe()) << file;
         EXPECT_NE(image["degradation"], "none") << file;
