@@ -62,8 +62,9 @@ int cuda_devices_for(const std::string& spec) {
 
 std::vector<std::string> device_workers(const std::string& spec) {
     if (spec.rfind("cuda:", 0) != 0) return {spec};  // auto, cpu, cuda: one worker, made by make_backend
-    std::vector<int>
-        devices;  // the list's (cuda:N: of one), parsed before the GPUs are counted (a typo is named as such)
+    // The list's devices (cuda:N: a list of one), parsed before the GPUs are
+    // counted, so a typo is named as such.
+    std::vector<int> devices;
     if (spec != "cuda:all") {
         const std::string list = spec.substr(5);
         for (size_t at = 0;;) {

@@ -15,7 +15,8 @@ neighbour so the grain stays visible. It prints, per photo and model, how much
 the model changed the whole image (RMS of output minus input, 8-bit levels)
 and the high-pass left (standard deviation of the image minus its 5x5 mean,
 over the whole image and over its darkest 30%, shrunk by 4 px: on the
-Matterhorn the rock, where there are no stars). Needs numpy and PIL.
+Matterhorn the rock, where there are no stars). Needs numpy, PIL and h5py
+(weights/imrestore_model.py's box mean).
 """
 import argparse
 import os
@@ -27,7 +28,9 @@ import numpy as np
 from PIL import Image
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "weights"))
 from crop_grid import framed_row, save_grid  # noqa: E402
+from imrestore_model import box_mean  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HERE = os.path.join(ROOT, "docs/images/real-noise")
@@ -40,23 +43,20 @@ PHOTOS = [
 ]
 
 
-def box_mean(a, r):
-    """Mean over the (2r+1)^2 window, edges replicated: a [H, W, C]."""
-    p = np.pad(a, ((r, r), (r, r), (0, 0)), mode="edge")
-    c = np.pad(p.cumsum(0).cumsum(1), ((1, 0), (1, 0), (0, 0)))
-    k = 2 * r + 1
-    return (c[k:, k:] - c[:-k, k:] - c[k:, :-k] + c[:-k, :-k]) / (k * k)
+def hwc_box_mean(img, window):
+    """imrestore_model.box_mean (clipped to the image) of an [H, W, C] image."""
+    return box_mean(img.transpose(2, 0, 1), window).transpose(1, 2, 0)
 
 
 def high_pass_std(img, mask):
-    return float((img - box_mean(img, 2))[mask].std())
+    return float((img - hwc_box_mean(img, 5))[mask].std())
 
 
 def dark_region(img):
     """The darkest 30% of pixels, shrunk by 4 px (a pixel stays where its whole 9x9 window is dark)."""
     lum = img.mean(2)
     dark = (lum < np.percentile(lum, 30)).astype(np.float64)[:, :, None]
-    return box_mean(dark, 4)[:, :, 0] > 1 - 1e-9
+    return hwc_box_mean(dark, 9)[:, :, 0] > 1 - 1e-9
 
 
 def main():

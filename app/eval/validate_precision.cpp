@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "backend.h"
+#include "eval/degradations.h"
 #include "eval/metrics.h"
 #include "image/image_batch.h"
 #include "jobs/plan_jobs.h"
