@@ -295,25 +295,29 @@ std::vector<Case> test_cases(bool quick) {
     const TcPad Z = TcPad::Zero, R = TcPad::Reflect, P = TcPad::Replicate;
     std::vector<Case> all = {
         // n cin  h   w  cout k pb pa pad  bias  relu  res   in_nchw out_nchw
-        {1, 13, 37, 29, 5, 3, 1, 1, Z, true, true, false, false, false},     // k3 n8, odd everything
-        {2, 48, 40, 70, 48, 3, 1, 1, R, true, true, true, false, false},     // resident 48 -> 48, batch 2
-        {3, 5, 17, 33, 67, 3, 1, 1, P, false, false, false, false, false},   // n128, cin 5
-        {1, 67, 23, 41, 13, 1, 0, 0, Z, true, false, true, false, false},    // 1x1 n64, cin 67
-        {1, 3, 50, 61, 48, 3, 1, 1, Z, true, true, false, true, false},      // first layer: fp32 NCHW in
-        {2, 48, 45, 38, 3, 3, 1, 1, Z, true, false, true, false, true},      // last layer: fp32 NCHW out + residual
-        {1, 130, 19, 21, 140, 3, 1, 1, R, true, true, false, false, false},  // n128 x2 tiles, chunks of 32 (partial)
-        {1, 256, 12, 14, 200, 3, 1, 1, P, true, false, true, false, false},  // 8 chunks, 2 channel tiles
-        {2, 67, 21, 35, 48, 3, 2, 0, Z, false, true, false, false, false},   // asymmetric pad, chunked n48
-        {1, 64, 33, 47, 64, 3, 1, 1, R, true, true, true, false, false},     // n64 chunked
-        {1, 16, 20, 18, 30, 3, 0, 0, Z, true, false, false, false, false},   // no padding (valid), n32
-        {2, 40, 9, 11, 20, 3, 1, 1, R, false, false, true, false, true},     // reflect, fp32 out
-        {1, 8, 15, 19, 16, 3, 1, 1, P, true, true, false, true, true},       // fp32 in and out, n16
-        {1, 150, 13, 25, 130, 1, 0, 0, Z, true, true, true, false, false},   // 1x1 n128 x2, chunked
-        {2, 33, 7, 5, 9, 1, 1, 1, R, true, false, false, false, false},      // 1x1 with reflect padding
-        {1, 1, 29, 35, 16, 3, 1, 1, R, true, true, false, true, false},      // folded first layer, cin 1, reflect
-        {2, 2, 33, 18, 24, 3, 2, 0, P, true, false, true, true, false},      // folded, cin 2, asymmetric, residual
-        {1, 48, 31, 45, 1, 3, 1, 1, R, true, false, true, false, false},     // taps row, cout 1, NHWC out + residual
-        {1, 20, 26, 30, 2, 3, 0, 2, P, false, true, false, false, true},     // taps row, cout 2, fp32 out, asymmetric
+        {1, 13, 37, 29, 5, 3, 1, 1, Z, true, true, false, false, false},      // k3 n8, odd everything
+        {2, 48, 40, 70, 48, 3, 1, 1, R, true, true, true, false, false},      // resident 48 -> 48, batch 2
+        {3, 5, 17, 33, 67, 3, 1, 1, P, false, false, false, false, false},    // n128, cin 5
+        {1, 67, 23, 41, 13, 1, 0, 0, Z, true, false, true, false, false},     // 1x1 n64, cin 67
+        {1, 3, 50, 61, 48, 3, 1, 1, Z, true, true, false, true, false},       // first layer: fp32 NCHW in
+        {2, 48, 45, 38, 3, 3, 1, 1, Z, true, false, true, false, true},       // last layer: fp32 NCHW out + residual
+        {1, 130, 19, 21, 140, 3, 1, 1, R, true, true, false, false, false},   // n128 x2 tiles, chunks of 32 (partial)
+        {1, 256, 12, 14, 200, 3, 1, 1, P, true, false, true, false, false},   // 8 chunks, 2 channel tiles
+        {2, 67, 21, 35, 48, 3, 2, 0, Z, false, true, false, false, false},    // asymmetric pad, chunked n48
+        {1, 64, 33, 47, 64, 3, 1, 1, R, true, true, true, false, false},      // n64 chunked
+        {1, 16, 20, 18, 30, 3, 0, 0, Z, true, false, false, false, false},    // no padding (valid), n32
+        {2, 40, 9, 11, 20, 3, 1, 1, R, false, false, true, false, true},      // reflect, fp32 out
+        {1, 8, 15, 19, 16, 3, 1, 1, P, true, true, false, true, true},        // fp32 in and out, n16
+        {1, 150, 13, 25, 130, 1, 0, 0, Z, true, true, true, false, false},    // 1x1 n128 x2, chunked
+        {2, 33, 7, 5, 9, 1, 1, 1, R, true, false, false, false, false},       // 1x1 with reflect padding
+        {1, 1, 29, 35, 16, 3, 1, 1, R, true, true, false, true, false},       // folded first layer, cin 1, reflect
+        {2, 2, 33, 18, 24, 3, 2, 0, P, true, false, true, true, false},       // folded, cin 2, asymmetric, residual
+        {1, 48, 31, 45, 1, 3, 1, 1, R, true, false, true, false, false},      // taps row, cout 1, NHWC out + residual
+        {1, 20, 26, 30, 2, 3, 0, 2, P, false, true, false, false, true},      // taps row, cout 2, fp32 out, asymmetric
+        {2, 96, 35, 50, 96, 3, 1, 1, Z, false, false, true, false, false},    // n96: a U-Net level, residual, batch 2
+        {1, 96, 33, 40, 192, 3, 1, 1, R, true, true, true, false, false},     // n96 x2 tiles (192), residual
+        {1, 192, 18, 34, 96, 1, 0, 0, Z, false, false, false, false, false},  // 1x1 n96: a way down's 192 -> 96
+        {2, 96, 17, 35, 192, 1, 0, 0, Z, true, false, true, false, false},    // 1x1 n96 x2 (96 -> 192), residual
     };
     if (!quick) return all;
     return {all[0], all[1], all[4], all[5], all[6], all[13], all[16], all[17]};
@@ -526,6 +530,26 @@ void run_bench(int runs, const std::string& only, bool net, bool use_cudnn, std:
         {"512->512 0.19 MP", 1, 512, 375, 500, 512, 3, false, false, true, false, F, true},
         {"1x1 128->128 3 MP", 1, 128, 1500, 2000, 128, 1, false, false, true, false, F, true},
         {"1024->1024 0.05 MP", 1, 1024, 188, 250, 1024, 3, false, false, true, false, F, true},
+        // denoise-unet's levels (DRUNet-like, 48-384 channels; residual: the second conv of a block),
+        // and the small U-Nets' first (32 channels)
+        {"unet 32->32 12 MP", 1, 32, 3000, 4000, 32, 3, false, false, true, false, F, false},
+        {"unet 32->32 + residual 12 MP", 1, 32, 3000, 4000, 32, 3, false, false, false, true, F, false},
+        {"unet 48->48 12 MP", 1, 48, 3000, 4000, 48, 3, false, false, true, false, F, false},
+        {"unet 48->48 + residual 12 MP", 1, 48, 3000, 4000, 48, 3, false, false, false, true, F, false},
+        {"unet 96->96 3 MP", 1, 96, 1500, 2000, 96, 3, false, false, true, false, F, false},
+        {"unet 96->96 3 MP n128 row", 1, 96, 1500, 2000, 96, 3, false, false, true, false, F, false, "k3_16x16_n128"},
+        {"unet 96->96 3 MP n96 16 warps", 1, 96, 1500, 2000, 96, 3, false, false, true, false, F, false,
+         "k3_16x16_n96_w16"},
+        {"unet 96->96 + residual 3 MP", 1, 96, 1500, 2000, 96, 3, false, false, false, true, F, false},
+        {"unet 192->192 0.75 MP", 1, 192, 750, 1000, 192, 3, false, false, true, false, F, false},
+        {"unet 192->192 0.75 MP n128 row", 1, 192, 750, 1000, 192, 3, false, false, true, false, F, false,
+         "k3_16x16_n128"},
+        {"unet 192->192 + residual 0.75 MP", 1, 192, 750, 1000, 192, 3, false, false, false, true, F, false},
+        {"unet 384->384 + residual 0.19 MP", 1, 384, 375, 500, 384, 3, false, false, false, true, F, false},
+        {"unet 1x1 192->96 3 MP (way down)", 1, 192, 1500, 2000, 96, 1, false, false, false, false, F, false},
+        {"unet 1x1 192->96 3 MP n128 row", 1, 192, 1500, 2000, 96, 1, false, false, false, false, F, false,
+         "k1_16x16_n128"},
+        {"unet 1x1 96->192 3 MP (way up)", 1, 96, 1500, 2000, 192, 1, false, false, false, false, F, false},
     };
     std::printf("\n%-48s %-14s %9s %8s %6s | %9s %8s %6s  %s\n", "shape", "config", "ours ms", "TFLOP/s", "%peak",
                 "cuDNN ms", "TFLOP/s", "%peak", "rel diff vs cuDNN");

@@ -140,18 +140,22 @@ constexpr Conv2dVariant kConv2dVariants[] = {
     {"winograd_2x2_3x3_48", F32, SM80, 0, 0, 0, 0, -3, 1, launch_winograd, nullptr},
     // Tensor cores (mma.sync, fp32 accumulation; conv2d_tensor_core.cu's
     // table, which says what each configuration is for; tc_conv2d picks one
-    // by kernel size and Cout). The first six rows of each kernel size are
-    // what it picks, the others are alternatives for tests and benchmarks.
+    // by kernel size and Cout). The first eight 3x3 rows and the three 1x1
+    // rows are what it picks, the others are alternatives for tests and
+    // benchmarks.
     IMR_TENSOR_CORE_ROWS("k3_14x14_taps_n3", 3),
     IMR_TENSOR_CORE_ROWS("k3_16x16_n8", 3),
     IMR_TENSOR_CORE_ROWS("k3_16x16_n16", 3),
     IMR_TENSOR_CORE_ROWS("k3_16x16_n32", 3),
     IMR_TENSOR_CORE_ROWS("k3_16x16_n48", 3),
     IMR_TENSOR_CORE_ROWS("k3_16x16_n64", 3),
+    IMR_TENSOR_CORE_ROWS("k3_16x16_n96", 3),
     IMR_TENSOR_CORE_ROWS("k3_16x16_n128", 3),
     IMR_TENSOR_CORE_ROWS("k3_16x32_n48_wide_warps", 3),
     IMR_TENSOR_CORE_ROWS("k3_16x16_n8_w4", 3),
+    IMR_TENSOR_CORE_ROWS("k3_16x16_n96_w16", 3),
     IMR_TENSOR_CORE_ROWS("k1_16x32_n64", 1),
+    IMR_TENSOR_CORE_ROWS("k1_16x16_n96", 1),
     IMR_TENSOR_CORE_ROWS("k1_16x16_n128", 1),
 };
 #undef IMR_TENSOR_CORE_ROWS
