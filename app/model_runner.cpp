@@ -340,6 +340,10 @@ void ModelRunner::run_tiled(Shape padded, Shape image, int tile, const TileReade
     // image is one tile (each tile would otherwise run the whole image).
     if (tile + r >= padded.h && tile + r >= padded.w) tile = std::max(padded.h, padded.w);
     std::vector<float> tile_in, tile_out, core;
+    struct ResetPlanFactor {  // also where a pass throws (OutOfMemory: the caller retries with smaller tiles)
+        double& factor;
+        ~ResetPlanFactor() { factor = 1; }
+    } reset{plan_factor_};
     for (int y0 = 0; y0 < image.h; y0 += tile) {
         for (int x0 = 0; x0 < image.w; x0 += tile) {
             // Core [y0,y1)x[x0,x1) plus a halo of r pixels, clipped to the
@@ -354,6 +358,7 @@ void ModelRunner::run_tiled(Shape padded, Shape image, int tile, const TileReade
             tile_out.resize(ts.count());
             read({hy0, hx0, ts.h, ts.w}, tile_in.data());
             copy_in.stop();
+            plan_factor_ = double(padded.h) * padded.w / (double(ts.h) * ts.w);
             run_pass(tile_in.data(), tile_out.data(), ts, timer);
             ScopedStage copy_out(timer, "tile copies");
             const PlaneRect out{y0, x0, std::min(y1, image.h) - y0, std::min(x1, image.w) - x0};
@@ -476,6 +481,7 @@ Tensor ModelRunner::execute(const RunnerPlan& plan, const Stages& stages, const 
         io.output = t[size_t(step.output)];
         if (step.model_input >= 0) io.model_input = t[size_t(step.model_input)];
         io.scratch = t[size_t(step.scratch)].data;
+        io.plan_factor = plan_factor_;
         try {
             stages[size_t(step.stage)]->run(backend_, io);
         } catch (const OutOfMemory&) {

@@ -150,6 +150,10 @@ private:
     RunnerPlan plan_fp32_;
     size_t fp32_reruns_ = 0;
     bool compute_in_fp32_ = false;
+    // During run_tiled: the padded image's pixels over the tile's, which each
+    // stage is given (StageIO::plan_factor) so that every tile runs the
+    // kernels the whole image would; 1 otherwise.
+    double plan_factor_ = 1;
     void prepare_fp32_stages();
     // Per image pixel, for the memory budget: the arena's bytes (the larger
     // of the plan's and an all-f32 plan's, which a rerun needs) and the most

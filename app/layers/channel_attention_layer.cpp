@@ -32,6 +32,7 @@ public:
         backend.window_mean(w);
         Conv2dArgs c = conv_;
         c.input = mean, c.output = scale;
+        c.plan_pixels = plan_pixels(io, scale.shape);
         backend.conv2d(c);
         ElementwiseArgs m;
         m.lhs = x, m.rhs = scale, m.op = ElementwiseOp::Mul, m.output = io.output;

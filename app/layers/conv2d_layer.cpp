@@ -48,6 +48,7 @@ public:
         a.input = io.inputs[0], a.output = io.output;
         if (io.inputs.size() > 1) a.residual = io.inputs[1];
         if (add_model_input_) a.residual = io.model_input;
+        a.plan_pixels = plan_pixels(io, io.output.shape);
         if (stride_ > 1) {
             PixelShuffleArgs s;
             s.input = io.inputs[0], s.factor = stride_, s.direction = ShuffleDirection::ToDepth;

@@ -37,6 +37,7 @@ public:
         c.input = io.inputs[0];
         c.output = io.inputs[0];
         c.output.data = io.scratch, c.output.shape = c.out_shape();
+        c.plan_pixels = plan_pixels(io, c.output.shape);
         backend.conv2d(c);
         PixelShuffleArgs s;
         s.input = c.output, s.factor = factor_, s.direction = ShuffleDirection::ToSpace;

@@ -29,6 +29,7 @@
 // tests/test_layers.cpp (which runs every kind through the same tests).
 #pragma once
 
+#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
@@ -92,7 +93,18 @@ struct StageIO {
     Tensor output;
     Tensor model_input;
     void* scratch = nullptr;
+    // The whole image's pixels over this pass's, where the pass is a tile of
+    // it (1: whole images): what a stage's kernels are planned for
+    // (plan_pixels below, Conv2dArgs::plan_pixels).
+    double plan_factor = 1;
 };
+
+// The output pixels a stage's kernel is planned for, for its output `out` in
+// this call: one whole image's (a tile's image, one image of a batch), so
+// neither tiling nor batching changes what an image's pixels are computed by.
+inline long long plan_pixels(const StageIO& io, const Shape& out) {
+    return std::llround(double(out.h) * out.w * io.plan_factor);
+}
 
 // A layer with its weights in a backend's memory, in whatever layout that
 // backend's kernels want (packed once, not per call).

@@ -336,7 +336,8 @@ std::vector<std::string> conv2d_variants(int arch) {
 
 Conv2dPlan plan_conv2d(const Conv2dArgs& a, const GpuInfo& gpu, const std::string& forced) {
     const Shape o = a.out_shape();
-    const long long m = a.out_channels, n = (long long)o.n * o.h * o.w;
+    // The pixels planned for: a tile's plan is its whole image's (Conv2dArgs::plan_pixels).
+    const long long m = a.out_channels, n = a.plan_pixels > 0 ? a.plan_pixels : (long long)o.n * o.h * o.w;
     const long long kdim = (long long)a.input.shape.c * a.kernel * a.kernel;
     int v;
     if (!forced.empty()) {
