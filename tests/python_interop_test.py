@@ -405,6 +405,16 @@ def main():
                 again["provenance"]:
             failures.append(f"rewrite_model --name --append-description: {again['name']!r}, "
                             f"{again['description']!r}, validated {kept!r}")
+        replaced = os.path.join(tmp, "replaced.h5")
+        im.rewrite_model(renamed, replaced, "float16", replace_description=("fast", "faster"))
+        if im.read_model(replaced)["description"] != "A variant. random weights Speed: faster." or \
+                "'fast' in its description replaced by 'faster'" not in im.read_model(replaced)["provenance"]:
+            failures.append("rewrite_model replace_description: " + im.read_model(replaced)["description"])
+        try:
+            im.rewrite_model(renamed, replaced, "float16", replace_description=("a", "b"))  # "a" occurs 3 times
+            failures.append("rewrite_model replaced a phrase that occurs more than once")
+        except im.ModelError:
+            pass
         im.rewrite_model(path, renamed, "float32")
         with h5py.File(renamed, "r") as f:
             if "validated_precisions" in f.attrs or im.read_model(renamed)["name"] != tag:

@@ -1168,29 +1168,41 @@ def psnr(a, b, peak=255.0):
     return float("inf") if mse == 0 else float(10.0 * np.log10(peak * peak / mse))
 
 
-def rewrite_model(src, dst, weight_dtype, name=None, append_description=None, prepend_description=None):
+def rewrite_model(src, dst, weight_dtype, name=None, append_description=None, prepend_description=None,
+                  replace_description=None):
     """The model file src written again to dst with its weights stored as
     weight_dtype ("float32" or "float16", WEIGHT_DTYPES): every attribute,
     the wiring and the extra root attributes kept (but validated precisions,
     measured with the old weights, when the weights change), the name too
     unless one is given, the description with prepend_description before it
     and append_description after it (what bundling adds: how a variant
-    differs, which `imrestore models` shows first; the measured speed); the
-    provenance says what was done. Returns the largest change
-    of a weight relative to its tensor's largest magnitude (0 from float16
-    to float32)."""
+    differs, which `imrestore models` shows first; the measured speed) and
+    replace_description's (OLD, NEW) applied (OLD must occur exactly once: a
+    figure measured again); the provenance says what was done. Returns the
+    largest change of a weight relative to its tensor's largest magnitude (0
+    from float16 to float32)."""
     model = read_model(src)
     provenance = model["provenance"]
+    base_description = model["description"]
+    if replace_description:
+        old, new = replace_description
+        if not old or base_description.count(old) != 1:
+            raise ModelError(f"{src}: the description holds {old!r} {base_description.count(old) if old else 0} "
+                             "times, not once: nothing replaced")
+        base_description = base_description.replace(old, new)
     # Measurements of the old weights (imrestore model --validate-precision)
     # do not hold for new ones: dropped when the weights change.
     stale = ("validated_precisions", "precision_validation") if weight_dtype != model["weight_dtype"] else ()
-    if weight_dtype != model["weight_dtype"] or name or append_description or prepend_description:
+    if (weight_dtype != model["weight_dtype"] or name or append_description or prepend_description or
+            replace_description):
         provenance += (f"; then written again by weights/imrestore_model.py rewrite_model"
                        + (f" with {weight_dtype} weights (each rounded to the nearest)" if weight_dtype !=
                           model["weight_dtype"] else "")
                        + (f" as '{name}' (was '{model['name']}')" if name else "")
                        + (", a sentence put before its description" if prepend_description else "")
-                       + (", a sentence added after its description" if append_description else ""))
+                       + (", a sentence added after its description" if append_description else "")
+                       + (f", '{replace_description[0]}' in its description replaced by '{replace_description[1]}'"
+                          if replace_description else ""))
     with h5py.File(src, "r") as f:
         known = {"format", "format_version", "name", "task", "description", "provenance", "channels", "license",
                  *V3_ROOT_ATTRS}
@@ -1211,7 +1223,7 @@ def rewrite_model(src, dst, weight_dtype, name=None, append_description=None, pr
                 stored = np.asarray(w.astype(weight_dtype), np.float64)
                 scale = np.max(np.abs(w)) or 1.0
                 worst = max(worst, float(np.max(np.abs(stored - w)) / scale))
-    description = " ".join(t for t in (prepend_description, model["description"], append_description) if t)
+    description = " ".join(t for t in (prepend_description, base_description, append_description) if t)
     write_model(dst, name or model["name"], model["task"], description, provenance, model["channels"],
                 model["stages"], license=model.get("license"), extra_attrs=extra or None,
                 extra_inputs=model["extra_inputs"] or None,
@@ -1233,7 +1245,11 @@ if __name__ == "__main__":
                     help="a sentence to add at the end of the description (e.g. its measured speed)")
     ap.add_argument("--prepend-description", default=None, metavar="TEXT",
                     help="a sentence to put first (what `imrestore models` shows: e.g. how a variant differs)")
+    ap.add_argument("--replace-description", nargs=2, default=None, metavar=("OLD", "NEW"),
+                    help="replace OLD, which must occur exactly once in the description, by NEW (e.g. a speed "
+                         "measured again)")
     a = ap.parse_args()
-    change = rewrite_model(a.src, a.dst, a.weight_dtype, a.name, a.append_description, a.prepend_description)
+    change = rewrite_model(a.src, a.dst, a.weight_dtype, a.name, a.append_description, a.prepend_description,
+                           a.replace_description)
     print(f"wrote {a.dst} ({a.weight_dtype} weights; largest change of a weight: {change:.2e} of its tensor's "
           "largest magnitude)")
