@@ -340,10 +340,6 @@ void ModelRunner::run_tiled(Shape padded, Shape image, int tile, const TileReade
     // image is one tile (each tile would otherwise run the whole image).
     if (tile + r >= padded.h && tile + r >= padded.w) tile = std::max(padded.h, padded.w);
     std::vector<float> tile_in, tile_out, core;
-    struct ResetPlanFactor {  // also where a pass throws (OutOfMemory: the caller retries with smaller tiles)
-        double& factor;
-        ~ResetPlanFactor() { factor = 1; }
-    } reset{plan_factor_};
     for (int y0 = 0; y0 < image.h; y0 += tile) {
         for (int x0 = 0; x0 < image.w; x0 += tile) {
             // Core [y0,y1)x[x0,x1) plus a halo of r pixels, clipped to the
@@ -358,8 +354,7 @@ void ModelRunner::run_tiled(Shape padded, Shape image, int tile, const TileReade
             tile_out.resize(ts.count());
             read({hy0, hx0, ts.h, ts.w}, tile_in.data());
             copy_in.stop();
-            plan_factor_ = double(padded.h) * padded.w / (double(ts.h) * ts.w);
-            run_pass(tile_in.data(), tile_out.data(), ts, timer);
+            run_pass(tile_in.data(), tile_out.data(), ts, timer, {double(padded.h) / ts.h, double(padded.w) / ts.w});
             ScopedStage copy_out(timer, "tile copies");
             const PlaneRect out{y0, x0, std::min(y1, image.h) - y0, std::min(x1, image.w) - x0};
             const bool whole = out.h == ts.h && out.w == ts.w;  // the tile is all core (one tile, no padding)
@@ -376,7 +371,7 @@ void ModelRunner::run_tiled(Shape padded, Shape image, int tile, const TileReade
     }
 }
 
-void ModelRunner::run_pass(const float* input, float* output, Shape shape, StageTimer* timer) {
+void ModelRunner::run_pass(const float* input, float* output, Shape shape, StageTimer* timer, PlanScale plan) {
     // On the host the stages read `input` and the last writes `output` (or
     // its convert does); everything between lives in the arena. A device
     // backend uploads into input_ and downloads the result from the arena.
@@ -407,13 +402,13 @@ void ModelRunner::run_pass(const float* input, float* output, Shape shape, Stage
         prepare_fp32_stages();
         const ArenaLayout arena32 = layout(plan_fp32_, prepared_fp32_, shape);
         reserve(arena32.total, 0, 0);
-        return execute(plan_fp32_, prepared_fp32_, arena32, src, output);
+        return execute(plan_fp32_, prepared_fp32_, arena32, src, output, plan);
     };
     Tensor result;
     if (half && compute_in_fp32_) {
         result = run_fp32();
     } else {
-        result = execute(plan_, *prepared_, arena, src, output);
+        result = execute(plan_, *prepared_, arena, src, output, plan);
         if (half && !all_finite(backend_, result)) {
             result = run_fp32();
             ++fp32_reruns_;
@@ -444,7 +439,7 @@ void ModelRunner::prepare_fp32_stages() {
 }
 
 Tensor ModelRunner::execute(const RunnerPlan& plan, const Stages& stages, const ArenaLayout& arena, const Tensor& input,
-                            float* output) {
+                            float* output, PlanScale image) {
     const bool host = backend_.is_host_memory();
     const Shape shape = input.shape;
     const size_t plane = size_t(shape.n) * shape.h * shape.w;
@@ -481,7 +476,7 @@ Tensor ModelRunner::execute(const RunnerPlan& plan, const Stages& stages, const 
         io.output = t[size_t(step.output)];
         if (step.model_input >= 0) io.model_input = t[size_t(step.model_input)];
         io.scratch = t[size_t(step.scratch)].data;
-        io.plan_factor = plan_factor_;
+        io.plan = image;
         try {
             stages[size_t(step.stage)]->run(backend_, io);
         } catch (const OutOfMemory&) {

@@ -101,7 +101,9 @@ private:
     // The same as run(), for sides that are multiples of the model's size_multiple().
     void run_aligned(const float* input, float* output, Shape shape, StageTimer* timer);
     // One pass over a tensor that fits the backend: upload, stages, download.
-    void run_pass(const float* input, float* output, Shape shape, StageTimer* timer);
+    // `plan`: the image's size over the pass's where the pass is a tile of it
+    // (StageIO::plan: every tile then runs the kernels the whole image would).
+    void run_pass(const float* input, float* output, Shape shape, StageTimer* timer, PlanScale plan = {});
     // The tiles of one image (padded size `padded`, the image's own h x w in
     // `image`), each read, run and written through the callbacks.
     void run_tiled(Shape padded, Shape image, int tile, const TileReader& read, const TileWriter& write,
@@ -125,7 +127,7 @@ private:
     // memory) and extra inputs; returns the model's output (f32 NCHW; on the
     // host, `output` itself).
     Tensor execute(const RunnerPlan& plan, const Stages& stages, const ArenaLayout& arena, const Tensor& input,
-                   float* output);
+                   float* output, PlanScale image);
 
     // The file's model, and the model as it runs: its element-wise stages
     // fused into the convolutions before them where exact
@@ -150,10 +152,6 @@ private:
     RunnerPlan plan_fp32_;
     size_t fp32_reruns_ = 0;
     bool compute_in_fp32_ = false;
-    // During run_tiled: the padded image's pixels over the tile's, which each
-    // stage is given (StageIO::plan_factor) so that every tile runs the
-    // kernels the whole image would; 1 otherwise.
-    double plan_factor_ = 1;
     void prepare_fp32_stages();
     // Per image pixel, for the memory budget: the arena's bytes (the larger
     // of the plan's and an all-f32 plan's, which a rerun needs) and the most

@@ -1333,20 +1333,29 @@ TEST(Gpu, SixteenBitImagesComputeInFp32UnderAuto) {
 // Two lanes (streams) on the GPU, page-locked buffers; --bench keeps one
 // lane. Two workers on one GPU (cuda:0,0: two backends, two copies of the
 // weights, four lanes) and every GPU of the host give the same images too.
-// Neither tiles nor batches change an image on the GPU: a U-Net (channels
-// 32-256, whose fp32 convolutions CUDA plans by size: Conv2dArgs::plan_pixels)
-// on a folder in batches of two, and in 64-pixel tiles, each image byte for
-// byte the image alone and whole, in fp32 and in fp16. (Found on the H200,
-// 2026-12-02: a 12 MP photo through drunet-large in fp32 in 8 GB passes was
-// not the whole pass's PNG; in fp16 it was.)
+// Neither tiles nor batches change an image on the GPU: a model with a
+// plain 3x3 convolution of 128 channels, which CUDA's fp32 planner may split
+// over two blocks by size (CudaConvPlan.TilesAndBatchImagesPlanAsTheImageAlone
+// shows that a tile or batch planned by its own size would), on a folder in
+// batches of two and in 64-pixel tiles: each image byte for byte the image
+// alone and whole, in fp32 and in fp16. (Found on the H200, 2026-12-02:
+// drunet-large at 12 MP in fp32 in 8 GB passes was not the whole pass's PNG.)
 TEST(Gpu, TilesAndBatchesGiveTheImageAlone) {
     std::string why;
     if (cuda_device_count(&why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
+    ScratchDir dir("cli-gpu-split");
+    std::mt19937 rng(7);
+    Conv2dStage wide = test::random_conv2d(rng, 3, 128, 3, PadMode::Zero, true);
+    wide.activation = Activation::ReLU;
+    const Conv2dStage plain = test::random_conv2d(rng, 128, 128, 3, PadMode::Zero, false);
+    const Conv2dStage narrow = test::random_conv2d(rng, 128, 3, 3, PadMode::Zero, true);
+    const std::string model = dir / "split.h5";
+    write_model_file(model, test::model_of("split", {wide, plain, narrow}));
     for (const std::string precision : {"fp32", "fp16"}) {
         SCOPED_TRACE(precision);
         const std::string args = "-d cuda --precision " + precision;
         expect_folder_equals_each_image_alone("cli-gpu-tiles-" + precision, {args, args + " --tile 64"}, {0, 0}, args,
-                                              "denoise-unet-s");
+                                              q(model));
     }
 }
 

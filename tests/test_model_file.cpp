@@ -1563,3 +1563,64 @@ TEST(ModelRunner, RunTilesReadsAndWritesTheImageATileAtATime) {
 
 }  // namespace
 }  // namespace imr
+
+#if IMRESTORE_WITH_CUDA
+#include "cuda/conv2d.cuh"
+
+namespace imr {
+namespace {
+
+// CUDA's fp32 convolution splits a reduction over two blocks where that
+// evens out its waves (plan_conv2d), which adds in another order; a tile of
+// an image, or an image of a batch, planned by its own size could split where
+// the image alone does not and differ from it in the last bits (found on the
+// H200: drunet-large at 12 MP in fp32, in passes of 8 GB against the whole
+// pass). Planned for the whole image (Conv2dArgs::plan_pixels, which the
+// runner sets), every tile and batch image splits as the image alone: checked
+// here on the planner alone (no GPU needed) for an H200, over tiles of many
+// sizes, at least one of which would plan otherwise by its own size.
+TEST(CudaConvPlan, TilesAndBatchImagesPlanAsTheImageAlone) {
+    const cuda::GpuInfo h200{132, 90, 232448};
+    struct Layer {
+        const char* what;
+        int cin, cout, kernel, image_h, image_w;
+    };
+    const Layer layers[] = {
+        {"drunet-large's third way down at 12 MP (a 1x1 of the 2x2 blocks)", 1024, 512, 1, 375, 500},
+        {"a plain 3x3 of 128 channels on the chelsea sample", 128, 128, 3, 300, 451},
+    };
+    for (const Layer& l : layers) {
+        SCOPED_TRACE(l.what);
+        auto args = [&](int n, int h, int w, long long plan) {
+            Conv2dArgs a;
+            a.input = Tensor{nullptr, {n, l.cin, h, w}, DType::F32, Layout::NCHW};
+            a.out_channels = l.cout, a.kernel = l.kernel;
+            a.pad_before = (l.kernel - 1) / 2, a.pad_after = l.kernel - 1 - a.pad_before;
+            a.output = Tensor{nullptr, a.out_shape(), DType::F32, Layout::NCHW};
+            a.plan_pixels = plan;
+            return a;
+        };
+        const long long image = (long long)l.image_h * l.image_w;
+        const cuda::Conv2dPlan alone = cuda::plan_conv2d(args(1, l.image_h, l.image_w, 0), h200);
+        auto same_sums = [&](const cuda::Conv2dPlan& p) {  // the split, and the kernel it splits
+            return p.split_k == alone.split_k && (p.split_k == 1 || p.variant == alone.variant);
+        };
+        int would_differ = 0;
+        for (int h = 8; h <= l.image_h; h += 8)
+            for (int w : {h, std::min(l.image_w, 2 * h)}) {
+                SCOPED_TRACE(std::to_string(h) + "x" + std::to_string(w) + " tile");
+                EXPECT_TRUE(same_sums(cuda::plan_conv2d(args(1, h, w, image), h200)));
+                would_differ += !same_sums(cuda::plan_conv2d(args(1, h, w, 0), h200));
+            }
+        for (int n : {2, 3, 4, 8}) {
+            SCOPED_TRACE("a batch of " + std::to_string(n));
+            EXPECT_TRUE(same_sums(cuda::plan_conv2d(args(n, l.image_h, l.image_w, image), h200)));
+            would_differ += !same_sums(cuda::plan_conv2d(args(n, l.image_h, l.image_w, 0), h200));
+        }
+        EXPECT_GT(would_differ, 0) << "no tile or batch plans otherwise by its own size: the case tests nothing";
+    }
+}
+
+}  // namespace
+}  // namespace imr
+#endif

@@ -87,23 +87,34 @@ struct Geometry {
     int up = 1;      // ...or 1/`up` of one (depth_to_space)
 };
 
+// A pass's image over the pass, per axis (StageIO::plan).
+struct PlanScale {
+    double h = 1, w = 1;
+};
+
 // What a prepared stage reads and writes in one call (PreparedStage::run).
 struct StageIO {
     std::vector<Tensor> inputs;
     Tensor output;
     Tensor model_input;
     void* scratch = nullptr;
-    // The whole image's pixels over this pass's, where the pass is a tile of
-    // it (1: whole images): what a stage's kernels are planned for
-    // (plan_pixels below, Conv2dArgs::plan_pixels).
-    double plan_factor = 1;
+    // The image's size over the pass's, per axis, where the pass is a tile of
+    // it (1: whole images): what the stage's kernels are planned for
+    // (plan_image below).
+    PlanScale plan;
 };
 
-// The output pixels a stage's kernel is planned for, for its output `out` in
-// this call: one whole image's (a tile's image, one image of a batch), so
-// neither tiling nor batching changes what an image's pixels are computed by.
+// The size of one whole image at a stage's output `out` in this call (a
+// tile's image; one image of a batch): what a kernel that is planned by size
+// where that can change its result is planned for (Conv2dArgs::plan_pixels,
+// ResidualBlockArgs::plan_h), so that neither tiling nor batching changes how
+// an image's pixels are computed.
+inline Shape plan_image(const StageIO& io, const Shape& out) {
+    return {1, out.c, int(std::llround(out.h * io.plan.h)), int(std::llround(out.w * io.plan.w))};
+}
 inline long long plan_pixels(const StageIO& io, const Shape& out) {
-    return std::llround(double(out.h) * out.w * io.plan_factor);
+    const Shape s = plan_image(io, out);
+    return (long long)s.h * s.w;
 }
 
 // A layer with its weights in a backend's memory, in whatever layout that

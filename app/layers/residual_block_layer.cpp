@@ -24,6 +24,8 @@ public:
     void run(Backend& backend, const StageIO& io) override {
         ResidualBlockArgs a = base_;
         a.input = io.inputs[0], a.output = io.output;
+        const Shape image = plan_image(io, io.output.shape);
+        a.plan_h = image.h, a.plan_w = image.w;
         backend.residual_block(a);
     }
 

@@ -337,7 +337,11 @@ void launch_fused(const ResidualBlockArgs& a, cudaStream_t stream, int sm_count)
                "cudaFuncSetAttribute(max dynamic shared memory)");
     const unsigned gx = (a.input.shape.w + RB_TILE_W - 1) / RB_TILE_W,
                    gy = (a.input.shape.h + RB_TILE_H - 1) / RB_TILE_H;
-    const long long blocks = (long long)gx * gy * a.input.shape.n;
+    // The split is decided for the size planned for (ResidualBlockArgs::plan_h):
+    // an image's tiles and a batch's images split as the image alone would.
+    const long long blocks =
+        a.plan_h > 0 ? (long long)((a.plan_w + RB_TILE_W - 1) / RB_TILE_W) * ((a.plan_h + RB_TILE_H - 1) / RB_TILE_H)
+                     : (long long)gx * gy * a.input.shape.n;
     const int splits = (split_enabled() && 2 * blocks <= sm_count && hidden_pad / RB_HC >= RB_SPLIT &&
                         (long long)a.input.shape.n * RB_SPLIT <= 65535)
                            ? RB_SPLIT

@@ -47,12 +47,13 @@ struct Conv2dArgs {
     Activation activation = Activation::None;
     Tensor residual;                            // optional, out_shape(); must not overlap output
     const PreparedWeights* prepared = nullptr;  // optional: Backend::prepare of these weights
-    // The output pixels a backend plans its kernel for, where it picks one by
-    // size (0: this call's own, n * h * w). The model runner gives one whole
-    // image's, so that a tile of an image, and an image in a batch, run the
-    // kernel the image alone would: CUDA's fp32 kernels sum in an order of
-    // their own (block shapes, split reductions), and one that picked another
-    // would differ in the last bits, its 8-bit output by a level.
+    // The output pixels a backend plans its kernel for, where the plan can
+    // change the result (0: this call's own, n * h * w). The model runner
+    // gives one whole image's, so that a tile of an image, and an image in a
+    // batch, sum as the image alone would: CUDA's fp32 convolution splits a
+    // reduction over two blocks where that evens out its waves, which adds in
+    // another order, and a tile that split where the image did not (or the
+    // reverse) would differ in the last bits, its 8-bit output by a level.
     long long plan_pixels = 0;
 
     Shape out_shape() const {

@@ -25,6 +25,12 @@ struct ResidualBlockArgs {
     Tensor conv_out_weight;                     // [C, hidden, 3, 3]
     Tensor conv_out_bias;                       // [1, C, 1, 1]
     const PreparedWeights* prepared = nullptr;  // optional: Backend::prepare of these weights
+    // One whole image's size a backend plans its kernel for, where the plan
+    // can change the result (0: this call's own): as Conv2dArgs::plan_pixels
+    // (CUDA's fused C = 3 kernel splits the hidden channels over two blocks
+    // when the image's tiles would fill under half the GPU, which adds in
+    // another order).
+    int plan_h = 0, plan_w = 0;
 
     Shape out_shape() const { return input.shape; }
 };

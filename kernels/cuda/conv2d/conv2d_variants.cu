@@ -334,10 +334,11 @@ std::vector<std::string> conv2d_variants(int arch) {
     return names;
 }
 
-Conv2dPlan plan_conv2d(const Conv2dArgs& a, const GpuInfo& gpu, const std::string& forced) {
-    const Shape o = a.out_shape();
-    // The pixels planned for: a tile's plan is its whole image's (Conv2dArgs::plan_pixels).
-    const long long m = a.out_channels, n = a.plan_pixels > 0 ? a.plan_pixels : (long long)o.n * o.h * o.w;
+namespace {
+
+// plan_conv2d for `n` output pixels.
+Conv2dPlan plan_for_pixels(const Conv2dArgs& a, const GpuInfo& gpu, const std::string& forced, long long n) {
+    const long long m = a.out_channels;
     const long long kdim = (long long)a.input.shape.c * a.kernel * a.kernel;
     int v;
     if (!forced.empty()) {
@@ -378,6 +379,24 @@ Conv2dPlan plan_conv2d(const Conv2dArgs& a, const GpuInfo& gpu, const std::strin
     const bool plain_epilogue = a.activation == Activation::None && !a.residual;
     if (plain_epilogue && kdim >= CV_SPLIT_MIN_K && efficiency(2 * blocks) > 1.05 * efficiency(blocks))
         plan.split_k = 2;
+    return plan;
+}
+
+}  // namespace
+
+Conv2dPlan plan_conv2d(const Conv2dArgs& a, const GpuInfo& gpu, const std::string& forced) {
+    const Shape o = a.out_shape();
+    const long long own = (long long)o.n * o.h * o.w;
+    Conv2dPlan plan = plan_for_pixels(a, gpu, forced, own);
+    if (a.plan_pixels <= 0 || a.plan_pixels == own) return plan;
+    // Planned for another size (a tile or a batch image: Conv2dArgs::plan_pixels).
+    // Only a split reduction sums in another order (every kernel here sums a
+    // block's K in one chain, whatever its tile shape): the split and, where
+    // there is one, the kernel it splits (its K chunks) are the planned
+    // size's; without one the tile shape stays this call's own.
+    const Conv2dPlan planned = plan_for_pixels(a, gpu, forced, a.plan_pixels);
+    if (planned.split_k > 1) return planned;
+    plan.split_k = 1;
     return plan;
 }
 
