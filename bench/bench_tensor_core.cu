@@ -295,20 +295,21 @@ std::vector<Case> test_cases(bool quick) {
     const TcPad Z = TcPad::Zero, R = TcPad::Reflect, P = TcPad::Replicate;
     std::vector<Case> all = {
         // n cin  h   w  cout k pb pa pad  bias  relu  res   in_nchw out_nchw
-        {1, 13, 37, 29, 5, 3, 1, 1, Z, true, true, false, false, false},      // k3 n8, odd everything
-        {2, 48, 40, 70, 48, 3, 1, 1, R, true, true, true, false, false},      // resident 48 -> 48, batch 2
-        {3, 5, 17, 33, 67, 3, 1, 1, P, false, false, false, false, false},    // n128, cin 5
-        {1, 67, 23, 41, 13, 1, 0, 0, Z, true, false, true, false, false},     // 1x1 n64, cin 67
-        {1, 3, 50, 61, 48, 3, 1, 1, Z, true, true, false, true, false},       // first layer: fp32 NCHW in
-        {2, 48, 45, 38, 3, 3, 1, 1, Z, true, false, true, false, true},       // last layer: fp32 NCHW out + residual
-        {1, 130, 19, 21, 140, 3, 1, 1, R, true, true, false, false, false},   // n128 x2 tiles, chunks of 32 (partial)
+        {1, 13, 37, 29, 5, 3, 1, 1, Z, true, true, false, false, false},    // k3 n8, odd everything
+        {2, 48, 40, 70, 48, 3, 1, 1, R, true, true, true, false, false},    // resident 48 -> 48, batch 2
+        {3, 5, 17, 33, 67, 3, 1, 1, P, false, false, false, false, false},  // n96 (67 channels), cin 5
+        {1, 67, 23, 41, 13, 1, 0, 0, Z, true, false, true, false, false},   // 1x1 n64, cin 67
+        {1, 3, 50, 61, 48, 3, 1, 1, Z, true, true, false, true, false},     // first layer: fp32 NCHW in
+        {2, 48, 45, 38, 3, 3, 1, 1, Z, true, false, true, false, true},     // last layer: fp32 NCHW out + residual
+        {1, 130, 19, 21, 140, 3, 1, 1, R, true, true, false, false,
+         false},  // n96 x2 tiles (140), chunks of 32 (partial)
         {1, 256, 12, 14, 200, 3, 1, 1, P, true, false, true, false, false},   // 8 chunks, 2 channel tiles
         {2, 67, 21, 35, 48, 3, 2, 0, Z, false, true, false, false, false},    // asymmetric pad, chunked n48
         {1, 64, 33, 47, 64, 3, 1, 1, R, true, true, true, false, false},      // n64 chunked
         {1, 16, 20, 18, 30, 3, 0, 0, Z, true, false, false, false, false},    // no padding (valid), n32
         {2, 40, 9, 11, 20, 3, 1, 1, R, false, false, true, false, true},      // reflect, fp32 out
         {1, 8, 15, 19, 16, 3, 1, 1, P, true, true, false, true, true},        // fp32 in and out, n16
-        {1, 150, 13, 25, 130, 1, 0, 0, Z, true, true, true, false, false},    // 1x1 n128 x2, chunked
+        {1, 150, 13, 25, 130, 1, 0, 0, Z, true, true, true, false, false},    // 1x1 n96 x2 (130), chunked
         {2, 33, 7, 5, 9, 1, 1, 1, R, true, false, false, false, false},       // 1x1 with reflect padding
         {1, 1, 29, 35, 16, 3, 1, 1, R, true, true, false, true, false},       // folded first layer, cin 1, reflect
         {2, 2, 33, 18, 24, 3, 2, 0, P, true, false, true, true, false},       // folded, cin 2, asymmetric, residual

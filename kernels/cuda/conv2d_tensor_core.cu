@@ -94,7 +94,8 @@ using K3N48Wide = TileConfig<3, 8, 1, 4, 6, 32>;
 // (loads, barrier, tile decode) per pixel, but 8 warps per SM. Tried against
 // K3N8 and lost: 48 -> 3 at 12 MP 1.62 ms against 1.13 ms (v5).
 using K3N8W4 = TileConfig<3, 4, 1, 4, 1, 16, 2, 2>;
-// 3x3, Cout > 64: 128 channels per block, 2 x 4 warps of 64 x 64 (A:B loads
+// 3x3, Cout 97..1024 (but multiples of 96 that 128 does not divide, below):
+// 128 channels per block, 2 x 4 warps of 64 x 64 (A:B loads
 // 4:4 per 32 mma, 128 accumulators), tile 16 x 16 (halo 1.27x), chunks of 32
 // input channels with their weights streamed per chunk; more output
 // channels take more blocks (grid.y).
@@ -111,7 +112,7 @@ using K3N96W16 = TileConfig<3, 8, 2, 2, 6, 16>;
 // 1x1: no halo, the same warp shapes.
 using K1N64 = TileConfig<1, 8, 1, 4, 8, 32>;   // Cout <= 64
 using K1N96 = TileConfig<1, 4, 2, 4, 6, 16>;   // Cout 65..96, and 96k (K3N96's reason: a U-Net's ways down and up)
-using K1N128 = TileConfig<1, 4, 2, 4, 8, 16>;  // Cout > 96
+using K1N128 = TileConfig<1, 4, 2, 4, 8, 16>;  // Cout > 96 (but K1N96's multiples)
 
 // What a launch needs, flattened for the kernel.
 struct KernelParams {
@@ -336,38 +337,51 @@ __device__ __forceinline__ void epilogue(const KernelParams& p, const float (&ac
     const int co_l = co_w0 + (lane & 3) * 2;  // + j * 8: this lane's channel pair
     // The common case, without checks: NHWC, all of the warp's channels
     // real, the whole tile inside the image. A lane's loads and stores are
-    // then at fixed offsets from one offset per m16 tile. The residual pairs
-    // of RI m16 tiles (up to 32 registers) are loaded before any of their
-    // stores, so their latencies overlap: loaded pair by pair as they were
-    // used, the residual cost a U-Net's 3x3 convolutions 27-41% of their
-    // time at 12 MP (H200: 48 -> 48 1.39 ms without, 1.92 ms with; 96 -> 96
-    // 2.03 / 2.86 ms), where its bytes alone would take 0.27 / 0.14 ms.
+    // then at fixed offsets from one offset per m16 tile.
     if (!p.out_nchw && co_w0 + Cfg::NT * 8 <= p.cout && t.y0 + Cfg::TH <= p.ho && t.x0 + Cfg::TW <= p.wo) {
+        T* __restrict__ out = static_cast<T*>(p.out);
+        auto first = [&](int i) {  // the lane's first element of m16 tile i: a run of 16 pixels in one tile row
+            const int m = wm0 + i * 16, py = m / Cfg::TW;
+            return ((size_t(t.n) * p.ho + t.y0 + py) * p.wo + t.x0 + (m - py * Cfg::TW) + (lane >> 2)) * p.cs_out +
+                   co_l;
+        };
+        if (!p.residual) {
+#pragma unroll
+            for (int i = 0; i < Cfg::MT; ++i) {
+                T* o = out + first(i);
+#pragma unroll
+                for (int h = 0; h < 2; ++h)
+#pragma unroll
+                    for (int j = 0; j < Cfg::NT; ++j) {
+                        float v0 = acc[i][j][2 * h] + bias_r[j][0], v1 = acc[i][j][2 * h + 1] + bias_r[j][1];
+                        if (p.relu) v0 = fmaxf(v0, 0.f), v1 = fmaxf(v1, 0.f);
+                        *reinterpret_cast<T2*>(o + size_t(h) * 8 * p.cs_out + j * 8) = Ops::pair(v0, v1);
+                    }
+            }
+            return;
+        }
+        // With a residual: the pairs of RI m16 tiles (up to 32 registers) are
+        // loaded before any of their stores, so their latencies overlap.
+        // Loaded pair by pair as they were used (the general path below), the
+        // residual made a U-Net's residual 3x3 convolutions 38% (48 -> 48:
+        // 1.92 ms against 1.39) to 41% (96 -> 96: 2.86 against 2.03 ms)
+        // slower at 12 MP on the H200, where its bytes take 0.27 / 0.14 ms.
         constexpr int RI =
             residual_tiles_at_once(Cfg::MT, Cfg::NT, 65536 / (Cfg::THREADS * Cfg::MIN_BLOCKS) > 128 ? 32 : 12);
         const T* __restrict__ res = static_cast<const T*>(p.residual);
-        T* __restrict__ out = static_cast<T*>(p.out);
 #pragma unroll
         for (int i0 = 0; i0 < Cfg::MT; i0 += RI) {
-            size_t at[RI];  // the lane's first element of m16 tile i0 + ii
+            size_t at[RI];
 #pragma unroll
-            for (int ii = 0; ii < RI; ++ii) {
-                const int m = wm0 + (i0 + ii) * 16;  // a run of 16 pixels in one tile row
-                const int py = m / Cfg::TW;
-                at[ii] =
-                    ((size_t(t.n) * p.ho + t.y0 + py) * p.wo + t.x0 + (m - py * Cfg::TW) + (lane >> 2)) * p.cs_out +
-                    co_l;
-            }
+            for (int ii = 0; ii < RI; ++ii) at[ii] = first(i0 + ii);
             T2 r[RI][2][Cfg::NT];
-            if (res) {
 #pragma unroll
-                for (int ii = 0; ii < RI; ++ii)
+            for (int ii = 0; ii < RI; ++ii)
 #pragma unroll
-                    for (int h = 0; h < 2; ++h)
+                for (int h = 0; h < 2; ++h)
 #pragma unroll
-                        for (int j = 0; j < Cfg::NT; ++j)
-                            r[ii][h][j] = *reinterpret_cast<const T2*>(res + at[ii] + size_t(h) * 8 * p.cs_out + j * 8);
-            }
+                    for (int j = 0; j < Cfg::NT; ++j)
+                        r[ii][h][j] = *reinterpret_cast<const T2*>(res + at[ii] + size_t(h) * 8 * p.cs_out + j * 8);
 #pragma unroll
             for (int ii = 0; ii < RI; ++ii)
 #pragma unroll
@@ -377,11 +391,9 @@ __device__ __forceinline__ void epilogue(const KernelParams& p, const float (&ac
                         float v0 = acc[i0 + ii][j][2 * h] + bias_r[j][0];
                         float v1 = acc[i0 + ii][j][2 * h + 1] + bias_r[j][1];
                         if (p.relu) v0 = fmaxf(v0, 0.f), v1 = fmaxf(v1, 0.f);
-                        if (res) {  // as the general path below: after ReLU, in fp32
-                            const float2 rv = Ops::unpair(r[ii][h][j]);
-                            v0 += rv.x, v1 += rv.y;
-                        }
-                        *reinterpret_cast<T2*>(out + at[ii] + size_t(h) * 8 * p.cs_out + j * 8) = Ops::pair(v0, v1);
+                        const float2 rv = Ops::unpair(r[ii][h][j]);  // as the general path: after ReLU, in fp32
+                        *reinterpret_cast<T2*>(out + at[ii] + size_t(h) * 8 * p.cs_out + j * 8) =
+                            Ops::pair(v0 + rv.x, v1 + rv.y);
                     }
         }
         return;
@@ -1150,20 +1162,22 @@ void launch_taps(const TcConvParams& a, cudaStream_t stream) {
 }
 
 // The configuration table: tc_conv2d picks a row by kernel size and Cout
-// (the first row of its kernel size whose max_cout holds Cout), or the row
+// (the first row of its kernel size whose max_cout holds Cout; above 128
+// channels the 96-channel row where it pads less: pick_config), or the row
 // force_config names. Every row runs any case of its kernel size (more
 // channel tiles when Cout > BN), so the tests run every case on every row.
 struct ConfigRow {
     const char* name;
     int kernel;
     int max_cout;  // picked for Cout <= max_cout
+    int bn;        // output channels per block
     void (*run_f16)(const TcConvParams&, cudaStream_t);
     void (*run_bf16)(const TcConvParams&, cudaStream_t);
 };
 #define IMR_TC_ROW(NAME, CFG, MAX_COUT) \
-    { NAME, CFG::KS, MAX_COUT, launch<CFG, __half>, launch<CFG, __nv_bfloat16> }
+    { NAME, CFG::KS, MAX_COUT, CFG::BN, launch<CFG, __half>, launch<CFG, __nv_bfloat16> }
 const ConfigRow kConfigs[] = {
-    {"k3_14x14_taps_n3", 3, 3, launch_taps<__half>, launch_taps<__nv_bfloat16>},
+    {"k3_14x14_taps_n3", 3, 3, TapsCfg::G, launch_taps<__half>, launch_taps<__nv_bfloat16>},
     IMR_TC_ROW("k3_16x16_n8", K3N8, 8),
     IMR_TC_ROW("k3_16x16_n16", K3N16, 16),
     IMR_TC_ROW("k3_16x16_n32", K3N32, 32),
@@ -1197,11 +1211,11 @@ const ConfigRow& pick_config(const TcConvParams& p) {
         }
     if (!picked) bad("no configuration for this shape");
     // Above 128 channels, blocks of 96 where they pad less than blocks of 128
-    // (192: two of 96 against two of 128, a third of the mma on padding).
+    // (192: two of 96 against two of 128, a quarter of whose mma is padding).
     const auto padded = [&](int bn) { return (p.out_channels + bn - 1) / bn * bn; };
     if (p.out_channels > 128 && padded(96) < padded(128))
         for (const ConfigRow& r : kConfigs)
-            if (r.kernel == p.kernel && r.max_cout == 96) return r;
+            if (r.kernel == p.kernel && r.bn == 96 && r.max_cout > 0) return r;
     return *picked;
 }
 
