@@ -758,53 +758,71 @@ std::ostream& operator<<(std::ostream& o, const ShuffleCase& k) {
 }
 std::vector<ShuffleCase> pixel_shuffle_cases() {
     const ShuffleDirection D = ShuffleDirection::ToDepth, S = ShuffleDirection::ToSpace;
-    // The last six: NHWC8 padding on both sides (5 -> 20 channels, 8 -> 24
-    // stored; 20 -> 5; 9 -> 81, 16 -> 88; 2 -> 32 with a residual), odd sizes, batches.
+    // Then NHWC8 padding on both sides (5 -> 20 channels, 8 -> 24 stored;
+    // 20 -> 5; 9 -> 81, 16 -> 88; 2 -> 32 with a residual), odd sizes, batches.
+    // The last eight: the wide side's channels a multiple of 8 (the vector
+    // variant's cases: a U-Net's ways down and up, factors 2-4, residuals).
     return {
         {1, 3, 2, 2, 2, D},     {2, 3, 14, 38, 2, D},          {1, 1, 9, 27, 3, D},       {3, 2, 8, 4, 4, D, true},
         {1, 12, 1, 1, 2, S},    {2, 12, 7, 19, 2, S, true},    {1, 27, 5, 3, 3, S},       {2, 32, 3, 6, 4, S, true},
         {1, 3, 512, 386, 2, D}, {1, 12, 256, 193, 2, S, true}, {2, 5, 6, 10, 2, D, true}, {3, 20, 3, 5, 2, S, true},
         {1, 9, 9, 3, 3, D},     {2, 2, 12, 8, 4, D, true},     {1, 81, 2, 5, 3, S},       {2, 48, 5, 7, 4, S},
+        {1, 48, 14, 22, 2, D},  {2, 8, 6, 10, 2, D, true},     {1, 16, 9, 12, 3, D},      {1, 8, 8, 4, 4, D, true},
+        {1, 192, 7, 11, 2, S},  {2, 32, 3, 5, 2, S, true},     {1, 72, 3, 4, 3, S, true}, {1, 128, 2, 3, 4, S},
     };
 }
 
 template <>
 void OpsTest::run_cases(const std::vector<ShuffleCase>& cases) {
     Backend& be = *backend_;
-    for (const TensorType& type : types(Op::PixelShuffle)) {
-        for (const ShuffleCase& k : cases) {
-            const uint64_t seed = draw_seed();
-            std::ostringstream trace;
-            trace << k << " in " << type_name(type) << " on " << be.name() << ", seed " << seed;
-            SCOPED_TRACE(trace.str());
-            std::mt19937_64 rng(seed);
-            PixelShuffleArgs a;
-            a.input.shape = {k.n, k.c, k.h, k.w}, a.factor = k.factor, a.direction = k.dir;
-            const Shape os = a.out_shape();
-            const HostTensor x = host_tensor(normal(rng, a.input.shape.count()), a.input.shape, type);
-            const HostTensor res = k.residual ? host_tensor(normal(rng, os.count()), os, type) : HostTensor();
-            DeviceBuffer dx = to_device(be, x);
-            DeviceBuffer dres = k.residual ? to_device(be, res) : DeviceBuffer();
-            GuardedOutput out(be, os, type);
-            a.input = x.view, a.input.data = dx.data(), a.output = out.tensor();
-            if (k.residual) a.residual = res.view, a.residual.data = dres.data();
-            ASSERT_NO_THROW(be.pixel_shuffle(a));
-            be.synchronize();
-            const std::vector<float> got = out.download();
-            expect_unchanged(be, dx, x, "input");
-            PixelShuffleArgs host = a;
-            host.input = x.view, host.residual = res.view, host.output.data = nullptr;
-            const std::vector<double> ref = imr::reference_pixel_shuffle(host);
-            // A permutation is exact; with the residual, one f32 add rounds by
-            // half an ulp, and a narrower output type rounds once more.
-            const double rtol =
-                k.residual ? kFp32Unit + (type.dtype == DType::F32 ? 0 : imr::unit_roundoff(type.dtype)) : 0.0;
-            const Comparison r = compare(got, ref, {}, k.residual ? imr::subnormal_roundoff(type.dtype) : 0.0, rtol);
-            expect_all_finite(r, os);
-            EXPECT_EQ(r.within, r.compared)
-                << "worst " << where(os, r.worst) << ": got " << got[r.worst] << ", float64 " << ref[r.worst];
+    for (const std::string& way : ways(Op::PixelShuffle, false)) {
+        select(Op::PixelShuffle, way);
+        int ran = 0;  // cases the way took (a variant refuses those it cannot run)
+        for (const TensorType& type : types(Op::PixelShuffle)) {
+            for (const ShuffleCase& k : cases) {
+                const uint64_t seed = draw_seed();
+                std::ostringstream trace;
+                trace << k << " in " << type_name(type) << " on " << be.name() << (way.empty() ? "" : " (" + way + ")")
+                      << ", seed " << seed;
+                SCOPED_TRACE(trace.str());
+                std::mt19937_64 rng(seed);
+                PixelShuffleArgs a;
+                a.input.shape = {k.n, k.c, k.h, k.w}, a.factor = k.factor, a.direction = k.dir;
+                const Shape os = a.out_shape();
+                const HostTensor x = host_tensor(normal(rng, a.input.shape.count()), a.input.shape, type);
+                const HostTensor res = k.residual ? host_tensor(normal(rng, os.count()), os, type) : HostTensor();
+                DeviceBuffer dx = to_device(be, x);
+                DeviceBuffer dres = k.residual ? to_device(be, res) : DeviceBuffer();
+                GuardedOutput out(be, os, type);
+                a.input = x.view, a.input.data = dx.data(), a.output = out.tensor();
+                if (k.residual) a.residual = res.view, a.residual.data = dres.data();
+                try {
+                    be.pixel_shuffle(a);
+                } catch (const imr::NotApplicable&) {
+                    EXPECT_FALSE(way.empty()) << "the planner's pick refused its case";
+                    continue;  // a variant that does not take this case
+                }
+                ++ran;
+                be.synchronize();
+                const std::vector<float> got = out.download();
+                expect_unchanged(be, dx, x, "input");
+                PixelShuffleArgs host = a;
+                host.input = x.view, host.residual = res.view, host.output.data = nullptr;
+                const std::vector<double> ref = imr::reference_pixel_shuffle(host);
+                // A permutation is exact; with the residual, one f32 add rounds by
+                // half an ulp, and a narrower output type rounds once more.
+                const double rtol =
+                    k.residual ? kFp32Unit + (type.dtype == DType::F32 ? 0 : imr::unit_roundoff(type.dtype)) : 0.0;
+                const Comparison r =
+                    compare(got, ref, {}, k.residual ? imr::subnormal_roundoff(type.dtype) : 0.0, rtol);
+                expect_all_finite(r, os);
+                EXPECT_EQ(r.within, r.compared)
+                    << "worst " << where(os, r.worst) << ": got " << got[r.worst] << ", float64 " << ref[r.worst];
+            }
         }
+        EXPECT_GT(ran, 0) << "pixel_shuffle " << (way.empty() ? "as planned" : way) << " ran none of the cases";
     }
+    select(Op::PixelShuffle, "");
 }
 
 struct ConvertCase {

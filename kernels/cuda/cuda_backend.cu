@@ -13,6 +13,7 @@
 #include "common.cuh"
 #include "conv2d.cuh"
 #include "cuda_backend.cuh"
+#include "pixel_shuffle.cuh"
 #include "residual_block.cuh"
 
 namespace imr {
@@ -146,6 +147,8 @@ std::vector<std::string> CudaBackend::variants(Op op) const {
             return cuda::conv2d_variants(arch_);
         case Op::ResidualBlock:
             return cuda::residual_block_variants();
+        case Op::PixelShuffle:
+            return cuda::pixel_shuffle_variants();
         default:
             return {};
     }
