@@ -245,8 +245,8 @@ int ModelRunner::tile_side(Shape shape, size_t pixels_fit) const {
     const int r = model_->radius(), m = model_->size_multiple();
     const int smallest = std::max(kSmallestTile, m);
     int tile = std::max((options_.max_tile > 0 ? options_.max_tile : kLargestTile) / m * m, m);
-    auto pass_pixels = [&](int t) {
-        const size_t side = size_t(t) + 2 * size_t(r);
+    auto pass_pixels = [&](int t) {  // the halo before a tile may be up to 2m - 1 wider (run_tiled)
+        const size_t side = size_t(t) + 2 * size_t(r) + 2 * size_t(m);
         return std::min(side, size_t(shape.h)) * std::min(side, size_t(shape.w));
     };
     int too_large = 0;  // the last side that did not fit
@@ -340,14 +340,22 @@ void ModelRunner::run_tiled(Shape padded, Shape image, int tile, const TileReade
     // image is one tile (each tile would otherwise run the whole image).
     if (tile + r >= padded.h && tile + r >= padded.w) tile = std::max(padded.h, padded.w);
     std::vector<float> tile_in, tile_out, core;
+    // A pass starts on a multiple of 2m: at every scale s of the model (s
+    // divides m) its first pixel is then an even one, as the whole image's
+    // is. Winograd F(2x2, 3x3) counts its 2x2 output patches from the pass's
+    // first pixel, and an output computed in another patch position rounds
+    // differently: a pass starting on an odd pixel differed from the whole
+    // image in the last bits (ModelRunner.TilesAndBatchesAreBitIdenticalToTheImageAlone).
+    const int align = 2 * model_->size_multiple();
     for (int y0 = 0; y0 < image.h; y0 += tile) {
         for (int x0 = 0; x0 < image.w; x0 += tile) {
-            // Core [y0,y1)x[x0,x1) plus a halo of r pixels, clipped to the
-            // padded image: at its edges the model pads exactly as it would
-            // untiled. Only the core's pixels within the image are written.
+            // Core [y0,y1)x[x0,x1) plus a halo of r pixels (before it, up to
+            // the multiple of `align` at or below), clipped to the padded
+            // image: at its edges the model pads exactly as it would untiled.
+            // Only the core's pixels within the image are written.
             const int y1 = std::min(padded.h, y0 + tile), x1 = std::min(padded.w, x0 + tile);
-            const int hy0 = std::max(0, y0 - r), hy1 = std::min(padded.h, y1 + r);
-            const int hx0 = std::max(0, x0 - r), hx1 = std::min(padded.w, x1 + r);
+            const int hy0 = std::max(0, y0 - r) / align * align, hy1 = std::min(padded.h, y1 + r);
+            const int hx0 = std::max(0, x0 - r) / align * align, hx1 = std::min(padded.w, x1 + r);
             const Shape ts{1, C, hy1 - hy0, hx1 - hx0};
             ScopedStage copy_in(timer, "tile copies");
             tile_in.resize(ts.count());

@@ -1564,6 +1564,72 @@ TEST(ModelRunner, RunTilesReadsAndWritesTheImageATileAtATime) {
 }  // namespace
 }  // namespace imr
 
+namespace imr {
+namespace {
+
+// A chain whose fp32 kernels depend on where a pass starts or how large it
+// is: a 48-channel 3x3 (Winograd F(2x2, 3x3) on the CPU and on CUDA, whose
+// 2x2 output patches are counted from the pass's first pixel), a plain
+// 128-channel 3x3 (CUDA may split its reduction by size:
+// Conv2dArgs::plan_pixels) and a C = 3 residual block (CUDA's fused kernel
+// may split its hidden channels); He-scaled weights and the model input added
+// last, so the output is an image, not a constant.
+ModelFile size_sensitive_model(std::mt19937& rng) {
+    auto conv = [&](int in, int out, Activation act, bool add_input) {
+        Conv2dStage c = test::random_conv2d(rng, in, out, 3, PadMode::Reflect, true);
+        for (float& w : c.weight) w *= std::sqrt(2.0f * 9 * in);  // random_conv2d's scale is 1/(9 in)
+        c.activation = act, c.add_model_input = add_input;
+        return c;
+    };
+    Conv2dStage last = conv(128, 3, Activation::None, true);
+    for (float& w : last.weight) w *= 0.1f;
+    return test::model_of(
+        "size-sensitive",
+        {conv(3, 48, Activation::ReLU, false), conv(48, 128, Activation::ReLU, false),
+         conv(128, 128, Activation::None, false), last, test::random_residual_block(rng, 3, 64, 0.2f)});
+}
+
+// Tiles whose origins fall on odd pixels (sides 17 and 33) and a batch of two
+// give each image bit for bit what the image alone, whole, gives, on each
+// backend this machine has (fp32).
+TEST(ModelRunner, TilesAndBatchesAreBitIdenticalToTheImageAlone) {
+    unsigned seed;
+    auto rng = fresh_rng(&seed);
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    const ModelFile m = size_sensitive_model(rng);
+    std::vector<std::unique_ptr<Backend>> backends;
+    backends.push_back(make_cpu_backend());
+    std::string why;
+    if (cuda_device_count(&why) > 0) backends.push_back(make_cuda_backend(0));
+    const Shape one{1, 3, 75, 101}, two{2, 3, 75, 101};
+    std::vector<float> batch = test::random_vector(rng, two.count(), 0.25f);
+    for (float& v : batch) v = std::clamp(v + 0.5f, 0.f, 1.f);
+    for (auto& be : backends) {
+        SCOPED_TRACE(be->name());
+        ModelRunner whole(m, *be);
+        std::vector<std::vector<float>> alone(2, std::vector<float>(one.count(), std::nanf("")));
+        for (int i = 0; i < 2; ++i)
+            whole.run(f32_nchw(batch.data() + i * one.count(), one), f32_nchw(alone[i].data(), one), nullptr);
+        std::vector<float> together(two.count(), std::nanf(""));
+        whole.run(f32_nchw(batch.data(), two), f32_nchw(together.data(), two), nullptr);
+        for (int i = 0; i < 2; ++i)
+            EXPECT_EQ(0, std::memcmp(together.data() + i * one.count(), alone[i].data(), one.count() * sizeof(float)))
+                << "image " << i << " of a batch of two differs from the image alone";
+        for (int side : {17, 33}) {
+            ModelRunner tiles(m, *be, test::tiled(side));
+            for (int i = 0; i < 2; ++i) {
+                std::vector<float> tiled(one.count(), std::nanf(""));
+                tiles.run(f32_nchw(batch.data() + i * one.count(), one), f32_nchw(tiled.data(), one), nullptr);
+                EXPECT_EQ(0, std::memcmp(tiled.data(), alone[i].data(), one.count() * sizeof(float)))
+                    << "image " << i << " in " << side << "-pixel tiles differs from the whole pass";
+            }
+        }
+    }
+}
+
+}  // namespace
+}  // namespace imr
+
 #if IMRESTORE_WITH_CUDA
 #include "cuda/conv2d.cuh"
 

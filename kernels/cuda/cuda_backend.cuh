@@ -144,7 +144,7 @@ public:
     using Backend::prepare;  // the other ops: nothing to prepare
     std::unique_ptr<PreparedWeights> prepare(const Conv2dArgs& a) override;
 
-    // Kernel variants: conv2d's and residual_block's tables.
+    // Kernel variants: conv2d's, residual_block's and pixel_shuffle's tables.
     std::vector<std::string> variants(Op op) const override;
 
     std::unique_ptr<BackendTimer> make_timer() override;

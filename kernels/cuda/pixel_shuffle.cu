@@ -139,7 +139,7 @@ struct ShuffleVecParams {
     FastDiv div_groups, div_deep_w, div_deep_h;
 };
 
-template <class T, int F>
+template <class T, int F, bool ToDepth>  // the direction a template argument: FF vectors in registers, not 2 FF
 __global__ void __launch_bounds__(PS_THREADS) pixel_shuffle_nhwc8_vec_kernel(const ShuffleVecParams p) {
     constexpr int FF = F * F;
     const long long i = (long long)blockIdx.x * PS_THREADS + threadIdx.x;
@@ -159,21 +159,21 @@ __global__ void __launch_bounds__(PS_THREADS) pixel_shuffle_nhwc8_vec_kernel(con
     uint4* out = static_cast<uint4*>(p.out);
     uint4 src[FF], dst[FF];
 #pragma unroll
-    for (int q = 0; q < FF; ++q) src[q] = __ldg(in + (p.to_depth ? wide_at[q] : deep_at + 8 * q) / 8);
+    for (int q = 0; q < FF; ++q) src[q] = __ldg(in + (ToDepth ? wide_at[q] : deep_at + 8 * q) / 8);
     const uint16_t* s = reinterpret_cast<const uint16_t*>(src);
     uint16_t* d = reinterpret_cast<uint16_t*>(dst);
 #pragma unroll
     for (int k = 0; k < 8; ++k)
 #pragma unroll
         for (int q = 0; q < FF; ++q) {
-            if (p.to_depth)
+            if constexpr (ToDepth)
                 d[k * FF + q] = s[q * 8 + k];  // wide vector q, element k -> deep element k * FF + q
             else
                 d[q * 8 + k] = s[k * FF + q];
         }
 #pragma unroll
     for (int q = 0; q < FF; ++q) {
-        const size_t at = (p.to_depth ? deep_at + 8 * q : wide_at[q]) / 8;
+        const size_t at = (ToDepth ? deep_at + 8 * q : wide_at[q]) / 8;
         if (p.residual) {  // as the kernels above: the sum in float, rounded once
             float a[8], r[8];
             unpack8<T>(dst[q], a);
@@ -196,16 +196,24 @@ bool vector_applies(const PixelShuffleArgs& a) {
            a.factor >= 2 && a.factor <= 4 && wide.c % 8 == 0 && aligned;
 }
 
-template <class T>
+template <class T, bool ToDepth>
 void launch_vec(const ShuffleVecParams& p, int factor, unsigned blocks, cudaStream_t stream) {
     switch (factor) {
         case 2:
-            return pixel_shuffle_nhwc8_vec_kernel<T, 2><<<blocks, PS_THREADS, 0, stream>>>(p);
+            return pixel_shuffle_nhwc8_vec_kernel<T, 2, ToDepth><<<blocks, PS_THREADS, 0, stream>>>(p);
         case 3:
-            return pixel_shuffle_nhwc8_vec_kernel<T, 3><<<blocks, PS_THREADS, 0, stream>>>(p);
+            return pixel_shuffle_nhwc8_vec_kernel<T, 3, ToDepth><<<blocks, PS_THREADS, 0, stream>>>(p);
         default:
-            return pixel_shuffle_nhwc8_vec_kernel<T, 4><<<blocks, PS_THREADS, 0, stream>>>(p);
+            return pixel_shuffle_nhwc8_vec_kernel<T, 4, ToDepth><<<blocks, PS_THREADS, 0, stream>>>(p);
     }
+}
+
+template <class T>
+void launch_vec(const ShuffleVecParams& p, int factor, unsigned blocks, cudaStream_t stream) {
+    if (p.to_depth)
+        launch_vec<T, true>(p, factor, blocks, stream);
+    else
+        launch_vec<T, false>(p, factor, blocks, stream);
 }
 
 void pixel_shuffle_nhwc8_vec(const PixelShuffleArgs& a, const std::string& context, cudaStream_t stream) {

@@ -391,9 +391,11 @@ Conv2dPlan plan_conv2d(const Conv2dArgs& a, const GpuInfo& gpu, const std::strin
     if (a.plan_pixels <= 0 || a.plan_pixels == own) return plan;
     // Planned for another size (a tile or a batch image: Conv2dArgs::plan_pixels).
     // Only a split reduction sums in another order (every kernel here sums a
-    // block's K in one chain, whatever its tile shape): the split and, where
-    // there is one, the kernel it splits (its K chunks) are the planned
-    // size's; without one the tile shape stays this call's own.
+    // block's K in one chain, whatever its tile shape; Winograd, picked by
+    // channels alone, counts its 2x2 patches from the call's first pixel,
+    // which the runner keeps even: ModelRunner::run_tiled): the split and,
+    // where there is one, the kernel it splits (its K chunks) are the
+    // planned size's; without one the tile shape stays this call's own.
     const Conv2dPlan planned = plan_for_pixels(a, gpu, forced, a.plan_pixels);
     if (planned.split_k > 1) return planned;
     plan.split_k = 1;
