@@ -335,13 +335,15 @@ void launch_fused(const ResidualBlockArgs& a, cudaStream_t stream, int sm_count)
     const auto kernel = residual_block_c3_v3_kernel;
     check_cuda(raise_smem_limit(reinterpret_cast<const void*>(kernel), smem), context(a),
                "cudaFuncSetAttribute(max dynamic shared memory)");
-    const unsigned gx = (a.input.shape.w + RB_TILE_W - 1) / RB_TILE_W,
-                   gy = (a.input.shape.h + RB_TILE_H - 1) / RB_TILE_H;
+    const auto tiles = [](int h, int w) {  // the blocks of one image of h x w
+        return dim3(unsigned((w + RB_TILE_W - 1) / RB_TILE_W), unsigned((h + RB_TILE_H - 1) / RB_TILE_H));
+    };
+    const dim3 own = tiles(a.input.shape.h, a.input.shape.w);
+    const unsigned gx = own.x, gy = own.y;
     // The split is decided for the size planned for (ResidualBlockArgs::plan_h):
     // an image's tiles and a batch's images split as the image alone would.
-    const long long blocks =
-        a.plan_h > 0 ? (long long)((a.plan_w + RB_TILE_W - 1) / RB_TILE_W) * ((a.plan_h + RB_TILE_H - 1) / RB_TILE_H)
-                     : (long long)gx * gy * a.input.shape.n;
+    const dim3 planned = a.plan_h > 0 ? tiles(a.plan_h, a.plan_w) : own;
+    const long long blocks = (long long)planned.x * planned.y * (a.plan_h > 0 ? 1 : a.input.shape.n);
     const int splits = (split_enabled() && 2 * blocks <= sm_count && hidden_pad / RB_HC >= RB_SPLIT &&
                         (long long)a.input.shape.n * RB_SPLIT <= 65535)
                            ? RB_SPLIT
