@@ -77,6 +77,7 @@ struct Options {
     bool json_lines = false;  // --json-lines: one JSON record per line as files finish
     bool strip = false;       // write no ICC profile or EXIF
     int bench = 0;
+    std::vector<std::string> kernels;  // --kernel OP=VARIANT: forced kernel variants (for timing them)
     int bit_depth = 0;
     int quality = 95;
     int png_compression = 1;            // see WriteOptions
@@ -214,6 +215,12 @@ void add_run_header(Json& doc, const JobStream& jobs, const ModelRunner& runner,
     doc["precision"] = {{"requested", precision_name(runner.options().precision)},
                         {"used", precision_name(runner.precision())}};
     doc["batch"] = runner.options().batch;
+    // --kernel: the variants that ran instead of the planner's picks, so
+    // timings made with them are never read as the default's.
+    if (!runner.options().forced_variants.empty()) {
+        doc["kernels_forced"] = Json::object();
+        for (const auto& [op, variant] : runner.options().forced_variants) doc["kernels_forced"][op_name(op)] = variant;
+    }
     // How --strength acts: "level" (it scales the model's noise level or
     // JPEG quality; each file's "levels" say the values) or "blend".
     doc["strength"] = {{"value", strength}, {"applies_to", model.extra_inputs.empty() ? "blend" : "level"}};
@@ -377,6 +384,7 @@ int run_restore(const Options& o) {
     settings.max_tile = o.tile;
     settings.max_memory = size_t(o.max_memory);
     settings.batch = o.batch;
+    for (const std::string& k : o.kernels) settings.forced_variants.push_back(parse_forced_variant(k));
     std::string note;
     std::unique_ptr<Backend> backend = make_backend(settings, &note);
     // The device first: without -m, the default model is the device's.
@@ -399,6 +407,9 @@ int run_restore(const Options& o) {
         std::cerr << "model " << printable(model.name) << " (" << printable(model.path) << "), device "
                   << backend->name() << ": " << backend->description() << ", precision "
                   << precision_name(runner.precision()) << "\n";
+        for (const auto& [op, variant] : runner.options().forced_variants)
+            std::cerr << "note: every " << op_name(op) << " runs kernel variant " << variant
+                      << " (--kernel), not the planner's pick\n";
     }
 
     PipelineOptions p;
@@ -605,6 +616,14 @@ void setup(CLI::App& app, Options& o) {
     app.add_option("--bench", o.bench, "After each batch, repeat the compute N times; print min/median per stage")
         ->check(CLI::Range(0, 100000))
         ->type_name("N");
+    app.add_option("--kernel", o.kernels,
+                   "KERNEL is OP=VARIANT: run kernel variant VARIANT for every OP of the model instead of the "
+                   "planner's pick, to time it with --bench (repeatable; an unknown name lists the backend's "
+                   "variants; a variant that does not apply to a layer fails that file); --json records it as "
+                   "kernels_forced")
+        ->type_name("KERNEL")  // not OP=VARIANT: help's TYPE=DEFAULT would read VARIANT as a default
+        ->expected(1)  // one a time: `--kernel A=B photo.jpg` leaves photo.jpg an input
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
     add_shard_options(&app, o.shard);
     app.add_flag("--json", o.json,
                  "Print a machine-readable report on stdout (nothing else goes there), once the run is over: it "

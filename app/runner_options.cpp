@@ -36,6 +36,18 @@ Precision parse_precision(const std::string& s) {
     throw Error("--precision " + s + ": expected one of " + precision_choices());
 }
 
+std::pair<Op, std::string> parse_forced_variant(const std::string& s) {
+    const size_t eq = s.find('=');
+    std::string ops;
+    for (size_t i = 0; i < kOpCount; ++i) ops += std::string(i ? ", " : "") + op_name(Op(i));
+    if (eq == std::string::npos || eq == 0 || eq + 1 == s.size())
+        throw Error("--kernel " + s + ": expected OP=VARIANT (OP one of " + ops + ")");
+    const std::string op = s.substr(0, eq);
+    for (size_t i = 0; i < kOpCount; ++i)
+        if (op == op_name(Op(i))) return {Op(i), s.substr(eq + 1)};
+    throw Error("--kernel " + s + ": no op '" + op + "' (the ops: " + ops + ")");
+}
+
 namespace {
 
 // "N" of "cuda:N" (at most 4 digits); throws naming `spec` otherwise.

@@ -28,6 +28,12 @@ Precision parse_precision(const std::string& s);
 // "fp32|tf32|bf16|fp16|auto", for help texts.
 const char* precision_choices();
 
+// --kernel OP=VARIANT: the op by its name (op_name) and the variant's name,
+// which the backend checks when it is forced (Backend::force_variant lists
+// an op's variants when the name is not one of them). Throws imr::Error
+// naming the value, and listing the ops when OP is none of them.
+std::pair<Op, std::string> parse_forced_variant(const std::string& s);
+
 struct RunnerOptions {
     std::string device = "auto";  // "auto" | "cpu" | "cuda" | "cuda:N" | "cuda:N,M,..." | "cuda:all"
     int threads = 0;              // the CPU backend's threads (0: one per core); a device ignores it

@@ -13,7 +13,7 @@
 declare -gA _imrestore_valued=(
     [restore]='-o --output -m --model -d --device --precision -b --batch --format --suffix --codec --bit-depth --quality
         --strength --noise-level --jpeg-quality --png-compression -j --threads --tile --max-memory --max-pixels
-        --bench --shard --shard-count'
+        --bench --kernel --shard --shard-count'
     [models]=''
     [model]='--validate-precision --write -d --device'
     [degrade]='-o --output --blur --noise --jpeg --subsampling --mix --seed --format --shard --shard-count'

@@ -411,7 +411,10 @@ TEST(Cli, LevelsGivenOrEstimatedReachTheModel) {
     EXPECT_LT(double(psnr["model"]), double(psnr["input"])) << "the model added its level: " << measured.out;
     RunResult mix = imrestore("eval " + q(dir / "clean") + " -m " + q(noise_model) + " -d cpu --mix photo", dir);
     EXPECT_EQ(mix.code, 2);
-    EXPECT_NE(mix.err.find("takes a noise level, which eval gives it from --noise"), std::string::npos) << mix.err;
+    EXPECT_NE(mix.err.find("takes a noise level, which eval gives it from the degradation's noise; degradation "
+                           "[mix photo] has none to give (give --noise or --jpeg)"),
+              std::string::npos)
+        << mix.err;
 
     // Levels the model does not take.
     RunResult wrong = run(noise_model, in, "--jpeg-quality 30");
@@ -1052,6 +1055,53 @@ TEST(Cli, PrecisionIsReportedAndTheTensorCorePrecisionsAreRefused) {
     RunResult bad = imrestore(q(sample("chelsea.png")) + " -o " + q(dir / "x.png") + " --precision fp64", dir);
     EXPECT_EQ(bad.code, 2);
     EXPECT_NE(bad.err.find("--precision"), std::string::npos) << bad.err;
+}
+
+// --kernel OP=VARIANT runs that variant for every layer of the op: on a 3x3
+// model the other CPU kernel gives the same image within a level; on a 1x1
+// model the 3x3-only kernel cannot run, so the file fails (what shows the
+// variant was forced); unknown names are refused with the lists to pick from.
+TEST(Cli, KernelForcesAVariantAndSaysSo) {
+    ScratchDir dir("cli-kernel");
+    auto run = [&](const std::string& args, const std::string& out) {
+        return imrestore(q(sample("chelsea.png")) + " -d cpu -o " + q(dir / out) + " " + args, dir);
+    };
+    RunResult planned = run("-m denoise --json", "planned.png");
+    ASSERT_EQ(planned.code, 0) << planned.err;
+    EXPECT_FALSE(nlohmann::json::parse(planned.out).contains("kernels_forced"));
+    RunResult direct = run("-m denoise --kernel conv2d=direct_register_tile --json", "direct.png");
+    ASSERT_EQ(direct.code, 0) << direct.err;
+    EXPECT_EQ(nlohmann::json::parse(direct.out)["kernels_forced"],
+              nlohmann::json({{"conv2d", "direct_register_tile"}}));
+    const Image a = read_image(dir / "planned.png"), b = read_image(dir / "direct.png");
+    ASSERT_EQ(a.sample_count(), b.sample_count());
+    int worst = 0;
+    for (size_t i = 0; i < a.sample_count(); ++i) worst = std::max(worst, std::abs(a.sample(i) - b.sample(i)));
+    EXPECT_LE(worst, 1);
+    RunResult noted = run("-m denoise --kernel conv2d=winograd_2x2_3x3", "winograd.png");
+    ASSERT_EQ(noted.code, 0) << noted.err;
+    EXPECT_NE(noted.err.find("note: every conv2d runs kernel variant winograd_2x2_3x3 (--kernel)"),
+              std::string::npos)
+        << noted.err;
+
+    write_model_file(dir / "affine.h5", affine_model(0.5f, 0.25f));
+    RunResult inapplicable = run("-m " + q(dir / "affine.h5") + " --kernel conv2d=winograd_2x2_3x3", "one.png");
+    EXPECT_NE(inapplicable.code, 0);
+    EXPECT_NE(inapplicable.err.find("3x3"), std::string::npos) << inapplicable.err;
+    EXPECT_FALSE(fs::exists(dir / "one.png"));
+
+    const std::pair<const char*, const char*> bad[] = {
+        {"conv2d=nope", "its variants: direct_register_tile, winograd_2x2_3x3"},
+        {"convolution=direct_register_tile", "the ops: residual_block, conv2d, pixel_shuffle"},
+        {"conv2d", "expected OP=VARIANT"},
+        {"=direct_register_tile", "expected OP=VARIANT"},
+    };
+    for (const auto& [arg, says] : bad) {
+        RunResult r = run(std::string("-m denoise --kernel ") + arg, "bad.png");
+        EXPECT_EQ(r.code, 2) << arg;
+        EXPECT_NE(r.err.find(says), std::string::npos) << arg << ": " << r.err;
+        EXPECT_FALSE(fs::exists(dir / "bad.png"));
+    }
 }
 
 TEST(Cli, DeviceCudaWithoutADeviceIsAClearError) {

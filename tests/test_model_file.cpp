@@ -760,9 +760,11 @@ TEST(HostileModel, TheReadersAnswerIsCheckedWhileDecoded) {
 }
 
 TEST(HostileModel, LoadingStaysFast) {
-    // Each load forks the reader: it must stay a few milliseconds. Printed
-    // next to reading in this process, the cost of the isolation
-    // (weights/README.md quotes these two numbers).
+    // Each load forks the reader and copies the model back through a pipe:
+    // that must stay a small multiple of reading the file in this process,
+    // whatever the machine's speed (a fixed bound in milliseconds failed
+    // under ASan on CI once the bundled U-Nets made the models ten times
+    // larger). Both are printed: the cost of the isolation.
     using clock = std::chrono::steady_clock;
     const std::vector<BundledModel> models = list_bundled_models();
     auto t0 = clock::now();
@@ -773,7 +775,10 @@ TEST(HostileModel, LoadingStaysFast) {
     const double isolated = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
     std::cout << "[          ] " << models.size() << " bundled models: " << isolated / models.size()
               << " ms per load through the isolated reader, " << direct / models.size() << " ms in this process\n";
-    EXPECT_LT(isolated / models.size(), 500.0);
+    // Measured: 1.7x under ASan, 1.4x in a release build; 3x plus
+    // the fork's fixed cost leaves room for a loaded machine and fails on
+    // a copy made twice or a decode that goes quadratic.
+    EXPECT_LT(isolated, 3.0 * direct + 50.0 * models.size());
 }
 
 TEST(ModelFile, WriterRefusesInvalidModels) {

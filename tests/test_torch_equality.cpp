@@ -1,7 +1,8 @@
 // The C++ forward pass against PyTorch's, without torch: for every trained
 // bundled model, tests/data/torch/NAME.f32 holds the
 // fp32 output torch computed (TF32 off) for weights/check_input.png on the
-// GPU host. The CPU backend must agree within one 8-bit level on at least
+// GPU host (for a model that takes a noise level or JPEG quality, at sigma 25
+// or quality 50: weights/train.py's CHECK_LEVELS). The CPU backend must agree within one 8-bit level on at least
 // 99.99% of the values (the trained-models issue's rule), and every value
 // within 0.01 of a level.
 #include <gtest/gtest.h>
@@ -47,7 +48,13 @@ TEST(TorchEquality, TrainedModelsMatchPyTorchWithinOneLevel) {
         const fs::path model_path = weights / (name + ".h5");
         ASSERT_TRUE(fs::exists(model_path)) << entry.path() << " has no bundled model " << model_path;
         const std::vector<float> expected = read_f32(entry.path(), shape.count());
-        ModelRunner runner(load_model_file(model_path.string()), *cpu);
+        ModelFile model = load_model_file(model_path.string());
+        // A model that takes a level gets the one train.py computed the
+        // torch output with (its CHECK_LEVELS).
+        RunnerOptions options;
+        for (const std::string& level : model.extra_inputs)
+            options.extra_inputs.emplace_back(level, level == "noise_level" ? 25.0f / 255.0f : 0.5f);
+        ModelRunner runner(std::move(model), *cpu, options);
         std::vector<float> got(shape.count(), std::nanf(""));
         runner.run(f32_nchw(input.data(), shape), f32_nchw(got.data(), shape), nullptr);
         size_t within = 0;

@@ -107,6 +107,45 @@ def check_jpeg_prior():
             fail(f"--jpeg-prior {bad}: exit {r.returncode}, stderr {r.stderr[-200:]}")
 
 
+def check_level_input(common, data, h5, tmp):
+    """A DRUNet with a level input (FBCNN-style: the noise level or JPEG
+    quality as a plane beside the image) starts from a file without one with
+    the level's weights zero, so its output is the file's model's at any level;
+    it trains, and its file takes the level as an extra input, which the
+    numpy forward is given (train.py checks it against torch). A level that
+    is not the task's is refused."""
+    import architectures
+    import imrestore_model as im
+    import train
+    plain = architectures.build("drunet-small")
+    train.init_from_model_file(plain, h5, lambda *a: None)
+    leveled = architectures.build("drunet-small", level_input="noise_level")
+    train.init_from_model_file(leveled, h5, lambda *a: None)
+    x = torch.rand(2, 3, 24, 40)
+    with torch.no_grad():
+        want = plain(x)
+        for v in (0.0, 0.2, 1.0):
+            got = train.call_net(leveled, leveled, x, {"noise_level": torch.full((2,), v)})
+            if not torch.allclose(got, want, atol=1e-6):
+                fail(f"level input added by --init-from: the output at level {v} is not the file's model's")
+    kw = '{"level_input": "noise_level"}'
+    d4 = os.path.join(tmp, "c4")
+    out4 = run(common + data + ["--max-steps", "2", "--arch-kw", kw, "--init-from", h5, "--out", d4],
+               "call 4 (a noise-level input, --init-from a file without one)")
+    if "with a noise_level input added" not in out4:
+        fail("call 4: the log does not say the level input was added")
+    if not re.search(r"max \|diff\| [0-9.e-]+", out4) or "WARNING" in out4:
+        fail("call 4: the written file was not checked against torch, or differs")
+    m = im.read_model(os.path.join(d4, NAME + ".h5"))
+    if m.get("extra_inputs") != ["noise_level"]:
+        fail(f"call 4: the file's extra inputs are {m.get('extra_inputs')}")
+    r = subprocess.run([sys.executable, TRAIN] + common + data + ["--max-steps", "1", "--arch-kw",
+                       '{"level_input": "jpeg_quality"}', "--out", os.path.join(tmp, "c5")],
+                       capture_output=True, text=True, timeout=300)
+    if r.returncode == 0 or "takes jpeg_quality" not in r.stdout + r.stderr:
+        fail(f"a jpeg_quality input for --task denoise: exit {r.returncode}, {(r.stdout + r.stderr)[-300:]}")
+
+
 def main():
     shards = None
     if len(sys.argv) == 3 and sys.argv[1] == "--shards":
@@ -196,6 +235,8 @@ def main():
         except SystemExit as e:
             if "is no parameter" not in str(e):
                 fail(f"--init-from refused the wrong architecture with: {e}")
+
+        check_level_input(common, data, h5, tmp)
     check_jpeg_prior()
     print(f"PASS: trained 3 steps, resumed from the compact checkpoint (val PSNR {end1:.2f} -> {start2:.2f} dB "
           f"across it), 2 more, int8 checkpoint (relative RMS weight error {ck2['compact']['rel_rms_error']:.1e}) "

@@ -5,7 +5,9 @@ traced and written as a model file by weights/export_graph.py.
     DRUNetLike   DRUNet's shape: 4 scales, residual blocks (conv3x3, relu,
                  conv3x3, + skip), 2x2 stride-2 convolutions down, 2x2
                  stride-2 transposed convolutions up, skip additions, a global
-                 residual. No noise-level map.
+                 residual; optionally a level input (level_input="jpeg_quality"
+                 or "noise_level": a constant plane joined to the image before
+                 the head, as FBCNN's quality and DRUNet's noise-level map).
     NAFNetLike   NAFNet's shape: NAFBlocks (LayerNorm2d, 1x1 conv, depthwise
                  3x3, SimpleGate, channel attention, 1x1 conv, learned
                  per-channel scale beta, + skip; LayerNorm2d, 1x1 conv,
@@ -22,6 +24,11 @@ The interface the trainer and the exporter rely on:
     multiples of it (the format pads other sizes by replicating the last
     row/column and crops back: `forward_any_size` does that);
   * `config()`: the constructor arguments, so build(**config()) rebuilds it;
+  * `level_input` (None, "jpeg_quality" or "noise_level"): a model with one
+    is called as model(x, level), level [N, 1, H, W] the constant plane of the
+    value (jpeg_quality: quality / 100; noise_level: sigma / 255, as the
+    format's extra inputs); its forward's second argument has that name, so
+    weights/export_graph.py writes it as the model's extra input;
   * build(arch_name, **kw): "drunet" or "nafnet", or "drunet-small" etc.
     (the preset in the name).
 """
@@ -64,16 +71,24 @@ class DRUNetLike(_SizeMixin, nn.Module):
     stride-2 conv to the next width] -> body blocks x ResBlock -> per scale back
     up [2x2 stride-2 transposed conv, + that scale's skip, blocks x ResBlock]
     -> + head output -> tail conv3x3 -> + input. Biases only with bias=True
-    (DRUNet has none)."""
+    (DRUNet has none). With level_input, the head reads the image and the
+    level's plane (image_channels + 1 channels; build() gives the class whose
+    forward names the level)."""
 
     PRESETS = {
         "small": {"widths": (16, 32, 64, 128), "blocks": 1},
         "large": {"widths": (64, 128, 256, 512), "blocks": 4},  # DRUNet's own sizes
     }
 
-    def __init__(self, image_channels=3, preset=None, widths=None, blocks=None, bias=False):
+    def __init__(self, image_channels=3, preset=None, widths=None, blocks=None, bias=False, level_input=None):
         super().__init__()
         p = self.PRESETS[preset or "large"]
+        if level_input not in LEVEL_CLASSES:
+            raise ValueError(f"DRUNetLike: level_input {level_input!r} is not one of {list(LEVEL_CLASSES)}")
+        if type(self) is not LEVEL_CLASSES[level_input]:
+            raise ValueError(f"DRUNetLike: level_input {level_input!r} needs class {LEVEL_CLASSES[level_input].__name__} "
+                             "(build() picks it)")
+        self.level_input = level_input
         self.image_channels = int(image_channels)
         self.preset = preset
         self.widths = tuple(int(w) for w in (widths if widths is not None else p["widths"]))
@@ -82,7 +97,7 @@ class DRUNetLike(_SizeMixin, nn.Module):
         if len(self.widths) < 2 or self.blocks < 1:
             raise ValueError(f"DRUNetLike: needs at least 2 widths and 1 block, got {self.widths}, {self.blocks}")
         w = self.widths
-        self.head = nn.Conv2d(self.image_channels, w[0], 3, padding=1, bias=self.bias)
+        self.head = nn.Conv2d(self.image_channels + (1 if level_input else 0), w[0], 3, padding=1, bias=self.bias)
         self.down = nn.ModuleList()
         self.down_blocks = nn.ModuleList()
         for i in range(len(w) - 1):
@@ -103,11 +118,17 @@ class DRUNetLike(_SizeMixin, nn.Module):
         return 2 ** (len(self.widths) - 1)
 
     def config(self):
-        return {"arch": "drunet", "image_channels": self.image_channels, "widths": list(self.widths),
-                "blocks": self.blocks, "bias": self.bias}
+        c = {"arch": "drunet", "image_channels": self.image_channels, "widths": list(self.widths),
+             "blocks": self.blocks, "bias": self.bias}
+        if self.level_input:
+            c["level_input"] = self.level_input
+        return c
 
     def forward(self, x):
-        y = self.head(x)
+        return self._run(x)
+
+    def _run(self, x, level=None):
+        y = self.head(x if level is None else torch.cat([x, level], 1))
         skips = [y]
         for blocks, down in zip(self.down_blocks, self.down):
             y = down(blocks(y))
@@ -216,6 +237,23 @@ class NAFNetLike(_SizeMixin, nn.Module):
         return self.ending(y) + x
 
 
+class _DRUNetLikeJpegQuality(DRUNetLike):
+    """DRUNetLike with level_input="jpeg_quality": forward(x, jpeg_quality)."""
+
+    def forward(self, x, jpeg_quality):
+        return self._run(x, jpeg_quality)
+
+
+class _DRUNetLikeNoiseLevel(DRUNetLike):
+    """DRUNetLike with level_input="noise_level": forward(x, noise_level)."""
+
+    def forward(self, x, noise_level):
+        return self._run(x, noise_level)
+
+
+# The class of each level input (torch.fx traces the forward of the class, so
+# the level's name is the forward's argument: one class each).
+LEVEL_CLASSES = {None: DRUNetLike, "jpeg_quality": _DRUNetLikeJpegQuality, "noise_level": _DRUNetLikeNoiseLevel}
 ARCHITECTURES = {"drunet": DRUNetLike, "nafnet": NAFNetLike}
 
 
@@ -234,4 +272,9 @@ def build(arch_name, **kw):
         if preset not in ARCHITECTURES[arch].PRESETS:
             raise ValueError(f"unknown preset {preset!r} of {arch} (known: {', '.join(ARCHITECTURES[arch].PRESETS)})")
         kw["preset"] = preset
+    if arch == "drunet":
+        level = kw.get("level_input")
+        if level not in LEVEL_CLASSES:
+            raise ValueError(f"drunet: level_input {level!r} is not one of {list(LEVEL_CLASSES)}")
+        return LEVEL_CLASSES[level](**kw)
     return ARCHITECTURES[arch](**kw)

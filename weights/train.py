@@ -499,14 +499,40 @@ def size_multiple(model):
     return int(v)
 
 
-def forward_any_size(model, x, mult):
+def forward_any_size(model, x, mult, levels=None):
     """The format's rule for sizes that are not a multiple of the size multiple:
-    replicate-pad bottom/right, run, crop."""
+    replicate-pad bottom/right, run, crop. levels: as call_net's."""
     h, w = x.shape[-2:]
     ph, pw = -h % mult, -w % mult
     if ph or pw:
         x = F.pad(x, (0, pw, 0, ph), mode="replicate")
-    return model(x)[..., :h, :w]
+    return call_net(model, model, x, levels)[..., :h, :w]
+
+
+def level_input(model):
+    """The model's level input (architectures.py: "jpeg_quality", "noise_level"), or None."""
+    return getattr(model, "level_input", None)
+
+
+# The levels the check input's torch output is computed with, for a model that
+# takes one (tests/test_torch_equality.cpp gives the C++ runner the same).
+CHECK_LEVELS = {"noise_level": 25.0 / 255.0, "jpeg_quality": 0.5}
+
+
+def call_net(net, model, x, levels):
+    """net(x), or net(x, plane) for a model with a level input: plane [N, 1, H, W]
+    holds each item's level (levels: {name: [N] tensor or a number}, the values
+    as the format's extra inputs take them: sigma / 255, quality / 100). net:
+    the model or its compiled forward."""
+    name = level_input(model)
+    if name is None:
+        return net(x)
+    if levels is None or name not in levels:
+        raise ValueError(f"the model takes {name}; no level was given")
+    n, _, h, w = x.shape
+    v = torch.as_tensor(levels[name], dtype=x.dtype, device=x.device).reshape(-1, 1, 1, 1)
+    plane = v.expand(n, 1, h, w).contiguous(memory_format=torch.channels_last)
+    return net(x, plane)
 
 
 # ---------------------------------------------------------------------------
@@ -699,11 +725,12 @@ class JpegFeeder:
                 + [q.tolist(), prior.tolist()])
         jobs = list(zip(*cols))
         slot = self.free.pop()
-        self.pending.append(self.pool.apply_async(_jpeg_job, (slot, jobs)))
+        self.pending.append((self.pool.apply_async(_jpeg_job, (slot, jobs)), q))
 
     def next(self):
-        """(degraded, clean) uint8 [B,3,S,S] on the device."""
-        slot = self.pending.popleft().get()
+        """(degraded, clean) uint8 [B,3,S,S] on the device, and each patch's JPEG quality ([B] int64)."""
+        job, q = self.pending.popleft()
+        slot = job.get()
         i = self.turn
         self.turn = (i + 1) % len(self.pinned)
         if self.events[i] is not None:
@@ -715,7 +742,7 @@ class JpegFeeder:
         if self.device.type == "cuda":
             self.events[i] = torch.cuda.Event()
             self.events[i].record()
-        return out[1], out[0]
+        return out[1], out[0], q.to(self.device)
 
     def close(self):
         self.pool.terminate()
@@ -736,55 +763,60 @@ class CpuParams:
 
 
 def make_batch(task, patches, feeder, batch, size, margin, gen, sigma_power=1.0):
-    """(degraded, clean) float32 [B,3,P,P] on the device, drawn from the task's
-    training distribution (denoise: sigma = NOISE_MAX * u ** sigma_power, u
-    uniform in [0, 1): a power above 1 draws low noise levels more often)."""
+    """(degraded, clean, levels): float32 [B,3,P,P] on the device, drawn from the
+    task's training distribution (denoise: sigma = NOISE_MAX * u ** sigma_power,
+    u uniform in [0, 1): a power above 1 draws low noise levels more often), and
+    the level of each item as call_net takes them (denoise: noise_level, deblock:
+    jpeg_quality; none for the other tasks)."""
     dev = patches.device
     if task == "photo":  # patches with a margin, degraded whole, cropped
         big = patches.crops(batch, gen).float() / 255.0
         crop = lambda t: t[:, :, margin:margin + size, margin:margin + size]  # noqa: E731
-        return crop(photo_mix(big, gen)), crop(big)
+        return crop(photo_mix(big, gen)), crop(big), {}
     if task == "deblock":
-        d, c = feeder.next()
-        return d.float() / 255.0, c.float() / 255.0
+        d, c, q = feeder.next()
+        return d.float() / 255.0, c.float() / 255.0, {"jpeg_quality": q.float() / 100.0}
     clean = patches.crops(batch, gen).float() / 255.0
     if task == "denoise":
         sigma = torch.rand(batch, generator=gen, device=dev) ** sigma_power * NOISE_MAX
-        return add_noise(clean, sigma, gen), clean
+        return add_noise(clean, sigma, gen), clean, {"noise_level": sigma / 255.0}
     # deblur: crop with a margin, blur (valid), round, crop, noise
     s = BLUR_S[0] + torch.rand(batch, generator=gen, device=dev) * (BLUR_S[1] - BLUR_S[0])
     blurred = quantize8(blur_valid(clean, gauss_taps(s, margin)))
     clean = clean[:, :, margin:margin + size, margin:margin + size]
     sigma = torch.rand(batch, generator=gen, device=dev) * BLUR_NOISE_MAX
-    return add_noise(blurred, sigma, gen), clean
+    return add_noise(blurred, sigma, gen), clean, {}
 
 
 def validation_set(task, photos, count, size, margin):
     """Fixed validation patches (CPU generator, VAL_SEED) of held-out photos, degraded
-    per the task's training distribution. Returns (degraded, clean) float32 on the CPU."""
+    per the task's training distribution. Returns (degraded, clean, levels):
+    float32 on the CPU, levels as make_batch's."""
     gen = torch.Generator().manual_seed(VAL_SEED)
     s = size + 2 * margin if task in ("deblur", "photo") else size
     sampler = PhotoPatches(photos, s, torch.device("cpu"))
     sampler.to_device()
     clean = sampler.crops(count, gen).float() / 255.0
     if task == "denoise":
-        return add_noise(clean, torch.rand(count, generator=gen) * NOISE_MAX, gen), clean
+        sigma = torch.rand(count, generator=gen) * NOISE_MAX
+        return add_noise(clean, sigma, gen), clean, {"noise_level": sigma / 255.0}
     if task == "photo":
         crop = lambda t: t[:, :, margin:margin + size, margin:margin + size]  # noqa: E731
-        return crop(photo_mix(clean, gen)), crop(clean)
+        return crop(photo_mix(clean, gen)), crop(clean), {}
     if task == "deblur":
         sb = BLUR_S[0] + torch.rand(count, generator=gen) * (BLUR_S[1] - BLUR_S[0])
         blurred = quantize8(blur_valid(clean, gauss_taps(sb, margin)))
         clean = clean[:, :, margin:margin + size, margin:margin + size]
-        return add_noise(blurred, torch.rand(count, generator=gen) * BLUR_NOISE_MAX, gen), clean
+        return add_noise(blurred, torch.rand(count, generator=gen) * BLUR_NOISE_MAX, gen), clean, {}
     q = torch.randint(JPEG_Q[0], JPEG_Q[1] + 1, (count,), generator=gen)
     u8 = torch.round(clean * 255.0).to(torch.uint8)
-    return torch.stack([jpeg_u8(u8[i], int(q[i])) for i in range(count)]).float() / 255.0, clean
+    deg = torch.stack([jpeg_u8(u8[i], int(q[i])) for i in range(count)]).float() / 255.0
+    return deg, clean, {"jpeg_quality": q.float() / 100.0}
 
 
 def eval_set(task, photos):
     """The held-out photos degraded at the task's standard levels (fixed seeds):
-    list of (label, [(clean u8, degraded u8)])."""
+    list of (label, [(clean u8, degraded u8)], levels as call_net takes them)."""
     out = []
     if task == "photo":  # one draw per photo, in order, from one generator; as `imrestore eval --mix photo`,
         gen = torch.Generator().manual_seed(EVAL_SEED)  # a draw that skips every step is drawn again
@@ -795,10 +827,11 @@ def eval_set(task, photos):
                 params = draw_photo_mix(1, gen, torch.device("cpu"))
             deg = photo_mix(p.float().unsqueeze(0) / 255.0, gen, params)
             pairs.append((p, torch.round(deg[0] * 255.0).to(torch.uint8)))
-        return [(EVAL_LEVELS[task][0][0], pairs)]
+        return [(EVAL_LEVELS[task][0][0], pairs, {})]
     for li, (label, blur, noise, q) in enumerate(EVAL_LEVELS[task]):
         gen = torch.Generator().manual_seed(EVAL_SEED + li)
-        out.append((label, [(p, degrade_image_cpu(p, blur, noise, q, gen)) for p in photos]))
+        levels = {"noise_level": noise / 255.0} if task == "denoise" else {"jpeg_quality": q / 100.0} if q else {}
+        out.append((label, [(p, degrade_image_cpu(p, blur, noise, q, gen)) for p in photos], levels))
     return out
 
 
@@ -813,11 +846,11 @@ def evaluate_full(model, sets, device, mult):
     the CLI makes it) for each level, and of the degraded input."""
     model.eval()
     results = []
-    for label, pairs in sets:
+    for label, pairs, levels in sets:
         pin, pout = [], []
         for clean, deg in pairs:
             x = deg.to(device).float().unsqueeze(0) / 255.0
-            y = forward_any_size(model, x, mult)
+            y = forward_any_size(model, x, mult, levels)
             y8 = torch.round(y.clamp(0, 1) * 255.0)[0]
             cd = clean.to(device)
             pin.append(psnr_u8(deg.to(device), cd))
@@ -831,13 +864,14 @@ def evaluate_full(model, sets, device, mult):
 @torch.no_grad()
 def validate(model, val, device, amp):
     model.eval()
-    deg, clean = val
+    deg, clean, levels = val
     se_in, se_out, n = 0.0, 0.0, 0
     for i in range(0, deg.shape[0], 32):
         d = deg[i:i + 32].to(device)
         c = clean[i:i + 32].to(device)
+        lv = {k: v[i:i + 32] for k, v in levels.items()}
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
-            y = model(d.contiguous(memory_format=torch.channels_last))
+            y = call_net(model, model, d.contiguous(memory_format=torch.channels_last), lv)
         y8 = torch.round(y.float().clamp(0, 1) * 255.0)
         c8 = torch.round(c * 255.0)
         se_in += (torch.round(d * 255.0) - c8).double().pow(2).sum().item()
@@ -1277,6 +1311,10 @@ def main(argv=None):
 
     torch.manual_seed(args.seed)
     model = build_model(args)  # before the data: a bad --patch fails at once
+    task_level = {"denoise": "noise_level", "deblock": "jpeg_quality"}.get(args.task)
+    if level_input(model) not in (None, task_level):
+        raise SystemExit(f"train.py: --task {args.task} gives {task_level or 'no level'}; the model takes "
+                         f"{level_input(model)}")
     init_from = init_from_model_file(model, args.init_from, log) if args.init_from else None
     mult = size_multiple(model)
     if args.patch % mult:
@@ -1417,7 +1455,11 @@ def init_from_model_file(model, path, log):
     stage NAME's weight and bias are NAME.weight and NAME.bias), then checks that
     every parameter was given one and that exporting the model again gives the
     file's stages back; raises SystemExit naming what does not fit. Returns how
-    the provenance names the file."""
+    the provenance names the file.
+    A model with a level input (architectures.py) may start from a file of the
+    same network without one: the head's weights for the image channels come
+    from the file, those for the level's plane are zero, so it starts as the
+    file's model whatever the level, and learns to use it."""
     sys.path.insert(0, HERE)
     import export_graph
     import imrestore_model as im
@@ -1427,6 +1469,7 @@ def init_from_model_file(model, path, log):
         raise SystemExit(f"train.py: --init-from {path}: {e}")
     params = dict(model.named_parameters())
     assigned = set()
+    added_level = level_input(model) if level_input(model) not in (m.get("extra_inputs") or []) else None
     with torch.no_grad():
         for i, st in enumerate(m["stages"]):
             for key in im.OPS[st["op"]].datasets:
@@ -1435,6 +1478,12 @@ def init_from_model_file(model, path, log):
                 pname = f"{st.get('name', i)}.{key}"
                 p = params.get(pname)
                 src = torch.from_numpy(np.asarray(st[key], np.float32))
+                if (added_level and pname == "head.weight" and p is not None and src.dim() == 4
+                        and tuple(p.shape) == (src.shape[0], src.shape[1] + 1) + tuple(src.shape[2:])):
+                    p.zero_()
+                    p[:, :src.shape[1]].copy_(src)  # the level's plane: weight 0
+                    assigned.add(pname)
+                    continue
                 if p is None or tuple(p.shape) != tuple(src.shape) or pname in assigned:
                     raise SystemExit(f"train.py: --init-from {path}: stage {i} ({st['op']}) {key} "
                                      f"{list(src.shape)} is no parameter '{pname}' of {args_arch_name(model)}"
@@ -1446,6 +1495,11 @@ def init_from_model_file(model, path, log):
         raise SystemExit(f"train.py: --init-from {path}: no stage holds {', '.join(missing[:4])}"
                          + (f" and {len(missing) - 4} more" if len(missing) > 4 else ""))
     stages, _, _ = export_graph.graph_stages(model, m["channels"])
+    if added_level:  # the level's concat comes first; the rest must be the file's
+        if not stages or stages[0]["op"] != "concat":
+            raise SystemExit(f"train.py: --init-from {path}: the model with {added_level} does not export a concat first")
+        stages = stages[1:]
+        stages[0] = dict(stages[0], weight=np.asarray(stages[0]["weight"])[:, :m["stages"][0]["weight"].shape[1]])
     for i, (a, b) in enumerate(zip(stages, m["stages"])):
         for key in im.OPS[a["op"]].datasets:
             if a.get(key) is not None and not np.array_equal(np.asarray(a[key], np.float32), b.get(key)):
@@ -1455,6 +1509,8 @@ def init_from_model_file(model, path, log):
         raise SystemExit(f"train.py: --init-from {path}: {len(m['stages'])} stages, the architecture exports "
                          f"{len(stages)}")
     text = f"{os.path.basename(path)} (sha256 {sha256_file(path)[:16]}, model '{m['name']}')"
+    if added_level:
+        text += f", with a {added_level} input added (its head weights zero)"
     log(f"initialized from {text}: {len(assigned)} parameters")
     return text
 
@@ -1540,8 +1596,9 @@ def compile_model(args, model, device, amp, log):
         g = torch.Generator(device=device).manual_seed(0)
         x = torch.rand(args.batch, 3, args.patch, args.patch, generator=g, device=device)
         x = x.contiguous(memory_format=torch.channels_last)
+        example_levels = {k: torch.full((args.batch,), v, device=device) for k, v in CHECK_LEVELS.items()}
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
-            y = fwd(x)
+            y = call_net(fwd, model, x, example_levels)
         y.float().mean().backward()
         if device.type == "cuda":
             torch.cuda.synchronize()
@@ -1610,10 +1667,11 @@ def train(args, model, opt, state, patches, feeder, val, gen_dev, gen_cpu, devic
             lr *= (state["step"] - rewarm_from + 1) / args.rewarmup_steps
         for g in opt.param_groups:
             g["lr"] = lr
-        deg, clean = make_batch(args.task, patches, feeder, args.batch, args.patch, margin, gen_dev, args.sigma_power)
+        deg, clean, levels = make_batch(args.task, patches, feeder, args.batch, args.patch, margin, gen_dev,
+                                        args.sigma_power)
         deg = deg.contiguous(memory_format=torch.channels_last)
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
-            out = fwd(deg)
+            out = call_net(fwd, model, deg, levels)
         diff = out.float() - clean
         if args.loss == "mse":
             loss = (diff * diff).mean()
@@ -1669,7 +1727,7 @@ def export(args, model, state, paths, device, nparams, mult, log):
         for p in model.parameters():
             p.copy_(p.half().float())
         log("weights rounded to float16 for the model file (format v4), after the checkpoint and the evaluation")
-    y = forward_any_size(model, x, mult).float().cpu().contiguous()
+    y = forward_any_size(model, x, mult, CHECK_LEVELS).float().cpu().contiguous()
     with open(paths["f32"], "wb") as f:
         f.write(y.numpy().astype("<f4").tobytes())
     log(f"wrote {paths['f32']} ({list(y.shape)} float32, fp32 torch output for {os.path.basename(CHECK_INPUT)})")
@@ -1701,7 +1759,8 @@ def export(args, model, state, paths, device, nparams, mult, log):
                          provenance_text(args, state, nparams, model), quality)
     m = im.read_model(paths["h5"])
     try:
-        ref = im.apply_model(m, img.numpy().astype(np.float64) / 255.0)
+        ref = im.apply_model(m, img.numpy().astype(np.float64) / 255.0,
+                             {k: CHECK_LEVELS[k] for k in m.get("extra_inputs") or []})
     except Exception as e:  # a reader that cannot run this graph yet
         log(f"wrote {paths['h5']} (format_version {m.get('format_version')}); NOT checked: "
             f"imrestore_model.apply_model: {type(e).__name__}: {e}")

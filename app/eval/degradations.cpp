@@ -51,6 +51,22 @@ std::vector<Degradation> task_standard_degradations(const std::string& task) {
     return {Degradation{}};
 }
 
+std::vector<std::pair<std::string, float>> degradation_levels(const std::string& model_name,
+                                                              const std::vector<std::string>& extra_inputs,
+                                                              const Degradation& d, const std::string& what) {
+    std::vector<std::pair<std::string, float>> levels;
+    for (const std::string& name : extra_inputs) {
+        const bool noise = name == "noise_level";
+        const double level = noise ? d.noise : double(d.jpeg);
+        if (!(level > 0) || !d.mix.empty())
+            throw Error(what + ": model '" + model_name + "' takes " + (noise ? "a noise level" : "a JPEG quality") +
+                        ", which " + what + " gives it from the degradation's " + (noise ? "noise" : "JPEG quality") +
+                        "; degradation [" + d.describe() + "] has none to give");
+        levels.emplace_back(name, float(noise ? level / 255.0 : level / 100.0));
+    }
+    return levels;
+}
+
 std::string Degradation::describe() const {
     std::ostringstream s;
     const char* sep = "";

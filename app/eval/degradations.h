@@ -48,6 +48,16 @@ struct Degradation {
 // images as they are (one empty Degradation) otherwise.
 std::vector<Degradation> task_standard_degradations(const std::string& task);
 
+// The values a model's extra inputs get for images of degradation `d`, in the
+// model's extra_inputs order, as the runner takes them (RunnerOptions::
+// extra_inputs): noise_level the noise's sigma / 255, jpeg_quality the
+// quality / 100 (as the non-blind models of the literature are measured).
+// Throws imr::Error naming the model where `d` has no such level to give (a
+// mix, or no noise or no JPEG): `what` says which command asked.
+std::vector<std::pair<std::string, float>> degradation_levels(const std::string& model_name,
+                                                              const std::vector<std::string>& extra_inputs,
+                                                              const Degradation& d, const std::string& what);
+
 // splitmix64 step: expands one 64-bit seed into well-mixed state words.
 uint64_t splitmix64(uint64_t& state);
 

@@ -351,14 +351,10 @@ int run_eval(const EvalOptions& o) {
     // degradation's own (as the non-blind models of the literature are
     // measured); with none to give (a mix, given degraded images, another
     // degradation) it cannot be measured here.
-    for (const std::string& name : model.extra_inputs) {
-        const bool noise = name == "noise_level";
-        const double level = noise ? o.degradation.noise : double(o.degradation.jpeg);
-        if (!(level > 0) || !o.degradation.mix.empty())
-            throw UsageError("eval: model '" + model.name + "' takes " + (noise ? "a noise level" : "a JPEG quality") +
-                             ", which eval gives it from " + (noise ? "--noise" : "--jpeg") +
-                             "; this degradation has none to give");
-        settings.extra_inputs.emplace_back(name, float(noise ? level / 255.0 : level / 100.0));
+    try {
+        settings.extra_inputs = degradation_levels(model.name, model.extra_inputs, o.degradation, "eval");
+    } catch (const Error& e) {  // the command line's degradation: a usage error
+        throw UsageError(std::string(e.what()) + " (give --noise or --jpeg)");
     }
     if (!o.quiet) {
         if (!device_note.empty()) std::cerr << "note: " << device_note << "\n";

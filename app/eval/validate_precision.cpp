@@ -90,6 +90,7 @@ int run_validate_precision(const ValidatePrecisionOptions& o) {
     auto runner_for = [&](Precision p) {
         RunnerOptions settings = base;
         settings.precision = p;
+        settings.extra_inputs = degradation_levels(model.name, model.extra_inputs, degradations[0], "--validate-precision");
         return std::make_unique<ModelRunner>(model, *backend, settings);
     };
     const std::unique_ptr<ModelRunner> fp32 = runner_for(Precision::Fp32);
@@ -113,6 +114,16 @@ int run_validate_precision(const ValidatePrecisionOptions& o) {
         }
         half.push_back(std::move(f));
     }
+    // A model that takes a noise level or JPEG quality gets each
+    // degradation's own, as eval gives it.
+    auto set_levels = [&](const Degradation& d) {
+        std::vector<float> values;
+        for (const auto& level : degradation_levels(model.name, model.extra_inputs, d, "--validate-precision"))
+            values.push_back(level.second);
+        fp32->set_extra_values(values);
+        for (const auto& r : half_runners)
+            if (r) r->set_extra_values(values);
+    };
     Figures reference;
     reference.precision = Precision::Fp32;
     reference.psnr_sum.assign(degradations.size(), 0);
@@ -126,6 +137,7 @@ int run_validate_precision(const ValidatePrecisionOptions& o) {
             if (r) restore(*r, warm, untimed);
     }
     for (size_t d = 0; d < degradations.size(); ++d) {
+        set_levels(degradations[d]);
         for (size_t i = 0; i < photos.size(); ++i) {
             const Image degraded = degrade(photos[i], degradations[d], image_noise_seed(kDefaultDegradeSeed, names[i]));
             const Image ref = restore(*fp32, degraded, reference.ms);
