@@ -345,13 +345,13 @@ LevelPlan plan_levels(const Options& o, const ModelFile& model) {
     for (const std::string& name : names) {
         const bool given = name == "noise_level" ? sigma >= 0 : quality > 0;
         const double used = given ? level(name, nullptr, "", nullptr).used : 0;
-        out.fixed.emplace_back(name, float(name == "noise_level" ? used / 255.0 : used / 100.0));
+        out.fixed.emplace_back(name, extra_input_value(name, used));
     }
     out.per_image = [=](const Image& image, const std::string& input, const std::vector<uint8_t>* bytes) {
         ImageLevels r;
         for (const std::string& name : names) {
             FileResult::Level l = level(name, &image, input, bytes);
-            r.values.push_back(float(name == "noise_level" ? l.used / 255.0 : l.used / 100.0));
+            r.values.push_back(extra_input_value(name, l.used));
             r.levels.push_back(std::move(l));
         }
         return r;
@@ -384,7 +384,13 @@ int run_restore(const Options& o) {
     settings.max_tile = o.tile;
     settings.max_memory = size_t(o.max_memory);
     settings.batch = o.batch;
-    for (const std::string& k : o.kernels) settings.forced_variants.push_back(parse_forced_variant(k));
+    for (const std::string& k : o.kernels) {
+        const auto forced = parse_forced_variant(k);
+        for (const auto& [op, variant] : settings.forced_variants)
+            if (op == forced.first)
+                throw UsageError("--kernel " + k + ": " + op_name(op) + " is forced twice (" + variant + " before)");
+        settings.forced_variants.push_back(forced);
+    }
     std::string note;
     std::unique_ptr<Backend> backend = make_backend(settings, &note);
     // The device first: without -m, the default model is the device's.
@@ -622,7 +628,8 @@ void setup(CLI::App& app, Options& o) {
                    "variants; a variant that does not apply to a layer fails that file); --json records it as "
                    "kernels_forced")
         ->type_name("KERNEL")  // not OP=VARIANT: help's TYPE=DEFAULT would read VARIANT as a default
-        ->expected(1)  // one a time: `--kernel A=B photo.jpg` leaves photo.jpg an input
+        ->expected(1)
+        ->allow_extra_args(false)  // one a time: `--kernel A=B photo.jpg` leaves photo.jpg an input
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
     add_shard_options(&app, o.shard);
     app.add_flag("--json", o.json,

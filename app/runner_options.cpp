@@ -36,6 +36,10 @@ Precision parse_precision(const std::string& s) {
     throw Error("--precision " + s + ": expected one of " + precision_choices());
 }
 
+float extra_input_value(const std::string& name, double level) {
+    return float(name == "noise_level" ? level / 255.0 : level / 100.0);
+}
+
 std::pair<Op, std::string> parse_forced_variant(const std::string& s) {
     const size_t eq = s.find('=');
     std::string ops;

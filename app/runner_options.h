@@ -47,9 +47,14 @@ struct RunnerOptions {
     // efficient_pass_bytes for a wide receptive field); larger images are tiled.
     size_t max_memory = 0;
     // The value of each extra input a model may take (ModelFile::extra_inputs:
-    // "noise_level" = sigma / 255, "jpeg_quality" = Q / 100), by name.
+    // extra_input_value's), by name.
     std::vector<std::pair<std::string, float>> extra_inputs;
 };
+
+// An extra input's value as the model takes it, from the level as users give
+// it: "noise_level" the sigma on the 0-255 scale / 255, "jpeg_quality" the
+// quality 1..100 / 100 (weights/README.md, format v3's extra_inputs).
+float extra_input_value(const std::string& name, double level);
 
 // The backend `options.device` names: "cpu", "cuda", "cuda:N" or "auto" (the
 // first GPU if usable, else the CPU; *note then says why the CPU was chosen);

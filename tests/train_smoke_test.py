@@ -139,6 +139,15 @@ def check_level_input(common, data, h5, tmp):
     m = im.read_model(os.path.join(d4, NAME + ".h5"))
     if m.get("extra_inputs") != ["noise_level"]:
         fail(f"call 4: the file's extra inputs are {m.get('extra_inputs')}")
+    # The level model's file into the same network with the other level, or none: refused.
+    for other in ("jpeg_quality", None):
+        try:
+            train.init_from_model_file(architectures.build("drunet-small", level_input=other),
+                                       os.path.join(d4, NAME + ".h5"), lambda *a: None)
+            fail(f"--init-from took a noise_level file into a model with {other}")
+        except SystemExit as e:
+            if "the file takes noise_level" not in str(e):
+                fail(f"--init-from refused a noise_level file into {other} with: {e}")
     r = subprocess.run([sys.executable, TRAIN] + common + data + ["--max-steps", "1", "--arch-kw",
                        '{"level_input": "jpeg_quality"}', "--out", os.path.join(tmp, "c5")],
                        capture_output=True, text=True, timeout=300)

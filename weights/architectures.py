@@ -54,15 +54,20 @@ class _ResBlock(nn.Module):
 
 
 class _SizeMixin:
-    def forward_any_size(self, x):
+    def forward_any_size(self, x, level=None):
         """The format's rule for other sizes: replicate-pad bottom/right to the
-        next multiple of size_multiple, run, crop back."""
+        next multiple of size_multiple, run, crop back. level: a model with a
+        level input's value (a number, or one per item), as its plane."""
         h, w = x.shape[-2:]
         m = self.size_multiple
         ph, pw = -h % m, -w % m
         if ph or pw:
             x = F.pad(x, (0, pw, 0, ph), mode="replicate")
-        return self(x)[..., :h, :w]
+        if getattr(self, "level_input", None) is None:
+            return self(x)[..., :h, :w]
+        n, _, hp, wp = x.shape
+        plane = torch.as_tensor(level, dtype=x.dtype, device=x.device).reshape(-1, 1, 1, 1).expand(n, 1, hp, wp)
+        return self(x, plane)[..., :h, :w]
 
 
 class DRUNetLike(_SizeMixin, nn.Module):
@@ -85,7 +90,7 @@ class DRUNetLike(_SizeMixin, nn.Module):
         p = self.PRESETS[preset or "large"]
         if level_input not in LEVEL_CLASSES:
             raise ValueError(f"DRUNetLike: level_input {level_input!r} is not one of {list(LEVEL_CLASSES)}")
-        if type(self) is not LEVEL_CLASSES[level_input]:
+        if LEVEL_CLASSES[level_input] is not type(self):
             raise ValueError(f"DRUNetLike: level_input {level_input!r} needs class {LEVEL_CLASSES[level_input].__name__} "
                              "(build() picks it)")
         self.level_input = level_input
@@ -272,9 +277,6 @@ def build(arch_name, **kw):
         if preset not in ARCHITECTURES[arch].PRESETS:
             raise ValueError(f"unknown preset {preset!r} of {arch} (known: {', '.join(ARCHITECTURES[arch].PRESETS)})")
         kw["preset"] = preset
-    if arch == "drunet":
-        level = kw.get("level_input")
-        if level not in LEVEL_CLASSES:
-            raise ValueError(f"drunet: level_input {level!r} is not one of {list(LEVEL_CLASSES)}")
-        return LEVEL_CLASSES[level](**kw)
+    if arch == "drunet":  # the class whose forward names the level (DRUNetLike refuses an unknown one)
+        return LEVEL_CLASSES.get(kw.get("level_input"), DRUNetLike)(**kw)
     return ARCHITECTURES[arch](**kw)

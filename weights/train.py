@@ -517,6 +517,9 @@ def level_input(model):
 # The levels the check input's torch output is computed with, for a model that
 # takes one (tests/test_torch_equality.cpp gives the C++ runner the same).
 CHECK_LEVELS = {"noise_level": 25.0 / 255.0, "jpeg_quality": 0.5}
+# The level a task's degradation has (what a model with that level input is
+# given: make_batch, validation_set, eval_set).
+TASK_LEVEL = {"denoise": "noise_level", "deblock": "jpeg_quality"}
 
 
 def call_net(net, model, x, levels):
@@ -830,7 +833,8 @@ def eval_set(task, photos):
         return [(EVAL_LEVELS[task][0][0], pairs, {})]
     for li, (label, blur, noise, q) in enumerate(EVAL_LEVELS[task]):
         gen = torch.Generator().manual_seed(EVAL_SEED + li)
-        levels = {"noise_level": noise / 255.0} if task == "denoise" else {"jpeg_quality": q / 100.0} if q else {}
+        level = {"noise_level": noise / 255.0, "jpeg_quality": (q or 0) / 100.0}.get(TASK_LEVEL.get(task))
+        levels = {TASK_LEVEL[task]: level} if level is not None else {}
         out.append((label, [(p, degrade_image_cpu(p, blur, noise, q, gen)) for p in photos], levels))
     return out
 
@@ -1311,7 +1315,7 @@ def main(argv=None):
 
     torch.manual_seed(args.seed)
     model = build_model(args)  # before the data: a bad --patch fails at once
-    task_level = {"denoise": "noise_level", "deblock": "jpeg_quality"}.get(args.task)
+    task_level = TASK_LEVEL.get(args.task)
     if level_input(model) not in (None, task_level):
         raise SystemExit(f"train.py: --task {args.task} gives {task_level or 'no level'}; the model takes "
                          f"{level_input(model)}")
@@ -1469,7 +1473,11 @@ def init_from_model_file(model, path, log):
         raise SystemExit(f"train.py: --init-from {path}: {e}")
     params = dict(model.named_parameters())
     assigned = set()
-    added_level = level_input(model) if level_input(model) not in (m.get("extra_inputs") or []) else None
+    file_levels = m.get("extra_inputs") or []
+    if file_levels and file_levels != [level_input(model)]:
+        raise SystemExit(f"train.py: --init-from {path}: the file takes {', '.join(file_levels)}, the model "
+                         f"{level_input(model) or 'no level'}")
+    added_level = level_input(model) if not file_levels else None
     with torch.no_grad():
         for i, st in enumerate(m["stages"]):
             for key in im.OPS[st["op"]].datasets:
@@ -1499,7 +1507,11 @@ def init_from_model_file(model, path, log):
         if not stages or stages[0]["op"] != "concat":
             raise SystemExit(f"train.py: --init-from {path}: the model with {added_level} does not export a concat first")
         stages = stages[1:]
-        stages[0] = dict(stages[0], weight=np.asarray(stages[0]["weight"])[:, :m["stages"][0]["weight"].shape[1]])
+        head = [i for i, st in enumerate(stages) if st.get("name") == "head"]
+        file_head = [st for st in m["stages"] if st.get("name") == "head"]
+        if len(head) != 1 or len(file_head) != 1:
+            raise SystemExit(f"train.py: --init-from {path}: no one stage named head in the file and the model")
+        stages[head[0]] = dict(stages[head[0]], weight=np.asarray(stages[head[0]]["weight"])[:, :file_head[0]["weight"].shape[1]])
     for i, (a, b) in enumerate(zip(stages, m["stages"])):
         for key in im.OPS[a["op"]].datasets:
             if a.get(key) is not None and not np.array_equal(np.asarray(a[key], np.float32), b.get(key)):

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "error.h"
+#include "runner_options.h"
 #include "eval/photo_mix.h"
 #include "image/codecs.h"
 
@@ -62,7 +63,7 @@ std::vector<std::pair<std::string, float>> degradation_levels(const std::string&
             throw Error(what + ": model '" + model_name + "' takes " + (noise ? "a noise level" : "a JPEG quality") +
                         ", which " + what + " gives it from the degradation's " + (noise ? "noise" : "JPEG quality") +
                         "; degradation [" + d.describe() + "] has none to give");
-        levels.emplace_back(name, float(noise ? level / 255.0 : level / 100.0));
+        levels.emplace_back(name, extra_input_value(name, level));
     }
     return levels;
 }

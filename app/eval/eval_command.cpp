@@ -354,7 +354,12 @@ int run_eval(const EvalOptions& o) {
     try {
         settings.extra_inputs = degradation_levels(model.name, model.extra_inputs, o.degradation, "eval");
     } catch (const Error& e) {  // the command line's degradation: a usage error
-        throw UsageError(std::string(e.what()) + " (give --noise or --jpeg)");
+        std::string hint;  // eval degrades the photos itself: the option that gives the level
+        if (o.degraded_dir.empty())
+            for (const std::string& name : model.extra_inputs)
+                hint += std::string(hint.empty() ? " (give " : " and ") +
+                        (name == "noise_level" ? "--noise SIGMA" : "--jpeg Q");
+        throw UsageError(e.what() + hint + (hint.empty() ? "" : ")"));
     }
     if (!o.quiet) {
         if (!device_note.empty()) std::cerr << "note: " << device_note << "\n";
