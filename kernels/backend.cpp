@@ -67,8 +67,8 @@ void Backend::force_variant(Op op, const std::string& name) {
     if (it == names.end()) {
         std::string list;
         for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
-        throw Error(this->name() + ": " + op_name(op) + " has no kernel variant '" + name + "' (its variants: " +
-                    list + ")");
+        throw Error(this->name() + ": " + op_name(op) + " has no kernel variant '" + name + "' (its variants: " + list +
+                    ")");
     }
     forced_[size_t(op)] = int(it - names.begin());
     forced_names_[size_t(op)] = name;

@@ -1088,8 +1088,7 @@ TEST(Cli, KernelForcesAVariantAndSaysSo) {
     EXPECT_LE(worst, 257) << "more than one 8-bit level apart";
     RunResult noted = run("-m denoise --kernel conv2d=winograd_2x2_3x3", "winograd.png");
     ASSERT_EQ(noted.code, 0) << noted.err;
-    EXPECT_NE(noted.err.find("note: every conv2d runs kernel variant winograd_2x2_3x3 (--kernel)"),
-              std::string::npos)
+    EXPECT_NE(noted.err.find("note: every conv2d runs kernel variant winograd_2x2_3x3 (--kernel)"), std::string::npos)
         << noted.err;
 
     write_model_file(dir / "affine.h5", affine_model(0.5f, 0.25f));

@@ -6,9 +6,9 @@
 #include <sstream>
 
 #include "error.h"
-#include "runner_options.h"
 #include "eval/photo_mix.h"
 #include "image/codecs.h"
+#include "runner_options.h"
 
 namespace imr {
 

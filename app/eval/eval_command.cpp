@@ -354,7 +354,7 @@ int run_eval(const EvalOptions& o) {
     try {
         settings.extra_inputs = degradation_levels(model.name, model.extra_inputs, o.degradation, "eval");
     } catch (const Error& e) {  // the command line's degradation: a usage error
-        std::string hint;  // eval degrades the photos itself: the option that gives the level
+        std::string hint;       // eval degrades the photos itself: the option that gives the level
         if (o.degraded_dir.empty())
             for (const std::string& name : model.extra_inputs)
                 hint += std::string(hint.empty() ? " (give " : " and ") +

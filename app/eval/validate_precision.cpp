@@ -90,7 +90,8 @@ int run_validate_precision(const ValidatePrecisionOptions& o) {
     auto runner_for = [&](Precision p) {
         RunnerOptions settings = base;
         settings.precision = p;
-        settings.extra_inputs = degradation_levels(model.name, model.extra_inputs, degradations[0], "--validate-precision");
+        settings.extra_inputs =
+            degradation_levels(model.name, model.extra_inputs, degradations[0], "--validate-precision");
         return std::make_unique<ModelRunner>(model, *backend, settings);
     };
     const std::unique_ptr<ModelRunner> fp32 = runner_for(Precision::Fp32);
