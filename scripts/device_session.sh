@@ -55,7 +55,7 @@ touch /tmp/tr/done
 EOD
     cat > /tmp/tr/daemonD.sh <<'EOD'
 export TASK=deblock ARCH=drunet ARCH_KW='{"widths":[32,64,128,256],"blocks":2,"level_input":"jpeg_quality"}' NAME=deblock-q SHARD_DIR=/tmp/shards PYTHONUNBUFFERED=1
-A="--lr 2e-4 --batch 64 --jpeg-q 5,95 --jpeg-workers 6"
+A="--lr 2e-4 --batch 64 --jpeg-q 5,95 --jpeg-444 0.3 --jpeg-workers 6"
 mkdir -p /tmp/ckD
 TOTAL_MINUTES=15 MINUTES=8.6 TRAIN_ARGS="--init-from /tmp/models/deblock.h5 $A" bash /tmp/wcode/train_unet.sh /tmp/tr/d1 3 /tmp/ckD
 rm -f /tmp/ckD/*; cp /tmp/tr/d1/$NAME.ckpt* /tmp/ckD/

@@ -79,8 +79,9 @@ def val_psnr(out, step, which):
 def check_jpeg_prior():
     """--jpeg-prior: a JPEG worker's job with a prior quality makes the target
     that JPEG of the patch and the input a JPEG of the target (both on the
-    patch's 8x8 grid); without one the target is the patch itself. Malformed
-    values are refused."""
+    patch's 8x8 grid); without one the target is the patch itself; --jpeg-444:
+    a job flagged 4:4:4 is that JPEG of the patch. Malformed values are
+    refused."""
     import train
     rng = np.random.default_rng()
     h, w, size = 40, 56, 32
@@ -88,7 +89,7 @@ def check_jpeg_prior():
     buf = np.zeros((1, 2, 2, 3, size, size), np.uint8)
     train._W.update(flat=photo.reshape(-1), buf=buf, size=size)
     y0, x0, q, prior = 3, 5, 30, 90
-    train._jpeg_job(0, [(0, h, w, y0, x0, 0, 0, 0, q, prior), (0, h, w, y0, x0, 1, 0, 0, q, 0)])
+    train._jpeg_job(0, [(0, h, w, y0, x0, 0, 0, 0, q, prior, 0), (0, h, w, y0, x0, 1, 0, 0, q, 0, 0)])
     patch = torch.from_numpy(np.ascontiguousarray(photo[:, y0:y0 + size, x0:x0 + size]))
     target = train.jpeg_u8(patch, prior)
     if not np.array_equal(buf[0, 0, 0], target.numpy()) or not np.array_equal(buf[0, 1, 0],
@@ -100,6 +101,24 @@ def check_jpeg_prior():
     if not np.array_equal(buf[0, 0, 1], flipped.numpy()) or not np.array_equal(buf[0, 1, 1],
                                                                                 train.jpeg_u8(flipped, q).numpy()):
         fail("no prior: the job's target is not the (flipped) patch itself, or its input not its JPEG")
+    # --jpeg-444: a job flagged 4:4:4 is PIL's 4:4:4 JPEG of the patch at that
+    # quality (full-resolution chroma), unlike the 4:2:0 one.
+    from PIL import Image
+    import io
+    train._jpeg_job(0, [(0, h, w, y0, x0, 0, 0, 0, q, 0, 1)])
+    pil = io.BytesIO()
+    Image.fromarray(patch.permute(1, 2, 0).numpy()).save(pil, "JPEG", quality=q, subsampling=0)
+    want = np.asarray(Image.open(io.BytesIO(pil.getvalue())).convert("RGB")).transpose(2, 0, 1)
+    if np.abs(buf[0, 1, 0].astype(int) - want.astype(int)).max() > 1:  # decoders may differ by a rounding
+        fail("--jpeg-444: the job's input is not the 4:4:4 JPEG of the patch")
+    if np.array_equal(buf[0, 1, 0], train.jpeg_u8(patch, q).numpy()):
+        fail("--jpeg-444: the 4:4:4 JPEG equals the 4:2:0 one (the check would not tell)")
+    if not np.array_equal(buf[0, 0, 0], patch.numpy()):
+        fail("--jpeg-444: the target is not the patch itself")
+    r = subprocess.run([sys.executable, TRAIN, "--task", "deblock", "--out", "/nonexistent", "--jpeg-444", "1.5"],
+                       capture_output=True, text=True)
+    if r.returncode != 2 or "--jpeg-444" not in r.stderr:
+        fail(f"--jpeg-444 1.5: exit {r.returncode}, stderr {r.stderr[-200:]}")
     for bad in ("0,80,95", "0.3,95,80", "0.3,80", "x,1,2", "1.5,80,95"):
         r = subprocess.run([sys.executable, TRAIN, "--task", "deblock", "--out", "/nonexistent", "--jpeg-prior", bad],
                            capture_output=True, text=True)

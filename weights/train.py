@@ -33,6 +33,7 @@ import collections  # noqa: E402
 import concurrent.futures  # noqa: E402
 import glob  # noqa: E402
 import hashlib  # noqa: E402
+import io  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
 import mmap  # noqa: E402
@@ -77,6 +78,18 @@ JPEG_PRIOR = (0.0, 0, 0)
 def set_jpeg_prior(prior):
     global JPEG_PRIOR
     JPEG_PRIOR = (float(prior[0]), int(prior[1]), int(prior[2]))
+
+
+# deblock, --jpeg-444 P: the share of training patches whose JPEG keeps the
+# chroma at full resolution (4:4:4, as `imrestore eval --subsampling 444`)
+# instead of libjpeg's default 4:2:0; kept in the checkpoint as the prior is.
+# 0: never (the default, and what a checkpoint from before it is taken to have).
+JPEG_444 = 0.0
+
+
+def set_jpeg_444(share):
+    global JPEG_444
+    JPEG_444 = float(share)
 BLUR_S = (0.4, 2.2)  # deblur: blur sigma uniform in [0.4, 2.2] px ...
 BLUR_NOISE_MAX = 4.0  # ... then noise sigma uniform in [0, 4]
 # Standard evaluation levels per task: (label, blur s, noise s, jpeg q).
@@ -135,9 +148,21 @@ def blur_full(x, s):
     return quantize8(blur_valid(F.pad(x, (r, r, r, r), mode="reflect"), taps))
 
 
-def jpeg_u8(img, q):
-    """libjpeg baseline JPEG of uint8 [3,H,W] (CPU) at quality q, 4:2:0, decoded."""
-    return decode_jpeg(encode_jpeg(img.contiguous(), quality=int(q)), mode=ImageReadMode.RGB)
+def jpeg_u8(img, q, subsampling=420):
+    """libjpeg baseline JPEG of uint8 [3,H,W] (CPU) at quality q, decoded:
+    4:2:0 through torchvision's codec, or 4:4:4 (subsampling 444) through
+    PIL's, whose libjpeg scales the same IJG tables by the quality (torchvision
+    has no subsampling setting); both decode with torchvision's."""
+    if subsampling == 420:
+        data = encode_jpeg(img.contiguous(), quality=int(q))
+    elif subsampling == 444:
+        from PIL import Image
+        buf = io.BytesIO()
+        Image.fromarray(img.permute(1, 2, 0).contiguous().numpy()).save(buf, "JPEG", quality=int(q), subsampling=0)
+        data = torch.frombuffer(bytearray(buf.getvalue()), dtype=torch.uint8)
+    else:
+        raise ValueError(f"jpeg_u8: subsampling {subsampling}, expected 420 or 444")
+    return decode_jpeg(data, mode=ImageReadMode.RGB)
 
 
 def degrade_image_cpu(clean_u8, blur, noise, q, gen):
@@ -666,7 +691,7 @@ def _jpeg_worker_init():
 
 def _jpeg_job(slot, jobs):
     flat, buf, size = _W["flat"], _W["buf"], _W["size"]
-    for k, (off, h, w, y0, x0, a0, a1, a2, q, prior) in enumerate(jobs):
+    for k, (off, h, w, y0, x0, a0, a1, a2, q, prior, s444) in enumerate(jobs):
         img = flat[off:off + 3 * h * w].reshape(3, h, w)
         p = img[:, y0:y0 + size, x0:x0 + size]
         if a0:
@@ -679,7 +704,7 @@ def _jpeg_job(slot, jobs):
         if prior:  # the patch was a JPEG already (--jpeg-prior): the target keeps its blocking
             p = jpeg_u8(p, prior)
         buf[slot, 0, k] = p.numpy()
-        buf[slot, 1, k] = jpeg_u8(p, q).numpy()
+        buf[slot, 1, k] = jpeg_u8(p, q, 444 if s444 else 420).numpy()
     return slot
 
 
@@ -723,9 +748,12 @@ class JpegFeeder:
             on = torch.rand(self.batch, generator=self.gen) < JPEG_PRIOR[0]
             q0 = torch.randint(JPEG_PRIOR[1], JPEG_PRIOR[2] + 1, (self.batch,), generator=self.gen)
             prior = torch.where(on, q0, prior)
+        s444 = torch.zeros(self.batch, dtype=torch.bool)
+        if JPEG_444 > 0:  # drawn only then, as the prior
+            s444 = torch.rand(self.batch, generator=self.gen) < JPEG_444
         off, h, w = p.off_cpu[pid], p.h_cpu[pid], p.w_cpu[pid]
         cols = ([t.tolist() for t in (off, h, w, y0, x0)] + [aug[:, k].tolist() for k in range(3)]
-                + [q.tolist(), prior.tolist()])
+                + [q.tolist(), prior.tolist(), s444.tolist()])
         jobs = list(zip(*cols))
         slot = self.free.pop()
         self.pending.append((self.pool.apply_async(_jpeg_job, (slot, jobs)), q))
@@ -983,7 +1011,7 @@ def roundtrip_error(sd, enc):
 def save_ckpt(path, model, opt, state, gen_dev, gen_cpu, args, log=None):
     sd = {k: v.detach().cpu() for k, v in model.state_dict().items()}
     ck = {"format": CKPT_FORMAT, "config": arch_config(args), "hyper": hyper_config(args), "jpeg_q": list(JPEG_Q),
-          "jpeg_prior": list(JPEG_PRIOR), "rng": rng_state(gen_dev, gen_cpu), "device_type": gen_dev.device.type,
+          "jpeg_prior": list(JPEG_PRIOR), "jpeg_444": JPEG_444, "rng": rng_state(gen_dev, gen_cpu), "device_type": gen_dev.device.type,
           "name": args.name,
           **{k: v for k, v in state.items() if not k.startswith("_")}}
     if args.ckpt_mode == "compact":
@@ -1030,14 +1058,15 @@ def task_text(task):
                     "correlated after demosaicing, or already JPEG-compressed) is only partly removed; above sigma "
                     f"{NOISE_MAX:g} it is untested; at high noise fine texture is smoothed away."),
         "deblock": ("JPEG artifact remover (deblocking, deringing) for RGB photos",
-                    f"trained on libjpeg baseline JPEG, 4:2:0, quality {JPEG_Q[0]}-{JPEG_Q[1]}, one model for all qualities"
+                    f"trained on libjpeg baseline JPEG, {subsampling_text()}, quality {JPEG_Q[0]}-{JPEG_Q[1]}, "
+                    "one model for all qualities"
                     + (f"; {100 * JPEG_PRIOR[0]:g}% of the training patches were a JPEG of quality {JPEG_PRIOR[1]}-"
                        f"{JPEG_PRIOR[2]} already (the target keeps it), as a photo that was a JPEG before"
                        if JPEG_PRIOR[0] > 0 else ""),
-                    f"Trained on single-pass libjpeg 4:2:0 compression at quality {JPEG_Q[0]}-{JPEG_Q[1]}"
+                    f"Trained on single-pass libjpeg {subsampling_text()} compression at quality {JPEG_Q[0]}-{JPEG_Q[1]}"
                     + (f" (and on a second pass over a first at {JPEG_PRIOR[1]}-{JPEG_PRIOR[2]} on the same 8x8 grid)"
                        if JPEG_PRIOR[0] > 0 else "")
-                    + ": other encoders, 4:4:4, "
+                    + ": other encoders, " + ("" if JPEG_444 > 0 else "4:4:4, ")
                     + ("JPEGs recompressed on another grid or with other subsampling, resized JPEGs"
                        if JPEG_PRIOR[0] > 0 else "recompressed or resized JPEGs")
                     + " and qualities outside that range are untested; detail the "
@@ -1088,6 +1117,15 @@ def git_commit():
         return "unknown"
 
 
+def subsampling_text():
+    """The training JPEGs' chroma subsampling (--jpeg-444)."""
+    if JPEG_444 <= 0:
+        return "4:2:0"
+    if JPEG_444 >= 1:
+        return "4:4:4"
+    return f"4:2:0, {100 * JPEG_444:g}% of the patches 4:4:4"
+
+
 def degradation_text(task, sigma_power=1.0):
     if task == "denoise":
         if sigma_power != 1.0:
@@ -1097,7 +1135,8 @@ def degradation_text(task, sigma_power=1.0):
         return ("photo mix per patch (weights/README.md, PHOTO_MIX): "
                 + ", ".join(f"{k} {v}" for k, v in PHOTO_MIX.items()))
     if task == "deblock":
-        return (f"libjpeg (torchvision CPU codec) baseline 4:2:0 JPEG, quality uniform integer [{JPEG_Q[0]}, {JPEG_Q[1]}]"
+        return (f"libjpeg baseline JPEG ({subsampling_text()}; 4:2:0 through torchvision's CPU codec, 4:4:4 through "
+                f"PIL's), quality uniform integer [{JPEG_Q[0]}, {JPEG_Q[1]}]"
                 + (f"; with probability {JPEG_PRIOR[0]:g} the clean patch is first a JPEG of quality uniform integer "
                    f"[{JPEG_PRIOR[1]}, {JPEG_PRIOR[2]}], the target too (--jpeg-prior)" if JPEG_PRIOR[0] > 0 else ""))
     return (f"Gaussian blur sigma uniform [{BLUR_S[0]:g}, {BLUR_S[1]:g}] px (radius ceil(3 sigma), rounded to 8 bits), "
@@ -1202,6 +1241,9 @@ def parse_args(argv=None):
                     help="deblock: with probability P a training patch (and its target) is first a JPEG of quality "
                          "uniform integer in [LO, HI], as a photo that was a JPEG before (default: never; kept in "
                          "the checkpoint)")
+    ap.add_argument("--jpeg-444", type=float, default=None, metavar="P",
+                    help="deblock: the share of training patches JPEG'd 4:4:4 (full-resolution chroma) instead of "
+                         "4:2:0 (default 0; kept in the checkpoint)")
     ap.add_argument("--cpu-threads", type=int, default=2, help="torch CPU threads (on CUDA)")
     ap.add_argument("--license", default=None, help="license attribute of the .h5")
     ap.add_argument("--weight-dtype", choices=("auto", "float32", "float16"), default="auto",
@@ -1237,6 +1279,12 @@ def parse_args(argv=None):
         if not (0 < p <= 1 and 1 <= lo <= hi <= 100):
             ap.error(f"--jpeg-prior {args.jpeg_prior}: expected 0 < P <= 1 and 1 <= LO <= HI <= 100")
         set_jpeg_prior((p, lo, hi))
+    if args.jpeg_444 is not None:
+        if args.task not in (None, "deblock"):
+            ap.error(f"--jpeg-444 is for --task deblock (its training JPEGs), not {args.task}")
+        if not 0 <= args.jpeg_444 <= 1:
+            ap.error(f"--jpeg-444 {args.jpeg_444:g}: expected a share 0..1")
+        set_jpeg_444(args.jpeg_444)
     return args
 
 
@@ -1302,6 +1350,12 @@ def main(argv=None):
                                  + (f"--jpeg-prior {','.join(map(str, saved_prior))}" if saved_prior[0] > 0
                                     else "no --jpeg-prior") + f", not --jpeg-prior {args.jpeg_prior}")
             set_jpeg_prior(saved_prior)
+        if "jpeg_444" in ck or args.jpeg_444 is not None:  # the same for the 4:4:4 share
+            saved_444 = float(ck.get("jpeg_444", 0.0))
+            if args.jpeg_444 is not None and JPEG_444 != saved_444:
+                raise SystemExit(f"train.py: {args.resume} was trained with --jpeg-444 {saved_444:g}, "
+                                 f"not --jpeg-444 {args.jpeg_444:g}")
+            set_jpeg_444(saved_444)
     apply_arch_defaults(args)
     default_name = args.task if args.arch == "unshuffle" else f"{args.task}-{args.arch}"
     args.name = args.name or (ck.get("name") if ck is not None and args.export_only else None) or default_name
