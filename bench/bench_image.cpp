@@ -7,7 +7,9 @@
 // interleaved samples read or written (1 byte each at 8 bits, 2 at 16) plus
 // the float planes.
 // planes_to_image returns a fresh Image, so its time includes allocating and
-// zero-filling the samples; BM_AllocSamples measures that part alone. glibc
+// zero-filling the samples; BM_AllocSamples measures that part alone, and
+// BM_FromPlanesInPlace the conversion into an existing image (what the
+// pipeline does when the output keeps the input's depth). glibc
 // maps a block that large afresh on every call (page faults), so to time the
 // conversion as with a warm allocator, keep freed memory in the heap:
 //
@@ -69,6 +71,21 @@ void BM_FromPlanes(benchmark::State& state) {
     set_bytes(state, img, planes.size());
 }
 
+// What the pipeline does where the output keeps the input's depth: the
+// output written into the input image's own samples (warm pages).
+void BM_FromPlanesInPlace(benchmark::State& state) {
+    imr::Image img = photo(int(state.range(0)), int(state.range(1)));
+    const int model = int(state.range(2));
+    std::vector<float> planes(plane_floats(img, model));
+    imr::image_to_planes(img, model, planes.data());
+    for (auto _ : state) {
+        imr::planes_into_image(planes.data(), model, img);
+        benchmark::DoNotOptimize(img.byte_size());
+        benchmark::ClobberMemory();
+    }
+    set_bytes(state, img, planes.size());
+}
+
 void BM_AllocSamples(benchmark::State& state) {
     for (auto _ : state) {
         imr::Image img;
@@ -89,6 +106,7 @@ void cases(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_ToPlanes)->Apply(cases);
 BENCHMARK(BM_FromPlanes)->Apply(cases);
+BENCHMARK(BM_FromPlanesInPlace)->Apply(cases);
 BENCHMARK(BM_AllocSamples)->Args({3, 8})->Args({3, 16})->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();

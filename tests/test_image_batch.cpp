@@ -171,8 +171,13 @@ TEST(ImageBatchReference, FromPlanesMatchesPlainLoops) {
                         SCOPED_TRACE(layout(src, model) + " to depth " + std::to_string(out_depth));
                         const std::vector<float> planes =
                             model_output(rng, size_t(imr::items_per_image(src, model)) * model * w * h);
-                        EXPECT_TRUE(same_image(imr::planes_to_image(planes.data(), model, src, out_depth),
-                                               want_image(planes, model, src, out_depth)));
+                        const Image want = want_image(planes, model, src, out_depth);
+                        EXPECT_TRUE(same_image(imr::planes_to_image(planes.data(), model, src, out_depth), want));
+                        if (out_depth == 0 || out_depth == depth) {  // the same, in the image's own samples
+                            Image in_place = src;
+                            imr::planes_into_image(planes.data(), model, in_place);
+                            EXPECT_TRUE(same_image(in_place, want)) << "in place";
+                        }
                     }
 }
 

@@ -105,6 +105,14 @@ Image planes_to_image(const float* src, int model_channels, const Image& source,
     return out;
 }
 
+void planes_into_image(const float* src, int model_channels, Image& image) {
+    check_image(image, "planes_into_image");
+    items_per_image(image, model_channels);
+    // In place: each block of pixels reads its alpha before it is stored,
+    // and stores the same alpha back.
+    with_samples(image, [&](auto* samples) { planes_to_samples_of(src, model_channels, image, samples, samples); });
+}
+
 void blend_toward_input(const float* in, float* out, size_t n, float strength) {
     if (strength == 1) return;
     if (strength == 0) return void(std::copy(in, in + n, out));

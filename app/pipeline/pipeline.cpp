@@ -632,10 +632,18 @@ private:
         Image image;
         WriteOutcome outcome;
         try {
-            image = !made.has_samples() ? planes_to_image(planes.as<float>(), runner_.model().channels, source,
-                                                          options_.write.bit_depth)
-                                        : std::move(made);
-            image.metadata = std::move(source.metadata);
+            const int depth = options_.write.bit_depth, channels = runner_.model().channels;
+            if (made.has_samples()) {
+                image = std::move(made);
+                image.metadata = std::move(source.metadata);
+            } else if (depth == 0 || depth == source.bit_depth) {
+                // The output keeps the input's depth: into its samples, no new image.
+                planes_into_image(planes.as<float>(), channels, source);
+                image = std::move(source);
+            } else {
+                image = planes_to_image(planes.as<float>(), channels, source, depth);
+                image.metadata = std::move(source.metadata);
+            }
             source.release_samples();  // not needed to encode: a huge photo's input goes now
         } catch (const std::exception& e) {
             outcome.error = path + ": " + e.what();
