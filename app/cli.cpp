@@ -314,8 +314,8 @@ LevelPlan plan_levels(const Options& o, const ModelFile& model) {
         return out;
     }
     // Without --jpeg-quality, each file's quality comes from its JPEG tables
-    // as it is read (the files are listed as the run goes, so a file that is
-    // no JPEG is that file's error, not a usage error up front).
+    // as it is read, or for a file that is no JPEG (any more) is estimated
+    // from its pixels (estimate_jpeg_quality).
     const double strength = o.strength, sigma = o.noise_level_given ? o.noise_level : -1;
     const int quality = o.jpeg_quality;
     const std::vector<std::string> names = model.extra_inputs;
@@ -333,11 +333,13 @@ LevelPlan plan_levels(const Options& o, const ModelFile& model) {
         } else if (quality) {
             l.value = quality, l.source = "given";
         } else {
-            const std::optional<JpegQuality> q = bytes ? jpeg_quality(*bytes) : jpeg_quality_of_file(input);
+            std::optional<JpegQuality> q = bytes ? jpeg_quality(*bytes) : jpeg_quality_of_file(input);
+            l.source = "jpeg tables";
+            if (!q) q = estimate_jpeg_quality(*image), l.source = "estimated";
             if (!q)
-                throw Error(input + ": not a JPEG (no quantization tables to read its quality from, which model '" +
-                            model_name + "' takes): give --jpeg-quality Q");
-            l.value = q->quality, l.source = "jpeg tables";
+                throw Error(input + ": too small to estimate the JPEG quality model '" + model_name +
+                            "' takes from its pixels, and not a JPEG: give --jpeg-quality Q");
+            l.value = q->quality;
         }
         l.used = scaled_level(name, l.value, strength);
         return l;

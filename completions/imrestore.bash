@@ -24,7 +24,7 @@ declare -gA _imrestore_flags=(
     [restore]='-h --help --version -r --recursive -f --force --strip --timing --json --json-lines -q --quiet'
     [models]='-h --help --json'
     [model]='-h --help'
-    [degrade]='-h --help -r --recursive -f --force --estimate-noise --json -q --quiet'
+    [degrade]='-h --help -r --recursive -f --force --estimate-noise --estimate-jpeg-quality --json -q --quiet'
     [eval]='-h --help -r --recursive --json -q --quiet'
 )
 

@@ -383,7 +383,8 @@ TEST(Cli, LevelsGivenOrEstimatedReachTheModel) {
     EXPECT_NE(terminal.out.find("(estimated)"), std::string::npos) << terminal.out;
     EXPECT_NE(terminal.out.find("levels (estimate)"), std::string::npos) << terminal.out;
 
-    // The JPEG's own quality, from its tables; a PNG has none.
+    // The JPEG's own quality, from its tables; a PNG's is estimated from its
+    // pixels (this one, never compressed: a high one).
     WriteOptions q40;
     q40.jpeg_quality = 40;
     write_image(dir / "q40.jpg", noisy, q40);
@@ -392,11 +393,13 @@ TEST(Cli, LevelsGivenOrEstimatedReachTheModel) {
     level = nlohmann::json::parse(jpeg.out)["files"][0]["levels"][0];
     EXPECT_EQ(level["source"], "jpeg tables");
     EXPECT_EQ(level["value"], 40.0);
-    RunResult png = run(quality_model, in, "");  // that file's error (files are listed as the run goes)
-    EXPECT_EQ(png.code, 1);
-    EXPECT_NE(png.err.find("not a JPEG"), std::string::npos) << png.err;
-    EXPECT_NE(png.err.find("--jpeg-quality"), std::string::npos) << png.err;
-    RunResult png_given = run(quality_model, in, "--jpeg-quality 60 --strength 2");  // 100 - 2 * 40 = 20
+    RunResult png = run(quality_model, in, "");
+    ASSERT_EQ(png.code, 0) << png.err;
+    level = nlohmann::json::parse(png.out)["files"][0]["levels"][0];
+    EXPECT_EQ(level["source"], "estimated");
+    EXPECT_GE(level["value"].get<double>(), 90);
+    EXPECT_NEAR(added(dir / "out.png"), level["used"].get<double>() / 100 * 0.1 * 255, 0.5);  // x + 0.1 Q / 100
+    RunResult png_given = run(quality_model, in, "--jpeg-quality 60 --strength 2");           // 100 - 2 * 40 = 20
     ASSERT_EQ(png_given.code, 0) << png_given.err;
     EXPECT_EQ(nlohmann::json::parse(png_given.out)["files"][0]["levels"][0]["used"], 20.0);
 

@@ -324,6 +324,46 @@ TEST(JpegQuality, ReadsTheQualityOfLibjpegTables) {
     EXPECT_FALSE(jpeg_quality({}));
 }
 
+// A photo JPEG'd at quality Q and decoded (no tables left) reads about Q
+// from its pixels, at 8 and 16 bits. Where no 8x8 grid of quantized blocks
+// is to be seen, it reads as a high quality: the same decoded JPEG cropped by
+// 3 columns (its blocks off the grid), and an image never compressed (noise
+// over a gradient). An image under 8x8 pixels has no estimate.
+TEST(JpegQuality, IsEstimatedFromTheDecodedPixels) {
+    const Image photo = read_image(std::string(IMRESTORE_SAMPLES) + "/coffee.png");  // 451x300 RGB
+    auto crop_left = [](const Image& im, int cols) {
+        Image out = im;
+        out.width -= cols;
+        out.allocate();
+        for (int y = 0; y < out.height; ++y)
+            for (int x = 0; x < out.width; ++x)
+                for (int c = 0; c < im.channels; ++c)
+                    out.set_sample((size_t(y) * out.width + x) * im.channels + c,
+                                   im.sample((size_t(y) * im.width + x + cols) * im.channels + c));
+        return out;
+    };
+    for (int quality : {10, 30, 60, 85}) {
+        WriteOptions o;
+        o.jpeg_quality = quality;
+        const Image decoded = decode_image("x.jpg", encode_image("x.jpg", photo, o));
+        const std::optional<JpegQuality> q = estimate_jpeg_quality(decoded);
+        ASSERT_TRUE(q) << quality;
+        EXPECT_NEAR(q->quality, quality, 3) << "mismatch " << q->mismatch;
+        const Image sixteen = test::with_depth(decoded, 16, [](uint16_t v) { return v * 257; });
+        EXPECT_EQ(estimate_jpeg_quality(sixteen)->quality, q->quality) << quality;
+        if (quality <= 60) EXPECT_GE(estimate_jpeg_quality(crop_left(decoded, 3))->quality, 90) << quality;
+    }
+    unsigned seed;
+    std::mt19937 rng = test::fresh_rng(&seed);
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    std::normal_distribution<double> n(0, 12);
+    Image never = make_image(200, 120, 3, 0);
+    for (size_t i = 0; i < never.sample_count(); ++i)
+        never.set_sample(i, uint16_t(std::clamp(std::lround(60 + double(i % 600) / 6 + n(rng)), 0L, 255L)));
+    EXPECT_GE(estimate_jpeg_quality(never)->quality, 90);
+    EXPECT_FALSE(estimate_jpeg_quality(make_image(7, 9, 3, 100)));
+}
+
 // ---------------------------------------------------------------- the commands, end to end
 
 TEST(EvalCli, DegradeSubsamplingAndNoiseEstimateInItsJson) {
@@ -341,6 +381,16 @@ TEST(EvalCli, DegradeSubsamplingAndNoiseEstimateInItsJson) {
     EXPECT_FALSE(ja["files"][0].contains("levels"));
     EXPECT_EQ(jb["files"][0]["levels"][0]["name"], "noise_level");
     EXPECT_EQ(jb["files"][0]["levels"][0]["source"], "estimated");
+    // The JPEG quality of what it wrote, from its pixels (coffee, 451x300:
+    // chelsea's fur and blur are one of the estimator's misses, 30 -> 15).
+    const std::string coffee = std::string(IMRESTORE_SAMPLES) + "/coffee.png";
+    RunResult quality = imrestore(
+        "degrade " + q(coffee) + " -o " + q(dir / "e.png") + " --jpeg 30 --json --estimate-jpeg-quality", dir);
+    ASSERT_EQ(quality.code, 0) << quality.err;
+    const Json level = Json::parse(quality.out)["files"][0]["levels"][0];
+    EXPECT_EQ(level["name"], "jpeg_quality");
+    EXPECT_EQ(level["source"], "estimated");
+    EXPECT_NEAR(level["value"].get<double>(), 30, 3);
     RunResult bad = imrestore("degrade " + q(in) + " -o " + q(dir / "c.png") + " --jpeg 30 --subsampling 422", dir);
     EXPECT_EQ(bad.code, 2);
     EXPECT_NE(bad.err.find("--subsampling"), std::string::npos) << bad.err;

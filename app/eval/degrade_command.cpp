@@ -8,6 +8,7 @@
 #include "error.h"
 #include "eval/noise_estimate.h"
 #include "eval/photo_mix.h"
+#include "image/jpeg_quality.h"
 #include "jobs/file_report.h"
 #include "jobs/plan_jobs.h"
 #include "jobs/run_each_file.h"
@@ -54,6 +55,10 @@ CLI::App* add_degrade_command(CLI::App& app, DegradeOptions& o) {
     cmd->add_flag("--estimate-noise", o.estimate_noise,
                   "Also estimate each written image's noise sigma, as restore does for models that take a noise "
                   "level (to measure the estimator: see weights/README.md)");
+    cmd->add_flag("--estimate-jpeg-quality", o.estimate_jpeg_quality,
+                  "Also estimate each written image's JPEG quality from its pixels, as restore does for models "
+                  "that take a JPEG quality and an input that is no JPEG (to measure the estimator: "
+                  "scripts/jpeg_quality_estimate_accuracy.sh)");
     cmd->add_flag("--json", o.json, "Print a machine-readable report on stdout (nothing else goes there)");
     cmd->add_flag("-q,--quiet", o.quiet, "Print only errors");
     cmd->footer(
@@ -74,8 +79,10 @@ Json degradation_json(const Degradation& d, uint64_t seed) {
 int run_degrade(const DegradeOptions& o) {
     const Degradation& d = o.degradation;
     d.validate();
-    if (!d.any() && !o.estimate_noise)
-        throw UsageError("degrade: nothing to do: give --blur, --noise and/or --jpeg, or --mix (or --estimate-noise)");
+    if (!d.any() && !o.estimate_noise && !o.estimate_jpeg_quality)
+        throw UsageError(
+            "degrade: nothing to do: give --blur, --noise and/or --jpeg, or --mix (or --estimate-noise, "
+            "--estimate-jpeg-quality)");
     std::string format = o.format;
     if (!format.empty() && format[0] == '.') format.erase(0, 1);
     JobRequest request;
@@ -104,6 +111,11 @@ int run_degrade(const DegradeOptions& o) {
         if (o.estimate_noise) {
             const double sigma = estimate_noise_sigma(out);
             result.levels.push_back({"noise_level", sigma, "estimated", sigma});
+        }
+        if (o.estimate_jpeg_quality) {
+            const std::optional<JpegQuality> q = estimate_jpeg_quality(out);
+            if (!q) throw Error(job.input + ": under 8x8 pixels: no JPEG quality to estimate");
+            result.levels.push_back({"jpeg_quality", double(q->quality), "estimated", double(q->quality)});
         }
         result.width = out.width, result.height = out.height, result.channels = out.channels;
         result.bit_depth = out.bit_depth;

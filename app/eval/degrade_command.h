@@ -27,8 +27,9 @@ struct DegradeOptions {
     uint64_t seed = kDefaultDegradeSeed;
     std::string format = "png";  // of outputs named after their input
     bool recursive = false, force = false, quiet = false;
-    bool json = false;            // the report as JSON on stdout
-    bool estimate_noise = false;  // also estimate each written image's noise sigma (eval/noise_estimate.h)
+    bool json = false;                   // the report as JSON on stdout
+    bool estimate_noise = false;         // also estimate each written image's noise sigma (eval/noise_estimate.h)
+    bool estimate_jpeg_quality = false;  // ... and its JPEG quality from its pixels (image/jpeg_quality.h)
     ShardOptions shard;
 };
 
