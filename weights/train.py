@@ -821,7 +821,8 @@ def make_batch(task, patches, feeder, batch, size, margin, gen, sigma_power=1.0)
 
 def validation_set(task, photos, count, size, margin):
     """Fixed validation patches (CPU generator, VAL_SEED) of held-out photos, degraded
-    per the task's training distribution. Returns (degraded, clean, levels):
+    per the task's training distribution (deblock: 4:2:0 and no --jpeg-prior
+    whatever the run's, so runs compare). Returns (degraded, clean, levels):
     float32 on the CPU, levels as make_batch's."""
     gen = torch.Generator().manual_seed(VAL_SEED)
     s = size + 2 * margin if task in ("deblur", "photo") else size
@@ -1066,7 +1067,7 @@ def task_text(task):
                     f"Trained on single-pass libjpeg {subsampling_text()} compression at quality {JPEG_Q[0]}-{JPEG_Q[1]}"
                     + (f" (and on a second pass over a first at {JPEG_PRIOR[1]}-{JPEG_PRIOR[2]} on the same 8x8 grid)"
                        if JPEG_PRIOR[0] > 0 else "")
-                    + ": other encoders, " + ("" if JPEG_444 > 0 else "4:4:4, ")
+                    + ": other encoders, " + ("4:4:4, " if JPEG_444 <= 0 else "4:2:0, " if JPEG_444 >= 1 else "")
                     + ("JPEGs recompressed on another grid or with other subsampling, resized JPEGs"
                        if JPEG_PRIOR[0] > 0 else "recompressed or resized JPEGs")
                     + " and qualities outside that range are untested; detail the "
@@ -1117,13 +1118,18 @@ def git_commit():
         return "unknown"
 
 
+def pil_version():
+    import PIL
+    return PIL.__version__
+
+
 def subsampling_text():
     """The training JPEGs' chroma subsampling (--jpeg-444)."""
     if JPEG_444 <= 0:
         return "4:2:0"
     if JPEG_444 >= 1:
         return "4:4:4"
-    return f"4:2:0, {100 * JPEG_444:g}% of the patches 4:4:4"
+    return f"4:2:0 ({100 * JPEG_444:g}% of the patches 4:4:4)"
 
 
 def degradation_text(task, sigma_power=1.0):
@@ -1135,10 +1141,15 @@ def degradation_text(task, sigma_power=1.0):
         return ("photo mix per patch (weights/README.md, PHOTO_MIX): "
                 + ", ".join(f"{k} {v}" for k, v in PHOTO_MIX.items()))
     if task == "deblock":
-        return (f"libjpeg baseline JPEG ({subsampling_text()}; 4:2:0 through torchvision's CPU codec, 4:4:4 through "
-                f"PIL's), quality uniform integer [{JPEG_Q[0]}, {JPEG_Q[1]}]"
-                + (f"; with probability {JPEG_PRIOR[0]:g} the clean patch is first a JPEG of quality uniform integer "
-                   f"[{JPEG_PRIOR[1]}, {JPEG_PRIOR[2]}], the target too (--jpeg-prior)" if JPEG_PRIOR[0] > 0 else ""))
+        codec = ("libjpeg (torchvision CPU codec) baseline 4:2:0 JPEG" if JPEG_444 <= 0 else  # as before --jpeg-444
+                 "libjpeg (PIL's codec) baseline 4:4:4 JPEG" if JPEG_444 >= 1 else
+                 f"libjpeg baseline JPEG, 4:2:0 through torchvision's CPU codec, {100 * JPEG_444:g}% of the patches "
+                 "4:4:4 through PIL's")
+        return (f"{codec}, quality uniform integer [{JPEG_Q[0]}, {JPEG_Q[1]}]"
+                + (f"; with probability {JPEG_PRIOR[0]:g} the clean patch is first a "
+                   + ("4:2:0 " if JPEG_444 > 0 else "")  # (the words of runs before --jpeg-444 kept)
+                   + f"JPEG of quality uniform integer [{JPEG_PRIOR[1]}, {JPEG_PRIOR[2]}], the target too "
+                   "(--jpeg-prior)" if JPEG_PRIOR[0] > 0 else ""))
     return (f"Gaussian blur sigma uniform [{BLUR_S[0]:g}, {BLUR_S[1]:g}] px (radius ceil(3 sigma), rounded to 8 bits), "
             f"then noise sigma uniform [0, {BLUR_NOISE_MAX:g}]")
 
@@ -1909,7 +1920,8 @@ def provenance_text(args, state, nparams, model=None):
                     + (f", {c['degradation']}" if c.get("degradation", degradation_text(args.task))
                        != degradation_text(args.task) else "")
                     for c in calls)
-        + f"); torch {torch.__version__}, torchvision {torchvision.__version__}; evaluation: fp32 with TF32 off, "
+        + f"); torch {torch.__version__}, torchvision {torchvision.__version__}"
+        + (f", PIL {pil_version()}" if JPEG_444 > 0 else "") + "; evaluation: fp32 with TF32 off, "
         f"degradation seeds {EVAL_SEED}+level, {hi.get('evaluated', 'all held-out photos')}; "
         f"written {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}")
 
