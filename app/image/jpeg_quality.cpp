@@ -103,7 +103,7 @@ int quantization_step(const std::vector<double>& values) {
         // The pixels' rounding seen in a coefficient (0.6), and more for a
         // larger step (clipped blocks, the decoder's chroma): 0.04 q was the
         // best of 0.04, 0.1 (and 0.8 + 0.04 q) on a third of the held-out
-        // photos (docs/performance.md).
+        // photos (weights/README.md, "JPEG quality estimate").
         const double window = 0.6 + 0.04 * q;
         size_t large = 0, near = 0;
         for (double v : values) {
