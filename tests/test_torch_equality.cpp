@@ -2,8 +2,8 @@
 // bundled model, tests/data/torch/NAME.f32 holds the
 // fp32 output torch computed (TF32 off) for weights/check_input.png on the
 // GPU host (for a model that takes a noise level or JPEG quality, at sigma 25
-// or quality 50: weights/train.py's CHECK_LEVELS). The CPU backend must agree within one 8-bit level on at least
-// 99.99% of the values (the trained-models issue's rule), and every value
+// or quality 50: weights/train.py's CHECK_LEVELS). The CPU backend must
+// agree within one 8-bit level on at least 99.99% of the values (the trained-models issue's rule), and every value
 // within 0.01 of a level.
 #include <gtest/gtest.h>
 
@@ -53,7 +53,7 @@ TEST(TorchEquality, TrainedModelsMatchPyTorchWithinOneLevel) {
         // torch output with (its CHECK_LEVELS).
         RunnerOptions options;
         for (const std::string& level : model.extra_inputs)
-            options.extra_inputs.emplace_back(level, level == "noise_level" ? 25.0f / 255.0f : 0.5f);
+            options.extra_inputs.emplace_back(level, extra_input_value(level, level == "noise_level" ? 25 : 50));
         ModelRunner runner(std::move(model), *cpu, options);
         std::vector<float> got(shape.count(), std::nanf(""));
         runner.run(f32_nchw(input.data(), shape), f32_nchw(got.data(), shape), nullptr);

@@ -53,6 +53,13 @@ class _ResBlock(nn.Module):
         return x + self.conv2(self.relu(self.conv1(x)))
 
 
+def level_plane(level, x):
+    """A level input's plane for x [N, C, H, W]: [N, 1, H, W] of the level (a
+    number, or one per item), in x's dtype and on its device."""
+    n, _, h, w = x.shape
+    return torch.as_tensor(level, dtype=x.dtype, device=x.device).reshape(-1, 1, 1, 1).expand(n, 1, h, w)
+
+
 class _SizeMixin:
     def forward_any_size(self, x, level=None):
         """The format's rule for other sizes: replicate-pad bottom/right to the
@@ -65,9 +72,7 @@ class _SizeMixin:
             x = F.pad(x, (0, pw, 0, ph), mode="replicate")
         if getattr(self, "level_input", None) is None:
             return self(x)[..., :h, :w]
-        n, _, hp, wp = x.shape
-        plane = torch.as_tensor(level, dtype=x.dtype, device=x.device).reshape(-1, 1, 1, 1).expand(n, 1, hp, wp)
-        return self(x, plane)[..., :h, :w]
+        return self(x, level_plane(level, x))[..., :h, :w]
 
 
 class DRUNetLike(_SizeMixin, nn.Module):

@@ -494,7 +494,8 @@ def arch_defaults(arch):
 
 
 def load_architectures():
-    sys.path.insert(0, HERE)
+    if HERE not in sys.path:  # (called each training step by call_net: import is cached, the path must not grow)
+        sys.path.insert(0, HERE)
     import architectures
 
     return architectures
@@ -557,10 +558,8 @@ def call_net(net, model, x, levels):
         return net(x)
     if levels is None or name not in levels:
         raise ValueError(f"the model takes {name}; no level was given")
-    n, _, h, w = x.shape
-    v = torch.as_tensor(levels[name], dtype=x.dtype, device=x.device).reshape(-1, 1, 1, 1)
-    plane = v.expand(n, 1, h, w).contiguous(memory_format=torch.channels_last)
-    return net(x, plane)
+    architectures = load_architectures()  # a level input is an architectures.py model's
+    return net(x, architectures.level_plane(levels[name], x).contiguous(memory_format=torch.channels_last))
 
 
 # ---------------------------------------------------------------------------
