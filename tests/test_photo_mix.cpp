@@ -147,12 +147,20 @@ TEST(PhotoMix, TheImageDependsOnlyOnTheSeedAndTheFileName) {
         const Image a = degrade(clean, d, file_seed), b = degrade(clean, d, image_noise_seed(seed, "x.png"));
         ASSERT_EQ(a.samples_u16(), b.samples_u16()) << "seed " << seed;
         EXPECT_NE(a.samples_u16(), clean.samples_u16()) << "--mix photo redraws a draw that skips every step";
-        // Another seed, or another file name: another image.
+        // Another seed, or another file name: another draw. Its image must
+        // differ where either draw adds noise (a fresh field). Two draws
+        // without noise may legitimately give the same pixels: the same JPEG
+        // quality alone, or resample factors that round to the same size.
+        const PhotoMixParams mine = draw_photo_mix_for_eval(file_seed);
         for (uint64_t other : {image_noise_seed(seed + 1, "x.png"), image_noise_seed(seed, "y.png")}) {
+            const PhotoMixParams theirs = draw_photo_mix_for_eval(other);
+            EXPECT_TRUE(theirs.describe() != mine.describe() || theirs.noise_seed != mine.noise_seed);
+            if (!mine.noise_on && !theirs.noise_on) continue;
             ++tried;
             differ += degrade(clean, d, other).samples_u16() != a.samples_u16();
         }
     }
+    EXPECT_GT(tried, 0);
     EXPECT_EQ(differ, tried);
     // The evaluation's draw: the training draw unless that skips everything, then a later one.
     for (int i = 0; i < 2000; ++i) {

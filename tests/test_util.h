@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -48,10 +49,12 @@ inline std::vector<float> random_vector(std::mt19937& rng, size_t n, float scale
     return v;
 }
 
-// A generator seeded from std::random_device; the seed goes to *seed_out
-// (print it, so a failure can be reproduced).
+// A generator seeded from std::random_device, or from IMRESTORE_TEST_SEED
+// when set (as the op tests take it); the seed goes to *seed_out (print it,
+// so a failure can be reproduced).
 inline std::mt19937 fresh_rng(unsigned* seed_out) {
-    unsigned seed = std::random_device{}();
+    const char* env = std::getenv("IMRESTORE_TEST_SEED");
+    const unsigned seed = env ? unsigned(std::strtoul(env, nullptr, 10)) : std::random_device{}();
     *seed_out = seed;
     return std::mt19937(seed);
 }
