@@ -887,6 +887,143 @@ void OpsTest::run_cases(const std::vector<ConvertCase>& cases) {
     std::cout << "[          ] convert on " << be.name() << ": " << pairs << " type pairs\n";
 }
 
+// ---------------------------------------------------------------- image_planes
+struct ImagePlanesCase {
+    int n, h, w, channels, bit_depth, model_channels;
+    int pad_h = 0, pad_w = 0;  // planes this much larger than the images (the size-multiple padding)
+    float strength = 1;
+};
+std::ostream& operator<<(std::ostream& o, const ImagePlanesCase& k) {
+    return o << "image_planes " << k.n << " image(s) " << k.w << "x" << k.h << ", " << k.channels << " channel(s) of "
+             << k.bit_depth << " bits, model of " << k.model_channels << " channel(s), planes +" << k.pad_h << "x+"
+             << k.pad_w << ", strength " << k.strength;
+}
+std::vector<ImagePlanesCase> image_planes_cases() {
+    return {
+        // Every channel mapping (image_planes_items) at both depths.
+        {1, 1, 1, 3, 8, 3},
+        {2, 7, 5, 3, 8, 3, 1, 3},
+        {1, 13, 9, 4, 8, 3, 3, 7},
+        {3, 5, 11, 1, 8, 1, 0, 5},
+        {2, 6, 7, 2, 8, 1},
+        {1, 9, 10, 1, 8, 3, 7, 6},   // gray through RGB: replicated in, mean out
+        {2, 4, 33, 2, 16, 3, 4, 0},  // gray + alpha through RGB, 16 bits
+        {1, 8, 9, 3, 8, 1, 0, 7},    // RGB through a 1-channel model: three items
+        {2, 5, 3, 4, 16, 1, 3, 1},
+        {1, 17, 23, 3, 16, 3, 15, 9},
+        // The strength blend: between, 0 (the input itself) and beyond 1.
+        {2, 7, 6, 3, 8, 3, 1, 2, 0.5f},
+        {1, 5, 5, 4, 16, 3, 3, 3, 0.0f},
+        {1, 6, 4, 1, 8, 3, 2, 4, 1.7f},
+        {1, 7, 3, 3, 8, 1, 1, 5, 0.25f},
+        // Larger than a few blocks of threads, with odd sides.
+        {1, 61, 97, 3, 8, 3, 3, 7},
+        {2, 40, 37, 4, 16, 3, 0, 3, 0.8f},
+    };
+}
+
+// Both directions, on fresh random samples and planes. FromSamples must give
+// the float64 value within f32's rounding of it (s * (1/max) is one
+// rounding of s / max twice over); ToSamples each color sample within 0.5
+// of the float64 value (the rounding to a level) plus the f32 roundings of
+// the blend, the gray mean and the scaling (16 units of 2^-24 of the
+// largest sample), alpha and the pixels past the samples untouched. The
+// planes given to ToSamples span [-0.2, 1.2] (clamping at both ends), with a
+// NaN and infinities among them (NaN -> 0).
+template <>
+void OpsTest::run_cases(const std::vector<ImagePlanesCase>& cases) {
+    Backend& be = *backend_;
+    for (const ImagePlanesCase& k : cases) {
+        const uint64_t seed = draw_seed();
+        std::ostringstream trace;
+        trace << k << " on " << be.name() << ", seed " << seed;
+        SCOPED_TRACE(trace.str());
+        std::mt19937_64 rng(seed);
+        imr::ImageSamples s;
+        s.n = k.n, s.h = k.h, s.w = k.w, s.channels = k.channels, s.bit_depth = k.bit_depth;
+        const int items = imr::image_planes_items(k.model_channels, s.color_channels());
+        ASSERT_GT(items, 0);
+        const Shape ps{k.n * items, k.model_channels, k.h + k.pad_h, k.w + k.pad_w};
+        const size_t sample_size = k.bit_depth / 8, guard = kGuard * sample_size;
+        // The samples with kGuard samples of guard on each side.
+        std::vector<unsigned char> host(s.bytes() + 2 * guard);
+        std::uniform_int_distribution<int> byte(0, 255);
+        for (unsigned char& b : host) b = (unsigned char)byte(rng);
+        DeviceBuffer dsamples = to_device(be, host.data(), host.size());
+        s.data = dsamples.as<unsigned char>() + guard;
+
+        // From samples.
+        GuardedOutput planes(be, ps);
+        imr::ImagePlanesArgs from;
+        from.direction = imr::PlanesDirection::FromSamples;
+        from.samples = s, from.planes = planes.tensor();
+        ASSERT_NO_THROW(be.image_planes(from));
+        be.synchronize();
+        const std::vector<float> got = planes.download();
+        expect_unchanged(be, dsamples, host.data(), host.size(), "samples");
+        imr::ImagePlanesArgs href = from;
+        href.samples.data = host.data() + guard;
+        std::vector<float> stand_in(ps.count());
+        href.planes.data = stand_in.data();
+        const std::vector<double> ref = imr::reference_image_planes_from_samples(href);
+        const Comparison c = compare(got, ref, {}, 0, 0);
+        expect_all_finite(c, ps);
+        EXPECT_LE(c.max_abs_err, 2 * kFp32Unit) << "from samples, worst element " << where(ps, c.worst) << ": got "
+                                                << got[c.worst] << ", float64 " << ref[c.worst];
+
+        // To samples: fresh planes (and the model's input for the blend).
+        std::uniform_real_distribution<float> value(-0.2f, 1.2f);
+        std::vector<float> out(ps.count()), in(ps.count());
+        for (float& v : out) v = value(rng);
+        for (float& v : in) v = value(rng) * 0.8f + 0.1f;
+        out[out.size() / 2] = std::numeric_limits<float>::quiet_NaN();
+        out[out.size() / 3] = std::numeric_limits<float>::infinity();
+        out[out.size() - 1] = -std::numeric_limits<float>::infinity();
+        DeviceBuffer dout = to_device(be, out), din = to_device(be, in);
+        imr::ImagePlanesArgs to;
+        to.direction = imr::PlanesDirection::ToSamples;
+        to.samples = s, to.strength = k.strength;
+        to.planes = dout.tensor(ps);
+        if (k.strength != 1) to.input = din.tensor(ps);
+        ASSERT_NO_THROW(be.image_planes(to));
+        be.synchronize();
+        std::vector<unsigned char> after(host.size());
+        be.download(after.data(), dsamples.data(), after.size());
+        expect_unchanged(be, dout, out.data(), out.size() * sizeof(float), "planes");
+        imr::ImagePlanesArgs tref = to;
+        tref.samples.data = host.data() + guard;
+        tref.planes.data = out.data();
+        if (k.strength != 1) tref.input.data = in.data();
+        const std::vector<double> expect = imr::reference_image_planes_to_samples(tref);
+        EXPECT_EQ(std::memcmp(after.data(), host.data(), guard), 0) << "wrote before the samples";
+        EXPECT_EQ(std::memcmp(after.data() + host.size() - guard, host.data() + host.size() - guard, guard), 0)
+            << "wrote past the samples";
+        auto sample = [&](const std::vector<unsigned char>& b, size_t i) {
+            return sample_size == 2 ? double(reinterpret_cast<const uint16_t*>(b.data() + guard)[i])
+                                    : double(b[guard + i]);
+        };
+        const double slack = 0.5 + 16 * kFp32Unit * s.max_value();
+        const int color = s.color_channels();
+        size_t j = 0, wrong = 0, alpha_changed = 0;
+        double worst = 0;
+        for (size_t p = 0; p < size_t(s.n) * s.h * s.w; ++p) {
+            for (int ch = 0; ch < color; ++ch, ++j) {
+                const double err = std::abs(sample(after, p * s.channels + ch) - expect[j]);
+                if (!(err <= slack)) {
+                    if (wrong++ == 0)
+                        ADD_FAILURE() << "to samples: pixel " << p << " channel " << ch << " is "
+                                      << sample(after, p * s.channels + ch) << ", float64 " << expect[j];
+                }
+                worst = std::max(worst, err);
+            }
+            if (color < s.channels)
+                alpha_changed += sample(after, p * s.channels + color) != sample(host, p * s.channels + color);
+        }
+        EXPECT_EQ(wrong, 0u) << "samples off by more than " << slack << " (worst " << worst << ")";
+        EXPECT_EQ(alpha_changed, 0u) << "alpha written";
+    }
+}
+
 // ---------------------------------------------------------------- memory-bound ops
 // elementwise, activation, simple_gate and concat. Their inputs may start
 // anywhere (`misaligned`: one element into the buffer, not 16-byte aligned:
@@ -1906,6 +2043,44 @@ TEST_P(OpsTest, RejectsInvalidArgs) {
     wmbad = wm;
     wmbad.input.layout = wmbad.output.layout = Layout::NHWC;  // no kernel of either backend reads it
     refuses(Op::WindowMean, "a layout the backend does not support", [&] { be.window_mean(wmbad); });
+
+    imr::ImagePlanesArgs ip;
+    DeviceBuffer samples(be, 2 * 8 * 8 * 4);
+    ip.samples.data = samples.data();
+    ip.samples.n = 2, ip.samples.h = 8, ip.samples.w = 8, ip.samples.channels = 4, ip.samples.bit_depth = 8;
+    ip.planes = output.tensor({2, 3, 8, 8});
+    ASSERT_NO_THROW(be.image_planes(ip)) << "the valid baseline must run";
+    ip.direction = imr::PlanesDirection::ToSamples;
+    ASSERT_NO_THROW(be.image_planes(ip)) << "the valid baseline must run";
+    be.synchronize();
+    imr::ImagePlanesArgs ipbad = ip;
+    ipbad.planes.shape = {2, 3, 7, 8};
+    refuses(Op::ImagePlanes, "planes smaller than the images", [&] { be.image_planes(ipbad); });
+    ipbad = ip;
+    ipbad.planes.shape = {2, 2, 8, 8};
+    refuses(Op::ImagePlanes, "channels that do not map (RGBA through a 2-channel model)",
+            [&] { be.image_planes(ipbad); });
+    ipbad = ip;
+    ipbad.planes.shape = {3, 3, 8, 8};
+    refuses(Op::ImagePlanes, "planes of another item count", [&] { be.image_planes(ipbad); });
+    ipbad = ip;
+    ipbad.samples.bit_depth = 12;
+    refuses(Op::ImagePlanes, "12-bit samples", [&] { be.image_planes(ipbad); });
+    ipbad = ip;
+    ipbad.samples.channels = 5;
+    refuses(Op::ImagePlanes, "5 channels", [&] { be.image_planes(ipbad); });
+    ipbad = ip;
+    ipbad.strength = 0.5f;
+    refuses(Op::ImagePlanes, "a strength without the model's input", [&] { be.image_planes(ipbad); });
+    ipbad = ip;
+    ipbad.planes.dtype = DType::F16;
+    refuses(Op::ImagePlanes, "f16 planes", [&] { be.image_planes(ipbad); });
+    ipbad = ip;
+    ipbad.planes.data = samples.data();
+    refuses(Op::ImagePlanes, "planes overlapping the samples", [&] { be.image_planes(ipbad); });
+    ipbad = ip;
+    ipbad.samples.data = nullptr;
+    refuses(Op::ImagePlanes, "null samples", [&] { be.image_planes(ipbad); });
 
     for (size_t i = 0; i < imr::kOpCount; ++i)
         EXPECT_GT(rows[i], 0) << imr::op_name(Op(i)) << " has no row in RejectsInvalidArgs";

@@ -20,6 +20,7 @@
 #include "convert.h"
 #include "depthwise_conv2d.h"
 #include "elementwise.h"
+#include "image_planes.h"
 #include "layer_norm.h"
 #include "pixel_shuffle.h"
 #include "residual_block.h"
@@ -37,4 +38,5 @@
     X(Concat, concat, ConcatArgs)                             \
     X(LayerNorm, layer_norm, LayerNormArgs)                   \
     X(DepthwiseConv2d, depthwise_conv2d, DepthwiseConv2dArgs) \
-    X(WindowMean, window_mean, WindowMeanArgs)
+    X(WindowMean, window_mean, WindowMeanArgs)                \
+    X(ImagePlanes, image_planes, ImagePlanesArgs)
