@@ -114,8 +114,7 @@ ModelRunner::ModelRunner(ModelFile model, Backend& backend, RunnerOptions option
                                                            pixels);
     }
     arena_bytes_per_pixel_ = double(most) / pixels;
-    upload_timer_ = backend.make_timer();
-    download_timer_ = backend.make_timer();
+    make_pass_timers();
     backend.synchronize();
 }
 
@@ -134,8 +133,14 @@ ModelRunner::ModelRunner(const ModelRunner& same_device, Backend& sibling)
       stage_labels_(same_device.stage_labels_) {
     for (const auto& [op, variant] : options_.forced_variants) sibling.force_variant(op, variant);
     for (size_t i = 0; i < model_->stages.size(); ++i) stage_timers_.push_back(sibling.make_timer());
-    upload_timer_ = sibling.make_timer();
-    download_timer_ = sibling.make_timer();
+    make_pass_timers();
+}
+
+void ModelRunner::make_pass_timers() {
+    upload_timer_ = backend_.make_timer();
+    download_timer_ = backend_.make_timer();
+    to_planes_timer_ = backend_.make_timer();
+    to_samples_timer_ = backend_.make_timer();
 }
 
 RunnerPlan ModelRunner::plan_for(const Stages& stages) const {
@@ -164,7 +169,11 @@ size_t ModelRunner::bytes_per_pixel() const {
     return size_t(arena_bytes_per_pixel_ + sizeof(float) * (input + double(model_->extra_inputs.size()))) + 1;
 }
 
-void ModelRunner::reserve(size_t arena_bytes, size_t input_bytes, size_t extra_bytes) {
+void ModelRunner::reserve(size_t arena_bytes, size_t input_bytes, size_t extra_bytes, size_t samples_bytes) {
+    if (samples_.bytes() < samples_bytes) {
+        samples_.reset();
+        samples_ = DeviceBuffer(backend_, samples_bytes);
+    }
     if (arena_.bytes() < arena_bytes) {
         arena_.reset();  // free before allocating the larger one
         arena_ = DeviceBuffer(backend_, arena_bytes);
@@ -180,7 +189,7 @@ void ModelRunner::reserve(size_t arena_bytes, size_t input_bytes, size_t extra_b
 }
 
 void ModelRunner::release_buffers() {
-    arena_.reset(), input_.reset(), extra_.reset();
+    arena_.reset(), input_.reset(), extra_.reset(), samples_.reset();
 }
 
 void ModelRunner::set_extra_values(std::vector<float> values) {
@@ -216,6 +225,75 @@ void ModelRunner::run(const Tensor& input_tensor, const Tensor& output_tensor, S
         for (int y = 0; y < shape.h; ++y)
             std::memcpy(output + (size_t(p) * shape.h + y) * shape.w, &out[(size_t(p) * padded.h + y) * padded.w],
                         sizeof(float) * size_t(shape.w));
+}
+
+bool ModelRunner::run_samples(const ImageSamples& samples, void* out, float strength, StageTimer* timer) {
+    const int C = model_->channels, items = image_planes_items(C, samples.color_channels());
+    if (items == 0 || samples.n < 1 || samples.h < 1 || samples.w < 1)
+        throw Error("model '" + model_->name + "' (" + std::to_string(C) + " channels) cannot take " + samples.str());
+    const int m = model_->size_multiple();
+    const Shape padded{samples.n * items, C, (samples.h + m - 1) / m * m, (samples.w + m - 1) / m * m};
+    ImageSamples in_place = samples;
+    in_place.data = out;
+    ImagePlanesArgs to_planes, to_samples;
+    to_planes.direction = PlanesDirection::FromSamples;
+    to_samples.direction = PlanesDirection::ToSamples;
+    to_samples.strength = strength;
+    if (backend_.is_host_memory()) {
+        // The planes in host memory, and the whole run() machinery (tiles
+        // where the batch does not fit) between the two conversions.
+        std::vector<float> planes(padded.count()), result(padded.count());
+        to_planes.samples = samples, to_planes.planes = f32_nchw(planes.data(), padded);
+        {
+            ScopedStage t(timer, "to planes");
+            backend_.image_planes(to_planes);
+        }
+        run_aligned(planes.data(), result.data(), padded, timer);
+        ScopedStage t(timer, "to samples");
+        if (out != samples.data) std::memcpy(out, samples.data, samples.bytes());  // alpha
+        to_samples.samples = in_place, to_samples.planes = f32_nchw(result.data(), padded);
+        if (strength != 1) to_samples.input = to_planes.planes;
+        backend_.image_planes(to_samples);
+        return true;
+    }
+    // A device: one pass, or none (the caller's planes then go through run(),
+    // tiled). Nothing reaches `out` before the download, the last step.
+    const bool forced = options_.max_tile > 0 && (padded.h > options_.max_tile || padded.w > options_.max_tile);
+    const size_t pixels = size_t(padded.n) * padded.h * padded.w;
+    if (forced || pixels + samples.bytes() / bytes_per_pixel() + 1 > pass_pixels_fit()) return false;
+    try {
+        begin_pass(padded, samples.bytes());
+        upload_timer_->start();
+        backend_.upload(samples_.data(), samples.data, samples.bytes());
+        upload_timer_->stop();
+        to_planes_timer_->start();
+        to_planes.samples = samples, to_planes.samples.data = samples_.data();
+        to_planes.planes = f32_nchw(input_.as<float>(), padded);
+        backend_.image_planes(to_planes);
+        to_planes_timer_->stop();
+        const Tensor result = compute_pass(to_planes.planes, nullptr, {});
+        to_samples_timer_->start();
+        to_samples.samples = to_planes.samples;
+        to_samples.planes = result;
+        if (strength != 1) to_samples.input = to_planes.planes;
+        backend_.image_planes(to_samples);
+        to_samples_timer_->stop();
+        download_timer_->start();
+        backend_.download(out, samples_.data(), samples.bytes());
+        download_timer_->stop();
+        backend_.synchronize();
+    } catch (const OutOfMemory&) {
+        release_buffers();
+        return false;
+    }
+    if (timer) {
+        timer->add("upload", upload_timer_->elapsed_ms());
+        timer->add("to planes", to_planes_timer_->elapsed_ms());
+        for (size_t i = 0; i < model_->stages.size(); ++i) timer->add(stage_labels_[i], stage_timers_[i]->elapsed_ms());
+        timer->add("to samples", to_samples_timer_->elapsed_ms());
+        timer->add("download", download_timer_->elapsed_ms());
+    }
+    return true;
 }
 
 size_t ModelRunner::efficient_pass_bytes() const {
@@ -379,21 +457,25 @@ void ModelRunner::run_tiled(Shape padded, Shape image, int tile, const TileReade
     }
 }
 
+void ModelRunner::begin_pass(Shape shape, size_t samples_bytes) {
+    // The layout is O(values^2) to place: made once per pass shape (the
+    // tiles of an image share theirs but at its edges).
+    if (!(shape == arena_shape_)) arena_layout_ = layout(plan_, *prepared_, shape), arena_shape_ = shape;
+    const size_t plane = size_t(shape.n) * shape.h * shape.w;
+    reserve(arena_layout_.total, backend_.is_host_memory() ? 0 : shape.count() * sizeof(float),
+            extra_values_.size() * plane * sizeof(float), samples_bytes);
+    for (size_t e = 0; e < extra_values_.size(); ++e) {
+        const std::vector<float> values(plane, extra_values_[e]);
+        backend_.upload(extra_.as<float>() + e * plane, values.data(), plane * sizeof(float));
+    }
+}
+
 void ModelRunner::run_pass(const float* input, float* output, Shape shape, StageTimer* timer, PlanScale plan) {
     // On the host the stages read `input` and the last writes `output` (or
     // its convert does); everything between lives in the arena. A device
     // backend uploads into input_ and downloads the result from the arena.
     const bool host = backend_.is_host_memory();
-    // The layout is O(values^2) to place: made once per pass shape (the
-    // tiles of an image share theirs but at its edges).
-    if (!(shape == arena_shape_)) arena_layout_ = layout(plan_, *prepared_, shape), arena_shape_ = shape;
-    const ArenaLayout& arena = arena_layout_;
-    const size_t plane = size_t(shape.n) * shape.h * shape.w;
-    reserve(arena.total, host ? 0 : shape.count() * sizeof(float), extra_values_.size() * plane * sizeof(float));
-    for (size_t e = 0; e < extra_values_.size(); ++e) {
-        const std::vector<float> values(plane, extra_values_[e]);
-        backend_.upload(extra_.as<float>() + e * plane, values.data(), plane * sizeof(float));
-    }
+    begin_pass(shape, 0);
     Tensor src = f32_nchw(input, shape);
     if (!host) {
         upload_timer_->start();
@@ -401,6 +483,22 @@ void ModelRunner::run_pass(const float* input, float* output, Shape shape, Stage
         backend_.upload(src.data, input, src.bytes());
         upload_timer_->stop();
     }
+    const Tensor result = compute_pass(src, output, plan);
+    if (!host) {
+        download_timer_->start();
+        backend_.download(output, result.data, result.bytes());
+        download_timer_->stop();
+    }
+    backend_.synchronize();
+    if (timer) {
+        if (!host) timer->add("upload", upload_timer_->elapsed_ms());
+        for (size_t i = 0; i < model_->stages.size(); ++i) timer->add(stage_labels_[i], stage_timers_[i]->elapsed_ms());
+        if (!host) timer->add("download", download_timer_->elapsed_ms());
+    }
+}
+
+Tensor ModelRunner::compute_pass(const Tensor& src, float* output, PlanScale plan) {
+    const Shape shape = src.shape;
     const bool half = precision_ == Precision::Fp16 || precision_ == Precision::Bf16;
     // In fp32 where the pipeline asks (a 16-bit image under --precision
     // auto), or again in fp32 where a half-precision pass's output is not
@@ -416,23 +514,13 @@ void ModelRunner::run_pass(const float* input, float* output, Shape shape, Stage
     if (half && compute_in_fp32_) {
         result = run_fp32();
     } else {
-        result = execute(plan_, *prepared_, arena, src, output, plan);
+        result = execute(plan_, *prepared_, arena_layout_, src, output, plan);
         if (half && !all_finite(backend_, result)) {
             result = run_fp32();
             ++fp32_reruns_;
         }
     }
-    if (!host) {
-        download_timer_->start();
-        backend_.download(output, result.data, result.bytes());
-        download_timer_->stop();
-    }
-    backend_.synchronize();
-    if (timer) {
-        if (!host) timer->add("upload", upload_timer_->elapsed_ms());
-        for (size_t i = 0; i < model_->stages.size(); ++i) timer->add(stage_labels_[i], stage_timers_[i]->elapsed_ms());
-        if (!host) timer->add("download", download_timer_->elapsed_ms());
-    }
+    return result;
 }
 
 void ModelRunner::prepare_fp32_stages() {

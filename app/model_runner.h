@@ -42,6 +42,20 @@ public:
     // "upload"/"download" on a device backend, to timer (if given).
     void run(const Tensor& input, const Tensor& output, StageTimer* timer);
 
+    // An image batch given as its own interleaved samples (host memory;
+    // kernels/ops/image_planes.h), restored into `out` (the same layout and
+    // size; may be samples.data itself), the --strength blend toward the
+    // input included: the values run() gives through the CPU's conversions
+    // (app/image/image_batch.h: image_to_planes, blend_toward_input,
+    // planes_into_image), bit for bit. On a device the samples cross the bus
+    // as they are (one byte each at 8 bits, not four) and are converted
+    // there by the image_planes op, in one pass. Returns false, with `out`
+    // untouched, where that pass does not fit the device's memory (or
+    // options().max_tile): the caller then converts on the host and calls
+    // run(), which tiles. A host backend always runs it. Adds "upload",
+    // "to planes", the stages, "to samples" and "download" to timer.
+    bool run_samples(const ImageSamples& samples, void* out, float strength, StageTimer* timer);
+
     // The extra inputs' values for the next run() calls, in the model's
     // extra_inputs order, in place of options().extra_inputs' (levels
     // estimated per image: the pipeline sets its batch's before each run).
@@ -104,6 +118,15 @@ private:
     // `plan`: the image's size over the pass's where the pass is a tile of it
     // (StageIO::plan: every tile then runs the kernels the whole image would).
     void run_pass(const float* input, float* output, Shape shape, StageTimer* timer, PlanScale plan = {});
+    // A pass's memory: its arena laid out and reserved (on a device with
+    // room for the f32 input and `samples_bytes` of image samples), the
+    // extra inputs' planes uploaded.
+    void begin_pass(Shape shape, size_t samples_bytes);
+    // The stages of a pass on `src` (the model input in backend memory),
+    // in fp32 again where a half-precision result is not finite; returns
+    // the result (f32 NCHW; on the host, `output`).
+    Tensor compute_pass(const Tensor& src, float* output, PlanScale plan);
+    void make_pass_timers();
     // The tiles of one image (padded size `padded`, the image's own h x w in
     // `image`), each read, run and written through the callbacks.
     void run_tiled(Shape padded, Shape image, int tile, const TileReader& read, const TileWriter& write,
@@ -118,7 +141,7 @@ private:
     size_t efficient_pass_bytes() const;
     // Pixels one pass may hold (the memory budget, and the 32-bit element limit).
     size_t pass_pixels_fit(size_t max_bytes = 0) const;
-    void reserve(size_t arena_bytes, size_t input_bytes, size_t extra_bytes);
+    void reserve(size_t arena_bytes, size_t input_bytes, size_t extra_bytes, size_t samples_bytes = 0);
     void release_buffers();
     // The plan for `stages` (their types as they report them).
     RunnerPlan plan_for(const Stages& stages) const;
@@ -160,10 +183,11 @@ private:
     DeviceBuffer arena_;  // every value of a pass, placed by layout_arena
     Shape arena_shape_;   // the pass shape arena_layout_ is for
     ArenaLayout arena_layout_;
-    DeviceBuffer input_;  // a device backend's copy of the pass's input
-    DeviceBuffer extra_;  // the extra inputs' constant planes
+    DeviceBuffer input_;    // a device backend's copy of the pass's input
+    DeviceBuffer extra_;    // the extra inputs' constant planes
+    DeviceBuffer samples_;  // run_samples: a device's copy of the batch's samples, converted in place
     std::vector<std::unique_ptr<BackendTimer>> stage_timers_;
-    std::unique_ptr<BackendTimer> upload_timer_, download_timer_;
+    std::unique_ptr<BackendTimer> upload_timer_, download_timer_, to_planes_timer_, to_samples_timer_;
     std::vector<std::string> stage_labels_;
 };
 

@@ -9,8 +9,10 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <sstream>
 
 #include "cpu/cpu_backend.h"
+#include "image/image_batch.h"
 #include "model_fusion.h"
 #include "model_hdf5.h"
 #include "model_isolation.h"
@@ -1628,6 +1630,111 @@ TEST(ModelRunner, TilesAndBatchesAreBitIdenticalToTheImageAlone) {
                 tiles.run(f32_nchw(batch.data() + i * one.count(), one), f32_nchw(tiled.data(), one), nullptr);
                 EXPECT_EQ(0, std::memcmp(tiled.data(), alone[i].data(), one.count() * sizeof(float)))
                     << "image " << i << " in " << side << "-pixel tiles differs from the whole pass";
+            }
+        }
+    }
+}
+
+// A random image of the given layout and depth.
+Image random_image(std::mt19937& rng, int w, int h, int channels, int bit_depth) {
+    Image img;
+    img.width = w, img.height = h, img.channels = channels, img.bit_depth = bit_depth;
+    img.allocate();
+    std::uniform_int_distribution<int> d(0, img.max_value());
+    for (size_t i = 0; i < img.sample_count(); ++i) img.set_sample(i, uint16_t(d(rng)));
+    return img;
+}
+
+// The samples of images of one size back to back, as run_samples takes them.
+std::vector<unsigned char> samples_of(const std::vector<Image>& images) {
+    std::vector<unsigned char> bytes;
+    for (const Image& img : images)
+        with_samples(img, [&](const auto* p) {
+            const auto* b = reinterpret_cast<const unsigned char*>(p);
+            bytes.insert(bytes.end(), b, b + img.byte_size());
+        });
+    return bytes;
+}
+
+// run_samples, on every backend this machine has, gives the bytes that the
+// CPU's conversions around run() give (image_to_planes, blend_toward_input,
+// planes_into_image: what the pipeline does without it): every channel
+// mapping (RGB, RGBA, gray through a 3-channel model; RGB as three items of
+// a 1-channel model), 8 and 16 bits, batches of two, sides that are not
+// multiples of the model's size multiple (3), strengths 1, 0.6 and 0, in
+// place or into another buffer. Where the pass would be tiled, a device
+// declines (false, the output untouched) and the CPU tiles.
+TEST(ModelRunner, SamplesGiveTheBitsOfTheHostConversions) {
+    unsigned seed;
+    auto rng = fresh_rng(&seed);
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    ModelFile rgb = two_resolution_model(rng, 3);
+    Conv2dStage first = test::random_conv2d(rng, 1, 6, 3, PadMode::Reflect, true),
+                last = test::random_conv2d(rng, 6, 1, 3, PadMode::Zero, true);
+    first.activation = Activation::ReLU, last.add_model_input = true;
+    ModelFile gray = test::model_of("test-gray", {first, last});
+    gray.channels = 1;
+    std::vector<std::unique_ptr<Backend>> backends;
+    backends.push_back(make_cpu_backend());
+    std::string why;
+    if (cuda_device_count(&why) > 0) backends.push_back(make_cuda_backend(0));
+    struct Case {
+        const ModelFile* model;
+        int n, w, h, channels, bit_depth;
+    };
+    const Case cases[] = {
+        {&rgb, 2, 37, 29, 3, 8}, {&rgb, 1, 20, 31, 4, 8}, {&rgb, 2, 13, 8, 1, 8},  {&rgb, 1, 17, 10, 2, 16},
+        {&rgb, 1, 9, 12, 3, 16}, {&gray, 2, 11, 7, 3, 8}, {&gray, 1, 9, 9, 1, 16}, {&gray, 1, 6, 13, 4, 8},
+    };
+    for (auto& be : backends) {
+        for (const Case& k : cases) {
+            std::ostringstream what;
+            what << be->name() << ", model of " << k.model->channels << " channel(s), " << k.n << " image(s) " << k.w
+                 << "x" << k.h << ", " << k.channels << " channel(s) of " << k.bit_depth << " bits";
+            SCOPED_TRACE(what.str());
+            ModelRunner runner(*k.model, *be);
+            std::vector<Image> images;
+            for (int i = 0; i < k.n; ++i) images.push_back(random_image(rng, k.w, k.h, k.channels, k.bit_depth));
+            const std::vector<unsigned char> input = samples_of(images);
+            ImageSamples samples;
+            samples.n = k.n, samples.h = k.h, samples.w = k.w, samples.channels = k.channels,
+            samples.bit_depth = k.bit_depth;
+            const int C = k.model->channels, items = items_per_image(images[0], C);
+            const Shape shape{k.n * items, C, k.h, k.w};
+            std::vector<float> planes(shape.count());
+            for (int i = 0; i < k.n; ++i) image_to_planes(images[i], C, planes.data() + i * shape.count() / k.n);
+            std::vector<float> restored(shape.count());
+            runner.run(f32_nchw(planes.data(), shape), f32_nchw(restored.data(), shape), nullptr);
+            for (float strength : {1.0f, 0.6f, 0.0f}) {
+                SCOPED_TRACE("strength " + std::to_string(strength));
+                std::vector<float> blended = restored;
+                blend_toward_input(planes.data(), blended.data(), blended.size(), strength);
+                std::vector<Image> expected = images;
+                for (int i = 0; i < k.n; ++i)
+                    planes_into_image(blended.data() + i * shape.count() / k.n, C, expected[i]);
+                const std::vector<unsigned char> want = samples_of(expected);
+                // Into another buffer (poisoned), then in place.
+                std::vector<unsigned char> in = input, out(input.size(), 0xA5);
+                samples.data = in.data();
+                ASSERT_TRUE(runner.run_samples(samples, out.data(), strength, nullptr));
+                EXPECT_TRUE(out == want) << "into another buffer";
+                EXPECT_TRUE(in == input) << "the input changed";
+                ASSERT_TRUE(runner.run_samples(samples, in.data(), strength, nullptr));
+                EXPECT_TRUE(in == want) << "in place";
+            }
+            // Tiles: the CPU runs them, a device declines.
+            ModelRunner tiles(*k.model, *be, test::tiled(12));
+            std::vector<unsigned char> in = input, out(input.size(), 0xA5);
+            samples.data = in.data();
+            const bool ran = tiles.run_samples(samples, out.data(), 1, nullptr);
+            EXPECT_EQ(ran, be->is_host_memory());
+            if (ran) {
+                std::vector<Image> expected = images;
+                for (int i = 0; i < k.n; ++i)
+                    planes_into_image(restored.data() + i * shape.count() / k.n, C, expected[i]);
+                EXPECT_TRUE(out == samples_of(expected)) << "in tiles";
+            } else {
+                EXPECT_TRUE(out == std::vector<unsigned char>(input.size(), 0xA5)) << "declined, yet wrote";
             }
         }
     }
