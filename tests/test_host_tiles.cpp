@@ -150,7 +150,9 @@ TEST(HostTiles, AMemoryBudgetMakesSmallTilesWithTheSameResult) {
 }
 
 // Through the pipeline: a folder where every image goes the tiled way (one
-// of them among batched ones too) writes the same files as the planes path.
+// of them among batched ones too), or as its samples (ModelRunner::
+// run_samples: batches gathered, in place; with --bench repeats, into
+// another buffer), writes the same files as the planes path.
 TEST(HostTiles, ThePipelineWritesTheSameFilesEitherWay) {
     unsigned seed;
     auto rng = test::fresh_rng(&seed);
@@ -166,13 +168,26 @@ TEST(HostTiles, ThePipelineWritesTheSameFilesEitherWay) {
         inputs.push_back((dir / ("in" + std::to_string(i) + ".png")));
         write_image(inputs.back(), images[i]);
     }
-    // Planes everywhere; every image tiled; only the 47x31 one (1457 px) tiled, amid a batch.
-    const size_t thresholds[] = {size_t(1) << 40, 0, 1000};
+    // Planes everywhere; every image tiled; only the 47x31 one (1457 px)
+    // tiled, amid a batch; samples everywhere, with and without --bench;
+    // samples but the 47x31 one tiled.
+    struct Way {
+        size_t threshold;
+        PipelineOptions::Samples samples;
+        int bench;
+    };
+    const size_t none = size_t(1) << 40;
+    const Way ways[] = {{none, PipelineOptions::Samples::Off, 0}, {0, PipelineOptions::Samples::Off, 0},
+                        {1000, PipelineOptions::Samples::Off, 0}, {none, PipelineOptions::Samples::On, 0},
+                        {none, PipelineOptions::Samples::On, 1},  {1000, PipelineOptions::Samples::On, 0}};
     std::vector<std::vector<Image>> results;
-    for (size_t threshold : thresholds) {
+    for (const Way& way : ways) {
+        const size_t threshold = way.threshold;
         ModelRunner runner(m, *cpu, test::tiled(threshold == 0 ? 16 : 0));
         PipelineOptions options;
         options.tiled_above_pixels = threshold;
+        options.samples = way.samples;
+        options.bench_repeats = way.bench;
         options.blend = 0.75f;
         size_t next = 0;
         const std::string tag = std::to_string(results.size());
@@ -195,6 +210,9 @@ TEST(HostTiles, ThePipelineWritesTheSameFilesEitherWay) {
         for (const StageTimer::Row& row : report.timer.rows())
             if (row.name == "tile copies") tile_passes = row.samples_ms.size();
         EXPECT_EQ(tile_passes > 0, threshold < images.size() * 2000) << "the tiled path ran, or did not";
+        bool sample_path = false;  // run_samples times its conversions as "to planes"
+        for (const StageTimer::Row& row : report.timer.rows()) sample_path |= row.name == "to planes";
+        EXPECT_EQ(sample_path, way.samples == PipelineOptions::Samples::On) << "the sample path ran, or did not";
         results.emplace_back();
         for (size_t i = 0; i < images.size(); ++i)
             results.back().push_back(read_image((dir / ("out" + tag + "-" + std::to_string(i) + ".png"))));
@@ -202,7 +220,8 @@ TEST(HostTiles, ThePipelineWritesTheSameFilesEitherWay) {
     for (size_t t = 1; t < results.size(); ++t)
         for (size_t i = 0; i < images.size(); ++i)
             EXPECT_EQ(results[t][i].samples_u16(), results[0][i].samples_u16())
-                << "image " << i << " with tiled_above_pixels " << thresholds[t];
+                << "image " << i << " with tiled_above_pixels " << ways[t].threshold << ", samples "
+                << int(ways[t].samples) << ", bench " << ways[t].bench;
 }
 
 }  // namespace

@@ -35,9 +35,10 @@ double ms_since(std::chrono::steady_clock::time_point t) {
 // What reading one job gave: an image, or why there is none.
 struct Decoded {
     Image image;
-    HostBuffer planes;   // the image as the model's NCHW input (image_to_planes), made by the decoder
-    size_t floats = 0;   // of planes (a pooled buffer may be larger)
-    bool tiled = false;  // too large for planes: restored in tiles from its samples (host_tiles.h), no planes
+    HostBuffer planes;     // the image as the model's NCHW input (image_to_planes), made by the decoder
+    size_t floats = 0;     // of planes (a pooled buffer may be larger)
+    bool tiled = false;    // too large for planes: restored in tiles from its samples (host_tiles.h), no planes
+    bool samples = false;  // goes to the model as its samples (PipelineOptions::samples), no planes
     FileResult::Status status = FileResult::Status::Restored;  // Restored = go on
     std::string message;
     std::vector<std::string> warnings;  // of reading (metadata dropped)
@@ -51,6 +52,7 @@ struct Pending {
     HostBuffer planes;
     size_t floats;  // of planes used (Decoded::floats)
     bool tiled;     // Decoded::tiled: a batch of its own
+    bool samples;   // Decoded::samples: restored in its own samples, in batches of such images
     std::vector<std::string> warnings;
     ImageLevels levels;
 };
@@ -288,6 +290,13 @@ private:
     };
     Slot& slot(size_t seq) { return window_[seq - base_]; }
 
+    // Whether `image` goes to the model as its samples (PipelineOptions::samples).
+    bool as_samples(const Image& image) const {
+        if (options_.samples == PipelineOptions::Samples::Off) return false;
+        if (options_.samples == PipelineOptions::Samples::Auto && runner_.backend().is_host_memory()) return false;
+        return options_.write.bit_depth == 0 || options_.write.bit_depth == image.bit_depth;
+    }
+
     // On a worker thread: everything about a job that needs no shared state.
     Decoded decode(const FileJob& job) const {
         Decoded d;
@@ -336,6 +345,8 @@ private:
             size_t(items_per_image(d.image, runner_.model().channels)) * d.image.width * d.image.height >
                 options_.tiled_above_pixels) {
             d.tiled = true;  // no planes: made tile by tile as the model runs
+        } else if (d.status == FileResult::Status::Restored && as_samples(d.image)) {
+            d.samples = true;  // no planes: the backend converts its samples
         } else if (d.status == FileResult::Status::Restored) {
             // The conversion to the model's planes runs here, on the decoder's
             // thread, so no per-image work is left to the thread that feeds the
@@ -404,13 +415,15 @@ private:
             bool same = first.width == d.image.width && first.height == d.image.height &&
                         items_per_image(first, channels) == items_per_image(d.image, channels) &&
                         pending_.front().levels.values == d.levels.values &&  // one value per extra input a batch
-                        first.bit_depth == d.image.bit_depth;  // 16-bit images may compute in fp32 (compute_in_fp32)
+                        first.bit_depth == d.image.bit_depth &&  // 16-bit images may compute in fp32 (compute_in_fp32)
+                        pending_.front().samples == d.samples &&
+                        (!d.samples || first.channels == d.image.channels);  // samples: one layout a batch
             const size_t batch_pixels = size_t(first.width) * first.height * (pending_.size() + 1);
             if (!same || int(pending_.size()) >= options_.batch || batch_pixels > kLargestBatchPixels) flush();
         }
         const bool tiled = d.tiled;
-        pending_.push_back(
-            {i, std::move(d.image), std::move(d.planes), d.floats, tiled, std::move(d.warnings), std::move(d.levels)});
+        pending_.push_back({i, std::move(d.image), std::move(d.planes), d.floats, tiled, d.samples,
+                            std::move(d.warnings), std::move(d.levels)});
         if (tiled) flush();
     }
 
@@ -429,6 +442,7 @@ private:
         size_t lane;
         while (!lanes_.idle(lane = lanes_.pick(shape))) collect_batch();
         if (pending_.front().tiled) return flush_tiled(lane);
+        if (pending_.front().samples) return flush_samples(lane, shape);
         HostBuffer input, output;
         try {
             if (pending_.size() == 1) {
@@ -482,6 +496,23 @@ private:
         pending_.clear();
     }
 
+    // Images that go as their samples (alone in pending_, of one size and
+    // layout) on a compute lane's thread, restored in their own samples.
+    void flush_samples(size_t lane, Shape shape) {
+        ModelRunner& runner = lanes_.runner(lane);
+        std::vector<float> extra = pending_.front().levels.values;
+        // The images stay where they are (as in flush_tiled).
+        std::vector<Image*> images;
+        for (Pending& p : pending_) images.push_back(&p.image);
+        const bool fp32 = compute_in_fp32(runner, pending_);
+        computing_.push_back(
+            {std::move(pending_), lane,
+             std::async(std::launch::async, [this, &runner, images = std::move(images), shape, extra = std::move(extra),
+                                             fp32] { return compute_samples(runner, images, shape, extra, fp32); })});
+        lanes_.set_busy(lane, true);
+        pending_.clear();
+    }
+
     // --precision auto computes 16-bit images in fp32: a model's half
     // precision is validated on 8-bit photos (within one level of 256), and
     // a level of 65,536 is 256 times finer. A batch with one such image runs
@@ -511,6 +542,80 @@ private:
         } catch (const std::exception& e) {
             r.error = dynamic_cast<const std::bad_alloc*>(&e) ? "out of host memory for its restored image" : e.what();
         }
+        return r;
+    }
+
+    // On a compute lane's thread: images of one size and layout restored in
+    // their own samples (ModelRunner::run_samples), and the --bench repeats.
+    // One image is run in place; several are gathered into one buffer and
+    // run in place there (with --bench into another, so every repeat reads
+    // the input). Where the runner declines (the batch would need tiles),
+    // the planes are made here and run() tiles them.
+    BatchResult compute_samples(ModelRunner& runner, const std::vector<Image*>& images, Shape shape,
+                                const std::vector<float>& extra, bool fp32) {
+        BatchResult r;
+        const Image& first = *images.front();
+        ImageSamples s;
+        s.n = int(images.size()), s.h = first.height, s.w = first.width, s.channels = first.channels,
+        s.bit_depth = first.bit_depth;
+        auto samples_of = [](Image& image) {
+            return with_samples(image, [](auto* p) { return static_cast<void*>(p); });
+        };
+        const size_t one = first.byte_size(), floats = (s.bytes() + sizeof(float) - 1) / sizeof(float);
+        HostBuffer gathered, scratch;
+        try {
+            runner.set_compute_in_fp32(r.fp32 = fp32);
+            if (options_.levels) runner.set_extra_values(extra);
+            const size_t reruns = runner.fp32_reruns();
+            if (images.size() == 1) {
+                s.data = samples_of(*images.front());
+            } else {
+                ScopedStage t(&r.timer, "batch");
+                gathered = pool_.take(floats);
+                for (size_t i = 0; i < images.size(); ++i)
+                    std::memcpy(gathered.as<char>() + i * one, samples_of(*images[i]), one);
+                s.data = gathered.data();
+            }
+            void* out = s.data;
+            if (options_.bench_repeats > 0) out = (scratch = pool_.take(floats)).data();
+            if (runner.run_samples(s, out, options_.blend, &r.timer)) {
+                r.fp32_rerun = runner.fp32_reruns() != reruns;
+                const double mp = double(shape.n) * shape.h * shape.w / 1e6;
+                for (int i = 0; i < options_.bench_repeats; ++i) {
+                    StageTimer once;
+                    runner.run_samples(s, out, options_.blend, &once);
+                    for (const StageTimer::Row& row : once.rows())
+                        r.bench.add(row.name + " " + shape.str(), row.total_ms(), mp);
+                }
+                if (out != samples_of(*images.front())) {  // gathered, or --bench
+                    ScopedStage t(&r.timer, "batch");
+                    for (size_t i = 0; i < images.size(); ++i)
+                        std::memcpy(samples_of(*images[i]), static_cast<char*>(out) + i * one, one);
+                }
+            } else {
+                // Too large for one pass of the device: planes on this thread, run() tiles them.
+                HostBuffer input, output;
+                {
+                    ScopedStage t(&r.timer, "to-NCHW");
+                    input = pool_.take(shape.count()), output = pool_.take(shape.count());
+                    const size_t per_image = shape.count() / images.size();
+                    for (size_t i = 0; i < images.size(); ++i)
+                        image_to_planes(*images[i], shape.c, input.as<float>() + i * per_image);
+                }
+                BatchResult planes = compute(runner, shape, std::move(input), std::move(output), extra, fp32);
+                if (!planes.error.empty()) throw Error(planes.error);
+                r.timer.merge(planes.timer), r.bench.merge(planes.bench);
+                r.fp32_rerun = planes.fp32_rerun;
+                ScopedStage t(&r.timer, "from-NCHW");
+                const size_t per_image = shape.count() / images.size();
+                for (size_t i = 0; i < images.size(); ++i)
+                    planes_into_image(planes.output.as<float>() + i * per_image, shape.c, *images[i]);
+                pool_.give(std::move(planes.output));
+            }
+        } catch (const std::exception& e) {
+            r.error = batch_error(e, shape);
+        }
+        pool_.give(std::move(gathered)), pool_.give(std::move(scratch));
         return r;
     }
 
@@ -591,8 +696,9 @@ private:
                                      " result was not finite (half-precision overflow); computed again in fp32");
             }
             HostBuffer planes;
-            if (p.tiled) {
-                // r.image is the restored image already (collect_batch's batch of one)
+            if (p.tiled || p.samples) {
+                // r.image is the restored image already (collect_batch's batch of one), or
+                // p.image is, restored in its samples
             } else if (batch.size() == 1) {
                 planes = std::move(r.output);
             } else {
@@ -614,26 +720,31 @@ private:
             dims.width = p.image.width, dims.height = p.image.height, dims.channels = p.image.channels,
             dims.bit_depth = p.image.bit_depth;
             const std::string path = slot(p.job).job.output;
+            const bool restored = p.samples;
             writing_.push_back(
                 {p.job, dims, std::move(p.warnings),
                  std::async(std::launch::async, [this, path, source = std::move(p.image), planes = std::move(planes),
-                                                 made = std::move(r.image)]() mutable {
-                     return convert_and_write(path, std::move(source), std::move(planes), std::move(made));
+                                                 made = std::move(r.image), restored]() mutable {
+                     return convert_and_write(path, std::move(source), std::move(planes), std::move(made), restored);
                  })});
         }
         if (batch.size() > 1) pool_.give(std::move(r.output));
     }
 
     // On a worker thread: the model's output planes back to an image (or
-    // the image a tiled run made) with the source's metadata (moved, not
+    // the image a tiled run made, or the source itself where it was
+    // `restored` in its samples) with the source's metadata (moved, not
     // copied), then encoded and written.
-    WriteOutcome convert_and_write(const std::string& path, Image source, HostBuffer planes, Image made) {
+    WriteOutcome convert_and_write(const std::string& path, Image source, HostBuffer planes, Image made,
+                                   bool restored) {
         auto t = std::chrono::steady_clock::now();
         Image image;
         WriteOutcome outcome;
         try {
             const int depth = options_.write.bit_depth, channels = runner_.model().channels;
-            if (made.has_samples()) {
+            if (restored) {
+                image = std::move(source);
+            } else if (made.has_samples()) {
                 image = std::move(made);
                 image.metadata = std::move(source.metadata);
             } else if (depth == 0 || depth == source.bit_depth) {
@@ -650,7 +761,7 @@ private:
             return outcome;
         }
         pool_.give(std::move(planes));
-        const double from_nchw_ms = ms_since(t);
+        const double from_nchw_ms = restored ? -1 : ms_since(t);  // none to time
         t = std::chrono::steady_clock::now();
         std::string& error = outcome.error;
         try {
@@ -681,7 +792,8 @@ private:
         const std::string& error = outcome.error;
         {
             std::lock_guard<std::mutex> lock(timer_mutex_);
-            for (double ms : from_nchw_ms_) report_.timer.add("from-NCHW", ms);
+            for (double ms : from_nchw_ms_)
+                if (ms >= 0) report_.timer.add("from-NCHW", ms);
             for (double ms : write_ms_) report_.timer.add("encode+write", ms);
             from_nchw_ms_.clear(), write_ms_.clear();
         }

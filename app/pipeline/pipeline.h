@@ -56,6 +56,17 @@ struct PipelineOptions {
     // Set for a model that takes extra inputs: each image's values, in
     // batches of equal values (ModelRunner::set_extra_values before each).
     LevelsFn levels;
+    // How an image reaches the model: as its own samples, converted to the
+    // model's planes and back by the backend (ModelRunner::run_samples: on
+    // a GPU one byte a sample crosses the bus instead of four, and no CPU
+    // pass converts it either way), or as f32 planes made on the decoder's
+    // thread and converted back on the writer's. Auto: samples on a device
+    // backend, planes on the CPU (where the decoder and writer threads
+    // convert beside the model). An image whose output changes its bit
+    // depth, or is tiled, always goes as planes. Tests set On to run the
+    // sample path on the CPU.
+    enum class Samples { Auto, On, Off };
+    Samples samples = Samples::Auto;
     // When it becomes true (Ctrl-C), no new file is started; the batches
     // being computed and the images being written are finished, so no
     // partial or temporary file stays behind.
