@@ -477,7 +477,8 @@ int run_restore(const Options& o) {
         if (o.timing || o.bench)
             std::cout << report.timer.table(title, report.megapixels, restored)
                       << "  (read+decode with to-NCHW, and from-NCHW with encode+write, run on worker threads beside\n"
-                         "   the compute, and batches may run on several compute lanes at once, so the stage total\n"
+                         "   the compute (on a GPU an image crosses as its samples and is converted there: to planes,\n"
+                         "   to samples), and batches may run on several compute lanes at once, so the stage total\n"
                          "   can exceed the wall time: "
                       << std::to_string(int(report.wall_ms + 0.5)) << " ms)\n";
         if (o.bench && report.bench_timer.empty())

@@ -80,7 +80,7 @@ C)  # the full CLI suite on CUDA beside the training; then wait for it and bring
     cat /tmp/tr/o1/train.log /tmp/tr/o2/train.log > "$O/u/train.log" 2>/dev/null; cp /tmp/tr/o2/models.tar* /tmp/tr/o2/*.curve.jsonl "$O/u/" 2>/dev/null
     cat /tmp/tr/d1/train.log /tmp/tr/d2/train.log > "$O/d/train.log" 2>/dev/null; cp /tmp/tr/d2/models.tar* /tmp/tr/d2/*.curve.jsonl "$O/d/" 2>/dev/null
     ls -la "$O" "$O/u" "$O/d"; grep -hE "held-out" /tmp/tr/o*/train.log /tmp/tr/d*/train.log | tail -16 ;;
-D)  # quiet: whole-model timings at 12 MP, pixel_shuffle's vector kernel forced or not
+D)  # quiet: whole-model timings at 12 MP, pixel_shuffle's vector kernel forced or not; the folder run
     [ -d /tmp/bgs/build-gpu-slim ] || { mkdir -p /tmp/bgs && tar -xJf .carry/gpu.tar.xz -C /tmp/bgs; }
     export LD_LIBRARY_PATH=/tmp/bgs/build-gpu-slim/lib; X=/tmp/bgs/build-gpu-slim/imrestore
     cp -n /tmp/models/*.h5 weights/ 2>/dev/null
@@ -91,6 +91,11 @@ D)  # quiet: whole-model timings at 12 MP, pixel_shuffle's vector kernel forced 
         $X .carry/photo12mp.jpg -o /tmp/o.png --force -m $m -d cuda --bench 20 --json $k > /tmp/r.json 2>/tmp/r.err
         echo "$m ${k:-planner}: $(sum /tmp/r.json) $(tail -1 /tmp/r.err)"; cp /tmp/r.json "$O/$m-${k##*=}.json"
       done
+    done
+    # Issue 16's folder goal with the 8-bit upload (images cross as their
+    # samples): 64 copies of the 12 MP photo, the default model, twice.
+    for i in 1 2; do
+      BIG_PHOTO=.carry/photo12mp.jpg COPIES_BIG=64 SETS=big OUT="$O/folder-$i" scripts/bench_folder.sh $X -d cuda
     done ;;
 *)  echo "usage: $0 A|B|C|D" >&2; exit 2 ;;
 esac
