@@ -302,7 +302,7 @@ size_t ModelRunner::efficient_pass_bytes() const {
 }
 
 size_t ModelRunner::pass_pixels_fit(size_t max_bytes) const {
-    const size_t held = arena_.bytes() + input_.bytes() + extra_.bytes();
+    const size_t held = arena_.bytes() + input_.bytes() + extra_.bytes() + samples_.bytes();
     size_t budget = size_t(kMemoryShare * double(backend_.free_memory() + held));
     if (options_.max_memory)
         budget = std::min(budget, options_.max_memory);
