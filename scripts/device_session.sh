@@ -27,7 +27,8 @@
 #      and runner tests on CUDA beside the training, then waits for both
 #      and returns their model files, logs and curves.
 #   D  quiet: --bench of the U-Nets at 12 MP, pixel_shuffle's vector kernel
-#      forced (--kernel) or the planner's pick, twice each.
+#      forced (--kernel) or the planner's pick, twice each; then the folder
+#      of 64 12 MP photos twice (bench_folder.sh: images cross as samples).
 set -u
 mode=${1:-}
 O=${OUT:-/tmp/out}
@@ -38,7 +39,7 @@ A)  # stage the model and held-out photos; GPU op tests + memcheck (kernels-only
     cp weights/denoise-unet.h5 weights/deblock.h5 /tmp/models/ && cp weights/data/shards/heldout.tar /tmp/shards/
     cp -r .carry/gtest .gtest-src
     (nvidia-smi; nvcc --version | tail -1; python3 -c 'import torch; print(torch.__version__)') > "$O/env.log" 2>&1
-    SKIP_BENCH=1 MEMCHECK_FILTER='*PixelShuffle*/cuda:*Convert*/cuda' IMRESTORE_COMMIT="$(cat .carry/commit)" \
+    SKIP_BENCH=1 MEMCHECK_FILTER='*PixelShuffle*/cuda:*Convert*/cuda:*ImagePlanes*/cuda' IMRESTORE_COMMIT="$(cat .carry/commit)" \
         timeout 520 scripts/gpu_host.sh "$O/gh" 2>&1 | tail -60
     ls -la /tmp/models /tmp/shards ;;
 B)  # start the training daemon: denoise-unet further on shards 03 then 04
@@ -74,7 +75,7 @@ C)  # the full CLI suite on CUDA beside the training; then wait for it and bring
     export LD_LIBRARY_PATH=/tmp/bgs/build-gpu-slim/lib
     ctest --test-dir build-gpu -R '^(app|cli_cuda)$' --output-on-failure > "$O/ctest.log" 2>&1
     grep -E "tests passed|Failed|\*\*\*|FAILED" "$O/ctest.log" | tail -20
-    build-gpu/tests/test_app --gtest_filter='ModelRunner.TilesAndBatches*:CudaConvPlan.*' 2>&1 | tail -8
+    build-gpu/tests/test_app --gtest_filter='ModelRunner.TilesAndBatches*:ModelRunner.Samples*:CudaConvPlan.*:HostTiles.ThePipeline*' 2>&1 | tail -10
     while { [ ! -f /tmp/tr/done ] || [ ! -f /tmp/tr/doneD ]; } && [ $SECONDS -lt "${HOLD:-540}" ]; do sleep 10; done
     mkdir -p "$O/u" "$O/d"
     cat /tmp/tr/o1/train.log /tmp/tr/o2/train.log > "$O/u/train.log" 2>/dev/null; cp /tmp/tr/o2/models.tar* /tmp/tr/o2/*.curve.jsonl "$O/u/" 2>/dev/null
