@@ -434,8 +434,10 @@ TEST(LayerKinds, EveryOpIsNeededBySomeKind) {
             if (s.index() == kind)
                 for (size_t op = 0; op < kOpCount; ++op)
                     if (refused_without(s, Op(op), rng)) needed[op] = true;
-    // convert is placed by the runner between stages of different types, not by a layer.
-    needed[size_t(Op::Convert)] = true;
+    // convert is placed by the runner between stages of different types, and
+    // image_planes at a pass's ends when it is handed samples
+    // (ModelRunner::run_samples), not by a layer.
+    needed[size_t(Op::Convert)] = needed[size_t(Op::ImagePlanes)] = true;
     for (size_t op = 0; op < kOpCount; ++op) EXPECT_TRUE(needed[op]) << "no layer kind needs op " << op_name(Op(op));
 }
 
