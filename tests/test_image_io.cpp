@@ -741,7 +741,9 @@ TEST_F(ImageIoFiles, ImageBombsAreRefusedBeforeDecoding) {
         EXPECT_TRUE(throws_error([&] { imr::read_image(path("bomb.jpg"), codec); }, path("bomb.jpg"),
                                  "28781x11888 (342 MP) is over the limit"))
             << imr::codec_name(codec);
-        EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1.0);
+        // Refused from the header: milliseconds. The bound is loose enough for
+        // a loaded machine under ASan; the decode it guards against took 71 s.
+        EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 10.0);
     }
     // A TIFF and a WebP whose headers are fine: the pixel limit applies to
     // them as well (OpenCV decodes them, so only our own parse sees the size).

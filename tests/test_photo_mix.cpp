@@ -115,10 +115,11 @@ TEST(PhotoMix, DrawsAreDeterministicWithinTheirRangesAndDifferBetweenSeeds) {
         noop += p.is_noop();
     }
     EXPECT_EQ(int(descriptions.size()), kDraws) << "every seed its own draw";
-    // The written rates, within 5 binomial standard deviations.
+    // The written rates, within 6 binomial standard deviations (nine
+    // checks at 5 failed about once in 170,000 runs).
     auto near_rate = [&](int count, double p, const char* what) {
         const double sd = std::sqrt(kDraws * p * (1 - p));
-        EXPECT_NEAR(count, kDraws * p, 5 * sd) << what;
+        EXPECT_NEAR(count, kDraws * p, 6 * sd) << what;
     };
     near_rate(blur, 0.25, "blur");
     near_rate(noise, 0.6, "noise");
