@@ -1284,7 +1284,8 @@ TEST(Gpu, SamplesOnTheDeviceGiveTheBytesOfThePlanesPath) {
         RunResult planes = imrestore(inputs + common + " --tile 64 -o " + q(dir / "planes"), dir);
         ASSERT_EQ(planes.code, 0) << planes.err;
         for (const char* name : {"chelsea.png", "camera.png", "coffee.png"})
-            EXPECT_EQ(read_image(dir / "samples" / name).samples_u16(), read_image(dir / "planes" / name).samples_u16())
+            EXPECT_EQ(read_image(dir / ("samples/" + std::string(name))).samples_u16(),
+                      read_image(dir / ("planes/" + std::string(name))).samples_u16())
                 << name;
         fs::remove_all(dir / "samples"), fs::remove_all(dir / "planes");
     }
