@@ -71,6 +71,7 @@ struct Options {
     int batch = 4;
     int threads = 0;
     int tile = 0;
+    bool tta = false;         // --tta: RunnerOptions::tta
     uint64_t max_pixels = 0;  // 0: the default (image_io.h)
     uint64_t max_memory = 0;  // bytes; 0: what is free (RunnerOptions::max_memory)
     bool recursive = false, force = false, quiet = false, json = false, timing = false;
@@ -215,6 +216,7 @@ void add_run_header(Json& doc, const JobStream& jobs, const ModelRunner& runner,
     doc["precision"] = {{"requested", precision_name(runner.options().precision)},
                         {"used", precision_name(runner.precision())}};
     doc["batch"] = runner.options().batch;
+    doc["tta"] = runner.options().tta;
     // --kernel: the variants that ran instead of the planner's picks, so
     // timings made with them are never read as the default's.
     if (!runner.options().forced_variants.empty()) {
@@ -384,6 +386,7 @@ int run_restore(const Options& o) {
     settings.threads = o.threads;
     settings.precision = parse_precision(o.precision);
     settings.max_tile = o.tile;
+    settings.tta = o.tta;
     settings.max_memory = size_t(o.max_memory);
     settings.batch = o.batch;
     for (const std::string& k : o.kernels) {
@@ -611,6 +614,9 @@ void setup(CLI::App& app, Options& o) {
                    "are used when memory requires)")
         ->check(CLI::Range(0, 1 << 20))
         ->capture_default_str();
+    app.add_flag("--tta", o.tta,
+                 "Test-time augmentation: average the model over the 8 flips and rotations of each image (8x the "
+                 "compute, a little more accuracy)");
     app.add_option("--max-memory", o.max_memory,
                    "The most memory of the compute device (GPU, or RAM on the CPU) one pass may hold, e.g. 8G or "
                    "512M; larger images run in tiles, with the same result (default: 70% of what is free on a GPU; on "

@@ -248,7 +248,7 @@ bool ModelRunner::run_samples(const ImageSamples& samples, void* out, float stre
             ScopedStage t(timer, "to planes");
             backend_.image_planes(to_planes);
         }
-        run_aligned(planes.data(), result.data(), padded, timer);
+        run(f32_nchw(planes.data(), padded), f32_nchw(result.data(), padded), timer);  // aligned: no padding
         ScopedStage t(timer, "to samples");
         if (out != samples.data) std::memcpy(out, samples.data, samples.bytes());  // alpha
         to_samples.samples = in_place, to_samples.planes = f32_nchw(result.data(), padded);
@@ -260,7 +260,7 @@ bool ModelRunner::run_samples(const ImageSamples& samples, void* out, float stre
     // tiled). Nothing reaches `out` before the download, the last step.
     const bool forced = options_.max_tile > 0 && (padded.h > options_.max_tile || padded.w > options_.max_tile);
     const size_t pixels = size_t(padded.n) * padded.h * padded.w;
-    if (forced || pixels + samples.bytes() / bytes_per_pixel() + 1 > pass_pixels_fit()) return false;
+    if (forced || options_.tta || pixels + samples.bytes() / bytes_per_pixel() + 1 > pass_pixels_fit()) return false;
     try {
         begin_pass(padded, samples.bytes());
         upload_timer_->start();
@@ -471,6 +471,43 @@ void ModelRunner::begin_pass(Shape shape, size_t samples_bytes) {
 }
 
 void ModelRunner::run_pass(const float* input, float* output, Shape shape, StageTimer* timer, PlanScale plan) {
+    if (!options_.tta) return run_pass_once(input, output, shape, timer, plan);
+    // --tta: the model on each of the 8 dihedral images of the pass (t's
+    // bits: flip x, flip y, transpose), each output turned back and summed
+    // in this order, then scaled: the same sum for every pixel whatever
+    // the tiling. Transposed passes come last, so the arena's layout is made
+    // twice, not eight times.
+    const size_t n = shape.count();
+    std::vector<float> turned(n), result(n), sum(n, 0.0f);
+    for (int t = 0; t < 8; ++t) {
+        const bool transpose = t & 4;
+        Shape ts = shape;
+        PlanScale ps = plan;
+        if (transpose) std::swap(ts.h, ts.w), std::swap(ps.h, ps.w);
+        // Pixel (y', x') of the turned image is pixel source(y', x') of the pass's.
+        auto each = [&](auto&& f) {
+            for (int p = 0; p < shape.n * shape.c; ++p) {
+                const size_t base = size_t(p) * shape.h * shape.w;
+                for (int y = 0; y < ts.h; ++y)
+                    for (int x = 0; x < ts.w; ++x) {
+                        const int a = t & 2 ? ts.h - 1 - y : y, b = t & 1 ? ts.w - 1 - x : x;
+                        const size_t src = base + (transpose ? size_t(b) * shape.w + a : size_t(a) * shape.w + b);
+                        f(base + size_t(y) * ts.w + x, src);
+                    }
+            }
+        };
+        {
+            ScopedStage copies(timer, "tta copies");
+            each([&](size_t dst, size_t src) { turned[dst] = input[src]; });
+        }
+        run_pass_once(turned.data(), result.data(), ts, timer, ps);
+        ScopedStage copies(timer, "tta copies");
+        each([&](size_t dst, size_t src) { sum[src] += result[dst]; });
+    }
+    for (size_t i = 0; i < n; ++i) output[i] = sum[i] * 0.125f;
+}
+
+void ModelRunner::run_pass_once(const float* input, float* output, Shape shape, StageTimer* timer, PlanScale plan) {
     // On the host the stages read `input` and the last writes `output` (or
     // its convert does); everything between lives in the arena. A device
     // backend uploads into input_ and downloads the result from the arena.

@@ -51,8 +51,8 @@ public:
     // as they are (one byte each at 8 bits, not four) and are converted
     // there by the image_planes op, in one pass. Returns false, with `out`
     // untouched, where that pass does not fit the device's memory (or
-    // options().max_tile): the caller then converts on the host and calls
-    // run(), which tiles. A host backend always runs it. Adds "upload",
+    // options().max_tile), or options().tta asks for 8 passes: the caller
+    // then converts on the host and calls run(), which tiles. A host backend always runs it. Adds "upload",
     // "to planes", the stages, "to samples" and "download" to timer.
     bool run_samples(const ImageSamples& samples, void* out, float strength, StageTimer* timer);
 
@@ -117,7 +117,10 @@ private:
     // One pass over a tensor that fits the backend: upload, stages, download.
     // `plan`: the image's size over the pass's where the pass is a tile of it
     // (StageIO::plan: every tile then runs the kernels the whole image would).
+    // With options().tta, the average over the 8 flips and transposes of
+    // the pass (run_pass_once on each).
     void run_pass(const float* input, float* output, Shape shape, StageTimer* timer, PlanScale plan = {});
+    void run_pass_once(const float* input, float* output, Shape shape, StageTimer* timer, PlanScale plan);
     // A pass's memory: its arena laid out and reserved (on a device with
     // room for the f32 input and `samples_bytes` of image samples), the
     // extra inputs' planes uploaded.

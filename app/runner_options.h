@@ -46,6 +46,11 @@ struct RunnerOptions {
     // is free on a device; on the host 256 MiB, or ModelRunner::
     // efficient_pass_bytes for a wide receptive field); larger images are tiled.
     size_t max_memory = 0;
+    // --tta: every pass averaged over the model's outputs on the 8 flips and
+    // transposes of its input, each turned back (test-time augmentation, as
+    // waifu2x's and Real-ESRGAN's -x): 8x the compute, for the accuracy a
+    // model gains from seeing each image 8 ways.
+    bool tta = false;
     // The value of each extra input a model may take (ModelFile::extra_inputs:
     // extra_input_value's), by name.
     std::vector<std::pair<std::string, float>> extra_inputs;

@@ -21,11 +21,11 @@ declare -gA _imrestore_valued=(
         --baselines --shard --shard-count'
 )
 declare -gA _imrestore_flags=(
-    [restore]='-h --help --version -r --recursive -f --force --strip --timing --json --json-lines -q --quiet'
+    [restore]='-h --help --version -r --recursive -f --force --strip --tta --timing --json --json-lines -q --quiet'
     [models]='-h --help --json'
     [model]='-h --help'
     [degrade]='-h --help -r --recursive -f --force --estimate-noise --estimate-jpeg-quality --json -q --quiet'
-    [eval]='-h --help -r --recursive --json -q --quiet'
+    [eval]='-h --help --tta -r --recursive --json -q --quiet'
 )
 
 _imrestore_commands='models model degrade eval'

@@ -1060,6 +1060,31 @@ TEST(Cli, PrecisionIsReportedAndTheTensorCorePrecisionsAreRefused) {
     EXPECT_NE(bad.err.find("--precision"), std::string::npos) << bad.err;
 }
 
+// --tta averages the model over the 8 flips and rotations (the runner's
+// test checks the values): the image moves a little, and --json says so,
+// for the restore command and eval.
+TEST(Cli, TtaAveragesTheFlipsAndSaysSo) {
+    ScratchDir dir("cli-tta");
+    auto run = [&](const std::string& args, const std::string& out) {
+        return imrestore(q(sample("chelsea.png")) + " -d cpu -m denoise-fast --json -o " + q(dir / out) + args, dir);
+    };
+    RunResult once = run("", "once.png"), tta = run(" --tta", "tta.png");
+    ASSERT_EQ(once.code, 0) << once.err;
+    ASSERT_EQ(tta.code, 0) << tta.err;
+    EXPECT_EQ(nlohmann::json::parse(once.out)["tta"], false);
+    EXPECT_EQ(nlohmann::json::parse(tta.out)["tta"], true);
+    const Image a = read_image(dir / "once.png"), b = read_image(dir / "tta.png");
+    const int d = max_difference(a, b);
+    EXPECT_GT(d, 0) << "--tta changed nothing";
+    EXPECT_LE(d, 32) << "--tta moved the image far from the model's own output";
+    RunResult eval = imrestore("eval " + q(sample("camera.png")) +
+                                   " -m denoise-fast -d cpu --noise 25 --baselines none "
+                                   "--tta --json",
+                               dir);
+    ASSERT_EQ(eval.code, 0) << eval.err;
+    EXPECT_EQ(nlohmann::json::parse(eval.out)["model"]["tta"], true);
+}
+
 // --kernel OP=VARIANT runs that variant for every layer of the op: on a 3x3
 // model the other CPU kernel (direct instead of the planner's Winograd for
 // 48 channels) rounds differently, which 16-bit outputs show, and gives the

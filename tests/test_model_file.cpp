@@ -831,6 +831,83 @@ TEST(ModelRunner, MatchesReferenceTiledOrNot) {
     EXPECT_EQ(timer.rows()[1].name, "stage 1 conv2d");
 }
 
+// Dihedral image t of NCHW planes (t's bits: flip x, flip y, transpose;
+// the transposed image is w x h): pixel (y, x) of the result is pixel
+// source(y, x) of `in`. inverse: the result of `in` being such an image.
+template <class T>
+std::vector<T> dihedral(const std::vector<T>& in, Shape s, int t, bool inverse) {
+    const bool transpose = t & 4;
+    const int th = transpose ? s.w : s.h, tw = transpose ? s.h : s.w;
+    std::vector<T> out(in.size());
+    for (int p = 0; p < s.n * s.c; ++p)
+        for (int y = 0; y < th; ++y)
+            for (int x = 0; x < tw; ++x) {
+                const int a = t & 2 ? th - 1 - y : y, b = t & 1 ? tw - 1 - x : x;
+                const size_t src = size_t(p) * s.h * s.w + (transpose ? size_t(b) * s.w + a : size_t(a) * s.w + b);
+                const size_t dst = size_t(p) * s.h * s.w + size_t(y) * tw + x;
+                if (inverse)
+                    out[src] = in[dst];
+                else
+                    out[dst] = in[src];
+            }
+    return out;
+}
+
+// --tta: the average of the float64 model over the 8 dihedral images of the
+// input padded to the size multiple, each turned back; at odd sides (the
+// padding), in a batch of two, whole and in tiles. And a flipped input gives
+// the flipped output (the 8 images are the same set).
+TEST(ModelRunner, TestTimeAugmentationAveragesTheEightFlipsAndRotations) {
+    unsigned seed;
+    auto rng = fresh_rng(&seed);
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    ModelFile m = test::unshuffle_model(rng);
+    auto cpu = make_cpu_backend();
+    const Shape shape{2, 3, 13, 21}, padded{2, 3, 14, 22};
+    std::vector<float> input = test::random_vector(rng, shape.count(), 0.3f);
+    std::vector<float> in_padded(padded.count());
+    for (int p = 0; p < shape.n * shape.c; ++p)
+        for (int y = 0; y < padded.h; ++y)
+            for (int x = 0; x < padded.w; ++x)
+                in_padded[(size_t(p) * padded.h + y) * padded.w + x] =
+                    input[(size_t(p) * shape.h + std::min(y, shape.h - 1)) * shape.w + std::min(x, shape.w - 1)];
+    std::vector<double> sum(padded.count(), 0.0);
+    for (int t = 0; t < 8; ++t) {
+        Shape ts = padded;
+        if (t & 4) std::swap(ts.h, ts.w);
+        const std::vector<double> out =
+            dihedral(reference_model(m, dihedral(in_padded, padded, t, false), ts), padded, t, true);
+        for (size_t i = 0; i < sum.size(); ++i) sum[i] += out[i];
+    }
+    std::vector<double> ref(shape.count());
+    for (int p = 0; p < shape.n * shape.c; ++p)
+        for (int y = 0; y < shape.h; ++y)
+            for (int x = 0; x < shape.w; ++x)
+                ref[(size_t(p) * shape.h + y) * shape.w + x] = sum[(size_t(p) * padded.h + y) * padded.w + x] / 8;
+    RunnerOptions tta, tta_tiles = test::tiled(16);
+    tta.tta = tta_tiles.tta = true;
+    ModelRunner runner(m, *cpu, tta), tiles(m, *cpu, tta_tiles), plain(m, *cpu);
+    std::vector<float> whole(shape.count(), std::nanf("")), tiled(shape.count(), std::nanf("")),
+        once(shape.count(), std::nanf(""));
+    runner.run(f32_nchw(input.data(), shape), f32_nchw(whole.data(), shape), nullptr);
+    tiles.run(f32_nchw(input.data(), shape), f32_nchw(tiled.data(), shape), nullptr);
+    plain.run(f32_nchw(input.data(), shape), f32_nchw(once.data(), shape), nullptr);
+    expect_matches_reference(whole, ref, "whole");
+    expect_matches_reference(tiled, ref, "tiled");
+    EXPECT_NE(whole, once) << "--tta changed nothing";
+    // On an image of whole size multiples (no padding, which a flip would
+    // move to the other side), a flipped input gives the flipped result.
+    const Shape even{1, 3, 14, 22};
+    std::vector<float> img = test::random_vector(rng, even.count(), 0.3f), a(even.count()), b(even.count());
+    const std::vector<float> flipped = dihedral(img, even, 1, false);
+    runner.run(f32_nchw(img.data(), even), f32_nchw(a.data(), even), nullptr);
+    runner.run(f32_nchw(flipped.data(), even), f32_nchw(b.data(), even), nullptr);
+    std::vector<double> a_flipped(even.count());
+    const std::vector<float> af = dihedral(a, even, 1, false);
+    for (size_t i = 0; i < af.size(); ++i) a_flipped[i] = af[i];
+    expect_matches_reference(b, a_flipped, "flipped input");
+}
+
 TEST(ModelRunner, UnshuffleModelMatchesReferenceAtOddSizesTiledOrNot) {
     unsigned seed;
     auto rng = fresh_rng(&seed);

@@ -47,6 +47,7 @@ CLI::App* add_eval_command(CLI::App& app, EvalOptions& o) {
     cmd->add_option("--baselines", o.baselines,
                     "auto (those that fit the degradation), none, all, or a list of gaussian,bilateral,nlmeans,unsharp")
         ->capture_default_str();
+    cmd->add_flag("--tta", o.tta, "Average the model over the 8 flips and rotations of each image, as for restoring");
     cmd->add_flag("-r,--recursive", o.recursive, "Descend into subfolders of folder inputs");
     add_shard_options(cmd, o.shard);
     cmd->add_flag("--json", o.json, "Print a machine-readable report on stdout (nothing else goes there)");
@@ -271,6 +272,7 @@ std::string json(const Report& r, const EvalOptions& o, const PlannedJobs& plan,
                     {"selected_by", choice.selected_by},
                     {"device", backend.name()},
                     {"device_description", backend.description()},
+                    {"tta", o.tta},
                     {"time_ms", r.time.total_ms},
                     {"first_call_ms", r.time.first_ms},
                     {"images", r.time.images},
@@ -341,7 +343,7 @@ int run_eval(const EvalOptions& o) {
     }
     std::string device_note;
     RunnerOptions settings;  // the restore command's defaults (precision auto: the model's validated one, or fp32)
-    settings.device = o.device, settings.threads = o.threads;
+    settings.device = o.device, settings.threads = o.threads, settings.tta = o.tta;
     require_one_device(settings.device, "eval");
     std::unique_ptr<Backend> backend = make_backend(settings, &device_note);
     // Without -m, the device's default model, as the restore command picks it.

@@ -293,7 +293,9 @@ private:
     // Whether `image` goes to the model as its samples (PipelineOptions::samples).
     bool as_samples(const Image& image) const {
         if (options_.samples == PipelineOptions::Samples::Off) return false;
-        if (options_.samples == PipelineOptions::Samples::Auto && runner_.backend().is_host_memory()) return false;
+        if (options_.samples == PipelineOptions::Samples::Auto &&
+            (runner_.backend().is_host_memory() || runner_.options().tta))  // run_samples would decline
+            return false;
         return options_.write.bit_depth == 0 || options_.write.bit_depth == image.bit_depth;
     }
 
