@@ -478,12 +478,13 @@ int run_restore(const Options& o) {
         std::snprintf(title, sizeof title, "timing (%s, %s, %d images, %.2f MP)", backend->name().c_str(),
                       precision_name(runner.precision()), restored, report.megapixels);
         if (o.timing || o.bench)
-            std::cout << report.timer.table(title, report.megapixels, restored)
-                      << "  (read+decode with to-NCHW, and from-NCHW with encode+write, run on worker threads beside\n"
-                         "   the compute (on a GPU an image crosses as its samples and is converted there: to planes,\n"
-                         "   to samples), and batches may run on several compute lanes at once, so the stage total\n"
-                         "   can exceed the wall time: "
-                      << std::to_string(int(report.wall_ms + 0.5)) << " ms)\n";
+            std::cout
+                << report.timer.table(title, report.megapixels, restored)
+                << "  (read+decode with to-NCHW, and from-NCHW with encode+write, run on worker threads beside\n"
+                   "   the compute; on a GPU an image usually crosses as its samples and is converted there, \"on\n"
+                   "   device\"), and batches may run on several compute lanes at once, so the stage total\n"
+                   "   can exceed the wall time: "
+                << std::to_string(int(report.wall_ms + 0.5)) << " ms)\n";
         if (o.bench && report.bench_timer.empty())
             std::cout << "bench: nothing was computed (every file was skipped or failed; existing outputs are "
                          "skipped unless --force, or use another -o)\n";

@@ -245,11 +245,11 @@ bool ModelRunner::run_samples(const ImageSamples& samples, void* out, float stre
         std::vector<float> planes(padded.count()), result(padded.count());
         to_planes.samples = samples, to_planes.planes = f32_nchw(planes.data(), padded);
         {
-            ScopedStage t(timer, "to planes");
+            ScopedStage t(timer, "to-NCHW on device");
             backend_.image_planes(to_planes);
         }
         run(f32_nchw(planes.data(), padded), f32_nchw(result.data(), padded), timer);  // aligned: no padding
-        ScopedStage t(timer, "to samples");
+        ScopedStage t(timer, "from-NCHW on device");
         if (out != samples.data) std::memcpy(out, samples.data, samples.bytes());  // alpha
         to_samples.samples = in_place, to_samples.planes = f32_nchw(result.data(), padded);
         if (strength != 1) to_samples.input = to_planes.planes;
@@ -288,9 +288,9 @@ bool ModelRunner::run_samples(const ImageSamples& samples, void* out, float stre
     }
     if (timer) {
         timer->add("upload", upload_timer_->elapsed_ms());
-        timer->add("to planes", to_planes_timer_->elapsed_ms());
+        timer->add("to-NCHW on device", to_planes_timer_->elapsed_ms());
         for (size_t i = 0; i < model_->stages.size(); ++i) timer->add(stage_labels_[i], stage_timers_[i]->elapsed_ms());
-        timer->add("to samples", to_samples_timer_->elapsed_ms());
+        timer->add("from-NCHW on device", to_samples_timer_->elapsed_ms());
         timer->add("download", download_timer_->elapsed_ms());
     }
     return true;
@@ -302,7 +302,9 @@ size_t ModelRunner::efficient_pass_bytes() const {
 }
 
 size_t ModelRunner::pass_pixels_fit(size_t max_bytes) const {
-    const size_t held = arena_.bytes() + input_.bytes() + extra_.bytes() + samples_.bytes();
+    // samples_ is not counted: a pass of run() keeps it (reserve only grows),
+    // so it is not memory such a pass could have.
+    const size_t held = arena_.bytes() + input_.bytes() + extra_.bytes();
     size_t budget = size_t(kMemoryShare * double(backend_.free_memory() + held));
     if (options_.max_memory)
         budget = std::min(budget, options_.max_memory);

@@ -52,8 +52,9 @@ public:
     // there by the image_planes op, in one pass. Returns false, with `out`
     // untouched, where that pass does not fit the device's memory (or
     // options().max_tile), or options().tta asks for 8 passes: the caller
-    // then converts on the host and calls run(), which tiles. A host backend always runs it. Adds "upload",
-    // "to planes", the stages, "to samples" and "download" to timer.
+    // then converts on the host and calls run(), which tiles. A host
+    // backend always runs it. Adds "upload", "to-NCHW on device", the
+    // stages, "from-NCHW on device" and "download" to timer.
     bool run_samples(const ImageSamples& samples, void* out, float strength, StageTimer* timer);
 
     // The extra inputs' values for the next run() calls, in the model's

@@ -1295,20 +1295,35 @@ TEST(Gpu, RestoresLikeTheCpu) {
 // there (ModelRunner::run_samples); with --tile the runner declines and the
 // pipeline makes the planes on the host and tiles them. In fp32 both ways
 // give the same bytes (tiles equal the whole pass), with and without the
-// --strength blend, for RGB and gray photos, one at a time and in a batch.
+// --strength blend, for RGB, gray and 16-bit RGBA photos, two of one size
+// in a batch (gathered into one buffer and scattered back).
 TEST(Gpu, SamplesOnTheDeviceGiveTheBytesOfThePlanesPath) {
     std::string why;
     if (cuda_device_count(&why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
     ScratchDir dir("cli-gpu-samples");
-    const std::string inputs = q(sample("chelsea.png")) + " " + q(sample("camera.png")) + " " + q(sample("coffee.png"));
+    fs::create_directories(dir / "in");
+    const Image chelsea = read_image(sample("chelsea.png"));
+    write_image(dir / "in/a.png", chelsea);
+    write_image(dir / "in/b.png", chelsea);
+    write_image(dir / "in/camera.png", read_image(sample("camera.png")));
+    Image rgba;
+    rgba.width = chelsea.width, rgba.height = chelsea.height, rgba.channels = 4, rgba.bit_depth = 16;
+    rgba.allocate();
+    for (size_t p = 0; p < size_t(rgba.width) * rgba.height; ++p) {
+        for (int c = 0; c < 3; ++c) rgba.set_sample(p * 4 + c, uint16_t(chelsea.sample(p * 3 + c) * 257 + p % 200));
+        rgba.set_sample(p * 4 + 3, uint16_t(p * 7 % 65536));
+    }
+    write_image(dir / "in/rgba16.png", rgba);
+    const char* names[] = {"a.png", "b.png", "camera.png", "rgba16.png"};
     for (const char* strength : {"1", "0.5"}) {
         SCOPED_TRACE(std::string("strength ") + strength);
-        const std::string common = " -m denoise-fast --precision fp32 --strength " + std::string(strength) + " -d cuda";
-        RunResult samples = imrestore(inputs + common + " -o " + q(dir / "samples"), dir);
+        const std::string common =
+            q(dir / "in") + " -m denoise-fast --precision fp32 --strength " + std::string(strength) + " -d cuda";
+        RunResult samples = imrestore(common + " -o " + q(dir / "samples"), dir);
         ASSERT_EQ(samples.code, 0) << samples.err;
-        RunResult planes = imrestore(inputs + common + " --tile 64 -o " + q(dir / "planes"), dir);
+        RunResult planes = imrestore(common + " --tile 64 -o " + q(dir / "planes"), dir);
         ASSERT_EQ(planes.code, 0) << planes.err;
-        for (const char* name : {"chelsea.png", "camera.png", "coffee.png"})
+        for (const char* name : names)
             EXPECT_EQ(read_image(dir / ("samples/" + std::string(name))).samples_u16(),
                       read_image(dir / ("planes/" + std::string(name))).samples_u16())
                 << name;

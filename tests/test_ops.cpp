@@ -929,7 +929,11 @@ std::vector<ImagePlanesCase> image_planes_cases() {
 // the blend, the gray mean and the scaling (16 units of 2^-24 of the
 // largest sample), alpha and the pixels past the samples untouched. The
 // planes given to ToSamples span [-0.2, 1.2] (clamping at both ends), with a
-// NaN and infinities among them (NaN -> 0).
+// NaN and infinities among them (NaN -> 0), and a fifth of them a float
+// step from a rounding boundary ((k + 0.5) / max): there the f32 steps
+// decide the level, so a device backend must give the CPU backend's bytes
+// exactly, in both directions (the CPU's are held to app/image's
+// conversions by the runner's tests).
 template <>
 void OpsTest::run_cases(const std::vector<ImagePlanesCase>& cases) {
     Backend& be = *backend_;
@@ -976,6 +980,12 @@ void OpsTest::run_cases(const std::vector<ImagePlanesCase>& cases) {
         std::vector<float> out(ps.count()), in(ps.count());
         for (float& v : out) v = value(rng);
         for (float& v : in) v = value(rng) * 0.8f + 0.1f;
+        std::uniform_int_distribution<int> level(0, s.max_value() - 1), side(-1, 1);
+        for (size_t i = 0; i < out.size(); i += 5) {
+            const float boundary = (float(level(rng)) + 0.5f) / float(s.max_value());
+            const int d = side(rng);
+            out[i] = d == 0 ? boundary : std::nextafter(boundary, d < 0 ? 0.0f : 2.0f);
+        }
         out[out.size() / 2] = std::numeric_limits<float>::quiet_NaN();
         out[out.size() / 3] = std::numeric_limits<float>::infinity();
         out[out.size() - 1] = -std::numeric_limits<float>::infinity();
@@ -1021,6 +1031,22 @@ void OpsTest::run_cases(const std::vector<ImagePlanesCase>& cases) {
         }
         EXPECT_EQ(wrong, 0u) << "samples off by more than " << slack << " (worst " << worst << ")";
         EXPECT_EQ(alpha_changed, 0u) << "alpha written";
+
+        // A device: the CPU backend's bytes, in both directions.
+        if (!be.is_host_memory()) {
+            auto cpu = imr::make_cpu_backend();
+            std::vector<float> cpu_planes(ps.count());
+            imr::ImagePlanesArgs c = href;
+            c.planes.data = cpu_planes.data();
+            cpu->image_planes(c);
+            EXPECT_EQ(std::memcmp(cpu_planes.data(), got.data(), got.size() * sizeof(float)), 0)
+                << "from samples: not the CPU backend's floats";
+            std::vector<unsigned char> cpu_samples = host;
+            imr::ImagePlanesArgs ct = tref;
+            ct.samples.data = cpu_samples.data() + guard;
+            cpu->image_planes(ct);
+            EXPECT_TRUE(cpu_samples == after) << "to samples: not the CPU backend's bytes";
+        }
     }
 }
 

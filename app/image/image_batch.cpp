@@ -10,6 +10,7 @@
 
 #include "error.h"
 #include "image/interleave.h"
+#include "ops/image_planes.h"
 
 namespace imr {
 namespace {
@@ -58,10 +59,9 @@ void planes_to_samples_of(const float* src, int model_channels, const Image& sou
 }  // namespace
 
 int items_per_image(const Image& image, int model_channels) {
+    // The mapping the backends' image_planes op takes too (kernels/ops/image_planes.h).
     const int color = image.color_channels();
-    if (model_channels == 3 && (color == 3 || color == 1)) return 1;
-    if (model_channels == 1 && (color == 1 || color == 3)) return color;
-    if (model_channels >= 1 && color == model_channels) return 1;
+    if (const int items = image_planes_items(model_channels, color)) return items;
     throw Error("a model with " + std::to_string(model_channels) + " input channel(s) cannot take an image with " +
                 std::to_string(color) + " color channel(s)");
 }

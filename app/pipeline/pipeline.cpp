@@ -585,7 +585,8 @@ private:
                 const double mp = double(shape.n) * shape.h * shape.w / 1e6;
                 for (int i = 0; i < options_.bench_repeats; ++i) {
                     StageTimer once;
-                    runner.run_samples(s, out, options_.blend, &once);
+                    if (!runner.run_samples(s, out, options_.blend, &once))
+                        throw Error("a --bench repeat no longer fit the device's memory");
                     for (const StageTimer::Row& row : once.rows())
                         r.bench.add(row.name + " " + shape.str(), row.total_ms(), mp);
                 }

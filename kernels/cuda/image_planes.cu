@@ -100,10 +100,7 @@ __global__ void __launch_bounds__(kThreads) to_samples_kernel(const Params p) {
     }
 }
 
-}  // namespace
-
-void image_planes(const ImagePlanesArgs& a, cudaStream_t stream) {
-    check_args(a);
+void launch(const ImagePlanesArgs& a, cudaStream_t stream) {
     const ImageSamples& s = a.samples;
     const Shape& ps = a.planes.shape;
     const std::string context = "image_planes " + s.str() + " <-> " + a.planes.str();
@@ -140,11 +137,13 @@ void image_planes(const ImagePlanesArgs& a, cudaStream_t stream) {
     }
 }
 
+}  // namespace
+
 void CudaBackend::image_planes(const ImagePlanesArgs& a) {
     use_device();
     check_args(a);
     check_supported(*this, Op::ImagePlanes, {&a.planes, &a.input});
-    cuda::image_planes(a, stream_);
+    launch(a, stream_);
 }
 
 }  // namespace imr::cuda

@@ -48,13 +48,13 @@ void check_args(const ImagePlanesArgs& a) {
         return tb < b + s.bytes() && b < tb + t.bytes();
     };
     if (overlap(a.planes)) fail("planes must not overlap the samples");
+    if (a.direction == PlanesDirection::ToSamples && !std::isfinite(a.strength)) fail("the strength must be finite");
     if (a.direction == PlanesDirection::ToSamples && a.strength != 1) {
         if (!a.input) fail("a strength other than 1 needs the model's input");
         expect_f32_nchw(a.input, "input", fail);
         expect_tensor(a.input, "input", p, fail);
         if (overlap(a.input)) fail("input must not overlap the samples");
     }
-    if (!std::isfinite(a.strength)) fail("the strength must be finite");
 }
 
 namespace {
