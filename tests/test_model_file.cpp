@@ -13,6 +13,7 @@
 
 #include "cpu/cpu_backend.h"
 #include "image/image_batch.h"
+#include "image_test_files.h"
 #include "model_fusion.h"
 #include "model_hdf5.h"
 #include "model_isolation.h"
@@ -1723,16 +1724,6 @@ TEST(ModelRunner, TilesAndBatchesAreBitIdenticalToTheImageAlone) {
     }
 }
 
-// A random image of the given layout and depth.
-Image random_image(std::mt19937& rng, int w, int h, int channels, int bit_depth) {
-    Image img;
-    img.width = w, img.height = h, img.channels = channels, img.bit_depth = bit_depth;
-    img.allocate();
-    std::uniform_int_distribution<int> d(0, img.max_value());
-    for (size_t i = 0; i < img.sample_count(); ++i) img.set_sample(i, uint16_t(d(rng)));
-    return img;
-}
-
 // The samples of images of one size back to back, as run_samples takes them.
 std::vector<unsigned char> samples_of(const std::vector<Image>& images) {
     std::vector<unsigned char> bytes;
@@ -1782,7 +1773,7 @@ TEST(ModelRunner, SamplesGiveTheBitsOfTheHostConversions) {
             SCOPED_TRACE(what.str());
             ModelRunner runner(*k.model, *be);
             std::vector<Image> images;
-            for (int i = 0; i < k.n; ++i) images.push_back(random_image(rng, k.w, k.h, k.channels, k.bit_depth));
+            for (int i = 0; i < k.n; ++i) images.push_back(test::random_image(rng, k.w, k.h, k.channels, k.bit_depth));
             const std::vector<unsigned char> input = samples_of(images);
             ImageSamples samples;
             samples.n = k.n, samples.h = k.h, samples.w = k.w, samples.channels = k.channels,
