@@ -866,12 +866,7 @@ TEST(ModelRunner, TestTimeAugmentationAveragesTheEightFlipsAndRotations) {
     auto cpu = make_cpu_backend();
     const Shape shape{2, 3, 13, 21}, padded{2, 3, 14, 22};
     std::vector<float> input = test::random_vector(rng, shape.count(), 0.3f);
-    std::vector<float> in_padded(padded.count());
-    for (int p = 0; p < shape.n * shape.c; ++p)
-        for (int y = 0; y < padded.h; ++y)
-            for (int x = 0; x < padded.w; ++x)
-                in_padded[(size_t(p) * padded.h + y) * padded.w + x] =
-                    input[(size_t(p) * shape.h + std::min(y, shape.h - 1)) * shape.w + std::min(x, shape.w - 1)];
+    const std::vector<float> in_padded = test::replicate_padded(input, shape, padded);
     std::vector<double> sum(padded.count(), 0.0);
     for (int t = 0; t < 8; ++t) {
         Shape ts = padded;

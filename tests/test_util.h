@@ -207,16 +207,23 @@ inline float extra_input_value(const std::string& name) {
     return name == "noise_level" ? 25.0f / 255.0f : 0.4f;
 }
 
-inline std::vector<double> reference_model(const ModelFile& m, const std::vector<float>& input, Shape shape) {
-    const int mult = m.size_multiple();
-    Shape padded = shape;
-    padded.h = (shape.h + mult - 1) / mult * mult, padded.w = (shape.w + mult - 1) / mult * mult;
+// `input` of `shape` padded to `padded` (as large or larger), repeating the
+// last row and column: the padding to a model's size multiple.
+inline std::vector<float> replicate_padded(const std::vector<float>& input, Shape shape, Shape padded) {
     std::vector<float> image(padded.count());
     for (int p = 0; p < shape.n * shape.c; ++p)
         for (int y = 0; y < padded.h; ++y)
             for (int x = 0; x < padded.w; ++x)
                 image[(size_t(p) * padded.h + y) * padded.w + x] =
                     input[(size_t(p) * shape.h + std::min(y, shape.h - 1)) * shape.w + std::min(x, shape.w - 1)];
+    return image;
+}
+
+inline std::vector<double> reference_model(const ModelFile& m, const std::vector<float>& input, Shape shape) {
+    const int mult = m.size_multiple();
+    Shape padded = shape;
+    padded.h = (shape.h + mult - 1) / mult * mult, padded.w = (shape.w + mult - 1) / mult * mult;
+    const std::vector<float> image = replicate_padded(input, shape, padded);
     // The graph's tensors in float (what the backends hold between stages),
     // each stage's float64 reference on its inputs.
     const ModelGraph g = resolve_graph(m, "reference");
