@@ -24,6 +24,7 @@
 #include <string>
 
 #include "error.h"
+#include "ops/sample_rounding.h"
 
 #if defined(__AVX2__)
 #include <immintrin.h>
@@ -35,17 +36,8 @@ namespace {
 template <class T>
 constexpr float sample_max = sizeof(T) == 1 ? 255.f : 65535.f;
 
-inline uint16_t quantize(float x, float max) {
-    float v = x * max + 0.5f;
-    v = v > 0.f ? v : 0.f;  // false for NaN
-    v = v < max ? v : max;
-    return uint16_t(v);
-}
-
-inline float clamp01(float v) {
-    v = v > 0.f ? v : 0.f;
-    return v < 1.f ? v : 1.f;
-}
+using sample_rounding::clamp_unit;
+using sample_rounding::quantize;
 
 const float kThird = 1.0f / 3.0f;
 
@@ -68,7 +60,7 @@ template <int CH, class T>
 void gray_scalar(const float* src, size_t begin, size_t pixels, float max, const T* alpha_src, T* out) {
     const float *r = src, *g = src + pixels, *b = src + 2 * pixels;
     for (size_t i = begin; i < pixels; ++i) {
-        out[i * CH] = T(quantize((clamp01(r[i]) + clamp01(g[i]) + clamp01(b[i])) * kThird, max));
+        out[i * CH] = T(quantize((clamp_unit(r[i]) + clamp_unit(g[i]) + clamp_unit(b[i])) * kThird, max));
         if (CH == 2) out[i * 2 + 1] = alpha_src ? alpha_src[i * 2 + 1] : 0;
     }
 }

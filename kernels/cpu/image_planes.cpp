@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "cpu_backend.h"
+#include "ops/sample_rounding.h"
 
 namespace imr::cpu {
 namespace {
@@ -19,16 +20,10 @@ constexpr float kMax = sizeof(T) == 1 ? 255.f : 65535.f;
 
 template <class T>
 T quantize(float x) {
-    float v = x * kMax<T> + 0.5f;
-    v = v > 0.f ? v : 0.f;  // false for NaN
-    v = v < kMax<T> ? v : kMax<T>;
-    return T(v);
+    return T(sample_rounding::quantize(x, kMax<T>));
 }
 
-float clamp01(float v) {
-    v = v > 0.f ? v : 0.f;
-    return v < 1.f ? v : 1.f;
-}
+using sample_rounding::clamp_unit;
 
 template <class T>
 void from_samples(const ImagePlanesArgs& a, int threads) {
@@ -78,7 +73,7 @@ void to_samples(const ImagePlanesArgs& a, int threads) {
             if (gray_of_rgb) {
                 const size_t first = size_t(image) * 3 * plane + at;
                 const float sum =
-                    clamp01(value(first)) + clamp01(value(first + plane)) + clamp01(value(first + 2 * plane));
+                    clamp_unit(value(first)) + clamp_unit(value(first + plane)) + clamp_unit(value(first + 2 * plane));
                 px[0] = quantize<T>(sum * (1.0f / 3.0f));
                 continue;
             }

@@ -22,6 +22,7 @@
 
 #include "common.cuh"
 #include "cuda_backend.cuh"
+#include "ops/sample_rounding.h"
 
 namespace imr::cuda {
 namespace {
@@ -55,17 +56,11 @@ __global__ void __launch_bounds__(kThreads) from_samples_kernel(const Params p) 
     p.planes[i] = __fmul_rn(float(v), p.scale);
 }
 
-__device__ __forceinline__ float clamp01(float v) {
-    v = v > 0.f ? v : 0.f;  // NaN -> 0
-    return v < 1.f ? v : 1.f;
-}
+using sample_rounding::clamp_unit;
 
 template <class T>
 __device__ __forceinline__ T quantize(float x, float max) {
-    float v = __fadd_rn(__fmul_rn(x, max), 0.5f);
-    v = v > 0.f ? v : 0.f;  // false for NaN
-    v = v < max ? v : max;
-    return T(v);
+    return T(sample_rounding::quantize(x, max));
 }
 
 // Element i of the planes moved toward the model's input by the strength.
@@ -88,8 +83,8 @@ __global__ void __launch_bounds__(kThreads) to_samples_kernel(const Params p) {
     T* px = static_cast<T*>(p.samples) + i * p.channels;
     if (p.pc == 3 && p.color == 1) {  // gray through a 3-channel model: the mean of R, G, B
         const long long first = (long long)image * 3 * plane + at;
-        const float sum = __fadd_rn(__fadd_rn(clamp01(blended(p, first)), clamp01(blended(p, first + plane))),
-                                    clamp01(blended(p, first + 2 * plane)));
+        const float sum = __fadd_rn(__fadd_rn(clamp_unit(blended(p, first)), clamp_unit(blended(p, first + plane))),
+                                    clamp_unit(blended(p, first + 2 * plane)));
         px[0] = quantize<T>(__fmul_rn(sum, p.third), p.max);
         return;
     }
