@@ -245,11 +245,11 @@ bool ModelRunner::run_samples(const ImageSamples& samples, void* out, float stre
         std::vector<float> planes(padded.count()), result(padded.count());
         to_planes.samples = samples, to_planes.planes = f32_nchw(planes.data(), padded);
         {
-            ScopedStage t(timer, "to-NCHW on device");
+            ScopedStage t(timer, "to-NCHW on the compute lane");
             backend_.image_planes(to_planes);
         }
         run(f32_nchw(planes.data(), padded), f32_nchw(result.data(), padded), timer);  // aligned: no padding
-        ScopedStage t(timer, "from-NCHW on device");
+        ScopedStage t(timer, "from-NCHW on the compute lane");
         if (out != samples.data) std::memcpy(out, samples.data, samples.bytes());  // alpha
         to_samples.samples = in_place, to_samples.planes = f32_nchw(result.data(), padded);
         if (strength != 1) to_samples.input = to_planes.planes;

@@ -53,8 +53,11 @@ public:
     // untouched, where that pass does not fit the device's memory (or
     // options().max_tile), or options().tta asks for 8 passes: the caller
     // then converts on the host and calls run(), which tiles. A host
-    // backend always runs it. Adds "upload", "to-NCHW on device", the
-    // stages, "from-NCHW on device" and "download" to timer.
+    // backend always runs it. Adds to timer, on a device, "upload",
+    // "to-NCHW on device", the stages, "from-NCHW on device" and "download";
+    // on a host, "to-NCHW on the compute lane", run()'s rows and "from-NCHW
+    // on the compute lane" (the pipeline's own conversions, on its decoder
+    // and writer threads, are "to-NCHW" and "from-NCHW").
     bool run_samples(const ImageSamples& samples, void* out, float strength, StageTimer* timer);
 
     // The extra inputs' values for the next run() calls, in the model's
