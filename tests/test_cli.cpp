@@ -434,18 +434,18 @@ TEST(Cli, LevelsGivenOrEstimatedReachTheModel) {
 }
 
 TEST(Cli, SeveralFoldersKeepTheirNamesAndDotIsAFolder) {
-    ScratchDir dir("cli");
+    ScratchDir dir("cli");  // names only: the smallest model
     for (const char* folder : {"a", "b"}) {
         fs::create_directories(dir / folder);
         fs::copy_file(sample("camera.png"), dir / (std::string(folder) + "/x.png"));
     }
-    RunResult two = imrestore(q(dir / "a") + " " + q(dir / "b/") + " -o " + q(dir / "out") + " -d cpu", dir);
+    RunResult two = imrestore(q(dir / "a") + " " + q(dir / "b/") + " -o " + q(dir / "out") + " -m sharpen -d cpu", dir);
     ASSERT_EQ(two.code, 0) << two.err;
     EXPECT_TRUE(fs::exists(dir / "out/a/x.png"));
     EXPECT_TRUE(fs::exists(dir / "out/b/x.png"));
 
     // "." is the folder's own name: a.restored/ beside it, nothing written inside.
-    RunResult dot = imrestore(". -d cpu", dir, dir / "a");
+    RunResult dot = imrestore(". -m sharpen -d cpu", dir, dir / "a");
     ASSERT_EQ(dot.code, 0) << dot.err;
     EXPECT_TRUE(fs::exists(dir / "a.restored/x.png"));
     size_t inside = 0;
@@ -453,10 +453,10 @@ TEST(Cli, SeveralFoldersKeepTheirNamesAndDotIsAFolder) {
     EXPECT_EQ(inside, 1u);
 
     // Earlier outputs beside their inputs are not inputs the next time.
-    RunResult first = imrestore(q(dir / "b/x.png") + " -d cpu", dir);
+    RunResult first = imrestore(q(dir / "b/x.png") + " -m sharpen -d cpu", dir);
     ASSERT_EQ(first.code, 0) << first.err;
     ASSERT_TRUE(fs::exists(dir / "b/x.restored.png"));
-    RunResult again = imrestore(q(dir / "b") + " -o " + q(dir / "again") + " -d cpu", dir);
+    RunResult again = imrestore(q(dir / "b") + " -o " + q(dir / "again") + " -m sharpen -d cpu", dir);
     ASSERT_EQ(again.code, 0) << again.err;
     EXPECT_TRUE(fs::exists(dir / "again/x.png"));
     EXPECT_FALSE(fs::exists(dir / "again/x.restored.png"));
@@ -528,7 +528,7 @@ TEST(Cli, OptionsAndPlanningEdgeCases) {
     const std::string in = q(sample("chelsea.png"));
     // --format for outputs named after their input; the same input twice is restored once.
     RunResult fmt = imrestore(in + " " + q(std::string(IMRESTORE_SAMPLES) + "/./chelsea.png") + " " +
-                                  q(sample("camera.png")) + " -o " + q(dir / "f/") + " --format JPG -d cpu",
+                                  q(sample("camera.png")) + " -o " + q(dir / "f/") + " --format JPG -m sharpen -d cpu",
                               dir);
     EXPECT_EQ(fmt.code, 0) << fmt.err;
     EXPECT_TRUE(fs::exists(dir / "f/chelsea.jpg"));
@@ -561,7 +561,7 @@ TEST(Cli, OptionsAndPlanningEdgeCases) {
     EXPECT_NE(folder.err.find("is a folder"), std::string::npos) << folder.err;
     // An input without extension: NAME.restored.png beside it.
     fs::copy_file(sample("camera.png"), dir / "noext");
-    RunResult noext = imrestore(q(dir / "noext") + " -d cpu", dir);
+    RunResult noext = imrestore(q(dir / "noext") + " -m sharpen -d cpu", dir);
     EXPECT_EQ(noext.code, 0) << noext.err;
     EXPECT_TRUE(fs::exists(dir / "noext.restored.png"));
 }
@@ -821,20 +821,23 @@ TEST(Cli, MissingOrBadModelIsAClearError) {
 }
 
 TEST(Cli, JsonReportAndTilingGiveTheSameImage) {
+    // The plain `denoise` (the CPU default, a U-Net, is ten times slower and
+    // its tiles are checked in test_model_file.cpp, ModelRunner.Tiles*).
     ScratchDir dir("cli");
-    RunResult whole = imrestore(q(sample("coffee.png")) + " -o " + q(dir / "whole.png") + " -d cpu --json", dir);
+    RunResult whole =
+        imrestore(q(sample("coffee.png")) + " -o " + q(dir / "whole.png") + " -m denoise -d cpu --json", dir);
     ASSERT_EQ(whole.code, 0) << whole.err;
     EXPECT_EQ(whole.out.front(), '{');
     EXPECT_NE(whole.out.find("\"restored\": 1"), std::string::npos) << whole.out;
     EXPECT_NE(whole.out.find("\"timing_ms\""), std::string::npos) << whole.out;
-    RunResult tiled =
-        imrestore(q(sample("coffee.png")) + " -o " + q(dir / "tiled.png") + " -d cpu --tile 100 --quiet", dir);
+    RunResult tiled = imrestore(
+        q(sample("coffee.png")) + " -o " + q(dir / "tiled.png") + " -m denoise -d cpu --tile 100 --quiet", dir);
     ASSERT_EQ(tiled.code, 0) << tiled.err;
     EXPECT_TRUE(tiled.out.empty() && tiled.err.empty()) << "--quiet printed: " << tiled.out << tiled.err;
     EXPECT_LE(max_difference(read_image(dir / "whole.png"), read_image(dir / "tiled.png")), 1);
     // A memory cap far below what the image needs untiled: tiles, the same image.
-    RunResult capped =
-        imrestore(q(sample("coffee.png")) + " -o " + q(dir / "capped.png") + " -d cpu --max-memory 48M --timing", dir);
+    RunResult capped = imrestore(
+        q(sample("coffee.png")) + " -o " + q(dir / "capped.png") + " -m denoise -d cpu --max-memory 48M --timing", dir);
     ASSERT_EQ(capped.code, 0) << capped.err;
     EXPECT_NE(capped.out.find("tile copies"), std::string::npos) << "not tiled: " << capped.out;
     EXPECT_LE(max_difference(read_image(dir / "whole.png"), read_image(dir / "capped.png")), 1);
