@@ -558,10 +558,11 @@ void setup(CLI::App& app, Options& o) {
                    "worker each)")
         ->capture_default_str();
     app.add_option("--precision", o.precision,
-                   "What the convolutions compute in: fp32 (CUDA cores, CPU), bf16 or fp16 (GPU tensor cores, "
-                   "sm_80 and later; a batch whose half-precision output is not finite is computed again in fp32, "
-                   "with a warning), or auto (the fastest the model file records as validated, else fp32; fp32 "
-                   "on the CPU). tf32 has no kernels yet and is refused")
+                   "What the convolutions compute in: fp32 (CUDA cores, CPU), tf32 (GPU tensor cores, sm_80 and "
+                   "later: operands rounded to TF32, activations and sums in fp32), bf16 or fp16 (tensor cores, "
+                   "activations in that type; a batch whose half-precision output is not finite is computed "
+                   "again in fp32, with a warning), or auto (the fastest the model file records as validated, "
+                   "else fp32; fp32 on the CPU)")
         ->check(CLI::IsMember({"fp32", "tf32", "bf16", "fp16", "auto"}))
         ->capture_default_str();
     app.add_option("-b,--batch", o.batch, "Images of the same size run together, up to this many")

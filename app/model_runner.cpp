@@ -89,8 +89,13 @@ ModelRunner::ModelRunner(ModelFile model, Backend& backend, RunnerOptions option
     // only, or a convolution whose neighbours take f32 on both sides) runs
     // in fp32 and is reported so, never as fp32 under another name.
     const TensorType f32{};
-    if (precision_ != Precision::Fp32 &&
+    if ((precision_ == Precision::Fp16 || precision_ == Precision::Bf16) &&
         std::all_of(plan_.values.begin(), plan_.values.end(), [&](const PlanValue& v) { return v.type == f32; }))
+        precision_ = Precision::Fp32;
+    // Likewise tf32 for a model without conv2d stages, the only ones with TF32 kernels.
+    if (precision_ == Precision::Tf32 && std::none_of(model_->stages.begin(), model_->stages.end(), [](const Stage& s) {
+            return std::holds_alternative<Conv2dStage>(s);
+        }))
         precision_ = Precision::Fp32;
     // Per image pixel, on a side of whole blocks of the size multiple so the
     // ratio is exact: the arena of this plan and of an all-f32 one (a rerun

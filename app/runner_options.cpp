@@ -157,9 +157,9 @@ Precision resolve_precision(Precision requested, const ModelFile& model, const B
         for (Layout layout : kLayouts)
             if (backend.supports(Op::Conv2d, half, layout)) return requested;
     }
+    // tf32: the convolutions on TF32 tensor cores, activations in fp32.
+    if (requested == Precision::Tf32 && backend.has_tf32_conv2d()) return requested;
     // Else refused, never run as fp32 under another name.
-    if (requested == Precision::Tf32)
-        throw Error("--precision tf32: no TF32 kernels yet; use --precision fp32, bf16, fp16 or auto");
     throw Error(std::string("--precision ") + precision_name(requested) + ": " + backend.name() + " has no " +
                 precision_name(requested) + " kernels (" +
                 (backend.is_host_memory() ? "the CPU computes in fp32 only"

@@ -78,6 +78,9 @@ public:
     // Threads the ops run on where they run on the host (the CPU backend's
     // -j); 0 for a device backend.
     virtual int host_threads() const { return 0; }
+    // Whether conv2d has kernels that honour Conv2dArgs::tf32 (TF32 tensor
+    // cores: CUDA, sm_80 and later); elsewhere the flag changes nothing.
+    virtual bool has_tf32_conv2d() const { return false; }
     // Another backend on the same device with its own queue (a CUDA stream),
     // memory and scratch, for running a second model pass beside this one's:
     // one thread may use each. `threads`: a host backend's thread count (0:

@@ -18,7 +18,7 @@ public:
     // in `type` (Conv2dStage::prepare then takes f32). A strided stage is a
     // space_to_depth into scratch and a 1x1 convolution of that, whose
     // weight is the same array read as [Cout, Cin*f*f, 1, 1].
-    PreparedConv2d(const Conv2dStage& s, Backend& backend, TensorType type)
+    PreparedConv2d(const Conv2dStage& s, Backend& backend, TensorType type, bool tf32)
         : type_(type),
           stride_(s.stride),
           base_(s.args(Tensor{nullptr, {1, s.in_channels * s.stride * s.stride, 1, 1}, type.dtype, type.layout})),
@@ -28,6 +28,7 @@ public:
         base_.weight = weight_.tensor({s.out_channels, base_.input.shape.c, base_.kernel, base_.kernel});
         if (!s.bias.empty()) base_.bias = bias_.tensor({1, s.out_channels, 1, 1});
         base_.output = Tensor{nullptr, {1, s.out_channels, 1, 1}, type.dtype, type.layout};
+        base_.tf32 = tf32;
         packed_ = backend.prepare(base_);
         base_.prepared = packed_.get();
         const TensorType f32{};
@@ -224,12 +225,12 @@ std::unique_ptr<PreparedStage> Conv2dStage::prepare(Backend& backend, Precision 
     const TensorType type = activation_type(backend, Op::Conv2d, precision);
     if (type != TensorType{} && (stride == 1 || backend.supports(Op::PixelShuffle, type.dtype, type.layout))) {
         try {
-            return std::make_unique<PreparedConv2d>(*this, backend, type);
+            return std::make_unique<PreparedConv2d>(*this, backend, type, false);
         } catch (const NotApplicable&) {
             // No half-precision kernel for this shape (a 5x5 on tensor cores): f32.
         }
     }
-    return std::make_unique<PreparedConv2d>(*this, backend, TensorType{});
+    return std::make_unique<PreparedConv2d>(*this, backend, TensorType{}, precision == Precision::Tf32);
 }
 
 }  // namespace imr

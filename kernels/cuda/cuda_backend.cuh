@@ -36,6 +36,7 @@ public:
     std::string name() const override { return "cuda:" + std::to_string(device_); }
     std::string description() const override { return description_; }
     bool is_host_memory() const override { return false; }
+    bool has_tf32_conv2d() const override { return arch_ >= 80; }  // the igemm_tf32_* rows
 
     void* alloc(size_t bytes) override {
         use_device();

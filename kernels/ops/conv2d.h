@@ -47,6 +47,10 @@ struct Conv2dArgs {
     Activation activation = Activation::None;
     Tensor residual;                            // optional, out_shape(); must not overlap output
     const PreparedWeights* prepared = nullptr;  // optional: Backend::prepare of these weights
+    // Allows an f32 call to round the products' operands to TF32 (10
+    // mantissa bits; --precision tf32) where the backend has such kernels
+    // (Backend::has_tf32_conv2d); the sums stay fp32. Others ignore it.
+    bool tf32 = false;
     // The output pixels a backend plans its kernel for, where the plan can
     // change the result (0: this call's own, n * h * w). The model runner
     // gives one whole image's, so that a tile of an image, and an image in a

@@ -54,6 +54,14 @@ __device__ __forceinline__ int4 pixel_column(const ConvParams& p, int pidx) {
     return make_int4(img * p.cin_hw, oy - p.pad_before, pix - oy * p.wo - p.pad_before, 0);
 }
 
+// Where output pixel pidx's channel 0 is in the NCHW output (its image's
+// Cout planes, then its place in the plane); -1 past the end (a tile's tail).
+__device__ __forceinline__ int output_offset(const ConvParams& p, int pidx) {
+    if (pidx >= p.npix) return -1;
+    const int img = pidx / p.howo;
+    return img * p.cout_howo + (pidx - img * p.howo);
+}
+
 // The fused epilogue after the bias: activation, then the residual (never with
 // the split reduction, whose partial sums are added by atomics; the planner
 // does not split then). One read of the residual, no extra pass over memory.
@@ -178,7 +186,8 @@ void check_launched(const Conv2dArgs& a, const char* kernel);
 using Launch = void (*)(const ConvParams&, const Conv2dArgs&, int split, cudaStream_t);
 template <int BM, int BN>
 void launch_double_buffer(const ConvParams& p, const Conv2dArgs& a, int split, cudaStream_t stream);
-template <int BM, int BN, int BK, int STAGES, int FG, int FR>
+// TF32: the block tile on tensor cores with TF32 operands (igemm_multistage.cu).
+template <int BM, int BN, int BK, int STAGES, int FG, int FR, bool TF32>
 void launch_multistage(const ConvParams& p, const Conv2dArgs& a, int split, cudaStream_t stream);
 template <int CP>
 void launch_direct(const ConvParams& p, const Conv2dArgs& a, int split, cudaStream_t stream);

@@ -5,7 +5,9 @@
 // shape, the op tests run every case on every variant and bench_gpu times
 // them all.
 //
-// igemm (implicit GEMM in fp32 FFMA, SGEMM style), two of the kernels:
+// igemm (implicit GEMM in fp32 FFMA, SGEMM style), two of the kernels (the
+// multistage one also on TF32 tensor cores: the igemm_tf32_* rows, which the
+// planner takes only for a call that allows TF32, Conv2dArgs::tf32):
 //   GEMM view: M = Cout, N = batch*Ho*Wo (output pixels), K = Cin*K*K (in the
 //   weight's own order ci, ky, kx, so a weight row is contiguous).
 //   A[m][r] = weight[m][r]; B[r][p] = padded input at (img(p), ci, oy+ky, ox+kx),
@@ -103,6 +105,10 @@ struct Conv2dVariant {
     // tc_conv2d is made to take (force_config), so each row runs exactly its
     // configuration. Null for the fp32 rows.
     const char* tc_config = nullptr;
+    // The multistage kernel on TF32 tensor cores (f32 tensors, products of
+    // TF32-rounded operands): the planner's pick only where Conv2dArgs::tf32
+    // allows it; forced by name, it runs any f32 call of its shapes.
+    bool tf32 = false;
 };
 
 static_assert(multistage_smem_bytes(128, 128, MS_BK, MS_STAGES) <= 52 * 1024, "3 x 16 x 264 floats = 51 KB");
@@ -122,14 +128,23 @@ constexpr int SM80 = 80;
 constexpr Conv2dVariant kConv2dVariants[] = {
     // Cout > 64: 8 x 8 outputs per thread (FG 2 x FR 4 rows), 4 LDS.128 per 64 FFMA.
     {"igemm_multistage_128x128", F32, SM80, 128, 128, MS_BK, 0, 0, MS_MIN_BLOCKS,
-     launch_multistage<128, 128, MS_BK, MS_STAGES, 2, 4>, "igemm_multistage_64x256"},
+     launch_multistage<128, 128, MS_BK, MS_STAGES, 2, 4, false>, "igemm_multistage_64x256"},
     // 48 < Cout <= 64: 8 x 8 per thread as well, no half-empty M.
     {"igemm_multistage_64x256", F32, SM80, 64, 256, MS_BK, 0, 0, MS_MIN_BLOCKS,
-     launch_multistage<64, 256, MS_BK, MS_STAGES, 2, 4>, "igemm_double_buffer_32x64"},
+     launch_multistage<64, 256, MS_BK, MS_STAGES, 2, 4, false>, "igemm_double_buffer_32x64"},
     // 32 < Cout <= 48 (the default denoise's width): a 64-row tile would
     // spend 25% of its FFMAs on missing channels; 6 x 8 per thread (3 x 2 rows).
     {"igemm_multistage_48x256", F32, SM80, 48, 256, MS_BK, 0, 0, MS_MIN_BLOCKS,
-     launch_multistage<48, 256, MS_BK, MS_STAGES, 3, 2>, "igemm_double_buffer_32x64"},
+     launch_multistage<48, 256, MS_BK, MS_STAGES, 3, 2, false>, "igemm_double_buffer_32x64"},
+    // The same three tiles on TF32 tensor cores (--precision tf32), taken by
+    // Cout as the FFMA ones; where too few tiles would fill the GPU, the
+    // chain ends at the exact fp32 32x64 kernel.
+    {"igemm_tf32_128x128", F32, SM80, 128, 128, MS_BK, 0, 0, MS_MIN_BLOCKS,
+     launch_multistage<128, 128, MS_BK, MS_STAGES, 2, 4, true>, "igemm_tf32_64x256", nullptr, true},
+    {"igemm_tf32_64x256", F32, SM80, 64, 256, MS_BK, 0, 0, MS_MIN_BLOCKS,
+     launch_multistage<64, 256, MS_BK, MS_STAGES, 2, 4, true>, "igemm_double_buffer_32x64", nullptr, true},
+    {"igemm_tf32_48x256", F32, SM80, 48, 256, MS_BK, 0, 0, MS_MIN_BLOCKS,
+     launch_multistage<48, 256, MS_BK, MS_STAGES, 3, 2, true>, "igemm_double_buffer_32x64", nullptr, true},
     // Cout <= 32, or too few big tiles to fill the GPU: 2 x 4 per thread.
     {"igemm_double_buffer_32x64", F32, SM80, 32, 64, CV_BK, 0, 0, CV_MIN_BLOCKS, launch_double_buffer<32, 64>, nullptr},
     // Cout <= 4 (RGB out) and <= 16: the direct kernel with 4 or 16 accumulators per pixel.
@@ -185,9 +200,10 @@ static_assert(table_is_consistent(), "a `smaller` that names no row, or a name u
 constexpr int V_DIRECT4 = row("direct_small_cout_4"), V_DIRECT16 = row("direct_small_cout_16"),
               V_WINOGRAD = row("winograd_2x2_3x3_48"), V_128x128 = row("igemm_multistage_128x128"),
               V_64x256 = row("igemm_multistage_64x256"), V_48x256 = row("igemm_multistage_48x256"),
-              V_32x64 = row("igemm_double_buffer_32x64");
+              V_32x64 = row("igemm_double_buffer_32x64"), T_128x128 = row("igemm_tf32_128x128"),
+              T_64x256 = row("igemm_tf32_64x256"), T_48x256 = row("igemm_tf32_48x256");
 static_assert(V_DIRECT4 >= 0 && V_DIRECT16 >= 0 && V_WINOGRAD >= 0 && V_128x128 >= 0 && V_64x256 >= 0 &&
-                  V_48x256 >= 0 && V_32x64 >= 0,
+                  V_48x256 >= 0 && V_32x64 >= 0 && T_128x128 >= 0 && T_64x256 >= 0 && T_48x256 >= 0,
               "the planner names a row the table does not have");
 
 // Rows of output tiles a direct or Winograd launch puts in grid.y (at most
@@ -355,11 +371,14 @@ Conv2dPlan plan_for_pixels(const Conv2dArgs& a, const GpuInfo& gpu, const std::s
         v = V_DIRECT4;
     } else if (applies(kConv2dVariants[V_DIRECT16], a, gpu)) {
         v = V_DIRECT16;
-    } else if (a.kernel == 3 && m <= WG_CO && a.input.shape.c >= WG_CC &&
+    } else if (!a.tf32 && a.kernel == 3 && m <= WG_CO && a.input.shape.c >= WG_CC &&
                applies(kConv2dVariants[V_WINOGRAD], a, gpu)) {
         v = V_WINOGRAD;
     } else {
-        v = m > 64 ? V_128x128 : m > 48 ? V_64x256 : m > 32 ? V_48x256 : V_32x64;
+        if (a.tf32)
+            v = m > 64 ? T_128x128 : m > 48 ? T_64x256 : m > 32 ? T_48x256 : V_32x64;
+        else
+            v = m > 64 ? V_128x128 : m > 48 ? V_64x256 : m > 32 ? V_48x256 : V_32x64;
         // Fill the GPU before using big tiles: each row names the smaller one
         // to take instead (128x128 -> 64x256 -> 32x64, 48x256 -> 32x64).
         while (kConv2dVariants[v].smaller && tile_count(kConv2dVariants[v], m, n) < gpu.sm_count)

@@ -109,15 +109,7 @@ __global__ void __launch_bounds__(CV_THREADS, CV_MIN_BLOCKS) conv2d_igemm_double
     // Epilogue: output[img][m][pix] = epilogue(acc + bias) (bias added by the first split only).
     int out_off[TN];
 #pragma unroll
-    for (int j = 0; j < TN; ++j) {
-        const int pidx = n0 + tn * TN + j;
-        if (pidx < p.npix) {
-            const int img = pidx / p.howo;
-            out_off[j] = img * p.cout_howo + (pidx - img * p.howo);
-        } else {
-            out_off[j] = -1;
-        }
-    }
+    for (int j = 0; j < TN; ++j) out_off[j] = output_offset(p, n0 + tn * TN + j);
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
         const int m = m0 + tm * TM + i;

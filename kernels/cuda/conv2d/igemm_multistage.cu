@@ -2,6 +2,24 @@
 // implicit GEMM in fp32 FFMA with CUTLASS-style conflict-free fragments and
 // a cp.async pipeline of STAGES tiles of BK rows. H200: GPU MODE's ranked
 // shape 40.6 ms = 62% of fp32 peak. The GEMM view: conv2d_variants.cu.
+//
+// The same kernel with TF32 = true (--precision tf32, issue 16) computes the
+// block tile on tensor cores instead: the loaders and the pipeline are the
+// fp32 kernel's, and each BK-row step is BK/8 steps of warp-level
+// mma.sync.m16n8k8 with TF32 operands (rounded to nearest, ties away, by
+// cvt.rna as cuBLAS does) and fp32 accumulation. The 8 warps tile the block
+// as WM x WN warp tiles (tf32_warps_m): 128x128 as 2 x 4 warps of 64 x 32,
+// 64x256 as 2 x 4 of 32 x 64, 48x256 as 1 x 8 of 48 x 32; 64 or 48
+// accumulators a thread, as the FFMA kernel has. The fragments are read
+// from the FFMA kernel's shared-memory rows (stride BM or BN + 4 floats),
+// which puts lanes t and t + 1 of a k step 4 banks apart: 2-way bank
+// conflicts on every fragment load. Floor of one k8 step of a 64 x 32 warp
+// tile: 24 fragment loads (48 wavefronts) for 16 mma (32768 FLOP), ~680
+// FLOP per clock per SM from shared memory, ~180 TFLOP/s on the H200:
+// about 3x the FFMA kernel, below the tensor cores' TF32 rate; a layout
+// for ldmatrix-free conflict-free TF32 fragments is the next step.
+// Prediction (not yet run): 3x3 48 -> 48 at 12 MP ~2.5x faster than the
+// FFMA kernel, 128 -> 128 ~3x.
 #include <algorithm>
 #include <climits>
 #include <cstdint>
@@ -29,7 +47,29 @@ namespace {
 // pixel is inside the image, so the gather is base(pixel) + offset(r) with
 // the per-pixel bases in registers; no bounds checks.
 
-template <int BM, int BN, int BK, int STAGES, int FG, int FR, PadMode PAD, bool VALID>
+// TF32 warp layout: WM warps along M (the rest along N), so that a warp
+// tile is whole m16 x n8 tiles: 1 for a 48-row block, else 2.
+__host__ __device__ constexpr int tf32_warps_m(int bm) {
+    return bm % 32 == 0 ? 2 : 1;
+}
+
+__device__ __forceinline__ unsigned to_tf32(float v) {
+    unsigned r;
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(v));
+    return r;
+}
+
+// d += a * b for one m16n8k8 tile: a row-major 16 x 8, b column-major 8 x 8
+// (PTX ISA, "Matrix Fragments for mma.m16n8k8" with .tf32).
+__device__ __forceinline__ void mma_tf32(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+template <int BM, int BN, int BK, int STAGES, int FG, int FR, PadMode PAD, bool VALID, bool TF32>
 __global__ void __launch_bounds__(MS_THREADS, MS_MIN_BLOCKS) conv2d_igemm_multistage_kernel(const ConvParams p) {
     constexpr int TM = FG * FR;                 // output rows per thread
     constexpr int TGM = BM / TM, TGN = BN / 8;  // thread grid
@@ -137,11 +177,25 @@ __global__ void __launch_bounds__(MS_THREADS, MS_MIN_BLOCKS) conv2d_igemm_multis
 
     const int tm = (warp / (TGN / 8)) * 4 + lane / 8;
     const int tn = (warp % (TGN / 8)) * 8 + lane % 8;
-    float acc[TM][8];
+    float acc[TF32 ? 1 : TM][8];
 #pragma unroll
-    for (int i = 0; i < TM; ++i)
+    for (int i = 0; i < (TF32 ? 1 : TM); ++i)
 #pragma unroll
         for (int j = 0; j < 8; ++j) acc[i][j] = 0.f;
+    // TF32: warp (wm, wn) owns rows wm * WTM + [0, WTM) and columns wn * WTN
+    // + [0, WTN) of the block tile; lane = 4 g + t holds, of each m16n8 tile,
+    // rows g and g + 8, columns 2t and 2t + 1.
+    constexpr int WM = tf32_warps_m(BM), WN = MS_THREADS / 32 / WM;
+    constexpr int WTM = BM / WM, WTN = BN / WN, MT = WTM / 16, NT = WTN / 8;
+    static_assert(!TF32 || (MT * 16 == WTM && NT * 8 == WTN && BK % 8 == 0), "whole m16n8k8 tiles");
+    const int wm = warp / WN, wn = warp % WN, g = lane / 4, t = lane % 4;
+    float c[TF32 ? MT : 1][TF32 ? NT : 1][4];
+#pragma unroll
+    for (int i = 0; i < (TF32 ? MT : 1); ++i)
+#pragma unroll
+        for (int j = 0; j < (TF32 ? NT : 1); ++j)
+#pragma unroll
+            for (int r = 0; r < 4; ++r) c[i][j][r] = 0.f;
 
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
@@ -154,64 +208,104 @@ __global__ void __launch_bounds__(MS_THREADS, MS_MIN_BLOCKS) conv2d_igemm_multis
         __syncthreads();              // everyone's have; and everyone is done reading tile t-1's stage
         if (t + STAGES - 1 < k_tiles) load_stage(write_stage, kb + (t + STAGES - 1) * BK);
         cp_async_commit();  // (an empty group keeps the wait count uniform)
-        const float* a_s = As + read_stage * A_STAGE + tm * FR;
-        const float* b_s = Bs + read_stage * B_STAGE + tn * 4;
+        if constexpr (TF32) {
+            // A[m][k] = As[k][m], B[k][n] = Bs[k][n]; fragments of rows k8 + t and k8 + t + 4.
+            const float* a_s = As + read_stage * A_STAGE + t * AS + wm * WTM + g;
+            const float* b_s = Bs + read_stage * B_STAGE + t * BS + wn * WTN + g;
 #pragma unroll
-        for (int kk = 0; kk < BK; ++kk) {
-            float a[TM];
+            for (int k8 = 0; k8 < BK; k8 += 8) {
+                unsigned af[MT][4], bf[NT][2];
 #pragma unroll
-            for (int g = 0; g < FG; ++g) {
-                float v[FR];
-                load_frag(v, a_s + kk * AS + g * (BM / FG));
+                for (int i = 0; i < MT; ++i) {
+                    const float* a = a_s + k8 * AS + i * 16;
+                    af[i][0] = to_tf32(a[0]), af[i][1] = to_tf32(a[8]);
+                    af[i][2] = to_tf32(a[4 * AS]), af[i][3] = to_tf32(a[4 * AS + 8]);
+                }
 #pragma unroll
-                for (int i = 0; i < FR; ++i) a[g * FR + i] = v[i];
+                for (int j = 0; j < NT; ++j) {
+                    const float* b = b_s + k8 * BS + j * 8;
+                    bf[j][0] = to_tf32(b[0]), bf[j][1] = to_tf32(b[4 * BS]);
+                }
+#pragma unroll
+                for (int i = 0; i < MT; ++i)
+#pragma unroll
+                    for (int j = 0; j < NT; ++j) mma_tf32(c[i][j], af[i], bf[j]);
             }
-            const float4 b0 = *reinterpret_cast<const float4*>(b_s + kk * BS);
-            const float4 b1 = *reinterpret_cast<const float4*>(b_s + kk * BS + BN / 2);
-            const float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+        } else {
+            const float* a_s = As + read_stage * A_STAGE + tm * FR;
+            const float* b_s = Bs + read_stage * B_STAGE + tn * 4;
 #pragma unroll
-            for (int i = 0; i < TM; ++i)
+            for (int kk = 0; kk < BK; ++kk) {
+                float a[TM];
 #pragma unroll
-                for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+                for (int g = 0; g < FG; ++g) {
+                    float v[FR];
+                    load_frag(v, a_s + kk * AS + g * (BM / FG));
+#pragma unroll
+                    for (int i = 0; i < FR; ++i) a[g * FR + i] = v[i];
+                }
+                const float4 b0 = *reinterpret_cast<const float4*>(b_s + kk * BS);
+                const float4 b1 = *reinterpret_cast<const float4*>(b_s + kk * BS + BN / 2);
+                const float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+#pragma unroll
+                for (int i = 0; i < TM; ++i)
+#pragma unroll
+                    for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+            }
         }
         read_stage = read_stage == STAGES - 1 ? 0 : read_stage + 1;
         write_stage = write_stage == STAGES - 1 ? 0 : write_stage + 1;
     }
     cp_async_wait<0>();
 
-    // Epilogue: output[img][m][pix] = epilogue(acc + bias) (bias added by the first split only).
-    int out_off[8];
+    if constexpr (TF32) {  // the same epilogue, element by element of the fragments
 #pragma unroll
-    for (int j = 0; j < 8; ++j) {
-        const int pidx = n0 + (j < 4 ? tn * 4 + j : BN / 2 + tn * 4 + j - 4);
-        if (pidx < p.npix) {
-            const int img = pidx / p.howo;
-            out_off[j] = img * p.cout_howo + (pidx - img * p.howo);
-        } else {
-            out_off[j] = -1;
-        }
-    }
+        for (int j = 0; j < NT; ++j)
 #pragma unroll
-    for (int i = 0; i < TM; ++i) {
-        const int m = m0 + (i / FR) * (BM / FG) + tm * FR + i % FR;
-        if (m >= p.cout) continue;
-        const float bv = (p.bias && blockIdx.z == 0) ? __ldg(p.bias + m) : 0.f;
-        float* out_m = p.out + m * p.howo;
+            for (int e = 0; e < 2; ++e) {
+                const int off = output_offset(p, n0 + wn * WTN + j * 8 + 2 * t + e);
+                if (off < 0) continue;
 #pragma unroll
-        for (int j = 0; j < 8; ++j) {
-            if (out_off[j] < 0) continue;
-            const float v = epilogue(p, acc[i][j] + bv, m * p.howo + out_off[j]);
-            if (p.atomic)
-                atomicAdd(out_m + out_off[j], v);
-            else
-                out_m[out_off[j]] = v;
+                for (int i = 0; i < MT; ++i)
+#pragma unroll
+                    for (int h = 0; h < 2; ++h) {
+                        const int m = m0 + wm * WTM + i * 16 + g + 8 * h;
+                        if (m >= p.cout) continue;
+                        const float bv = (p.bias && blockIdx.z == 0) ? __ldg(p.bias + m) : 0.f;
+                        const float v = epilogue(p, c[i][j][2 * h + e] + bv, m * p.howo + off);
+                        if (p.atomic)
+                            atomicAdd(p.out + m * p.howo + off, v);
+                        else
+                            p.out[m * p.howo + off] = v;
+                    }
+            }
+    } else {
+        // Epilogue: output[img][m][pix] = epilogue(acc + bias) (bias added by the first split only).
+        int out_off[8];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) out_off[j] = output_offset(p, n0 + (j < 4 ? tn * 4 + j : BN / 2 + tn * 4 + j - 4));
+#pragma unroll
+        for (int i = 0; i < TM; ++i) {
+            const int m = m0 + (i / FR) * (BM / FG) + tm * FR + i % FR;
+            if (m >= p.cout) continue;
+            const float bv = (p.bias && blockIdx.z == 0) ? __ldg(p.bias + m) : 0.f;
+            float* out_m = p.out + m * p.howo;
+#pragma unroll
+            for (int j = 0; j < 8; ++j) {
+                if (out_off[j] < 0) continue;
+                const float v = epilogue(p, acc[i][j] + bv, m * p.howo + out_off[j]);
+                if (p.atomic)
+                    atomicAdd(out_m + out_off[j], v);
+                else
+                    out_m[out_off[j]] = v;
+            }
         }
     }
 }
 
-template <int BM, int BN, int BK, int STAGES, int FG, int FR, PadMode PAD, bool VALID>
+template <int BM, int BN, int BK, int STAGES, int FG, int FR, PadMode PAD, bool VALID, bool TF32>
 void launch_multistage_kernel(const ConvParams& p, const Conv2dArgs& a, dim3 grid, cudaStream_t stream) {
-    auto kernel = conv2d_igemm_multistage_kernel<BM, BN, BK, STAGES, FG, FR, PAD, VALID>;
+    auto kernel = conv2d_igemm_multistage_kernel<BM, BN, BK, STAGES, FG, FR, PAD, VALID, TF32>;
     constexpr size_t smem = multistage_smem_bytes(BM, BN, BK, STAGES);
     allow_smem(kernel, smem, a);
     kernel<<<grid, MS_THREADS, smem, stream>>>(p);
@@ -220,34 +314,38 @@ void launch_multistage_kernel(const ConvParams& p, const Conv2dArgs& a, dim3 gri
 
 }  // namespace
 
-template <int BM, int BN, int BK, int STAGES, int FG, int FR>
+template <int BM, int BN, int BK, int STAGES, int FG, int FR, bool TF32>
 void launch_multistage(const ConvParams& p, const Conv2dArgs& a, int split, cudaStream_t stream) {
     const dim3 grid(unsigned((p.npix + BN - 1) / BN), unsigned((p.cout + BM - 1) / BM), unsigned(split));
     const bool valid = a.pad_before == 0 && a.pad_after == 0;
     switch (a.pad_mode) {
         case PadMode::Zero:
             if (valid)
-                launch_multistage_kernel<BM, BN, BK, STAGES, FG, FR, PadMode::Zero, true>(p, a, grid, stream);
+                launch_multistage_kernel<BM, BN, BK, STAGES, FG, FR, PadMode::Zero, true, TF32>(p, a, grid, stream);
             else
-                launch_multistage_kernel<BM, BN, BK, STAGES, FG, FR, PadMode::Zero, false>(p, a, grid, stream);
+                launch_multistage_kernel<BM, BN, BK, STAGES, FG, FR, PadMode::Zero, false, TF32>(p, a, grid, stream);
             break;
         case PadMode::Reflect:
-            launch_multistage_kernel<BM, BN, BK, STAGES, FG, FR, PadMode::Reflect, false>(p, a, grid, stream);
+            launch_multistage_kernel<BM, BN, BK, STAGES, FG, FR, PadMode::Reflect, false, TF32>(p, a, grid, stream);
             break;
         case PadMode::Replicate:
-            launch_multistage_kernel<BM, BN, BK, STAGES, FG, FR, PadMode::Replicate, false>(p, a, grid, stream);
+            launch_multistage_kernel<BM, BN, BK, STAGES, FG, FR, PadMode::Replicate, false, TF32>(p, a, grid, stream);
             break;
         default:
             unknown_pad_mode(a);
     }
 }
 
-// The table's configurations (conv2d_variants.cu).
-template void launch_multistage<128, 128, MS_BK, MS_STAGES, 2, 4>(const ConvParams&, const Conv2dArgs&, int,
-                                                                  cudaStream_t);
-template void launch_multistage<64, 256, MS_BK, MS_STAGES, 2, 4>(const ConvParams&, const Conv2dArgs&, int,
-                                                                 cudaStream_t);
-template void launch_multistage<48, 256, MS_BK, MS_STAGES, 3, 2>(const ConvParams&, const Conv2dArgs&, int,
-                                                                 cudaStream_t);
+// The table's configurations (conv2d_variants.cu), in FFMA and on TF32 tensor cores.
+#define IMR_MULTISTAGE(BM, BN, FG, FR, TF32)                                                                           \
+    template void launch_multistage<BM, BN, MS_BK, MS_STAGES, FG, FR, TF32>(const ConvParams&, const Conv2dArgs&, int, \
+                                                                            cudaStream_t)
+IMR_MULTISTAGE(128, 128, 2, 4, false);
+IMR_MULTISTAGE(64, 256, 2, 4, false);
+IMR_MULTISTAGE(48, 256, 3, 2, false);
+IMR_MULTISTAGE(128, 128, 2, 4, true);
+IMR_MULTISTAGE(64, 256, 2, 4, true);
+IMR_MULTISTAGE(48, 256, 3, 2, true);
+#undef IMR_MULTISTAGE
 
 }  // namespace imr::cuda::conv2d_detail
