@@ -31,7 +31,7 @@
 # source path; default: read from BUILD's CTestTestfile.cmake), RUNS (20),
 # MODEL_RUNS (10), CTEST_REGEX (ops_cuda), MODELS_DIR (/tmp/graph-models: the
 # large models are 117-131 MB, too big to come back in OUT_DIR), OPS_COMPILE=1
-# (torch_models.py --ops-compile), PRECISIONS (fp16,bf16,fp32), COMMIT.
+# (torch_models.py --ops-compile), PRECISIONS (fp16,bf16,tf32,fp32), COMMIT.
 set -uo pipefail
 out=${1:?OUT_DIR}
 shift
@@ -89,7 +89,7 @@ for phase in $phases; do
         grep -E "ERROR SUMMARY|\[  (PASSED|FAILED) " "$out/memcheck.log" | tail -5
         if [ "$phase" = verify ]; then
             step torch-export-gpu "$out/torch-export-gpu.log" --limit 400 env IMRESTORE_TOOL_DEVICE=cuda \
-                IMRESTORE_TOOL_PRECISIONS=fp32,fp16,bf16 python3 tests/torch_export_test.py "$build/imrestore"
+                IMRESTORE_TOOL_PRECISIONS=fp32,fp16,bf16,tf32 python3 tests/torch_export_test.py "$build/imrestore"
             grep -E "imrestore vs torch|FAIL|passed|failed" "$out/torch-export-gpu.log" | tail -16
             continue
         fi
@@ -111,7 +111,7 @@ for phase in $phases; do
                 "$build/imrestore" model "$models_dir/$arch.h5" >"$out/model-$arch.txt" 2>&1
             done
             step torch-models "$out/torch-models.log" --limit 580 python3 bench/torch_models.py --models "$models" \
-                --imrestore "$build/imrestore" --precisions "${PRECISIONS:-fp16,bf16,fp32}" --runs "${MODEL_RUNS:-10}" \
+                --imrestore "$build/imrestore" --precisions "${PRECISIONS:-fp16,bf16,tf32,fp32}" --runs "${MODEL_RUNS:-10}" \
                 --compile-models none --json "$out/torch-models.json" --commit "$commit"
         else  # one model at a time, NAFNet first (its element-wise chains are what compiling fuses)
             mode=${COMPILE_MODE:-max-autotune}
