@@ -29,8 +29,9 @@
 #      log and curve.
 #   4  the tree with no *.h5; carry .carry/gpu.tar.xz, .carry/photo12mp.jpg.
 #      Waits for the deblock-q daemon; then, quiet: the new models on the
-#      held-out photos (imrestore eval on CUDA), --bench of the U-Nets at
-#      12 MP, the folder of 64 12 MP photos twice (images cross as samples).
+#      held-out photos (imrestore eval on CUDA), --bench of three models at
+#      12 MP in auto, fp32 and tf32, and bench_gpu's conv and variants
+#      suites.
 #      Returns deblock-q and one tar of the reports.
 set -u
 mode=${1:-}
@@ -88,7 +89,7 @@ EOD
     (cd /tmp/tr/o2 && tar -xf models.tar 2>/dev/null || cat models.tar.part* | tar -x) && cp /tmp/tr/o2/denoise-drunet.h5 /tmp/models/ 2>/dev/null
     split -b 15M -d -a 1 /tmp/models/denoise-drunet.h5 "$O/u/denoise-drunet.h5.part" 2>/dev/null
     ls -la "$O" "$O/u"; grep -hE "held-out" /tmp/tr/o*/train.log | tail -8 ;;
-4)  # wait for deblock-q; quiet: the new models on the held-out photos; whole-model timings at 12 MP; the folder run
+4)  # wait for deblock-q; quiet: the new models on the held-out photos; whole-model timings at 12 MP; bench_gpu
     [ -d /tmp/bgs/build-gpu-slim ] || { mkdir -p /tmp/bgs && tar -xJf .carry/gpu.tar.xz -C /tmp/bgs; }
     export LD_LIBRARY_PATH=/tmp/bgs/build-gpu-slim/lib; X=/tmp/bgs/build-gpu-slim/imrestore
     while [ ! -f /tmp/tr/doneD ] && [ $SECONDS -lt "${HOLD:-240}" ]; do sleep 5; done
@@ -104,18 +105,19 @@ EOD
       [ -f /tmp/models/deblock-q.h5 ] && $X eval /tmp/heldout --jpeg $q --seed 0 -m /tmp/models/deblock-q.h5 -d cuda --baselines none --json > /tmp/rep/deblock-q-jpeg$q.json 2>/tmp/rep/err-q$q.log
     done
     sum() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); b=r.get('bench_ms',{}); print('%.2f' % sum(v['median_ms'] for k,v in b.items() if k.startswith('stage ')), r.get('kernels_forced',''), r['files'][0].get('status'))" "$1"; }
-    for m in denoise-unet denoise-unet-s; do
-      # shellcheck disable=SC2086 # $k below: empty or two words, split on purpose
-      for k in "" "--kernel pixel_shuffle=nhwc8_vec16" "" "--kernel pixel_shuffle=nhwc8_vec16"; do
-        $X .carry/photo12mp.jpg -o /tmp/o.png --force -m $m -d cuda --bench 20 --json $k > /tmp/r.json 2>/tmp/r.err
-        echo "$m ${k:-planner}: $(sum /tmp/r.json) $(tail -1 /tmp/r.err)"; cp /tmp/r.json "/tmp/rep/$m-${k##*=}.json"
+    # --precision tf32 against fp32 (issue 16: written 2026-12-02, predicted
+    # ~40 ms for denoise at 12 MP against 99.9), then the fp32 seed shapes and
+    # every conv2d row at the models' shapes (the TF32 rows share the FFMA
+    # kernel's source: the seed numbers must not move).
+    for m in denoise denoise-unet-s denoise-unet; do
+      for p in auto fp32 tf32; do
+        $X .carry/photo12mp.jpg -o /tmp/o.png --force -m $m -d cuda --precision $p --bench 20 --json > /tmp/r.json 2>/tmp/r.err
+        echo "$m $p: $(sum /tmp/r.json) $(tail -1 /tmp/r.err)"; cp /tmp/r.json "/tmp/rep/$m-$p.json"
       done
     done
-    # Issue 16's folder goal with the 8-bit upload (images cross as their
-    # samples): 64 copies of the 12 MP photo, the default model, twice.
-    for i in 1 2; do
-      BIG_PHOTO=.carry/photo12mp.jpg COPIES_BIG=64 SETS=big OUT="/tmp/rep/folder-$i" scripts/bench_folder.sh $X -d cuda
-    done
+    timeout 200 /tmp/bgs/build-gpu-slim/bench_gpu --suite conv --json /tmp/rep/bench-conv.json > /tmp/rep/bench-conv.log 2>&1
+    timeout 200 /tmp/bgs/build-gpu-slim/bench_gpu --suite variants --json /tmp/rep/bench-variants.json > /tmp/rep/bench-variants.log 2>&1
+    tail -5 /tmp/rep/bench-conv.log /tmp/rep/bench-variants.log
     tar -cJf "$O/reports.tar.xz" -C /tmp rep; ls -la "$O" "$O/d" ;;
 *)  echo "usage: $0 1|2|3|4" >&2; exit 2 ;;
 esac
