@@ -137,14 +137,18 @@ constexpr Conv2dVariant kConv2dVariants[] = {
     {"igemm_multistage_48x256", F32, SM80, 48, 256, MS_BK, 0, 0, MS_MIN_BLOCKS,
      launch_multistage<48, 256, MS_BK, MS_STAGES, 3, 2, false>, "igemm_double_buffer_32x64"},
     // The same three tiles on TF32 tensor cores (--precision tf32), taken by
-    // Cout as the FFMA ones; where too few tiles would fill the GPU, the
-    // chain ends at the exact fp32 32x64 kernel.
+    // Cout as the FFMA ones (Cout <= 32 stays on the exact 32x64 kernel).
+    // Their `smaller` chain never leaves TF32: whether a layer rounds its
+    // operands must depend on its shape alone, not on how many pixels a
+    // call has, or a tile or a batch image would not sum as the whole image
+    // (Conv2dArgs::plan_pixels keeps only the split's order). Every TF32
+    // tile shape sums an element in the same order.
     {"igemm_tf32_128x128", F32, SM80, 128, 128, MS_BK, 0, 0, MS_MIN_BLOCKS,
      launch_multistage<128, 128, MS_BK, MS_STAGES, 2, 4, true>, "igemm_tf32_64x256", nullptr, true},
     {"igemm_tf32_64x256", F32, SM80, 64, 256, MS_BK, 0, 0, MS_MIN_BLOCKS,
-     launch_multistage<64, 256, MS_BK, MS_STAGES, 2, 4, true>, "igemm_double_buffer_32x64", nullptr, true},
+     launch_multistage<64, 256, MS_BK, MS_STAGES, 2, 4, true>, nullptr, nullptr, true},
     {"igemm_tf32_48x256", F32, SM80, 48, 256, MS_BK, 0, 0, MS_MIN_BLOCKS,
-     launch_multistage<48, 256, MS_BK, MS_STAGES, 3, 2, true>, "igemm_double_buffer_32x64", nullptr, true},
+     launch_multistage<48, 256, MS_BK, MS_STAGES, 3, 2, true>, nullptr, nullptr, true},
     // Cout <= 32, or too few big tiles to fill the GPU: 2 x 4 per thread.
     {"igemm_double_buffer_32x64", F32, SM80, 32, 64, CV_BK, 0, 0, CV_MIN_BLOCKS, launch_double_buffer<32, 64>, nullptr},
     // Cout <= 4 (RGB out) and <= 16: the direct kernel with 4 or 16 accumulators per pixel.
@@ -190,11 +194,14 @@ constexpr int row(const char* name) {
 constexpr bool table_is_consistent() {
     for (int i = 0; i < kVariantCount; ++i) {
         if (kConv2dVariants[i].smaller && row(kConv2dVariants[i].smaller) < 0) return false;
+        if (kConv2dVariants[i].smaller &&
+            kConv2dVariants[row(kConv2dVariants[i].smaller)].tf32 != kConv2dVariants[i].tf32)
+            return false;
         if (row(kConv2dVariants[i].name) != i) return false;
     }
     return true;
 }
-static_assert(table_is_consistent(), "a `smaller` that names no row, or a name used twice");
+static_assert(table_is_consistent(), "a `smaller` that names no row or another math, or a name used twice");
 
 // The rows the planner names (checked to exist at compile time).
 constexpr int V_DIRECT4 = row("direct_small_cout_4"), V_DIRECT16 = row("direct_small_cout_16"),

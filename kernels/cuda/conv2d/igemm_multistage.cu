@@ -203,10 +203,10 @@ __global__ void __launch_bounds__(MS_THREADS, MS_MIN_BLOCKS) conv2d_igemm_multis
         cp_async_commit();
     }
     int read_stage = 0, write_stage = STAGES - 1;
-    for (int t = 0; t < k_tiles; ++t) {
-        cp_async_wait<STAGES - 2>();  // this thread's copies of tile t have landed
-        __syncthreads();              // everyone's have; and everyone is done reading tile t-1's stage
-        if (t + STAGES - 1 < k_tiles) load_stage(write_stage, kb + (t + STAGES - 1) * BK);
+    for (int kt = 0; kt < k_tiles; ++kt) {
+        cp_async_wait<STAGES - 2>();  // this thread's copies of tile kt have landed
+        __syncthreads();              // everyone's have; and everyone is done reading tile kt-1's stage
+        if (kt + STAGES - 1 < k_tiles) load_stage(write_stage, kb + (kt + STAGES - 1) * BK);
         cp_async_commit();  // (an empty group keeps the wait count uniform)
         if constexpr (TF32) {
             // A[m][k] = As[k][m], B[k][n] = Bs[k][n]; fragments of rows k8 + t and k8 + t + 4.
@@ -258,25 +258,31 @@ __global__ void __launch_bounds__(MS_THREADS, MS_MIN_BLOCKS) conv2d_igemm_multis
     }
     cp_async_wait<0>();
 
-    if constexpr (TF32) {  // the same epilogue, element by element of the fragments
+    if constexpr (TF32) {    // the same epilogue, element by element of the fragments
+        int out_off[NT][2];  // columns 2t and 2t + 1 of each n8 tile
 #pragma unroll
         for (int j = 0; j < NT; ++j)
 #pragma unroll
-            for (int e = 0; e < 2; ++e) {
-                const int off = output_offset(p, n0 + wn * WTN + j * 8 + 2 * t + e);
-                if (off < 0) continue;
+            for (int e = 0; e < 2; ++e) out_off[j][e] = output_offset(p, n0 + wn * WTN + j * 8 + 2 * t + e);
 #pragma unroll
-                for (int i = 0; i < MT; ++i)
+        for (int i = 0; i < MT; ++i)
 #pragma unroll
-                    for (int h = 0; h < 2; ++h) {
-                        const int m = m0 + wm * WTM + i * 16 + g + 8 * h;
-                        if (m >= p.cout) continue;
-                        const float bv = (p.bias && blockIdx.z == 0) ? __ldg(p.bias + m) : 0.f;
+            for (int h = 0; h < 2; ++h) {  // rows g and g + 8
+                const int m = m0 + wm * WTM + i * 16 + g + 8 * h;
+                if (m >= p.cout) continue;
+                const float bv = (p.bias && blockIdx.z == 0) ? __ldg(p.bias + m) : 0.f;
+                float* out_m = p.out + m * p.howo;
+#pragma unroll
+                for (int j = 0; j < NT; ++j)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                        const int off = out_off[j][e];
+                        if (off < 0) continue;
                         const float v = epilogue(p, c[i][j][2 * h + e] + bv, m * p.howo + off);
                         if (p.atomic)
-                            atomicAdd(p.out + m * p.howo + off, v);
+                            atomicAdd(out_m + off, v);
                         else
-                            p.out[m * p.howo + off] = v;
+                            out_m[off] = v;
                     }
             }
     } else {

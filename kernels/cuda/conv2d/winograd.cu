@@ -312,8 +312,10 @@ Conv2dPrepared::~Conv2dPrepared() {
 
 std::unique_ptr<PreparedWeights> prepare_conv2d(const Conv2dArgs& a, cudaStream_t stream) {
     // Only layers the planner sends to Winograd (any image size: the shape's
-    // channels decide) get transformed weights; a forced variant transforms per call.
-    if (a.kernel != 3 || !a.weight || a.out_channels <= 16 || a.out_channels > WG_CO || a.input.shape.c < WG_CC)
+    // channels decide; never under TF32) get transformed weights; a forced
+    // variant transforms per call.
+    if (a.tf32 || a.kernel != 3 || !a.weight || a.out_channels <= 16 || a.out_channels > WG_CO ||
+        a.input.shape.c < WG_CC)
         return nullptr;
     auto prep = std::make_unique<Conv2dPrepared>();
     prep->cout = a.out_channels, prep->cin = a.input.shape.c, prep->kernel = 3;
