@@ -1683,7 +1683,9 @@ ModelFile size_sensitive_model(std::mt19937& rng) {
 
 // Tiles whose origins fall on odd pixels (sides 17 and 33) and a batch of two
 // give each image bit for bit what the image alone, whole, gives, on each
-// backend this machine has (fp32).
+// backend this machine has (fp32, and tf32 where the backend has its
+// kernels: whether a layer rounds its operands must not depend on the
+// pixels a call has).
 TEST(ModelRunner, TilesAndBatchesAreBitIdenticalToTheImageAlone) {
     unsigned seed;
     auto rng = fresh_rng(&seed);
@@ -1697,23 +1699,33 @@ TEST(ModelRunner, TilesAndBatchesAreBitIdenticalToTheImageAlone) {
     std::vector<float> batch = test::random_vector(rng, two.count(), 0.25f);
     for (float& v : batch) v = std::clamp(v + 0.5f, 0.f, 1.f);
     for (auto& be : backends) {
-        SCOPED_TRACE(be->name());
-        ModelRunner whole(m, *be);
-        std::vector<std::vector<float>> alone(2, std::vector<float>(one.count(), std::nanf("")));
-        for (int i = 0; i < 2; ++i)
-            whole.run(f32_nchw(batch.data() + i * one.count(), one), f32_nchw(alone[i].data(), one), nullptr);
-        std::vector<float> together(two.count(), std::nanf(""));
-        whole.run(f32_nchw(batch.data(), two), f32_nchw(together.data(), two), nullptr);
-        for (int i = 0; i < 2; ++i)
-            EXPECT_EQ(0, std::memcmp(together.data() + i * one.count(), alone[i].data(), one.count() * sizeof(float)))
-                << "image " << i << " of a batch of two differs from the image alone";
-        for (int side : {17, 33}) {
-            ModelRunner tiles(m, *be, test::tiled(side));
-            for (int i = 0; i < 2; ++i) {
-                std::vector<float> tiled(one.count(), std::nanf(""));
-                tiles.run(f32_nchw(batch.data() + i * one.count(), one), f32_nchw(tiled.data(), one), nullptr);
-                EXPECT_EQ(0, std::memcmp(tiled.data(), alone[i].data(), one.count() * sizeof(float)))
-                    << "image " << i << " in " << side << "-pixel tiles differs from the whole pass";
+        std::vector<Precision> precisions{Precision::Fp32};
+        if (be->has_tf32_conv2d()) precisions.push_back(Precision::Tf32);
+        for (Precision precision : precisions) {
+            SCOPED_TRACE(be->name() + " " + precision_name(precision));
+            RunnerOptions options;
+            options.precision = precision;
+            ModelRunner whole(m, *be, options);
+            EXPECT_EQ(whole.precision(), precision);
+            std::vector<std::vector<float>> alone(2, std::vector<float>(one.count(), std::nanf("")));
+            for (int i = 0; i < 2; ++i)
+                whole.run(f32_nchw(batch.data() + i * one.count(), one), f32_nchw(alone[i].data(), one), nullptr);
+            std::vector<float> together(two.count(), std::nanf(""));
+            whole.run(f32_nchw(batch.data(), two), f32_nchw(together.data(), two), nullptr);
+            for (int i = 0; i < 2; ++i)
+                EXPECT_EQ(0,
+                          std::memcmp(together.data() + i * one.count(), alone[i].data(), one.count() * sizeof(float)))
+                    << "image " << i << " of a batch of two differs from the image alone";
+            for (int side : {17, 33}) {
+                RunnerOptions tiled = test::tiled(side);
+                tiled.precision = precision;
+                ModelRunner tiles(m, *be, tiled);
+                for (int i = 0; i < 2; ++i) {
+                    std::vector<float> out(one.count(), std::nanf(""));
+                    tiles.run(f32_nchw(batch.data() + i * one.count(), one), f32_nchw(out.data(), one), nullptr);
+                    EXPECT_EQ(0, std::memcmp(out.data(), alone[i].data(), one.count() * sizeof(float)))
+                        << "image " << i << " in " << side << "-pixel tiles differs from the whole pass";
+                }
             }
         }
     }
