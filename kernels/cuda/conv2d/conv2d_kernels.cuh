@@ -71,6 +71,17 @@ __device__ __forceinline__ float epilogue(const ConvParams& p, float v, int offs
     return v;
 }
 
+// Output element (m, the pixel at `off`, output_offset's) of an igemm block:
+// `v` (its sum, plus the bias in the first split) through the epilogue, then
+// stored, or added atomically under the split reduction.
+__device__ __forceinline__ void store_output(const ConvParams& p, int m, int off, float v) {
+    v = epilogue(p, v, m * p.howo + off);
+    if (p.atomic)
+        atomicAdd(p.out + m * p.howo + off, v);
+    else
+        p.out[m * p.howo + off] = v;
+}
+
 // Maps a padded-image coordinate into the image; false: the zero border.
 // i must lie in the padded image (-pad_before <= i < n + pad_after).
 template <PadMode PAD>

@@ -115,16 +115,9 @@ __global__ void __launch_bounds__(CV_THREADS, CV_MIN_BLOCKS) conv2d_igemm_double
         const int m = m0 + tm * TM + i;
         if (m >= p.cout) continue;
         const float bv = (p.bias && blockIdx.z == 0) ? __ldg(p.bias + m) : 0.f;
-        float* out_m = p.out + m * p.howo;
 #pragma unroll
-        for (int j = 0; j < TN; ++j) {
-            if (out_off[j] < 0) continue;
-            const float v = epilogue(p, acc[i][j] + bv, m * p.howo + out_off[j]);
-            if (p.atomic)
-                atomicAdd(out_m + out_off[j], v);
-            else
-                out_m[out_off[j]] = v;
-        }
+        for (int j = 0; j < TN; ++j)
+            if (out_off[j] >= 0) store_output(p, m, out_off[j], acc[i][j] + bv);
     }
 }
 

@@ -271,19 +271,11 @@ __global__ void __launch_bounds__(MS_THREADS, MS_MIN_BLOCKS) conv2d_igemm_multis
                 const int m = m0 + wm * WTM + i * 16 + g + 8 * h;
                 if (m >= p.cout) continue;
                 const float bv = (p.bias && blockIdx.z == 0) ? __ldg(p.bias + m) : 0.f;
-                float* out_m = p.out + m * p.howo;
 #pragma unroll
                 for (int j = 0; j < NT; ++j)
 #pragma unroll
-                    for (int e = 0; e < 2; ++e) {
-                        const int off = out_off[j][e];
-                        if (off < 0) continue;
-                        const float v = epilogue(p, c[i][j][2 * h + e] + bv, m * p.howo + off);
-                        if (p.atomic)
-                            atomicAdd(out_m + off, v);
-                        else
-                            out_m[off] = v;
-                    }
+                    for (int e = 0; e < 2; ++e)
+                        if (out_off[j][e] >= 0) store_output(p, m, out_off[j][e], c[i][j][2 * h + e] + bv);
             }
     } else {
         // Epilogue: output[img][m][pix] = epilogue(acc + bias) (bias added by the first split only).
@@ -295,16 +287,9 @@ __global__ void __launch_bounds__(MS_THREADS, MS_MIN_BLOCKS) conv2d_igemm_multis
             const int m = m0 + (i / FR) * (BM / FG) + tm * FR + i % FR;
             if (m >= p.cout) continue;
             const float bv = (p.bias && blockIdx.z == 0) ? __ldg(p.bias + m) : 0.f;
-            float* out_m = p.out + m * p.howo;
 #pragma unroll
-            for (int j = 0; j < 8; ++j) {
-                if (out_off[j] < 0) continue;
-                const float v = epilogue(p, acc[i][j] + bv, m * p.howo + out_off[j]);
-                if (p.atomic)
-                    atomicAdd(out_m + out_off[j], v);
-                else
-                    out_m[out_off[j]] = v;
-            }
+            for (int j = 0; j < 8; ++j)
+                if (out_off[j] >= 0) store_output(p, m, out_off[j], acc[i][j] + bv);
         }
     }
 }
