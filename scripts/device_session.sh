@@ -10,7 +10,9 @@
 # Prepared here first (git-excluded .carry/, see docs/performance.md, "The
 # next GPU session"): .carry/gtest (a copy of /usr/src/googletest),
 # .carry/gpu.tar.xz (the OpenCV-free CUDA build, slimmed: scripts/
-# slim_build.sh), .carry/photo12mp.jpg (scripts/bench_models_12mp.sh's photo),
+# slim_build.sh build-gpu build-gpu-slim, then tar -cJf .carry/gpu.tar.xz
+# --exclude=build-gpu-slim/tests/test_{ops,eval,photo_mix} build-gpu-slim,
+# which calls 3 and 4 do not run: 18 MB), .carry/photo12mp.jpg (scripts/bench_models_12mp.sh's photo),
 # .carry/commit (git rev-parse --short HEAD), the shards
 # (weights/data/pack_shards.py). 64 MiB travel a call (the tracked tree
 # without any *.h5 is 5.4 MB); what each carries:
