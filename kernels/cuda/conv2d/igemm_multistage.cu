@@ -15,11 +15,13 @@
 // which puts lanes t and t + 1 of a k step 4 banks apart: 2-way bank
 // conflicts on every fragment load. Floor of one k8 step of a 64 x 32 warp
 // tile: 24 fragment loads (48 wavefronts) for 16 mma (32768 FLOP), ~680
-// FLOP per clock per SM from shared memory, ~180 TFLOP/s on the H200:
-// about 3x the FFMA kernel, below the tensor cores' TF32 rate; a layout
-// for ldmatrix-free conflict-free TF32 fragments is the next step.
-// Prediction (not yet run): 3x3 48 -> 48 at 12 MP ~2.5x faster than the
-// FFMA kernel, 128 -> 128 ~3x.
+// FLOP per clock per SM from shared memory, ~180 TFLOP/s on the H200 (the
+// 48-row tile's 48 x 32 warp tiles: ~160), about 4x the FFMA kernel's 42
+// TFLOP/s on GPU MODE's ranked shape and below the tensor cores' TF32 rate;
+// a conflict-free fragment layout is the next step. Prediction (not yet
+// run): the 3x3 48 -> 48 layer of `denoise` at 12 MP ~3.5 ms (3.1 ms of
+// compute at 160 TFLOP/s, 4.6 GB of f32 traffic) against ~10 ms for the
+// Winograd kernel that fp32 takes there (99.9 ms for its ten layers).
 #include <algorithm>
 #include <climits>
 #include <cstdint>
