@@ -1,7 +1,9 @@
 // Test and benchmark of the tensor-core convolution (kernels/cuda/conv2d_tensor_core.cu),
 // standalone (not in CMake's targets). Build from the repository root:
-//   nvcc -std=c++17 -O3 -gencode=arch=compute_90,code=sm_90 -Ikernels/cuda
+//   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -DIMR_BUILD_SM90A=1 -Ikernels/cuda
 //        bench/bench_tensor_core.cu kernels/cuda/conv2d_tensor_core.cu -lcudnn -o bench_tensor_core
+//   (sm_90a: the wgmma rows; IMRESTORE_WGMMA=0 in the environment makes the
+//   shapes that name no row run on the mma.sync rows instead: an A/B of two runs)
 //   (one line; cuDNN headers in /usr/include/x86_64-linux-gnu/ on the GPU host)
 // Run:
 //   bench_tensor_core [--test] [--quick] [--bench] [--json FILE] [--runs N] [--commit SHA]
@@ -551,6 +553,18 @@ void run_bench(int runs, const std::string& only, bool net, bool use_cudnn, std:
         {"unet 1x1 192->96 3 MP n128 row", 1, 192, 1500, 2000, 96, 1, false, false, false, false, F, false,
          "k1_16x16_n128"},
         {"unet 1x1 96->192 3 MP (way up)", 1, 96, 1500, 2000, 192, 1, false, false, false, false, F, false},
+        // The wgmma rows one warpgroup wide (N = the block's 96 or 128
+        // channels), never picked yet: against the picked rows above.
+        {"unet 96->96 3 MP wgmma wide", 1, 96, 1500, 2000, 96, 3, false, false, true, false, F, false,
+         "k3_16x16_n96_wgmma_wide"},
+        {"unet 192->192 0.75 MP wgmma wide", 1, 192, 750, 1000, 192, 3, false, false, true, false, F, false,
+         "k3_16x16_n96_wgmma_wide"},
+        {"128->128 3 MP wgmma wide", 1, 128, 1500, 2000, 128, 3, false, false, true, false, F, false,
+         "k3_16x16_n128_wgmma_wide"},
+        {"256->256 0.75 MP wgmma wide", 1, 256, 750, 1000, 256, 3, false, false, true, false, F, false,
+         "k3_16x16_n128_wgmma_wide"},
+        {"unet 384->384 + residual 0.19 MP wgmma wide", 1, 384, 375, 500, 384, 3, false, false, false, true, F, false,
+         "k3_16x16_n128_wgmma_wide"},
     };
     std::printf("\n%-48s %-14s %9s %8s %6s | %9s %8s %6s  %s\n", "shape", "config", "ours ms", "TFLOP/s", "%peak",
                 "cuDNN ms", "TFLOP/s", "%peak", "rel diff vs cuDNN");

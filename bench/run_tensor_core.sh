@@ -16,7 +16,7 @@ cd "$(dirname "$0")"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv | tee "$OUT/gpu.txt"
 if [ ! -x "./$BIN" ] || ldd "./$BIN" | grep -q "not found"; then
   echo "building $BIN here"
-  nvcc -std=c++17 -O3 -gencode=arch=compute_90,code=sm_90 -Ikernels/cuda bench/bench_tensor_core.cu \
+  nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -DIMR_BUILD_SM90A=1 -Ikernels/cuda bench/bench_tensor_core.cu \
     kernels/cuda/conv2d_tensor_core.cu -lcudnn -o "$BIN" || exit 1
 fi
 cuobjdump --dump-sass "$BIN" | grep -cE "HMMA" | sed 's/^/HMMA instructions in SASS: /'

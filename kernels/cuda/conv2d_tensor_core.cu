@@ -41,6 +41,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -55,7 +56,8 @@ namespace {
 // ---- tile configurations (tuned for the H200, sm_90, on mma.sync)
 // A block runs WARPS_M x WARPS_N warps; a warp owns MT x NT mma tiles
 // (16 pixels x 8 channels each) of the block's TH x TW pixels x BN channels.
-template <int KS_, int WARPS_M_, int WARPS_N_, int MT_, int NT_, int TW_, int STAGES_ = 2, int MIN_BLOCKS_ = 1>
+template <int KS_, int WARPS_M_, int WARPS_N_, int MT_, int NT_, int TW_, int STAGES_ = 2, int MIN_BLOCKS_ = 1,
+          bool WGMMA_ = false>
 struct TileConfig {
     static constexpr int KS = KS_;                  // kernel size (1 or 3)
     static constexpr int WARPS_M = WARPS_M_;        // warps along the pixels
@@ -65,14 +67,23 @@ struct TileConfig {
     static constexpr int TW = TW_;                  // tile width: a multiple of 16, so an m16 tile is one row run
     static constexpr int STAGES = STAGES_;          // cp.async stages (items loading while one is multiplied: STAGES-1)
     static constexpr int MIN_BLOCKS = MIN_BLOCKS_;  // blocks per SM the registers must allow (launch bounds)
-    static constexpr int BM = WARPS_M * MT * 16;    // pixels per tile
-    static constexpr int BN = WARPS_N * NT * 8;     // output channels per block
-    static constexpr int TH = BM / TW;              // tile height
+    // Hopper's warpgroup MMA (sm_90a) instead of mma.sync: each group of 4
+    // warps (a warpgroup: warps 4g..4g+3, which share their channels) issues
+    // one wgmma.m64nNk16 per m16 tile index and tap, N = NT * 8, reading A
+    // from the same ldmatrix fragments and B straight from shared memory (no
+    // ldmatrix, no per-n8 mma: 2 instructions where mma.sync took MT x NT
+    // plus NT / 2 ldmatrix). See "Warpgroup MMA" below.
+    static constexpr bool WGMMA = WGMMA_;
+    static constexpr int BM = WARPS_M * MT * 16;  // pixels per tile
+    static constexpr int BN = WARPS_N * NT * 8;   // output channels per block
+    static constexpr int TH = BM / TW;            // tile height
     static constexpr int THREADS = 32 * WARPS_M * WARPS_N;
     static constexpr int HH = TH + KS - 1;  // halo tile rows
     static constexpr int HW = TW + KS - 1;  // halo tile columns
     static constexpr int HP = HH * HW;      // halo pixels
     static_assert(TW % 16 == 0 && BM % TW == 0, "an m16 tile must lie in one tile row");
+    static_assert(!WGMMA || (WARPS_M % 4 == 0 && (NT == 6 || NT == 8 || NT == 12 || NT == 16)),
+                  "a warpgroup's 4 warps must share their channels, N one of the wgmma shapes written below");
 };
 
 // 3x3, Cout <= 64: all channels in one block so the input tile is read once.
@@ -113,6 +124,27 @@ using K3N96W16 = TileConfig<3, 8, 2, 2, 6, 16>;
 using K1N64 = TileConfig<1, 8, 1, 4, 8, 32>;   // Cout <= 64
 using K1N96 = TileConfig<1, 4, 2, 4, 6, 16>;   // Cout 65..96, and 96k (K3N96's reason: a U-Net's ways down and up)
 using K1N128 = TileConfig<1, 4, 2, 4, 8, 16>;  // Cout > 96 (but K1N96's multiples)
+// The same shapes on warpgroup MMA (sm_90a; the planner's pick on an H100 or
+// H200 where the build has sm_90a code). Same tiles, warps, stages and
+// blocks per SM as their mma.sync twins, so the two differ only in how the
+// products are issued: an A/B of the instruction alone.
+using K3N48G = TileConfig<3, 8, 1, 2, 6, 16, 2, 2, true>;   // N = 48 a warpgroup
+using K3N64G = TileConfig<3, 8, 1, 2, 8, 16, 2, 1, true>;   // N = 64
+using K3N96G = TileConfig<3, 4, 2, 4, 6, 16, 2, 1, true>;   // 2 warpgroups of N = 48
+using K3N128G = TileConfig<3, 4, 2, 4, 8, 16, 2, 1, true>;  // 2 warpgroups of N = 64
+// Wider warpgroups for the wide layers: one warpgroup's N is all of the
+// block's channels, so each A fragment (ldmatrix from the halo) feeds 96 or
+// 128 channels instead of 48 or 64: half the A traffic per product, twice
+// the accumulators (96 / 128 a thread: one block per SM). Tests and
+// benchmarks first; picked if they measure faster.
+using K3N96GW = TileConfig<3, 8, 1, 2, 12, 16, 2, 1, true>;
+using K3N128GW = TileConfig<3, 8, 1, 2, 16, 16, 2, 1, true>;
+// 1x1 on wgmma: one warpgroup N = all of the block's channels, 2 m16 tiles
+// a warp (the mma.sync rows' 4 spilled up to 1.6 KB a thread here: 128
+// accumulators plus two taps' A fragments in flight).
+using K1N64G = TileConfig<1, 8, 1, 2, 8, 16, 2, 1, true>;
+using K1N96G = TileConfig<1, 8, 1, 2, 12, 16, 2, 1, true>;
+using K1N128G = TileConfig<1, 8, 1, 2, 16, 16, 2, 1, true>;
 
 // What a launch needs, flattened for the kernel.
 struct KernelParams {
@@ -189,6 +221,247 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
 }
 __device__ __forceinline__ void ldmatrix_x2(uint32_t& r0, uint32_t& r1, uint32_t addr) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n" : "=r"(r0), "=r"(r1) : "r"(addr));
+}
+
+// ---- Warpgroup MMA (sm_90a)
+// wgmma.mma_async with A from registers (the mma.sync A fragments, one m16
+// tile a warp: the warpgroup's 4 warps make the m64) and B from shared memory
+// through a matrix descriptor. B's shared layout is the canonical one without
+// swizzle, K-major: core matrices of 8 rows (output channels) x 16 bytes (8
+// k), each 128 contiguous bytes; the descriptor's leading byte offset is the
+// distance between the two core matrices of a k16 step (K), its stride byte
+// offset between consecutive groups of 8 channels (N). The weights are staged
+// as [k16 step][tap][channel group][k half][8][8] (load_weights), so the
+// (step, tap) of a warpgroup is one descriptor of LBO 128, SBO 256, starting
+// at ((step * K*K + tap) * BN + the warpgroup's first channel) * 32 bytes.
+// The accumulators of a warp are the m16nN rows it gave: per n8 tile j, the
+// mma.sync C fragment (acc[i][j][0..3]), so the epilogue is shared.
+//
+// Asynchrony: a wgmma reads its A registers and shared B after issue, so (1)
+// wgmma.fence before the first wgmma that follows register writes (the A
+// fragments of each tap, the zeroed accumulators); (2) commit each tap's
+// wgmmas as a group and wait until at most one group is pending before the
+// next tap's ldmatrix may overwrite A registers, and for none before the
+// epilogue reads the accumulators or the next cp.async overwrites a stage;
+// (3) fence.proxy.async after the cp.async data land, before the barrier,
+// so the async proxy (wgmma's reads) sees them.
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define IMR_HAS_WGMMA 1
+#else
+#define IMR_HAS_WGMMA 0
+#endif
+
+__device__ __forceinline__ void wgmma_fence() {
+#if IMR_HAS_WGMMA
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void wgmma_commit() {
+#if IMR_HAS_WGMMA
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+#endif
+}
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+#if IMR_HAS_WGMMA
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+#endif
+}
+// Makes this thread's generic-proxy writes to shared memory (cp.async's)
+// visible to the async proxy that wgmma reads through.
+__device__ __forceinline__ void fence_proxy_async_shared() {
+#if IMR_HAS_WGMMA
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+
+constexpr uint32_t kWgmmaCoreBytes = 128;  // one core matrix: 8 rows x 16 bytes
+// The descriptor of a K-major, unswizzled B operand at shared address `addr`
+// (LBO: the k-half core matrices 128 bytes apart; SBO: channel groups 256).
+// Fields (each a byte count >> 4): start address bits 0-13, LBO 16-29, SBO
+// 32-45; base offset 0, swizzle mode 0 (bits 62-63: none).
+// (scripts/wgmma_probe.cu checks this reading of the PTX ISA on the GPU.)
+__device__ __forceinline__ uint64_t wgmma_desc(uint32_t addr) {
+    constexpr uint32_t lbo = kWgmmaCoreBytes, sbo = 2 * kWgmmaCoreBytes;
+    return uint64_t((addr & 0x3FFFF) >> 4) | (uint64_t(lbo >> 4) << 16) | (uint64_t(sbo >> 4) << 32);
+}
+
+// One wgmma.m64nNk16, N = NT * 8, fp32 accumulators += A (registers) x B (desc).
+template <class T, int NT>
+struct WgmmaRS {
+    static __device__ __forceinline__ void mma(float (&d)[NT][4], const uint32_t (&a)[4], uint64_t desc);
+};
+template <>
+__device__ __forceinline__ void WgmmaRS<__half, 6>::mma(float (&d)[6][4], const uint32_t (&a)[4], uint64_t desc) {
+#if IMR_HAS_WGMMA
+    asm volatile(
+        "wgmma.mma_async.sync.aligned.m64n48k16.f32.f16.f16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, "
+        "%23}, "
+        "{%24, %25, %26, %27}, %28, 1, 1, 1, 0;\n"
+        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]),
+          "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]),
+          "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]),
+          "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+#else
+    (void)d, (void)a, (void)desc;
+    __trap();
+#endif
+}
+template <>
+__device__ __forceinline__ void WgmmaRS<__nv_bfloat16, 6>::mma(float (&d)[6][4], const uint32_t (&a)[4],
+                                                               uint64_t desc) {
+#if IMR_HAS_WGMMA
+    asm volatile(
+        "wgmma.mma_async.sync.aligned.m64n48k16.f32.bf16.bf16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, "
+        "%23}, "
+        "{%24, %25, %26, %27}, %28, 1, 1, 1, 0;\n"
+        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]),
+          "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]),
+          "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]),
+          "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+#else
+    (void)d, (void)a, (void)desc;
+    __trap();
+#endif
+}
+template <>
+__device__ __forceinline__ void WgmmaRS<__half, 8>::mma(float (&d)[8][4], const uint32_t (&a)[4], uint64_t desc) {
+#if IMR_HAS_WGMMA
+    asm volatile(
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, "
+        "%23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+        "{%32, %33, %34, %35}, %36, 1, 1, 1, 0;\n"
+        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]),
+          "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]),
+          "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]),
+          "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),
+          "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+#else
+    (void)d, (void)a, (void)desc;
+    __trap();
+#endif
+}
+template <>
+__device__ __forceinline__ void WgmmaRS<__nv_bfloat16, 8>::mma(float (&d)[8][4], const uint32_t (&a)[4],
+                                                               uint64_t desc) {
+#if IMR_HAS_WGMMA
+    asm volatile(
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, "
+        "%23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+        "{%32, %33, %34, %35}, %36, 1, 1, 1, 0;\n"
+        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]),
+          "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]),
+          "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]),
+          "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),
+          "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+#else
+    (void)d, (void)a, (void)desc;
+    __trap();
+#endif
+}
+template <>
+__device__ __forceinline__ void WgmmaRS<__half, 12>::mma(float (&d)[12][4], const uint32_t (&a)[4], uint64_t desc) {
+#if IMR_HAS_WGMMA
+    asm volatile(
+        "wgmma.mma_async.sync.aligned.m64n96k16.f32.f16.f16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, "
+        "%23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, "
+        "%45, %46, %47}, "
+        "{%48, %49, %50, %51}, %52, 1, 1, 1, 0;\n"
+        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]),
+          "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]),
+          "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]),
+          "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),
+          "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]),
+          "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]),
+          "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+#else
+    (void)d, (void)a, (void)desc;
+    __trap();
+#endif
+}
+template <>
+__device__ __forceinline__ void WgmmaRS<__nv_bfloat16, 12>::mma(float (&d)[12][4], const uint32_t (&a)[4],
+                                                                uint64_t desc) {
+#if IMR_HAS_WGMMA
+    asm volatile(
+        "wgmma.mma_async.sync.aligned.m64n96k16.f32.bf16.bf16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, "
+        "%23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, "
+        "%45, %46, %47}, "
+        "{%48, %49, %50, %51}, %52, 1, 1, 1, 0;\n"
+        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]),
+          "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]),
+          "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]),
+          "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),
+          "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]),
+          "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]),
+          "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+#else
+    (void)d, (void)a, (void)desc;
+    __trap();
+#endif
+}
+template <>
+__device__ __forceinline__ void WgmmaRS<__half, 16>::mma(float (&d)[16][4], const uint32_t (&a)[4], uint64_t desc) {
+#if IMR_HAS_WGMMA
+    asm volatile(
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, "
+        "%23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, "
+        "%45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+        "{%64, %65, %66, %67}, %68, 1, 1, 1, 0;\n"
+        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]),
+          "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]),
+          "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]),
+          "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),
+          "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]),
+          "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]),
+          "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]),
+          "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]),
+          "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]),
+          "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+#else
+    (void)d, (void)a, (void)desc;
+    __trap();
+#endif
+}
+template <>
+__device__ __forceinline__ void WgmmaRS<__nv_bfloat16, 16>::mma(float (&d)[16][4], const uint32_t (&a)[4],
+                                                                uint64_t desc) {
+#if IMR_HAS_WGMMA
+    asm volatile(
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, "
+        "%23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, "
+        "%45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+        "{%64, %65, %66, %67}, %68, 1, 1, 1, 0;\n"
+        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]),
+          "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]),
+          "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]),
+          "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),
+          "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]),
+          "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]),
+          "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]),
+          "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]),
+          "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]),
+          "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+#else
+    (void)d, (void)a, (void)desc;
+    __trap();
+#endif
 }
 
 // Maps a padded-image coordinate i into [0, n); false: a zero (or a position
@@ -311,7 +584,17 @@ __device__ __forceinline__ void load_weights(const KernelParams& p, T* wt, int c
 #pragma unroll 2
     for (; co < Cfg::BN; wk.step(co, g)) {
         const bool ok = co0 + co < p.cout8 && g * 8 < (p.cin16 - c0) * KK;  // a partial last chunk ends early
-        cp_async16(base + 2 * (co * p.ws + g * 8), ok ? src0 + size_t(co) * KK * p.cin16 + g * 8 : w, ok);
+        // mma.sync: the row as it is (ldmatrix rows). wgmma: group g = (k16
+        // step s, tap, k half h) goes to its core matrix, [s][tap][co / 8][h]
+        // of 128 bytes, row co % 8 (the layout wgmma_desc describes).
+        uint32_t dst;
+        if constexpr (Cfg::WGMMA) {
+            const int s = g / (2 * KK), tap = g / 2 - s * KK, h = g & 1;
+            dst = ((((s * KK + tap) * (Cfg::BN / 8) + co / 8) * 2 + h) * kWgmmaCoreBytes) + (co & 7) * 16;
+        } else {
+            dst = 2 * (co * p.ws + g * 8);
+        }
+        cp_async16(base + dst, ok ? src0 + size_t(co) * KK * p.cin16 + g * 8 : w, ok);
     }
 }
 
@@ -469,7 +752,7 @@ __device__ __forceinline__ void epilogue(const KernelParams& p, const float (&ac
 template <class Cfg, class T>
 __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) conv2d_tc_kernel(const KernelParams p) {
     constexpr int KS = Cfg::KS, MT = Cfg::MT, NT = Cfg::NT;
-    extern __shared__ __align__(16) unsigned char smem_raw[];
+    extern __shared__ __align__(128) unsigned char smem_raw[];  // 128: wgmma's core matrices
     T* smem = reinterpret_cast<T*>(smem_raw);
 
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -478,8 +761,9 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) conv2d_tc_kerne
     const int co0 = blockIdx.y * Cfg::BN;
 
     // Shared memory: [resident weights] then STAGES x (halo [+ weights]).
-    const int w_elems = Cfg::BN * p.ws;
-    const int halo_elems = Cfg::HP * p.as;
+    // wgmma: weights without the row pad, each part 128-byte aligned.
+    const int w_elems = Cfg::WGMMA ? Cfg::BN * Cfg::KS * Cfg::KS * p.ck : Cfg::BN * p.ws;
+    const int halo_elems = Cfg::WGMMA ? (Cfg::HP * p.as + 63) / 64 * 64 : Cfg::HP * p.as;
     const int stage_elems = halo_elems + (p.resident ? 0 : w_elems);
     T* stages = smem + (p.resident ? w_elems : 0);
 
@@ -548,7 +832,8 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) conv2d_tc_kerne
 
     for (int item = 0; item < items; ++item) {
         cp_async_wait<Cfg::STAGES - 2>();  // this item's group has landed (this thread's copies)
-        __syncthreads();                   // everyone's copies; and the stage read last iteration is free
+        if constexpr (Cfg::WGMMA) fence_proxy_async_shared();
+        __syncthreads();  // everyone's copies; and the stage read last iteration is free
         if (item + Cfg::STAGES - 1 < items) issue(item + Cfg::STAGES - 1);
         cp_async_commit();
 
@@ -563,33 +848,60 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) conv2d_tc_kerne
         // offsets, and the compiler can load tap t+1's fragments while tap
         // t's mma run (no branch inside the unrolled body).
         const uint32_t row_bytes = Cfg::HW * as_bytes;  // one halo row of pixels
-        for (int ks = 0; ks < ksteps; ++ks) {
-            uint32_t a_base[MT], b_base[(NT + 1) / 2];
+        if constexpr (Cfg::WGMMA) {
+            // Per k step and tap: the warp's A fragments, then one wgmma per
+            // m16 tile index for the warpgroup's NT * 8 channels (B: the
+            // (step, tap) block of the staged weights, from channel wn0).
+            constexpr uint32_t kTapBytes = Cfg::BN * 32;  // one (step, tap): BN channels x 16 k
+            const uint64_t desc0 = wgmma_desc(w_base + wn0 * 32);
+            for (int ks = 0; ks < ksteps; ++ks) {
+                uint32_t a_base[MT];
 #pragma unroll
-            for (int i = 0; i < MT; ++i) a_base[i] = halo_base + 2 * a_off[i] + ks * 32;
+                for (int i = 0; i < MT; ++i) a_base[i] = halo_base + 2 * a_off[i] + ks * 32;
 #pragma unroll
-            for (int j = 0; j < (NT + 1) / 2; ++j) b_base[j] = w_base + 2 * b_off[j] + ks * KS * KS * 32;
-#pragma unroll
-            for (int ky = 0; ky < KS; ++ky) {
-#pragma unroll
-                for (int kx = 0; kx < KS; ++kx) {
-                    const uint32_t a_tap = ky * row_bytes + kx * as_bytes;
-                    const int b_imm = (ky * KS + kx) * 32;  // the tap's 16 channels in the weight row
+                for (int tap = 0; tap < KS * KS; ++tap) {
+                    const uint32_t a_tap = (tap / KS) * row_bytes + (tap % KS) * as_bytes;
                     uint32_t a[MT][4];
 #pragma unroll
                     for (int i = 0; i < MT; ++i) ldmatrix_x4(a[i], a_base[i] + a_tap);
-                    uint32_t b[NT][2];
+                    wgmma_fence();  // the A registers (and the zeroed accumulators) before the wgmmas read them
+                    const uint64_t desc = desc0 + (((ks * KS * KS + tap) * kTapBytes) >> 4);
 #pragma unroll
-                    for (int j = 0; j < NT / 2; ++j) {
-                        uint32_t r[4];
-                        ldmatrix_x4(r, b_base[j] + b_imm);
-                        b[2 * j][0] = r[0], b[2 * j][1] = r[1], b[2 * j + 1][0] = r[2], b[2 * j + 1][1] = r[3];
+                    for (int i = 0; i < MT; ++i) WgmmaRS<T, NT>::mma(acc[i], a[i], desc);
+                    wgmma_commit();
+                    wgmma_wait<1>();  // the tap before: its A registers are free for the next ldmatrix
+                }
+            }
+            wgmma_wait<0>();  // the accumulators for the epilogue; this stage for the next cp.async
+        } else {
+            for (int ks = 0; ks < ksteps; ++ks) {
+                uint32_t a_base[MT], b_base[(NT + 1) / 2];
+#pragma unroll
+                for (int i = 0; i < MT; ++i) a_base[i] = halo_base + 2 * a_off[i] + ks * 32;
+#pragma unroll
+                for (int j = 0; j < (NT + 1) / 2; ++j) b_base[j] = w_base + 2 * b_off[j] + ks * KS * KS * 32;
+#pragma unroll
+                for (int ky = 0; ky < KS; ++ky) {
+#pragma unroll
+                    for (int kx = 0; kx < KS; ++kx) {
+                        const uint32_t a_tap = ky * row_bytes + kx * as_bytes;
+                        const int b_imm = (ky * KS + kx) * 32;  // the tap's 16 channels in the weight row
+                        uint32_t a[MT][4];
+#pragma unroll
+                        for (int i = 0; i < MT; ++i) ldmatrix_x4(a[i], a_base[i] + a_tap);
+                        uint32_t b[NT][2];
+#pragma unroll
+                        for (int j = 0; j < NT / 2; ++j) {
+                            uint32_t r[4];
+                            ldmatrix_x4(r, b_base[j] + b_imm);
+                            b[2 * j][0] = r[0], b[2 * j][1] = r[1], b[2 * j + 1][0] = r[2], b[2 * j + 1][1] = r[3];
+                        }
+                        if constexpr (NT % 2) ldmatrix_x2(b[NT - 1][0], b[NT - 1][1], b_base[NT / 2] + b_imm);
+#pragma unroll
+                        for (int i = 0; i < MT; ++i)
+#pragma unroll
+                            for (int j = 0; j < NT; ++j) TypeOps<T>::mma(acc[i][j], a[i], b[j][0], b[j][1]);
                     }
-                    if constexpr (NT % 2) ldmatrix_x2(b[NT - 1][0], b[NT - 1][1], b_base[NT / 2] + b_imm);
-#pragma unroll
-                    for (int i = 0; i < MT; ++i)
-#pragma unroll
-                        for (int j = 0; j < NT; ++j) TypeOps<T>::mma(acc[i][j], a[i], b[j][0], b[j][1]);
                 }
             }
         }
@@ -1027,6 +1339,16 @@ void check_params(const TcConvParams& p) {
         bad("tensor too large: " + shape);  // the kernels index pixels within an image in 32 bits
 }
 
+// The current device's compute capability x 10 (p.arch where the caller knows it).
+int device_arch(const TcConvParams& p) {
+    if (p.arch > 0) return p.arch;
+    int dev = 0, major = 0, minor = 0;
+    check_cuda(cudaGetDevice(&dev), "cudaGetDevice");
+    check_cuda(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), "compute capability");
+    check_cuda(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev), "compute capability");
+    return major * 10 + minor;
+}
+
 struct DeviceInfo {
     int sms = 0;
     int smem_optin = 0;
@@ -1044,8 +1366,9 @@ DeviceInfo device_info(const TcConvParams& a) {
 // Shared bytes of a configuration for chunks of ck channels.
 template <class Cfg>
 size_t smem_bytes(int ck, bool resident) {
-    const size_t halo = size_t(Cfg::HP) * (ck + 8) * 2;
-    const size_t wts = size_t(Cfg::BN) * (Cfg::KS * Cfg::KS * ck + 8) * 2;
+    // as the kernel lays them out (wgmma: weights unpadded, halo 128-byte aligned)
+    const size_t halo = Cfg::WGMMA ? (size_t(Cfg::HP) * (ck + 8) + 63) / 64 * 128 : size_t(Cfg::HP) * (ck + 8) * 2;
+    const size_t wts = size_t(Cfg::BN) * (Cfg::KS * Cfg::KS * ck + (Cfg::WGMMA ? 0 : 8)) * 2;
     return resident ? wts + Cfg::STAGES * halo : Cfg::STAGES * (halo + wts);
 }
 
@@ -1171,13 +1494,14 @@ struct ConfigRow {
     int kernel;
     int max_cout;  // picked for Cout <= max_cout
     int bn;        // output channels per block
+    bool wgmma;    // sm_90a only; picked instead of the mma.sync rows where it runs (tc_wgmma_runs)
     void (*run_f16)(const TcConvParams&, cudaStream_t);
     void (*run_bf16)(const TcConvParams&, cudaStream_t);
 };
 #define IMR_TC_ROW(NAME, CFG, MAX_COUT) \
-    { NAME, CFG::KS, MAX_COUT, CFG::BN, launch<CFG, __half>, launch<CFG, __nv_bfloat16> }
+    { NAME, CFG::KS, MAX_COUT, CFG::BN, CFG::WGMMA, launch<CFG, __half>, launch<CFG, __nv_bfloat16> }
 const ConfigRow kConfigs[] = {
-    {"k3_14x14_taps_n3", 3, 3, TapsCfg::G, launch_taps<__half>, launch_taps<__nv_bfloat16>},
+    {"k3_14x14_taps_n3", 3, 3, TapsCfg::G, false, launch_taps<__half>, launch_taps<__nv_bfloat16>},
     IMR_TC_ROW("k3_16x16_n8", K3N8, 8),
     IMR_TC_ROW("k3_16x16_n16", K3N16, 16),
     IMR_TC_ROW("k3_16x16_n32", K3N32, 32),
@@ -1191,6 +1515,17 @@ const ConfigRow kConfigs[] = {
     IMR_TC_ROW("k1_16x32_n64", K1N64, 64),
     IMR_TC_ROW("k1_16x16_n96", K1N96, 96),
     IMR_TC_ROW("k1_16x16_n128", K1N128, 1024),
+    // Warpgroup MMA (sm_90a): on a GPU that runs them, the picked rows of
+    // Cout > 32 are these instead (the same order, so the same tile per Cout).
+    IMR_TC_ROW("k3_16x16_n48_wgmma", K3N48G, 48),
+    IMR_TC_ROW("k3_16x16_n64_wgmma", K3N64G, 64),
+    IMR_TC_ROW("k3_16x16_n96_wgmma", K3N96G, 96),
+    IMR_TC_ROW("k3_16x16_n128_wgmma", K3N128G, 1024),
+    IMR_TC_ROW("k3_16x16_n96_wgmma_wide", K3N96GW, 0),
+    IMR_TC_ROW("k3_16x16_n128_wgmma_wide", K3N128GW, 0),
+    IMR_TC_ROW("k1_16x16_n64_wgmma", K1N64G, 64),
+    IMR_TC_ROW("k1_16x16_n96_wgmma", K1N96G, 96),
+    IMR_TC_ROW("k1_16x16_n128_wgmma", K1N128G, 1024),
 };
 #undef IMR_TC_ROW
 
@@ -1199,27 +1534,59 @@ const ConfigRow& pick_config(const TcConvParams& p) {
         for (const ConfigRow& r : kConfigs)
             if (std::string(r.name) == p.force_config) {
                 if (r.kernel != p.kernel) bad(std::string("configuration ") + r.name + " is for another kernel size");
+                if (r.wgmma && !tc_wgmma_runs(device_arch(p)))
+                    bad(std::string("configuration ") + r.name + " needs an sm_90 GPU and a build with sm_90a code");
                 return r;
             }
         bad(std::string("no configuration named ") + p.force_config);
     }
-    const ConfigRow* picked = nullptr;
-    for (const ConfigRow& r : kConfigs)
-        if (r.kernel == p.kernel && p.out_channels <= r.max_cout) {
-            picked = &r;
-            break;
-        }
+    // The first row of the kernel size that holds Cout: among the wgmma rows
+    // where they run, else among the mma.sync rows (Cout <= 32 has mma.sync
+    // rows only).
+    const bool wgmma = tc_wgmma_picked(device_arch(p));
+    const auto first_row = [&](bool want_wgmma, auto&& holds) -> const ConfigRow* {
+        for (const ConfigRow& r : kConfigs)
+            if (r.wgmma == want_wgmma && r.kernel == p.kernel && r.max_cout > 0 && holds(r)) return &r;
+        return nullptr;
+    };
+    const auto pick = [&](auto&& holds) {
+        const ConfigRow* r = wgmma ? first_row(true, holds) : nullptr;
+        return r ? r : first_row(false, holds);
+    };
+    const ConfigRow* picked = pick([&](const ConfigRow& r) { return p.out_channels <= r.max_cout; });
     if (!picked) bad("no configuration for this shape");
     // Above 128 channels, blocks of 96 where they pad less than blocks of 128
     // (192: two of 96 against two of 128, a quarter of whose mma is padding).
     const auto padded = [&](int bn) { return (p.out_channels + bn - 1) / bn * bn; };
     if (p.out_channels > 128 && padded(96) < padded(128))
-        for (const ConfigRow& r : kConfigs)
-            if (r.kernel == p.kernel && r.bn == 96 && r.max_cout > 0) return r;
+        if (const ConfigRow* r = pick([](const ConfigRow& r) { return r.bn == 96; })) return *r;
     return *picked;
 }
 
 }  // namespace
+
+bool tc_wgmma_runs(int arch) {
+    // wgmma exists on sm_90 alone (neither Ampere nor Blackwell has it), and
+    // only in sm_90a machine code, which the build has when its CUDA
+    // architectures name 90a (CMakeLists.txt defines IMR_BUILD_SM90A then;
+    // the driver then loads that code on an sm_90 GPU, not the PTX).
+#if defined(IMR_BUILD_SM90A)
+    return arch == 90;
+#else
+    (void)arch;
+    return false;
+#endif
+}
+
+bool tc_wgmma_picked(int arch) {
+    // IMRESTORE_WGMMA=0: the mma.sync rows, to compare a whole model both
+    // ways in one build (docs/performance.md); forced rows are unaffected.
+    static const bool off = [] {
+        const char* v = std::getenv("IMRESTORE_WGMMA");
+        return v && std::string(v) == "0";
+    }();
+    return !off && tc_wgmma_runs(arch);
+}
 
 size_t tc_conv_weights_bytes(int out_channels, int in_channels, int kernel) {
     return size_t(tc_channel_stride(out_channels)) * kernel * kernel * ((in_channels + 15) / 16 * 16) * 2;

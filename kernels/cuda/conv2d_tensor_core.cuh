@@ -57,9 +57,17 @@ struct TcConvParams {
     // (cudaDevAttrMultiProcessorCount, ...MaxSharedMemoryPerBlockOptin): a
     // backend passes the values it queried once; 0 queries them per call.
     int sm_count = 0, smem_optin = 0;
+    int arch = 0;  // its compute capability x 10 (90: H100, H200); 0 queries it per call
     int out_h() const { return h + pad_before + pad_after - kernel + 1; }
     int out_w() const { return w + pad_before + pad_after - kernel + 1; }
 };
+
+// Whether the warpgroup-MMA (wgmma) configurations run on a GPU of compute
+// capability arch (x 10): sm_90 with the build's sm_90a code. Where they run,
+// tc_conv2d picks them for Cout > 32 unless the environment variable
+// IMRESTORE_WGMMA is 0 (tc_wgmma_picked; an A/B switch for benchmarks).
+bool tc_wgmma_runs(int arch);
+bool tc_wgmma_picked(int arch);
 
 // Bytes of the packed weights of a [cout, cin, k, k] convolution.
 size_t tc_conv_weights_bytes(int out_channels, int in_channels, int kernel);

@@ -109,6 +109,10 @@ struct Conv2dVariant {
     // TF32-rounded operands): the planner's pick only where Conv2dArgs::tf32
     // allows it; forced by name, it runs any f32 call of its shapes.
     bool tf32 = false;
+    // A tensor-core row on warpgroup MMA: runs where tc::tc_wgmma_runs (an
+    // sm_90 GPU, sm_90a code), which min_arch alone cannot say (sm_100 has
+    // no wgmma).
+    bool wgmma = false;
 };
 
 static_assert(multistage_smem_bytes(128, 128, MS_BK, MS_STAGES) <= 52 * 1024, "3 x 16 x 264 floats = 51 KB");
@@ -125,6 +129,12 @@ constexpr int SM80 = 80;
     {"tensor_core_" CONFIG "_f16", DType::F16, SM80, 0, 0, 0, 0, -(K), 1, nullptr, nullptr, CONFIG}, {  \
         "tensor_core_" CONFIG "_bf16", DType::BF16, SM80, 0, 0, 0, 0, -(K), 1, nullptr, nullptr, CONFIG \
     }
+// The same for a warpgroup-MMA configuration (sm_90a).
+#define IMR_TENSOR_CORE_WGMMA_ROWS(CONFIG, K)                                                                        \
+    {"tensor_core_" CONFIG "_f16", DType::F16, SM90, 0, 0, 0, 0, -(K), 1, nullptr, nullptr, CONFIG, false, true}, {  \
+        "tensor_core_" CONFIG "_bf16", DType::BF16, SM90, 0, 0, 0, 0, -(K), 1, nullptr, nullptr, CONFIG, false, true \
+    }
+constexpr int SM90 = 90;
 constexpr Conv2dVariant kConv2dVariants[] = {
     // Cout > 64: 8 x 8 outputs per thread (FG 2 x FR 4 rows), 4 LDS.128 per 64 FFMA.
     {"igemm_multistage_128x128", F32, SM80, 128, 128, MS_BK, 0, 0, MS_MIN_BLOCKS,
@@ -176,8 +186,20 @@ constexpr Conv2dVariant kConv2dVariants[] = {
     IMR_TENSOR_CORE_ROWS("k1_16x32_n64", 1),
     IMR_TENSOR_CORE_ROWS("k1_16x16_n96", 1),
     IMR_TENSOR_CORE_ROWS("k1_16x16_n128", 1),
+    // Warpgroup MMA (the same tiles; tc_conv2d picks these over the rows
+    // above for Cout > 32 on an sm_90 GPU).
+    IMR_TENSOR_CORE_WGMMA_ROWS("k3_16x16_n48_wgmma", 3),
+    IMR_TENSOR_CORE_WGMMA_ROWS("k3_16x16_n64_wgmma", 3),
+    IMR_TENSOR_CORE_WGMMA_ROWS("k3_16x16_n96_wgmma", 3),
+    IMR_TENSOR_CORE_WGMMA_ROWS("k3_16x16_n128_wgmma", 3),
+    IMR_TENSOR_CORE_WGMMA_ROWS("k3_16x16_n96_wgmma_wide", 3),
+    IMR_TENSOR_CORE_WGMMA_ROWS("k3_16x16_n128_wgmma_wide", 3),
+    IMR_TENSOR_CORE_WGMMA_ROWS("k1_16x16_n64_wgmma", 1),
+    IMR_TENSOR_CORE_WGMMA_ROWS("k1_16x16_n96_wgmma", 1),
+    IMR_TENSOR_CORE_WGMMA_ROWS("k1_16x16_n128_wgmma", 1),
 };
 #undef IMR_TENSOR_CORE_ROWS
+#undef IMR_TENSOR_CORE_WGMMA_ROWS
 constexpr int kVariantCount = int(sizeof(kConv2dVariants) / sizeof(kConv2dVariants[0]));
 
 constexpr bool same_name(const char* a, const char* b) {
@@ -237,6 +259,7 @@ bool tensor_core_applies(const Conv2dVariant& v, const Conv2dArgs& a) {
 
 bool applies(const Conv2dVariant& v, const Conv2dArgs& a, const GpuInfo& gpu) {
     if (gpu.arch < v.min_arch) return false;
+    if (v.wgmma && !tc::tc_wgmma_runs(gpu.arch)) return false;
     if (v.tc_config) return tensor_core_applies(v, a);
     const TensorType f32{};
     if (a.input.type() != f32 || a.output.type() != f32) return false;
@@ -282,7 +305,7 @@ tc::TcConvParams tc_params(const Conv2dArgs& a, const GpuInfo& gpu) {
     p.output_layout = a.output.dtype == DType::F32 ? tc::TcLayout::NchwF32 : tc::TcLayout::NhwcHalf;
     p.input = a.input.data, p.output = a.output.data, p.residual = a.residual.data;
     p.bias = a.bias.as<const float>(), p.relu = a.activation == Activation::ReLU;
-    p.sm_count = gpu.sm_count, p.smem_optin = gpu.smem_optin;
+    p.sm_count = gpu.sm_count, p.smem_optin = gpu.smem_optin, p.arch = gpu.arch;
     return p;
 }
 
@@ -353,7 +376,7 @@ DType conv2d_compute_dtype(const Conv2dArgs& a) {
 std::vector<std::string> conv2d_variants(int arch) {
     std::vector<std::string> names;
     for (const Conv2dVariant& v : kConv2dVariants)
-        if (arch >= v.min_arch) names.push_back(v.name);
+        if (arch >= v.min_arch && (!v.wgmma || tc::tc_wgmma_runs(arch))) names.push_back(v.name);
     return names;
 }
 
