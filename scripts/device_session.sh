@@ -5,7 +5,8 @@
 # of the calls after them; the timing runs last, alone. Run from the
 # repository root on the device:
 #
-#   scripts/device_session.sh 1|2|3|4
+#   scripts/device_session.sh 1|2|3|4          (training beside the checks)
+#   scripts/device_session.sh stage|tests|bench (checks and timings only)
 #
 # Prepared here first (git-excluded .carry/, see docs/performance.md, "The
 # next GPU session"): .carry/gtest (a copy of /usr/src/googletest),
@@ -39,6 +40,12 @@
 #      suite (the fp32 seed shapes). Returns deblock-q and one tar of the
 #      reports. The new models are evaluated on the held-out photos here,
 #      on the CPU (imrestore eval), not in device time.
+# A session of checks and timings only (no training): "stage" carries the
+# tree with denoise-unet, deblock, deblur and photo .h5 (63 MB) and leaves
+# them in /tmp/models; "tests" the tree with the other .h5 and
+# .carry/gpu.tar.xz packed with test_ops and bench_gpu (tests/test_eval and
+# tests/test_photo_mix left out); "bench" carries gpu.tar.xz and
+# .carry/photo12mp.jpg.
 set -u
 mode=${1:-}
 O=${OUT:-/tmp/out}
@@ -138,5 +145,48 @@ EOD
     timeout 150 build-gpuhost/bench_gpu --suite conv --json /tmp/rep/bench-conv.json > /tmp/rep/bench-conv.log 2>&1
     tail -8 /tmp/rep/bench-conv.log
     tar -cJf "$O/reports.tar.xz" -C /tmp rep; ls -la "$O" "$O/d" ;;
-*)  echo "usage: $0 1|2|3|4" >&2; exit 2 ;;
+stage)  # a check-only session, call 1 of 3: the bigger *.h5 to /tmp/models (what call "tests" lacks)
+    cp weights/*.h5 /tmp/models/ && ls -la /tmp/models ;;
+tests)  # call 2 of 3: the tree with the other *.h5; carry .carry/gpu.tar.xz (with test_ops and bench_gpu).
+    # conv2d on CUDA every way (every variant row against float64), the CLI
+    # and runner suites on CUDA with every bundled model; bench_tc (built
+    # here meanwhile) tests every tensor-core row on its own cases.
+    mkdir -p /tmp/bgs && tar -xJf .carry/gpu.tar.xz -C /tmp/bgs
+    (nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -DIMR_BUILD_SM90A=1 -Ikernels/cuda bench/bench_tensor_core.cu \
+        kernels/cuda/conv2d_tensor_core.cu -lcudnn -o /tmp/bench_tc > /tmp/bench_tc_build.log 2>&1 &)
+    for f in weights/*.h5; do cp -n "$f" /tmp/models/; done
+    cp /tmp/models/*.h5 weights/ 2>/dev/null
+    [ -e /work/main ] || { mkdir -p /work && ln -s "$root" /work/main; }
+    rm -rf build-gpu && ln -s /tmp/bgs/build-gpu-slim build-gpu
+    export LD_LIBRARY_PATH=/tmp/bgs/build-gpu-slim/lib
+    timeout 240 build-gpu/tests/test_ops --gtest_filter='*Conv2d/cuda' > "$O/test_ops-conv2d.log" 2>&1; echo "test_ops Conv2d/cuda rc $?"
+    grep -E "worst error|\[  (PASSED|FAILED) |Failure" "$O/test_ops-conv2d.log" | cut -c1-600 | head -8
+    timeout 240 ctest --test-dir build-gpu -R '^(app|cli_cuda)$' --output-on-failure > "$O/ctest.log" 2>&1
+    grep -E "tests passed|Failed|\*\*\*|FAILED" "$O/ctest.log" | tail -12
+    while [ ! -x /tmp/bench_tc ] && [ $SECONDS -lt 420 ]; do sleep 3; done
+    timeout 100 /tmp/bench_tc --test --json "$O/bench_tc_test.json" > "$O/bench_tc_test.log" 2>&1; echo "bench_tc --test rc $?"
+    grep -E "runs, worst|negative|test failure" "$O/bench_tc_test.log"; grep "^FAIL" "$O/bench_tc_test.log" | head -5 ;;
+bench)  # call 3 of 3 (carry .carry/gpu.tar.xz, .carry/photo12mp.jpg): quiet timings.
+    # bench_tc's shapes with wgmma (the pick) and with IMRESTORE_WGMMA=0
+    # (mma.sync); three models at 12 MP both ways; bench_gpu's conv suite
+    # (the fp32 seed shapes).
+    [ -d /tmp/bgs/build-gpu-slim ] || { mkdir -p /tmp/bgs && tar -xJf .carry/gpu.tar.xz -C /tmp/bgs; }
+    export LD_LIBRARY_PATH=/tmp/bgs/build-gpu-slim/lib; X=/tmp/bgs/build-gpu-slim/imrestore
+    mkdir -p /tmp/rep && cp /tmp/models/*.h5 weights/ 2>/dev/null
+    c=$(cat .carry/commit 2>/dev/null)
+    timeout 150 /tmp/bench_tc --bench --runs 20 --json /tmp/rep/bench_tc-wgmma.json --commit "$c" > /tmp/rep/bench_tc-wgmma.log 2>&1
+    IMRESTORE_WGMMA=0 timeout 120 /tmp/bench_tc --bench --runs 20 --no-net --json /tmp/rep/bench_tc-mma.json --commit "$c" > /tmp/rep/bench_tc-mma.log 2>&1
+    paste -d'|' <(sed -n '/^shape/,/^$/p' /tmp/rep/bench_tc-wgmma.log | cut -c1-88) <(sed -n '/^shape/,/^$/p' /tmp/rep/bench_tc-mma.log | cut -c49-88)
+    sed -n '/^$/,$p' /tmp/rep/bench_tc-wgmma.log | tail -8
+    sum() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); b=r.get('bench_ms',{}); print('%.2f' % sum(v['median_ms'] for k,v in b.items() if k.startswith('stage ')), r['precision']['used'], r['files'][0].get('status'))" "$1"; }
+    for m in denoise denoise-unet-s denoise-unet; do
+      for w in 1 0; do
+        IMRESTORE_WGMMA=$w $X .carry/photo12mp.jpg -o /tmp/o.png --force -m weights/$m.h5 -d cuda --bench 20 --json > /tmp/r.json 2>/tmp/r.err
+        echo "$m wgmma=$w: $(sum /tmp/r.json)"; cp /tmp/r.json "/tmp/rep/$m-wgmma$w.json"
+      done
+    done
+    timeout 120 /tmp/bgs/build-gpu-slim/bench_gpu --suite conv --json /tmp/rep/bench-conv.json > /tmp/rep/bench-conv.log 2>&1
+    tail -6 /tmp/rep/bench-conv.log
+    tar -cJf "$O/reports.tar.xz" -C /tmp rep; ls -la "$O" ;;
+*)  echo "usage: $0 1|2|3|4|stage|tests|bench" >&2; exit 2 ;;
 esac

@@ -82,8 +82,9 @@ struct TileConfig {
     static constexpr int HW = TW + KS - 1;  // halo tile columns
     static constexpr int HP = HH * HW;      // halo pixels
     static_assert(TW % 16 == 0 && BM % TW == 0, "an m16 tile must lie in one tile row");
-    static_assert(!WGMMA || (WARPS_M % 4 == 0 && (NT == 6 || NT == 8 || NT == 12 || NT == 16)),
-                  "a warpgroup's 4 warps must share their channels, N one of the wgmma shapes written below");
+    static_assert(!WGMMA || (WARPS_M % 4 == 0 && (NT == 6 || NT == 8 || NT == 12 || NT == 16) && TW == 16),
+                  "a warpgroup's 4 warps must share their channels, N one of the wgmma shapes written below, and "
+                  "a warp's m16 tiles be consecutive tile rows (the A fragments' reuse across ky)");
 };
 
 // 3x3, Cout <= 64: all channels in one block so the input tile is read once.
@@ -752,7 +753,8 @@ __device__ __forceinline__ void epilogue(const KernelParams& p, const float (&ac
 template <class Cfg, class T>
 __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) conv2d_tc_kernel(const KernelParams p) {
     constexpr int KS = Cfg::KS, MT = Cfg::MT, NT = Cfg::NT;
-    extern __shared__ __align__(128) unsigned char smem_raw[];  // 128: wgmma's core matrices
+    extern __shared__ __align__(
+        128) unsigned char smem_raw[];  // 128: wgmma's core matrices (one declaration for all kernels)
     T* smem = reinterpret_cast<T*>(smem_raw);
 
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -849,30 +851,38 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) conv2d_tc_kerne
         // t's mma run (no branch inside the unrolled body).
         const uint32_t row_bytes = Cfg::HW * as_bytes;  // one halo row of pixels
         if constexpr (Cfg::WGMMA) {
-            // Per k step and tap: the warp's A fragments, then one wgmma per
-            // m16 tile index for the warpgroup's NT * 8 channels (B: the
-            // (step, tap) block of the staged weights, from channel wn0).
+            // A warp's MT m16 tiles are MT consecutive tile rows (TW = 16),
+            // so for one kx the K taps (ky) of tile i read halo rows i .. i +
+            // K - 1: the warp loads the MT + K - 1 rows' A fragments once
+            // per (k step, kx) and each feeds up to K wgmmas, one per ky
+            // (3x3: 12 ldmatrix for 18 wgmma at MT = 2, where a tap at a
+            // time took 18). B is the (step, ky, kx) block of the staged
+            // weights, from the warpgroup's channel wn0. The whole (step,
+            // kx) is one commit group, waited for before the next loads
+            // overwrite the fragments: ptxas reuses the registers of A
+            // operands still in flight (an unrolled tap loop with one group
+            // in flight computed wrong sums, 2026-12-03), so none is.
             constexpr uint32_t kTapBytes = Cfg::BN * 32;  // one (step, tap): BN channels x 16 k
+            constexpr int R = MT + KS - 1;                // fragment rows per kx
             const uint64_t desc0 = wgmma_desc(w_base + wn0 * 32);
+            const uint32_t a_row0 = halo_base + 2 * a_off[0];
             for (int ks = 0; ks < ksteps; ++ks) {
-                uint32_t a_base[MT];
 #pragma unroll
-                for (int i = 0; i < MT; ++i) a_base[i] = halo_base + 2 * a_off[i] + ks * 32;
+                for (int kx = 0; kx < KS; ++kx) {
+                    uint32_t a[R][4];
 #pragma unroll
-                for (int tap = 0; tap < KS * KS; ++tap) {
-                    const uint32_t a_tap = (tap / KS) * row_bytes + (tap % KS) * as_bytes;
-                    uint32_t a[MT][4];
-#pragma unroll
-                    for (int i = 0; i < MT; ++i) ldmatrix_x4(a[i], a_base[i] + a_tap);
+                    for (int r = 0; r < R; ++r) ldmatrix_x4(a[r], a_row0 + ks * 32 + r * row_bytes + kx * as_bytes);
                     wgmma_fence();  // the A registers (and the zeroed accumulators) before the wgmmas read them
-                    const uint64_t desc = desc0 + (((ks * KS * KS + tap) * kTapBytes) >> 4);
 #pragma unroll
-                    for (int i = 0; i < MT; ++i) WgmmaRS<T, NT>::mma(acc[i], a[i], desc);
+                    for (int ky = 0; ky < KS; ++ky) {
+                        const uint64_t desc = desc0 + (((ks * KS * KS + ky * KS + kx) * kTapBytes) >> 4);
+#pragma unroll
+                        for (int i = 0; i < MT; ++i) WgmmaRS<T, NT>::mma(acc[i], a[i + ky], desc);
+                    }
                     wgmma_commit();
-                    wgmma_wait<1>();  // the tap before: its A registers are free for the next ldmatrix
+                    wgmma_wait<0>();  // the fragments free for the next kx; this stage free after the last
                 }
             }
-            wgmma_wait<0>();  // the accumulators for the epilogue; this stage for the next cp.async
         } else {
             for (int ks = 0; ks < ksteps; ++ks) {
                 uint32_t a_base[MT], b_base[(NT + 1) / 2];
@@ -1002,7 +1012,7 @@ template <class Cfg, class T>
 __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) conv2d_tc_fold_kernel(const KernelParams p) {
     static_assert(Cfg::KS == 3, "the fold is for 3x3");
     constexpr int MT = Cfg::MT, NT = Cfg::NT;
-    extern __shared__ __align__(16) unsigned char smem_raw[];
+    extern __shared__ __align__(128) unsigned char smem_raw[];
     T* wt = reinterpret_cast<T*>(smem_raw);                                       // BN x kFoldStride
     T* col = wt + Cfg::BN * kFoldStride;                                          // BM x kFoldStride
     T* outs = col + Cfg::BM * kFoldStride;                                        // BM x kFoldOutStride<Cfg>
@@ -1149,7 +1159,7 @@ __global__ void __launch_bounds__(TapsCfg::THREADS, 2) conv2d_tc_taps_kernel(con
     using Cfg = TapsCfg;
     using Ops = TypeOps<T>;
     constexpr int MT = Cfg::MT, NT = Cfg::NT;
-    extern __shared__ __align__(16) unsigned char smem_raw[];
+    extern __shared__ __align__(128) unsigned char smem_raw[];
     T* wt = reinterpret_cast<T*>(smem_raw);                        // NT*8 rows of ws halves, all of Cin
     float* part = reinterpret_cast<float*>(wt + NT * 8 * p.ws);    // P: NCOL columns of PS floats
     T* stages = reinterpret_cast<T*>(part + Cfg::NCOL * Cfg::PS);  // STAGES x HP x as
@@ -1515,8 +1525,8 @@ const ConfigRow kConfigs[] = {
     IMR_TC_ROW("k1_16x32_n64", K1N64, 64),
     IMR_TC_ROW("k1_16x16_n96", K1N96, 96),
     IMR_TC_ROW("k1_16x16_n128", K1N128, 1024),
-    // Warpgroup MMA (sm_90a): on a GPU that runs them, the picked rows of
-    // Cout > 32 are these instead (the same order, so the same tile per Cout).
+    // Warpgroup MMA (sm_90a): on a GPU that runs them, pick_config takes the
+    // twin (same kernel size and max_cout) of the mma.sync row it picked.
     IMR_TC_ROW("k3_16x16_n48_wgmma", K3N48G, 48),
     IMR_TC_ROW("k3_16x16_n64_wgmma", K3N64G, 64),
     IMR_TC_ROW("k3_16x16_n96_wgmma", K3N96G, 96),
@@ -1540,26 +1550,29 @@ const ConfigRow& pick_config(const TcConvParams& p) {
             }
         bad(std::string("no configuration named ") + p.force_config);
     }
-    // The first row of the kernel size that holds Cout: among the wgmma rows
-    // where they run, else among the mma.sync rows (Cout <= 32 has mma.sync
-    // rows only).
-    const bool wgmma = tc_wgmma_picked(device_arch(p));
-    const auto first_row = [&](bool want_wgmma, auto&& holds) -> const ConfigRow* {
-        for (const ConfigRow& r : kConfigs)
-            if (r.wgmma == want_wgmma && r.kernel == p.kernel && r.max_cout > 0 && holds(r)) return &r;
-        return nullptr;
-    };
-    const auto pick = [&](auto&& holds) {
-        const ConfigRow* r = wgmma ? first_row(true, holds) : nullptr;
-        return r ? r : first_row(false, holds);
-    };
-    const ConfigRow* picked = pick([&](const ConfigRow& r) { return p.out_channels <= r.max_cout; });
+    // The first mma.sync row of the kernel size that holds Cout (above 128
+    // channels the 96-channel row where it pads less), then, where wgmma is
+    // picked, its wgmma twin (the wgmma row of the same kernel size and
+    // max_cout) if it has one (Cout <= 32 has none).
+    const ConfigRow* picked = nullptr;
+    for (const ConfigRow& r : kConfigs)
+        if (!r.wgmma && r.kernel == p.kernel && p.out_channels <= r.max_cout) {
+            picked = &r;
+            break;
+        }
     if (!picked) bad("no configuration for this shape");
     // Above 128 channels, blocks of 96 where they pad less than blocks of 128
     // (192: two of 96 against two of 128, a quarter of whose mma is padding).
     const auto padded = [&](int bn) { return (p.out_channels + bn - 1) / bn * bn; };
     if (p.out_channels > 128 && padded(96) < padded(128))
-        if (const ConfigRow* r = pick([](const ConfigRow& r) { return r.bn == 96; })) return *r;
+        for (const ConfigRow& r : kConfigs)
+            if (!r.wgmma && r.kernel == p.kernel && r.bn == 96 && r.max_cout > 0) {
+                picked = &r;
+                break;
+            }
+    if (tc_wgmma_picked(device_arch(p)))
+        for (const ConfigRow& r : kConfigs)
+            if (r.wgmma && r.kernel == picked->kernel && r.max_cout == picked->max_cout) return r;
     return *picked;
 }
 
