@@ -2,8 +2,9 @@
 // standalone (not in CMake's targets). Build from the repository root:
 //   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -DIMR_BUILD_SM90A=1 -Ikernels/cuda
 //        bench/bench_tensor_core.cu kernels/cuda/conv2d_tensor_core.cu -lcudnn -o bench_tensor_core
-//   (sm_90a: the wgmma rows; IMRESTORE_WGMMA=0 in the environment makes the
-//   shapes that name no row run on the mma.sync rows instead: an A/B of two runs)
+//   (sm_90a: the wgmma rows; IMRESTORE_WGMMA=1 or 0 in the environment makes
+//   the shapes that name no row run on the wgmma or the mma.sync rows: an A/B
+//   of two runs)
 //   (one line; cuDNN headers in /usr/include/x86_64-linux-gnu/ on the GPU host)
 // Run:
 //   bench_tensor_core [--test] [--quick] [--bench] [--json FILE] [--runs N] [--commit SHA]

@@ -149,7 +149,8 @@ stage)  # a check-only session, call 1 of 3: the bigger *.h5 to /tmp/models (wha
     cp weights/*.h5 /tmp/models/ && ls -la /tmp/models ;;
 tests)  # call 2 of 3: the tree with the other *.h5; carry .carry/gpu.tar.xz (with test_ops and bench_gpu).
     # conv2d on CUDA every way (every variant row against float64), the CLI
-    # and runner suites on CUDA with every bundled model; bench_tc (built
+    # and runner suites on CUDA with every bundled model and the wgmma rows
+    # picked (IMRESTORE_WGMMA=1); bench_tc (built
     # here meanwhile) tests every tensor-core row on its own cases.
     mkdir -p /tmp/bgs && tar -xJf .carry/gpu.tar.xz -C /tmp/bgs
     (nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -DIMR_BUILD_SM90A=1 -Ikernels/cuda bench/bench_tensor_core.cu \
@@ -161,20 +162,20 @@ tests)  # call 2 of 3: the tree with the other *.h5; carry .carry/gpu.tar.xz (wi
     export LD_LIBRARY_PATH=/tmp/bgs/build-gpu-slim/lib
     timeout 240 build-gpu/tests/test_ops --gtest_filter='*Conv2d/cuda' > "$O/test_ops-conv2d.log" 2>&1; echo "test_ops Conv2d/cuda rc $?"
     grep -E "worst error|\[  (PASSED|FAILED) |Failure" "$O/test_ops-conv2d.log" | cut -c1-600 | head -8
-    timeout 240 ctest --test-dir build-gpu -R '^(app|cli_cuda)$' --output-on-failure > "$O/ctest.log" 2>&1
+    IMRESTORE_WGMMA=1 timeout 240 ctest --test-dir build-gpu -R '^(app|cli_cuda)$' --output-on-failure > "$O/ctest.log" 2>&1
     grep -E "tests passed|Failed|\*\*\*|FAILED" "$O/ctest.log" | tail -12
     while [ ! -x /tmp/bench_tc ] && [ $SECONDS -lt 420 ]; do sleep 3; done
     timeout 100 /tmp/bench_tc --test --json "$O/bench_tc_test.json" > "$O/bench_tc_test.log" 2>&1; echo "bench_tc --test rc $?"
     grep -E "runs, worst|negative|test failure" "$O/bench_tc_test.log"; grep "^FAIL" "$O/bench_tc_test.log" | head -5 ;;
 bench)  # call 3 of 3 (carry .carry/gpu.tar.xz, .carry/photo12mp.jpg): quiet timings.
-    # bench_tc's shapes with wgmma (the pick) and with IMRESTORE_WGMMA=0
+    # bench_tc's shapes with IMRESTORE_WGMMA=1 (wgmma) and with IMRESTORE_WGMMA=0
     # (mma.sync); three models at 12 MP both ways; bench_gpu's conv suite
     # (the fp32 seed shapes).
     [ -d /tmp/bgs/build-gpu-slim ] || { mkdir -p /tmp/bgs && tar -xJf .carry/gpu.tar.xz -C /tmp/bgs; }
     export LD_LIBRARY_PATH=/tmp/bgs/build-gpu-slim/lib; X=/tmp/bgs/build-gpu-slim/imrestore
     mkdir -p /tmp/rep && cp /tmp/models/*.h5 weights/ 2>/dev/null
     c=$(cat .carry/commit 2>/dev/null)
-    timeout 150 /tmp/bench_tc --bench --runs 20 --json /tmp/rep/bench_tc-wgmma.json --commit "$c" > /tmp/rep/bench_tc-wgmma.log 2>&1
+    IMRESTORE_WGMMA=1 timeout 150 /tmp/bench_tc --bench --runs 20 --json /tmp/rep/bench_tc-wgmma.json --commit "$c" > /tmp/rep/bench_tc-wgmma.log 2>&1
     IMRESTORE_WGMMA=0 timeout 120 /tmp/bench_tc --bench --runs 20 --no-net --json /tmp/rep/bench_tc-mma.json --commit "$c" > /tmp/rep/bench_tc-mma.log 2>&1
     paste -d'|' <(sed -n '/^shape/,/^$/p' /tmp/rep/bench_tc-wgmma.log | cut -c1-88) <(sed -n '/^shape/,/^$/p' /tmp/rep/bench_tc-mma.log | cut -c49-88)
     sed -n '/^$/,$p' /tmp/rep/bench_tc-wgmma.log | tail -8
