@@ -6,6 +6,7 @@
 # repository root on the device:
 #
 #   scripts/device_session.sh 1|2|3|4          (training beside the checks)
+#   scripts/device_session.sh train-denoise|train-deblock-q   (a call that is the training)
 #   scripts/device_session.sh stage|tests|bench (checks and timings only)
 #
 # Prepared here first (git-excluded .carry/, see docs/performance.md, "The
@@ -145,6 +146,28 @@ EOD
     timeout 150 build-gpuhost/bench_gpu --suite conv --json /tmp/rep/bench-conv.json > /tmp/rep/bench-conv.log 2>&1
     tail -8 /tmp/rep/bench-conv.log
     tar -cJf "$O/reports.tar.xz" -C /tmp rep; ls -la "$O" "$O/d" ;;
+train-denoise | train-deblock-q)
+    # One call that is the training: no daemon to lose when the machine is
+    # taken back between calls. Carry the tree with only the starting .h5
+    # (denoise-unet.h5 / deblock.h5), one training shard (TRAIN_SHARD, default
+    # 03 / 04: shards these models have not seen) and
+    # weights/data/shards/heldout-mini.tar (every 4th held-out photo:
+    # train.py's own curve; the tool's evaluation on all 34 runs here
+    # afterwards, on the CPU). 9 minutes of training (MINUTES), the cosine
+    # ending in it (FINAL=1); returns train_unet.sh's files (the model in
+    # parts, the checkpoint, the log and curve) for the next run to resume.
+    k=${TRAIN_SHARD:-$([ $mode = train-denoise ] && echo 03 || echo 04)}
+    cp "weights/data/shards/train-$k.tar" /tmp/shards/ && cp weights/data/shards/heldout-mini.tar /tmp/shards/heldout.tar
+    if [ $mode = train-denoise ]; then
+        export ARCH=drunet ARCH_KW='{"widths":[48,96,192,384],"blocks":3}' NAME=denoise-drunet
+        A="--init-from $root/weights/denoise-unet.h5 --lr 2e-4 --sigma-power 1.5 --ckpt-max-mib 40"
+    else
+        export TASK=deblock ARCH=drunet ARCH_KW='{"widths":[32,64,128,256],"blocks":2,"level_input":"jpeg_quality"}' NAME=deblock-q
+        A="--init-from $root/weights/deblock.h5 --lr 2e-4 --batch 64 --jpeg-q 5,95 --jpeg-444 0.3 --jpeg-prior 0.33,60,95 --jpeg-workers 6"
+    fi
+    SHARD_DIR=/tmp/shards TOTAL_MINUTES=${MINUTES:-9} MINUTES=${MINUTES:-9} FINAL=1 TRAIN_ARGS="$A" \
+        bash weights/train_unet.sh "$O" "$k" 2>&1 | tail -25
+    ls -la "$O" ;;
 stage)  # a check-only session, call 1 of 3: the bigger *.h5 to /tmp/models (what call "tests" lacks)
     cp weights/*.h5 /tmp/models/ && ls -la /tmp/models ;;
 tests)  # call 2 of 3: the tree with the other *.h5; carry .carry/gpu.tar.xz (with test_ops and bench_gpu).
@@ -189,5 +212,5 @@ bench)  # call 3 of 3 (carry .carry/gpu.tar.xz, .carry/photo12mp.jpg): quiet tim
     timeout 120 /tmp/bgs/build-gpu-slim/bench_gpu --suite conv --json /tmp/rep/bench-conv.json > /tmp/rep/bench-conv.log 2>&1
     tail -6 /tmp/rep/bench-conv.log
     tar -cJf "$O/reports.tar.xz" -C /tmp rep; ls -la "$O" ;;
-*)  echo "usage: $0 1|2|3|4|stage|tests|bench" >&2; exit 2 ;;
+*)  echo "usage: $0 1|2|3|4|train-denoise|train-deblock-q|stage|tests|bench" >&2; exit 2 ;;
 esac

@@ -1,5 +1,6 @@
-// Tensor-core convolution: implicit GEMM on mma.sync m16n8k16 (sm_80+),
-// fp16/bf16 operands, fp32 accumulation. Interface: conv2d_tensor_core.cuh.
+// Tensor-core convolution: implicit GEMM on mma.sync m16n8k16 (sm_80+) or,
+// on sm_90a, warpgroup MMA (wgmma m64nNk16; "Warpgroup MMA" below), fp16/bf16
+// operands, fp32 accumulation. Interface: conv2d_tensor_core.cuh.
 //
 // GEMM view: M = output pixels (a block's tile: TH x TW pixels of one image),
 // N = output channels (BN per block), K = K*K taps x Cin (in chunks of CK
@@ -57,7 +58,7 @@ namespace {
 // A block runs WARPS_M x WARPS_N warps; a warp owns MT x NT mma tiles
 // (16 pixels x 8 channels each) of the block's TH x TW pixels x BN channels.
 template <int KS_, int WARPS_M_, int WARPS_N_, int MT_, int NT_, int TW_, int STAGES_ = 2, int MIN_BLOCKS_ = 1,
-          bool WGMMA_ = false>
+          bool WGMMA_ = false, bool SLICE_WALK_ = false>
 struct TileConfig {
     static constexpr int KS = KS_;                  // kernel size (1 or 3)
     static constexpr int WARPS_M = WARPS_M_;        // warps along the pixels
@@ -70,10 +71,13 @@ struct TileConfig {
     // Hopper's warpgroup MMA (sm_90a) instead of mma.sync: each group of 4
     // warps (a warpgroup: warps 4g..4g+3, which share their channels) issues
     // one wgmma.m64nNk16 per m16 tile index and tap, N = NT * 8, reading A
-    // from the same ldmatrix fragments and B straight from shared memory (no
-    // ldmatrix, no per-n8 mma: 2 instructions where mma.sync took MT x NT
-    // plus NT / 2 ldmatrix). See "Warpgroup MMA" below.
+    // from the same ldmatrix fragments and B straight from shared memory (MT
+    // instructions a tap where mma.sync took MT x NT plus NT / 2 ldmatrix
+    // of B). See "Warpgroup MMA" below.
     static constexpr bool WGMMA = WGMMA_;
+    // wgmma: the chunked weights' cp.async walk in slice order (load_weights)
+    // instead of row order.
+    static constexpr bool SLICE_WALK = SLICE_WALK_;
     static constexpr int BM = WARPS_M * MT * 16;  // pixels per tile
     static constexpr int BN = WARPS_N * NT * 8;   // output channels per block
     static constexpr int TH = BM / TW;            // tile height
@@ -82,6 +86,7 @@ struct TileConfig {
     static constexpr int HW = TW + KS - 1;  // halo tile columns
     static constexpr int HP = HH * HW;      // halo pixels
     static_assert(TW % 16 == 0 && BM % TW == 0, "an m16 tile must lie in one tile row");
+    static_assert(!SLICE_WALK || WGMMA, "the slice walk is the wgmma layout's");
     static_assert(!WGMMA || (WARPS_M % 4 == 0 && (NT == 6 || NT == 8 || NT == 12 || NT == 16) && TW == 16),
                   "a warpgroup's 4 warps must share their channels, N one of the wgmma shapes written below, and "
                   "a warp's m16 tiles be consecutive tile rows (the A fragments' reuse across ky)");
@@ -125,10 +130,13 @@ using K3N96W16 = TileConfig<3, 8, 2, 2, 6, 16>;
 using K1N64 = TileConfig<1, 8, 1, 4, 8, 32>;   // Cout <= 64
 using K1N96 = TileConfig<1, 4, 2, 4, 6, 16>;   // Cout 65..96, and 96k (K3N96's reason: a U-Net's ways down and up)
 using K1N128 = TileConfig<1, 4, 2, 4, 8, 16>;  // Cout > 96 (but K1N96's multiples)
-// The same shapes on warpgroup MMA (sm_90a; the planner's pick on an H100 or
+// The 3x3 shapes on warpgroup MMA (sm_90a; the planner's pick on an H100 or
 // H200 where the build has sm_90a code). Same tiles, warps, stages and
 // blocks per SM as their mma.sync twins, so the two differ only in how the
-// products are issued: an A/B of the instruction alone.
+// products are issued (and the A fragments' reuse across ky, which the
+// mma.sync kernel does not do). H200, 12 MP fp16, against the twin: 48 -> 48
+// 1.212 ms / 1.384 (-12%), with a residual 1.435 / 1.687, 64 -> 64 2.450 /
+// 2.623, 96 -> 192 -> 384 -2 to -3%, 2026-12-03.
 using K3N48G = TileConfig<3, 8, 1, 2, 6, 16, 2, 2, true>;   // N = 48 a warpgroup
 using K3N64G = TileConfig<3, 8, 1, 2, 8, 16, 2, 1, true>;   // N = 64
 using K3N96G = TileConfig<3, 4, 2, 4, 6, 16, 2, 1, true>;   // 2 warpgroups of N = 48
@@ -140,9 +148,23 @@ using K3N128G = TileConfig<3, 4, 2, 4, 8, 16, 2, 1, true>;  // 2 warpgroups of N
 // benchmarks first; picked if they measure faster.
 using K3N96GW = TileConfig<3, 8, 1, 2, 12, 16, 2, 1, true>;
 using K3N128GW = TileConfig<3, 8, 1, 2, 16, 16, 2, 1, true>;
-// 1x1 on wgmma: one warpgroup N = all of the block's channels, 2 m16 tiles
-// a warp (the mma.sync rows' 4 spilled up to 1.6 KB a thread here: 128
-// accumulators plus two taps' A fragments in flight).
+// K3N96G and K3N128G with the chunked weights loaded in slice order (written
+// 2026-12-03 after the run: not yet run on a GPU; tests and benchmarks only).
+// Their weights do not fit beside two halo stages, so each (tile, chunk)
+// reloads them: 72 KB against a 26 KB halo for K3N128G's chunks of 32. In
+// row order a warp's 32 cp.async of one channel's row land 128 bytes apart
+// in the core-matrix layout, all on the same 4 banks: 32 shared-memory
+// wavefronts where 4 would do, about 4,600 cycles a (tile, chunk) against
+// ~4,700 of tensor work. Predicted: 96 -> 384 at 12 MP 10-25% faster than
+// K3N96G / K3N128G.
+using K3N96GS = TileConfig<3, 4, 2, 4, 6, 16, 2, 1, true, true>;
+using K3N128GS = TileConfig<3, 4, 2, 4, 8, 16, 2, 1, true, true>;
+// 1x1 on wgmma: not twins of the mma.sync 1x1 rows (one warpgroup N = all of
+// the block's channels, 2 m16 tiles a warp: the mma.sync rows' 4 spilled up
+// to 1.6 KB a thread in a first version), and slower than them on the H200
+// (192 -> 96 at 3 MP 1.053 ms against 0.887; 128 -> 128 0.806 / 0.764:
+// with K = 1 a commit group is 2 wgmmas, waited for before the next loads).
+// Tests and benchmarks only.
 using K1N64G = TileConfig<1, 8, 1, 2, 8, 16, 2, 1, true>;
 using K1N96G = TileConfig<1, 8, 1, 2, 12, 16, 2, 1, true>;
 using K1N128G = TileConfig<1, 8, 1, 2, 16, 16, 2, 1, true>;
@@ -240,12 +262,17 @@ __device__ __forceinline__ void ldmatrix_x2(uint32_t& r0, uint32_t& r1, uint32_t
 //
 // Asynchrony: a wgmma reads its A registers and shared B after issue, so (1)
 // wgmma.fence before the first wgmma that follows register writes (the A
-// fragments of each tap, the zeroed accumulators); (2) commit each tap's
-// wgmmas as a group and wait until at most one group is pending before the
-// next tap's ldmatrix may overwrite A registers, and for none before the
-// epilogue reads the accumulators or the next cp.async overwrites a stage;
-// (3) fence.proxy.async after the cp.async data land, before the barrier,
-// so the async proxy (wgmma's reads) sees them.
+// fragments, the zeroed accumulators); (2) each (k step, kx)'s wgmmas are one
+// commit group, waited for (wait_group 0) before the next A fragments are
+// loaded: ptxas gives a later ldmatrix the registers of A operands still in
+// flight, without a warning (a first version that kept one tap's group in
+// flight while loading the next computed wrong sums on the H200), so none
+// may be in flight then; the same wait frees the accumulators for the
+// epilogue and the stage for the next cp.async; (3) fence.proxy.async after
+// the cp.async data land, before the barrier, so the async proxy (wgmma's
+// reads) sees them. The accumulators are not fenced as CUTLASS does
+// (warpgroup_fence_operand): CUDA 13.0's ptxas keeps them in place between
+// the wgmmas and their wait (checked in its SASS).
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define IMR_HAS_WGMMA 1
 #else
@@ -581,9 +608,8 @@ __device__ __forceinline__ void load_weights(const KernelParams& p, T* wt, int c
     const T* w = static_cast<const T*>(p.weight);
     const T* src0 = w + size_t(co0) * KK * p.cin16 + c0 * KK;
     const uint32_t base = smem_addr(wt);
-    int co = wk.row, g = wk.rem;
-#pragma unroll 2
-    for (; co < Cfg::BN; wk.step(co, g)) {
+    // One 16-byte group: row co, group g of the row's run.
+    auto copy = [&](int co, int g) {
         const bool ok = co0 + co < p.cout8 && g * 8 < (p.cin16 - c0) * KK;  // a partial last chunk ends early
         // mma.sync: the row as it is (ldmatrix rows). wgmma: group g = (k16
         // step s, tap, k half h) goes to its core matrix, [s][tap][co / 8][h]
@@ -596,7 +622,24 @@ __device__ __forceinline__ void load_weights(const KernelParams& p, T* wt, int c
             dst = 2 * (co * p.ws + g * 8);
         }
         cp_async16(base + dst, ok ? src0 + size_t(co) * KK * p.cin16 + g * 8 : w, ok);
+    };
+    if constexpr (Cfg::SLICE_WALK) {
+        if (!p.resident) {
+            // Slice order: 16 consecutive threads take one (step, tap) slice
+            // of 8 channels, both k halves: 32 contiguous bytes of each
+            // channel's row (a whole sector) into 256 contiguous shared bytes
+            // (two core matrices): a warp's 512 bytes in 4 wavefronts.
+            const int pairs = KK * p.ck / 16;  // slices a row
+            for (int l = threadIdx.x; l < Cfg::BN * pairs * 2; l += Cfg::THREADS) {
+                const int q = l >> 4, block = q / pairs;
+                copy(block * 8 + (l & 7), (q - block * pairs) * 2 + ((l >> 3) & 1));
+            }
+            return;
+        }
     }
+    int co = wk.row, g = wk.rem;
+#pragma unroll 2
+    for (; co < Cfg::BN; wk.step(co, g)) copy(co, g);
 }
 
 // How many m16 tiles' residual pairs the epilogue loads at once: the most
@@ -1349,6 +1392,13 @@ void check_params(const TcConvParams& p) {
         bad("tensor too large: " + shape);  // the kernels index pixels within an image in 32 bits
 }
 
+// The build has sm_90a code and the environment does not turn the wgmma
+// rows off: IMRESTORE_WGMMA=1 / 0 picks the wgmma / the mma.sync rows (an
+// A/B of a whole model from one build; forced rows are unaffected), any
+// other value or none the build's default. Read once; no CUDA call, so a
+// build without sm_90a never asks the device.
+bool wgmma_wanted();
+
 // The current device's compute capability x 10 (p.arch where the caller knows it).
 int device_arch(const TcConvParams& p) {
     if (p.arch > 0) return p.arch;
@@ -1495,10 +1545,10 @@ void launch_taps(const TcConvParams& a, cudaStream_t stream) {
 }
 
 // The configuration table: tc_conv2d picks a row by kernel size and Cout
-// (the first row of its kernel size whose max_cout holds Cout; above 128
-// channels the 96-channel row where it pads less: pick_config), or the row
-// force_config names. Every row runs any case of its kernel size (more
-// channel tiles when Cout > BN), so the tests run every case on every row.
+// (the first mma.sync row of its kernel size whose max_cout holds Cout;
+// above 128 channels the 96-channel row where it pads less; then its wgmma
+// twin where wgmma is picked: pick_config), or the row force_config names. Every row runs any case of its kernel size
+// (more channel tiles when Cout > BN), so the tests run every case on every row.
 struct ConfigRow {
     const char* name;
     int kernel;
@@ -1525,17 +1575,20 @@ const ConfigRow kConfigs[] = {
     IMR_TC_ROW("k1_16x32_n64", K1N64, 64),
     IMR_TC_ROW("k1_16x16_n96", K1N96, 96),
     IMR_TC_ROW("k1_16x16_n128", K1N128, 1024),
-    // Warpgroup MMA (sm_90a): on a GPU that runs them, pick_config takes the
-    // twin (same kernel size and max_cout) of the mma.sync row it picked.
+    // Warpgroup MMA (sm_90a): where they are picked, pick_config takes the
+    // twin (same kernel size and max_cout) of the mma.sync row it picked;
+    // max_cout 0: tests and benchmarks only (the 1x1 rows measured slower).
     IMR_TC_ROW("k3_16x16_n48_wgmma", K3N48G, 48),
     IMR_TC_ROW("k3_16x16_n64_wgmma", K3N64G, 64),
     IMR_TC_ROW("k3_16x16_n96_wgmma", K3N96G, 96),
     IMR_TC_ROW("k3_16x16_n128_wgmma", K3N128G, 1024),
     IMR_TC_ROW("k3_16x16_n96_wgmma_wide", K3N96GW, 0),
     IMR_TC_ROW("k3_16x16_n128_wgmma_wide", K3N128GW, 0),
-    IMR_TC_ROW("k1_16x16_n64_wgmma", K1N64G, 64),
-    IMR_TC_ROW("k1_16x16_n96_wgmma", K1N96G, 96),
-    IMR_TC_ROW("k1_16x16_n128_wgmma", K1N128G, 1024),
+    IMR_TC_ROW("k3_16x16_n96_wgmma_slices", K3N96GS, 0),
+    IMR_TC_ROW("k3_16x16_n128_wgmma_slices", K3N128GS, 0),
+    IMR_TC_ROW("k1_16x16_n64_wgmma", K1N64G, 0),
+    IMR_TC_ROW("k1_16x16_n96_wgmma", K1N96G, 0),
+    IMR_TC_ROW("k1_16x16_n128_wgmma", K1N128G, 0),
 };
 #undef IMR_TC_ROW
 
@@ -1553,7 +1606,7 @@ const ConfigRow& pick_config(const TcConvParams& p) {
     // The first mma.sync row of the kernel size that holds Cout (above 128
     // channels the 96-channel row where it pads less), then, where wgmma is
     // picked, its wgmma twin (the wgmma row of the same kernel size and
-    // max_cout) if it has one (Cout <= 32 has none).
+    // max_cout) if it has one (3x3 of Cout > 32 only).
     const ConfigRow* picked = nullptr;
     for (const ConfigRow& r : kConfigs)
         if (!r.wgmma && r.kernel == p.kernel && p.out_channels <= r.max_cout) {
@@ -1570,10 +1623,28 @@ const ConfigRow& pick_config(const TcConvParams& p) {
                 picked = &r;
                 break;
             }
-    if (tc_wgmma_picked(device_arch(p)))
+    if (wgmma_wanted() && tc_wgmma_runs(device_arch(p)))
         for (const ConfigRow& r : kConfigs)
             if (r.wgmma && r.kernel == picked->kernel && r.max_cout == picked->max_cout) return r;
     return *picked;
+}
+
+// Whether the planner takes the wgmma rows where they run when the
+// environment does not say: on since they passed the GPU tests and measured
+// faster (2026-12-03, docs/performance.md).
+constexpr bool kWgmmaPickedByDefault = true;
+
+bool wgmma_wanted() {
+#if defined(IMR_BUILD_SM90A)
+    static const bool on = [] {
+        const char* v = std::getenv("IMRESTORE_WGMMA");
+        const std::string s = v ? v : "";
+        return s == "1" ? true : s == "0" ? false : kWgmmaPickedByDefault;
+    }();
+    return on;
+#else
+    return false;
+#endif
 }
 
 }  // namespace
@@ -1591,20 +1662,8 @@ bool tc_wgmma_runs(int arch) {
 #endif
 }
 
-// Whether the planner takes the wgmma rows where they run when the
-// environment does not say: off until the rows of 2026-12-03 have passed
-// the GPU tests and measured faster (docs/performance.md).
-constexpr bool kWgmmaPickedByDefault = false;
-
 bool tc_wgmma_picked(int arch) {
-    // IMRESTORE_WGMMA=1 / 0: the wgmma or the mma.sync rows, to compare a
-    // whole model both ways in one build (docs/performance.md); forced rows
-    // are unaffected.
-    static const bool on = [] {
-        const char* v = std::getenv("IMRESTORE_WGMMA");
-        return v ? std::string(v) != "0" : kWgmmaPickedByDefault;
-    }();
-    return on && tc_wgmma_runs(arch);
+    return wgmma_wanted() && tc_wgmma_runs(arch);
 }
 
 size_t tc_conv_weights_bytes(int out_channels, int in_channels, int kernel) {

@@ -64,9 +64,9 @@ struct TcConvParams {
 
 // Whether the warpgroup-MMA (wgmma) configurations run on a GPU of compute
 // capability arch (x 10): sm_90 with the build's sm_90a code; and whether
-// tc_conv2d picks them there (for Cout > 32): the environment variable
+// tc_conv2d picks them there (3x3 of Cout > 32): the environment variable
 // IMRESTORE_WGMMA (1 or 0; an A/B switch for benchmarks), else the build's
-// default (tc_wgmma_picked).
+// default, on (tc_wgmma_picked).
 bool tc_wgmma_runs(int arch);
 bool tc_wgmma_picked(int arch);
 

@@ -93,13 +93,42 @@ def read_shard(path):
     return index, photos
 
 
+def write_subset(path, out, every):
+    """Writes the shard of every `every`-th photo of `path` (the index's order,
+    from the first) to `out`: the same files, an index listing only them, with
+    the digest of the shard they came from (subset_of). A held-out subset lets
+    train.py's own curve travel in a call beside a model and a training shard
+    (the tool's evaluation on all held-out photos runs elsewhere)."""
+    if every < 1:
+        raise ShardError(f"subset: every must be at least 1, not {every}")
+    index, _ = read_shard(path)  # checks every file first
+    keep = index["images"][::every]
+    sub = dict(index, images=keep, subset_of=digest(index), subset_every=every)
+    with tarfile.open(path, "r:") as src, tarfile.open(out, "w", format=tarfile.GNU_FORMAT) as dst:
+        body = json.dumps(sub, indent=1, sort_keys=True).encode("utf-8")
+        info = tarfile.TarInfo(INDEX)
+        info.size = len(body)
+        dst.addfile(info, io.BytesIO(body))
+        files = {e["file"] for e in keep}
+        for member in src:
+            if member.name in files:
+                dst.addfile(member, src.extractfile(member))
+    return len(keep)
+
+
 if __name__ == "__main__":
     # python3 weights/data/shards.py extract SHARD.tar DIR: every photo of the
     # shard, checked against its index, as DIR/NAME.png (lossless), e.g. the
     # held-out photos on the GPU host for `imrestore model M --validate-precision DIR`.
+    # python3 weights/data/shards.py subset SHARD.tar OUT.tar K: every K-th photo (write_subset).
     import sys
+    if len(sys.argv) == 5 and sys.argv[1] == "subset":
+        n = write_subset(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+        print(f"{n} photos of {sys.argv[2]} in {sys.argv[3]}")
+        sys.exit(0)
     if len(sys.argv) != 4 or sys.argv[1] != "extract":
-        sys.exit("usage: python3 weights/data/shards.py extract SHARD.tar DIR")
+        sys.exit("usage: python3 weights/data/shards.py extract SHARD.tar DIR\n"
+                 "       python3 weights/data/shards.py subset SHARD.tar OUT.tar K")
     _, photos = read_shard(sys.argv[2])
     os.makedirs(sys.argv[3], exist_ok=True)
     for name, a in photos:

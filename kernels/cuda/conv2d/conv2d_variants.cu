@@ -170,8 +170,8 @@ constexpr Conv2dVariant kConv2dVariants[] = {
     // Tensor cores (mma.sync, fp32 accumulation; conv2d_tensor_core.cu's
     // table, which says what each configuration is for; tc_conv2d picks one
     // by kernel size and Cout). The first eight 3x3 rows and the three 1x1
-    // rows are what it picks, the others are alternatives for tests and
-    // benchmarks.
+    // rows are what it picks (or, on sm_90, the wgmma twins below), the
+    // others are alternatives for tests and benchmarks.
     IMR_TENSOR_CORE_ROWS("k3_14x14_taps_n3", 3),
     IMR_TENSOR_CORE_ROWS("k3_16x16_n8", 3),
     IMR_TENSOR_CORE_ROWS("k3_16x16_n16", 3),
@@ -186,14 +186,17 @@ constexpr Conv2dVariant kConv2dVariants[] = {
     IMR_TENSOR_CORE_ROWS("k1_16x32_n64", 1),
     IMR_TENSOR_CORE_ROWS("k1_16x16_n96", 1),
     IMR_TENSOR_CORE_ROWS("k1_16x16_n128", 1),
-    // Warpgroup MMA (the same tiles; tc_conv2d picks these over the rows
-    // above for Cout > 32 on an sm_90 GPU).
+    // Warpgroup MMA (sm_90a; conv2d_tensor_core.cu says which tc_conv2d
+    // picks over their mma.sync twins above: the four 3x3 rows of Cout > 32,
+    // on an sm_90 GPU; the others are for tests and benchmarks).
     IMR_TENSOR_CORE_WGMMA_ROWS("k3_16x16_n48_wgmma", 3),
     IMR_TENSOR_CORE_WGMMA_ROWS("k3_16x16_n64_wgmma", 3),
     IMR_TENSOR_CORE_WGMMA_ROWS("k3_16x16_n96_wgmma", 3),
     IMR_TENSOR_CORE_WGMMA_ROWS("k3_16x16_n128_wgmma", 3),
     IMR_TENSOR_CORE_WGMMA_ROWS("k3_16x16_n96_wgmma_wide", 3),
     IMR_TENSOR_CORE_WGMMA_ROWS("k3_16x16_n128_wgmma_wide", 3),
+    IMR_TENSOR_CORE_WGMMA_ROWS("k3_16x16_n96_wgmma_slices", 3),
+    IMR_TENSOR_CORE_WGMMA_ROWS("k3_16x16_n128_wgmma_slices", 3),
     IMR_TENSOR_CORE_WGMMA_ROWS("k1_16x16_n64_wgmma", 1),
     IMR_TENSOR_CORE_WGMMA_ROWS("k1_16x16_n96_wgmma", 1),
     IMR_TENSOR_CORE_WGMMA_ROWS("k1_16x16_n128_wgmma", 1),
