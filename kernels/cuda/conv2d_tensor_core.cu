@@ -319,178 +319,63 @@ template <class T, int NT>
 struct WgmmaRS {
     static __device__ __forceinline__ void mma(float (&d)[NT][4], const uint32_t (&a)[4], uint64_t desc);
 };
-template <>
-__device__ __forceinline__ void WgmmaRS<__half, 6>::mma(float (&d)[6][4], const uint32_t (&a)[4], uint64_t desc) {
+// Its specializations: for N = 48, 64, 96, 128 (the rows' NT 6, 8, 12, 16)
+// and each half type, the accumulator operands d[j][0..3] in the order of
+// the instruction's D registers (IMR_WGMMA_D), its register numbers as text
+// (D, then the 4 of A, then the descriptor).
 #if IMR_HAS_WGMMA
-    asm volatile(
-        "wgmma.mma_async.sync.aligned.m64n48k16.f32.f16.f16 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, "
-        "%23}, "
-        "{%24, %25, %26, %27}, %28, 1, 1, 1, 0;\n"
-        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]),
-          "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]),
-          "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]),
-          "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+#define IMR_WGMMA_ASM(...) asm volatile(__VA_ARGS__)
 #else
-    (void)d, (void)a, (void)desc;
-    __trap();
+#define IMR_WGMMA_ASM(...) __trap()
 #endif
-}
-template <>
-__device__ __forceinline__ void WgmmaRS<__nv_bfloat16, 6>::mma(float (&d)[6][4], const uint32_t (&a)[4],
-                                                               uint64_t desc) {
-#if IMR_HAS_WGMMA
-    asm volatile(
-        "wgmma.mma_async.sync.aligned.m64n48k16.f32.bf16.bf16 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, "
-        "%23}, "
-        "{%24, %25, %26, %27}, %28, 1, 1, 1, 0;\n"
-        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]),
-          "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]),
-          "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]),
-          "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
-#else
-    (void)d, (void)a, (void)desc;
-    __trap();
-#endif
-}
-template <>
-__device__ __forceinline__ void WgmmaRS<__half, 8>::mma(float (&d)[8][4], const uint32_t (&a)[4], uint64_t desc) {
-#if IMR_HAS_WGMMA
-    asm volatile(
-        "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, "
-        "%23, %24, %25, %26, %27, %28, %29, %30, %31}, "
-        "{%32, %33, %34, %35}, %36, 1, 1, 1, 0;\n"
-        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]),
-          "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]),
-          "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]),
-          "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),
-          "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
-#else
-    (void)d, (void)a, (void)desc;
-    __trap();
-#endif
-}
-template <>
-__device__ __forceinline__ void WgmmaRS<__nv_bfloat16, 8>::mma(float (&d)[8][4], const uint32_t (&a)[4],
-                                                               uint64_t desc) {
-#if IMR_HAS_WGMMA
-    asm volatile(
-        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, "
-        "%23, %24, %25, %26, %27, %28, %29, %30, %31}, "
-        "{%32, %33, %34, %35}, %36, 1, 1, 1, 0;\n"
-        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]),
-          "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]),
-          "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]),
-          "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),
-          "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
-#else
-    (void)d, (void)a, (void)desc;
-    __trap();
-#endif
-}
-template <>
-__device__ __forceinline__ void WgmmaRS<__half, 12>::mma(float (&d)[12][4], const uint32_t (&a)[4], uint64_t desc) {
-#if IMR_HAS_WGMMA
-    asm volatile(
-        "wgmma.mma_async.sync.aligned.m64n96k16.f32.f16.f16 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, "
-        "%23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, "
-        "%45, %46, %47}, "
-        "{%48, %49, %50, %51}, %52, 1, 1, 1, 0;\n"
-        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]),
-          "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]),
-          "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]),
-          "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),
-          "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]),
-          "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]),
-          "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
-#else
-    (void)d, (void)a, (void)desc;
-    __trap();
-#endif
-}
-template <>
-__device__ __forceinline__ void WgmmaRS<__nv_bfloat16, 12>::mma(float (&d)[12][4], const uint32_t (&a)[4],
-                                                                uint64_t desc) {
-#if IMR_HAS_WGMMA
-    asm volatile(
-        "wgmma.mma_async.sync.aligned.m64n96k16.f32.bf16.bf16 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, "
-        "%23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, "
-        "%45, %46, %47}, "
-        "{%48, %49, %50, %51}, %52, 1, 1, 1, 0;\n"
-        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]),
-          "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]),
-          "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]),
-          "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),
-          "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]),
-          "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]),
-          "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
-#else
-    (void)d, (void)a, (void)desc;
-    __trap();
-#endif
-}
-template <>
-__device__ __forceinline__ void WgmmaRS<__half, 16>::mma(float (&d)[16][4], const uint32_t (&a)[4], uint64_t desc) {
-#if IMR_HAS_WGMMA
-    asm volatile(
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, "
-        "%23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, "
-        "%45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
-        "{%64, %65, %66, %67}, %68, 1, 1, 1, 0;\n"
-        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]),
-          "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]),
-          "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]),
-          "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),
-          "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]),
-          "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]),
-          "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]),
-          "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]),
-          "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]),
-          "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
-#else
-    (void)d, (void)a, (void)desc;
-    __trap();
-#endif
-}
-template <>
-__device__ __forceinline__ void WgmmaRS<__nv_bfloat16, 16>::mma(float (&d)[16][4], const uint32_t (&a)[4],
-                                                                uint64_t desc) {
-#if IMR_HAS_WGMMA
-    asm volatile(
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, "
-        "%23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, "
-        "%45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
-        "{%64, %65, %66, %67}, %68, 1, 1, 1, 0;\n"
-        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]),
-          "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]),
-          "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]),
-          "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),
-          "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]),
-          "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]),
-          "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]),
-          "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]),
-          "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]),
-          "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
-#else
-    (void)d, (void)a, (void)desc;
-    __trap();
-#endif
-}
+#define IMR_WGMMA_D(j) "+f"(d[j][0]), "+f"(d[j][1]), "+f"(d[j][2]), "+f"(d[j][3])
+#define IMR_WGMMA_D6 IMR_WGMMA_D(0), IMR_WGMMA_D(1), IMR_WGMMA_D(2), IMR_WGMMA_D(3), IMR_WGMMA_D(4), IMR_WGMMA_D(5)
+#define IMR_WGMMA_D8 IMR_WGMMA_D6, IMR_WGMMA_D(6), IMR_WGMMA_D(7)
+#define IMR_WGMMA_D12 IMR_WGMMA_D8, IMR_WGMMA_D(8), IMR_WGMMA_D(9), IMR_WGMMA_D(10), IMR_WGMMA_D(11)
+#define IMR_WGMMA_D16 IMR_WGMMA_D12, IMR_WGMMA_D(12), IMR_WGMMA_D(13), IMR_WGMMA_D(14), IMR_WGMMA_D(15)
+#define IMR_WGMMA_REGS48                                                                                               \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23}, " \
+    "{%24, %25, %26, %27}, %28"
+#define IMR_WGMMA_REGS64                                                                                              \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
+    "%24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36"
+#define IMR_WGMMA_REGS96                                                                                              \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
+    "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, "  \
+    "%46, %47}, {%48, %49, %50, %51}, %52"
+#define IMR_WGMMA_REGS128                                                                                             \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
+    "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, "  \
+    "%46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, "     \
+    "%67}, %68"
+#define IMR_WGMMA_RS(T, TY, NT, N)                                                                                \
+    template <>                                                                                                   \
+    __device__ __forceinline__ void WgmmaRS<T, NT>::mma(float(&d)[NT][4], const uint32_t(&a)[4], uint64_t desc) { \
+        (void)d, (void)a, (void)desc;                                                                             \
+        IMR_WGMMA_ASM("wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TY "." TY " " IMR_WGMMA_REGS##N           \
+                      ", 1, 1, 1, 0;\n"                                                                           \
+                      : IMR_WGMMA_D##NT                                                                           \
+                      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));                                   \
+    }
+IMR_WGMMA_RS(__half, "f16", 6, 48)
+IMR_WGMMA_RS(__nv_bfloat16, "bf16", 6, 48)
+IMR_WGMMA_RS(__half, "f16", 8, 64)
+IMR_WGMMA_RS(__nv_bfloat16, "bf16", 8, 64)
+IMR_WGMMA_RS(__half, "f16", 12, 96)
+IMR_WGMMA_RS(__nv_bfloat16, "bf16", 12, 96)
+IMR_WGMMA_RS(__half, "f16", 16, 128)
+IMR_WGMMA_RS(__nv_bfloat16, "bf16", 16, 128)
+#undef IMR_WGMMA_RS
+#undef IMR_WGMMA_ASM
+#undef IMR_WGMMA_D
+#undef IMR_WGMMA_D6
+#undef IMR_WGMMA_D8
+#undef IMR_WGMMA_D12
+#undef IMR_WGMMA_D16
+#undef IMR_WGMMA_REGS48
+#undef IMR_WGMMA_REGS64
+#undef IMR_WGMMA_REGS96
+#undef IMR_WGMMA_REGS128
 
 // Maps a padded-image coordinate i into [0, n); false: a zero (or a position
 // outside the padded image, which only outputs beyond the image read).
@@ -1629,13 +1514,12 @@ const ConfigRow& pick_config(const TcConvParams& p) {
     return *picked;
 }
 
-// Whether the planner takes the wgmma rows where they run when the
-// environment does not say: on since they passed the GPU tests and measured
-// faster (2026-12-03, docs/performance.md).
-constexpr bool kWgmmaPickedByDefault = true;
-
 bool wgmma_wanted() {
 #if defined(IMR_BUILD_SM90A)
+    // Whether the planner takes the wgmma rows where they run when the
+    // environment does not say: on since they passed the GPU tests and measured
+    // faster (2026-12-03, docs/performance.md).
+    constexpr bool kWgmmaPickedByDefault = true;
     static const bool on = [] {
         const char* v = std::getenv("IMRESTORE_WGMMA");
         const std::string s = v ? v : "";
