@@ -144,8 +144,9 @@ using K3N128G = TileConfig<3, 4, 2, 4, 8, 16, 2, 1, true>;  // 2 warpgroups of N
 // Wider warpgroups for the wide layers: one warpgroup's N is all of the
 // block's channels, so each A fragment (ldmatrix from the halo) feeds 96 or
 // 128 channels instead of 48 or 64: half the A traffic per product, twice
-// the accumulators (96 / 128 a thread: one block per SM). Tests and
-// benchmarks first; picked if they measure faster.
+// the accumulators (96 / 128 a thread: one block per SM). Measured 2-7%
+// ahead of K3N96G / K3N128G on the 96- to 384-channel shapes (H200,
+// 2026-12-03); tests and benchmarks only until measured on whole models.
 using K3N96GW = TileConfig<3, 8, 1, 2, 12, 16, 2, 1, true>;
 using K3N128GW = TileConfig<3, 8, 1, 2, 16, 16, 2, 1, true>;
 // K3N96G and K3N128G with the chunked weights loaded in slice order (written
