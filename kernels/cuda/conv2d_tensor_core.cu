@@ -515,10 +515,18 @@ __device__ __forceinline__ void load_weights(const KernelParams& p, T* wt, int c
             // of 8 channels, both k halves: 32 contiguous bytes of each
             // channel's row (a whole sector) into 256 contiguous shared bytes
             // (two core matrices): a warp's 512 bytes in 4 wavefronts.
-            const int pairs = KK * p.ck / 16;  // slices a row
-            for (int l = threadIdx.x; l < Cfg::BN * pairs * 2; l += Cfg::THREADS) {
-                const int q = l >> 4, block = q / pairs;
-                copy(block * 8 + (l & 7), (q - block * pairs) * 2 + ((l >> 3) & 1));
+            // A thread keeps its channel (lane & 7) and k half; its units of
+            // 16 (8-channel block, slice) step by THREADS / 16 with a carry,
+            // so the loop divides twice per call, not once per 16 bytes.
+            const int slices = KK * p.ck / 16;  // a row's
+            const int co_lo = threadIdx.x & 7, h = (threadIdx.x >> 3) & 1, unit = threadIdx.x >> 4;
+            constexpr int kUnits = Cfg::THREADS / 16;
+            const int dblock = kUnits / slices, dslice = kUnits - dblock * slices;
+            int block = unit / slices, slice = unit - block * slices;
+            while (block < Cfg::BN / 8) {
+                copy(block * 8 + co_lo, slice * 2 + h);
+                slice += dslice, block += dblock;
+                if (slice >= slices) slice -= slices, ++block;
             }
             return;
         }
@@ -1285,6 +1293,12 @@ void check_params(const TcConvParams& p) {
 // build without sm_90a never asks the device.
 bool wgmma_wanted();
 
+#if defined(IMR_BUILD_SM90A)
+constexpr bool kBuildHasSm90a = true;  // CMakeLists.txt: the CUDA architectures name 90a
+#else
+constexpr bool kBuildHasSm90a = false;
+#endif
+
 // The current device's compute capability x 10 (p.arch where the caller knows it).
 int device_arch(const TcConvParams& p) {
     if (p.arch > 0) return p.arch;
@@ -1483,7 +1497,7 @@ const ConfigRow& pick_config(const TcConvParams& p) {
         for (const ConfigRow& r : kConfigs)
             if (std::string(r.name) == p.force_config) {
                 if (r.kernel != p.kernel) bad(std::string("configuration ") + r.name + " is for another kernel size");
-                if (r.wgmma && !tc_wgmma_runs(device_arch(p)))
+                if (r.wgmma && !(kBuildHasSm90a && tc_wgmma_runs(device_arch(p))))
                     bad(std::string("configuration ") + r.name + " needs an sm_90 GPU and a build with sm_90a code");
                 return r;
             }

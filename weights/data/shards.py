@@ -101,18 +101,22 @@ def write_subset(path, out, every):
     (the tool's evaluation on all held-out photos runs elsewhere)."""
     if every < 1:
         raise ShardError(f"subset: every must be at least 1, not {every}")
+    if os.path.exists(out) and os.path.samefile(path, out):
+        raise ShardError(f"subset: {out} is the shard it would be made from")
     index, _ = read_shard(path)  # checks every file first
     keep = index["images"][::every]
     sub = dict(index, images=keep, subset_of=digest(index), subset_every=every)
-    with tarfile.open(path, "r:") as src, tarfile.open(out, "w", format=tarfile.GNU_FORMAT) as dst:
+    tmp = out + ".tmp"  # written whole, then renamed: never a partial shard under OUT's name
+    with tarfile.open(path, "r:") as src, tarfile.open(tmp, "w", format=tarfile.USTAR_FORMAT) as dst:
         body = json.dumps(sub, indent=1, sort_keys=True).encode("utf-8")
         info = tarfile.TarInfo(INDEX)
-        info.size = len(body)
+        info.size, info.mode = len(body), 0o644
         dst.addfile(info, io.BytesIO(body))
         files = {e["file"] for e in keep}
         for member in src:
             if member.name in files:
                 dst.addfile(member, src.extractfile(member))
+    os.replace(tmp, out)
     return len(keep)
 
 
