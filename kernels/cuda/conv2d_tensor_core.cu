@@ -1497,6 +1497,7 @@ const ConfigRow& pick_config(const TcConvParams& p) {
         for (const ConfigRow& r : kConfigs)
             if (std::string(r.name) == p.force_config) {
                 if (r.kernel != p.kernel) bad(std::string("configuration ") + r.name + " is for another kernel size");
+                // kBuildHasSm90a first: no device query in a build without sm_90a code.
                 if (r.wgmma && !(kBuildHasSm90a && tc_wgmma_runs(device_arch(p))))
                     bad(std::string("configuration ") + r.name + " needs an sm_90 GPU and a build with sm_90a code");
                 return r;
@@ -1530,20 +1531,17 @@ const ConfigRow& pick_config(const TcConvParams& p) {
 }
 
 bool wgmma_wanted() {
-#if defined(IMR_BUILD_SM90A)
     // Whether the planner takes the wgmma rows where they run when the
     // environment does not say: on since they passed the GPU tests and measured
     // faster (2026-12-03, docs/performance.md).
     constexpr bool kWgmmaPickedByDefault = true;
+    if (!kBuildHasSm90a) return false;
     static const bool on = [] {
         const char* v = std::getenv("IMRESTORE_WGMMA");
         const std::string s = v ? v : "";
         return s == "1" ? true : s == "0" ? false : kWgmmaPickedByDefault;
     }();
     return on;
-#else
-    return false;
-#endif
 }
 
 }  // namespace
@@ -1553,12 +1551,7 @@ bool tc_wgmma_runs(int arch) {
     // only in sm_90a machine code, which the build has when its CUDA
     // architectures name 90a (CMakeLists.txt defines IMR_BUILD_SM90A then;
     // the driver then loads that code on an sm_90 GPU, not the PTX).
-#if defined(IMR_BUILD_SM90A)
-    return arch == 90;
-#else
-    (void)arch;
-    return false;
-#endif
+    return kBuildHasSm90a && arch == 90;
 }
 
 bool tc_wgmma_picked(int arch) {
