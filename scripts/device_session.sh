@@ -5,6 +5,7 @@
 #
 #   scripts/device_session.sh train-denoise|train-deblock-q   (a call that is the training)
 #   scripts/device_session.sh verify            (tests and timings in one call, after the trainings)
+#   scripts/device_session.sh folder            (the folder against its codec floor; model timings)
 #   scripts/device_session.sh stage|tests|bench (checks and timings over three calls)
 #
 # Prepared here first (git-excluded .carry/, see docs/performance.md, "The
@@ -67,6 +68,23 @@ verify) # one call after the trainings (carry .carry/gpu.tar.xz with test_ops, .
     tail -30 "$O/torch-vs-imrestore.log"
     timeout $((555 - SECONDS)) /tmp/bench_tc --bench --runs 20 --no-net --json "$O/bench_tc.json" --commit "$c" > "$O/bench_tc.log" 2>&1
     sed -n '/^shape/,/^$/p' "$O/bench_tc.log" | head -40; ls -la "$O" ;;
+folder) # the folder against its codec floor and the GPU default's timing (carry
+    # .carry/imr.tar.xz: the slim build's imrestore and lib/ alone,
+    # .carry/photo12mp.jpg; the tree with denoise.h5 and denoise-unet.h5 only).
+    # bench_folder.sh twice with `denoise` (issue 16's folder goal: 64 copies
+    # of a 12 MP JPEG), then --bench 20 of denoise-unet and denoise at 12 MP.
+    mkdir -p /tmp/bgs && tar -xJf .carry/imr.tar.xz -C /tmp/bgs
+    export LD_LIBRARY_PATH=/tmp/bgs/build-gpu-slim/lib; X=/tmp/bgs/build-gpu-slim/imrestore
+    for k in 1 2; do
+        OUT="$O/folder-$k" SETS=big COPIES_BIG=64 BIG_PHOTO=.carry/photo12mp.jpg timeout 100 \
+            scripts/bench_folder.sh $X -d cuda -m denoise 2>&1 | head -3
+    done
+    sum() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); b=r.get('bench_ms',{}); print('%.2f' % sum(v['median_ms'] for k,v in b.items() if k.startswith('stage ')), r['precision']['used'], r['files'][0].get('status'))" "$1"; }
+    for m in denoise-unet denoise; do
+        $X .carry/photo12mp.jpg -o /tmp/o.png --force -m $m -d cuda --bench 20 --json > "$O/bench-$m.json" 2>/tmp/r.err
+        echo "$m: $(sum "$O/bench-$m.json") $(tail -1 /tmp/r.err)"
+    done
+    ls -la "$O" ;;
 stage)  # a check-only session, call 1 of 3: the bigger *.h5 to /tmp/models (what call "tests" lacks)
     cp weights/*.h5 /tmp/models/ && ls -la /tmp/models ;;
 tests)  # call 2 of 3: the tree with the other *.h5; carry .carry/gpu.tar.xz (with test_ops and bench_gpu).
@@ -111,5 +129,5 @@ bench)  # call 3 of 3 (carry .carry/gpu.tar.xz, .carry/photo12mp.jpg): quiet tim
     timeout 120 /tmp/bgs/build-gpu-slim/bench_gpu --suite conv --json /tmp/rep/bench-conv.json > /tmp/rep/bench-conv.log 2>&1
     tail -6 /tmp/rep/bench-conv.log
     tar -cJf "$O/reports.tar.xz" -C /tmp rep; ls -la "$O" ;;
-*)  echo "usage: $0 train-denoise|train-deblock-q|verify|stage|tests|bench" >&2; exit 2 ;;
+*)  echo "usage: $0 train-denoise|train-deblock-q|verify|folder|stage|tests|bench" >&2; exit 2 ;;
 esac
