@@ -92,18 +92,23 @@ tests)  # call 2 of 3: the tree with the other *.h5; carry .carry/gpu.tar.xz (wi
     # and runner suites on CUDA with every bundled model and the wgmma rows
     # picked (IMRESTORE_WGMMA=1); bench_tc (built
     # here meanwhile) tests every tensor-core row on its own cases.
-    mkdir -p /tmp/bgs && tar -xJf .carry/gpu.tar.xz -C /tmp/bgs
-    (nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -DIMR_BUILD_SM90A=1 -Ikernels/cuda bench/bench_tensor_core.cu \
+    # CLI_ONLY=1: the CLI and runner suites alone (GPU_TAR: a build packed
+    # without test_ops and bench_gpu, when the op tests ran in another call).
+    mkdir -p /tmp/bgs && tar -xJf "${GPU_TAR:-.carry/gpu.tar.xz}" -C /tmp/bgs
+    [ "${CLI_ONLY:-0}" = 1 ] || (nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -DIMR_BUILD_SM90A=1 -Ikernels/cuda bench/bench_tensor_core.cu \
         kernels/cuda/conv2d_tensor_core.cu -lcudnn -o /tmp/bench_tc > /tmp/bench_tc_build.log 2>&1 &)
     for f in weights/*.h5; do cp -n "$f" /tmp/models/; done
     cp /tmp/models/*.h5 weights/ 2>/dev/null
     [ -e /work/main ] || { mkdir -p /work && ln -s "$root" /work/main; }
     rm -rf build-gpu && ln -s /tmp/bgs/build-gpu-slim build-gpu
     export LD_LIBRARY_PATH=/tmp/bgs/build-gpu-slim/lib
-    timeout 240 build-gpu/tests/test_ops --gtest_filter='*Conv2d/cuda' > "$O/test_ops-conv2d.log" 2>&1; echo "test_ops Conv2d/cuda rc $?"
-    grep -E "worst error|\[  (PASSED|FAILED) |Failure" "$O/test_ops-conv2d.log" | cut -c1-600 | head -8
+    if [ "${CLI_ONLY:-0}" != 1 ]; then
+        timeout 240 build-gpu/tests/test_ops --gtest_filter='*Conv2d/cuda' > "$O/test_ops-conv2d.log" 2>&1; echo "test_ops Conv2d/cuda rc $?"
+        grep -E "worst error|\[  (PASSED|FAILED) |Failure" "$O/test_ops-conv2d.log" | cut -c1-600 | head -8
+    fi
     IMRESTORE_WGMMA=1 timeout 240 ctest --test-dir build-gpu -R '^(app|cli_cuda)$' --output-on-failure > "$O/ctest.log" 2>&1
     grep -E "tests passed|Failed|\*\*\*|FAILED" "$O/ctest.log" | tail -12
+    [ "${CLI_ONLY:-0}" = 1 ] && exit 0
     while [ ! -x /tmp/bench_tc ] && [ $SECONDS -lt 420 ]; do sleep 3; done
     timeout 100 /tmp/bench_tc --test --json "$O/bench_tc_test.json" > "$O/bench_tc_test.log" 2>&1; echo "bench_tc --test rc $?"
     grep -E "runs, worst|negative|test failure" "$O/bench_tc_test.log"; grep "^FAIL" "$O/bench_tc_test.log" | head -5 ;;
