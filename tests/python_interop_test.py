@@ -420,6 +420,38 @@ def main():
             if "validated_precisions" in f.attrs or im.read_model(renamed)["name"] != tag:
                 failures.append("rewrite_model to float32 kept the validated precisions or lost the name")
         print(f"{tag}: rewrite_model renames, adds to the description, keeps or drops validated precisions")
+        # Averaging with another run of the same network (a model soup): each
+        # weight w x one + (1 - w) x the other in float64, rounded once to the
+        # stored type; the validated precisions go; another network is refused.
+        other_stages = [{k: (rng.standard_normal(np.shape(v)).astype(np.float32) if isinstance(v, np.ndarray) else v)
+                         for k, v in st.items()} for st in stages]
+        other = os.path.join(tmp, "other.h5")
+        im.write_model(other, "other", "test", "random weights", "tests/python_interop_test.py", 3, other_stages,
+                       weight_dtype="float16")
+        with h5py.File(path, "a") as f:
+            f.attrs["validated_precisions"] = "fp16"
+        soup = os.path.join(tmp, "soup.h5")
+        w = float(rng.uniform(0.2, 0.8))
+        im.rewrite_model(path, soup, "float16", average_with=other, average_weight=w)
+        mixed, first, second = im.read_model(soup), im.read_model(path), im.read_model(other)
+        exact = all(np.array_equal(m[k], (w * np.asarray(a[k], np.float64) + (1 - w) * np.asarray(b[k], np.float64))
+                                   .astype(np.float16).astype(np.float32))
+                    for m, a, b in zip(mixed["stages"], first["stages"], second["stages"])
+                    for k in im.OPS[a["op"]].datasets if k in a)
+        with h5py.File(soup, "r") as f:
+            dropped = "validated_precisions" not in f.attrs
+        if not exact or not dropped or "that of 'other'" not in mixed["provenance"]:
+            failures.append(f"rewrite_model average_with: weights exact {exact}, validated precisions dropped "
+                            f"{dropped}, provenance {mixed['provenance'][-200:]!r}")
+        if not why_not:
+            check_restores(exe, tmp, tag + "-soup", soup, mixed, images_v2, failures)
+        for bad_weight, bad_model in ((1.0, other), (0.5, model_path)):  # a weight outside (0, 1); another network
+            try:
+                im.rewrite_model(path, soup, "float16", average_with=bad_model, average_weight=bad_weight)
+                failures.append(f"rewrite_model averaged with {bad_model} at weight {bad_weight}")
+            except im.ModelError:
+                pass
+        print(f"{tag}: rewrite_model averages two runs of one network (weight {w:.3f}), refuses others")
         if not why_not:
             dead = os.path.join(tmp, "dead.h5")  # written by plain h5py: the writer refuses it
             one = [{"op": "conv2d", "name": "a", "weight": np.zeros((3, 3, 1, 1), np.float32)}]

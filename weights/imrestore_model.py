@@ -26,7 +26,9 @@ the shape it gives, its window, the format version it needs, what it computes)
 is in its entry of the table OPS; nothing dispatches on an op name elsewhere.
 """
 
+import hashlib
 import math
+import os
 import re
 
 import h5py
@@ -1168,8 +1170,37 @@ def psnr(a, b, peak=255.0):
     return float("inf") if mse == 0 else float(10.0 * np.log10(peak * peak / mse))
 
 
+def _sha256(path):
+    """The first 16 hex digits of a file's SHA-256 (as provenance strings name files)."""
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()[:16]
+
+
+def _same_network(a, b, where):
+    """Raises ModelError unless models a and b (read_model's dicts) are the
+    same network: the same stages, wiring, settings and weight shapes."""
+    if (len(a["stages"]) != len(b["stages"]) or a["channels"] != b["channels"] or
+            a["extra_inputs"] != b["extra_inputs"] or a["output"] != b["output"]):
+        raise ModelError(f"{where}: not the same network (stages, channels, extra inputs or output differ)")
+    def pads(stage):  # whether its padding mode changes what it computes
+        k = np.shape(stage["weight"])[-1] if "weight" in stage else 3
+        return k > 1 and stage.get("stride", 1) != k  # a stride-K conv (the ways down) reads no border
+    for i, (sa, sb) in enumerate(zip(a["stages"], b["stages"])):
+        if sa.keys() - {"padding"} != sb.keys() - {"padding"}:
+            raise ModelError(f"{where}: stage {i} differs ({sorted(sa)} against {sorted(sb)})")
+        for k in sa:
+            if k == "padding" and not pads(sa):
+                continue
+            va, vb = sa[k], sb.get(k)
+            if isinstance(va, np.ndarray) or isinstance(vb, np.ndarray):
+                if np.shape(va) != np.shape(vb):
+                    raise ModelError(f"{where}: stage {i} {k} is {np.shape(va)} against {np.shape(vb)}")
+            elif va != vb:
+                raise ModelError(f"{where}: stage {i} {k} is {va!r} against {vb!r}")
+
+
 def rewrite_model(src, dst, weight_dtype, name=None, append_description=None, prepend_description=None,
-                  replace_description=None):
+                  replace_description=None, average_with=None, average_weight=0.5):
     """The model file src written again to dst with its weights stored as
     weight_dtype ("float32" or "float16", WEIGHT_DTYPES): every attribute,
     the wiring and the extra root attributes kept (but validated precisions,
@@ -1178,10 +1209,21 @@ def rewrite_model(src, dst, weight_dtype, name=None, append_description=None, pr
     and append_description after it (what bundling adds: how a variant
     differs, which `imrestore models` shows first; the measured speed) and
     replace_description's (OLD, NEW) applied (OLD must occur exactly once: a
-    figure measured again); the provenance says what was done. Returns the
-    largest change of a weight relative to its tensor's largest magnitude (0
-    from float16 to float32)."""
+    figure measured again); the provenance says what was done. average_with:
+    another model file of the same network (_same_network), whose weights are
+    averaged in, each weight average_weight x src's + (1 - average_weight) x
+    its (in float64, then stored as weight_dtype): a "model soup" of two runs
+    fine-tuned from the same start, often better than either (weights/
+    README.md). Returns the largest change of a weight relative to its
+    tensor's largest magnitude (0 from float16 to float32; against src's
+    weights when averaging)."""
     model = read_model(src)
+    averaged = average_with is not None
+    if averaged:
+        if not 0.0 < average_weight < 1.0:
+            raise ModelError(f"the average's weight must lie strictly between 0 and 1, not {average_weight}")
+        other = read_model(average_with)
+        _same_network(model, other, f"{src} and {average_with}")
     provenance = model["provenance"]
     base_description = model["description"]
     if replace_description:
@@ -1192,10 +1234,13 @@ def rewrite_model(src, dst, weight_dtype, name=None, append_description=None, pr
         base_description = base_description.replace(old, new)
     # Measurements of the old weights (imrestore model --validate-precision)
     # do not hold for new ones: dropped when the weights change.
-    stale = ("validated_precisions", "precision_validation") if weight_dtype != model["weight_dtype"] else ()
-    if (weight_dtype != model["weight_dtype"] or name or append_description or prepend_description or
-            replace_description):
+    new_weights = weight_dtype != model["weight_dtype"] or averaged
+    stale = ("validated_precisions", "precision_validation") if new_weights else ()
+    if new_weights or name or append_description or prepend_description or replace_description:
         provenance += (f"; then written again by weights/imrestore_model.py rewrite_model"
+                       + (f", each weight {average_weight:g} x its own + {1 - average_weight:g} x that of "
+                          f"'{other['name']}' ({os.path.basename(average_with)}, sha256 {_sha256(average_with)}; "
+                          f"whose provenance: {other['provenance']})" if averaged else "")
                        + (f" with {weight_dtype} weights (each rounded to the nearest)" if weight_dtype !=
                           model["weight_dtype"] else "")
                        + (f" as '{name}' (was '{model['name']}')" if name else "")
@@ -1216,11 +1261,15 @@ def rewrite_model(src, dst, weight_dtype, name=None, append_description=None, pr
         if any(k in f.attrs for k in stale):
             provenance += "; its validated precisions dropped (measured with the weights before)"
     worst = 0.0
-    for stage in model["stages"]:
+    for i, stage in enumerate(model["stages"]):
         for key in OPS[stage["op"]].datasets:
             if stage.get(key) is not None:
                 w = np.asarray(stage[key], np.float64)
-                stored = np.asarray(w.astype(weight_dtype), np.float64)
+                if averaged:
+                    mean = average_weight * w + (1.0 - average_weight) * np.asarray(other["stages"][i][key],
+                                                                                      np.float64)
+                    stage[key] = mean.astype(weight_dtype).astype(np.float32)  # rounded once, to what is stored
+                stored = np.asarray(np.asarray(stage[key]).astype(weight_dtype), np.float64)
                 scale = np.max(np.abs(w)) or 1.0
                 worst = max(worst, float(np.max(np.abs(stored - w)) / scale))
     description = " ".join(t for t in (prepend_description, base_description, append_description) if t)
@@ -1248,8 +1297,12 @@ if __name__ == "__main__":
     ap.add_argument("--replace-description", nargs=2, default=None, metavar=("OLD", "NEW"),
                     help="replace OLD, which must occur exactly once in the description, by NEW (e.g. a speed "
                          "measured again)")
+    ap.add_argument("--average-with", default=None, metavar="MODEL",
+                    help="average the weights with those of MODEL, the same network (e.g. a fine-tune of SRC)")
+    ap.add_argument("--average-weight", type=float, default=0.5, metavar="W",
+                    help="with --average-with: W x SRC's weights + (1 - W) x MODEL's (default 0.5)")
     a = ap.parse_args()
     change = rewrite_model(a.src, a.dst, a.weight_dtype, a.name, a.append_description, a.prepend_description,
-                           a.replace_description)
+                           a.replace_description, a.average_with, a.average_weight)
     print(f"wrote {a.dst} ({a.weight_dtype} weights; largest change of a weight: {change:.2e} of its tensor's "
           "largest magnitude)")

@@ -58,7 +58,7 @@ namespace {
 // A block runs WARPS_M x WARPS_N warps; a warp owns MT x NT mma tiles
 // (16 pixels x 8 channels each) of the block's TH x TW pixels x BN channels.
 template <int KS_, int WARPS_M_, int WARPS_N_, int MT_, int NT_, int TW_, int STAGES_ = 2, int MIN_BLOCKS_ = 1,
-          bool WGMMA_ = false, bool SLICE_WALK_ = false>
+          bool WGMMA_ = false, bool SLICE_WALK_ = false, bool PIPE_A_ = false>
 struct TileConfig {
     static constexpr int KS = KS_;                  // kernel size (1 or 3)
     static constexpr int WARPS_M = WARPS_M_;        // warps along the pixels
@@ -78,6 +78,10 @@ struct TileConfig {
     // wgmma: the chunked weights' cp.async walk in slice order (load_weights)
     // instead of row order.
     static constexpr bool SLICE_WALK = SLICE_WALK_;
+    // wgmma: two sets of A fragments, so one (k step, kx) commit group stays
+    // in flight while the next one's fragments load (wait_group 1 instead of
+    // 0; "Warpgroup MMA" below).
+    static constexpr bool PIPE_A = PIPE_A_;
     static constexpr int BM = WARPS_M * MT * 16;  // pixels per tile
     static constexpr int BN = WARPS_N * NT * 8;   // output channels per block
     static constexpr int TH = BM / TW;            // tile height
@@ -87,6 +91,7 @@ struct TileConfig {
     static constexpr int HP = HH * HW;      // halo pixels
     static_assert(TW % 16 == 0 && BM % TW == 0, "an m16 tile must lie in one tile row");
     static_assert(!SLICE_WALK || WGMMA, "the slice walk is the wgmma layout's");
+    static_assert(!PIPE_A || WGMMA, "the A pipeline is the wgmma path's");
     static_assert(!WGMMA || (WARPS_M % 4 == 0 && (NT == 6 || NT == 8 || NT == 12 || NT == 16) && TW == 16),
                   "a warpgroup's 4 warps must share their channels, N one of the wgmma shapes written below, and "
                   "a warp's m16 tiles be consecutive tile rows (the A fragments' reuse across ky)");
@@ -149,17 +154,34 @@ using K3N128G = TileConfig<3, 4, 2, 4, 8, 16, 2, 1, true>;  // 2 warpgroups of N
 // 2026-12-03); tests and benchmarks only until measured on whole models.
 using K3N96GW = TileConfig<3, 8, 1, 2, 12, 16, 2, 1, true>;
 using K3N128GW = TileConfig<3, 8, 1, 2, 16, 16, 2, 1, true>;
-// K3N96G and K3N128G with the chunked weights loaded in slice order (written
-// 2026-12-03 after the run: not yet run on a GPU; tests and benchmarks only).
-// Their weights do not fit beside two halo stages, so each (tile, chunk)
-// reloads them: 72 KB against a 26 KB halo for K3N128G's chunks of 32. In
-// row order a warp's 32 cp.async of one channel's row land 128 bytes apart
-// in the core-matrix layout, all on the same 4 banks: 32 shared-memory
-// wavefronts where 4 would do, about 4,600 cycles a (tile, chunk) against
-// ~4,700 of tensor work. Predicted: 96 -> 384 at 12 MP 10-25% faster than
-// K3N96G / K3N128G.
+// K3N96G and K3N128G with the chunked weights loaded in slice order. Their
+// weights do not fit beside two halo stages, so each (tile, chunk) reloads
+// them: 72 KB against a 26 KB halo for K3N128G's chunks of 32. In row order a
+// warp's 32 cp.async of one channel's row land 128 bytes apart in the
+// core-matrix layout, all on the same 4 banks; the slice walk spreads them.
+// Predicted 10-25% faster on 96 -> 384; measured (H200, 2026-12-03) -4% at
+// 96, +1 to +12% slower at 128-384: the store conflicts were not what holds
+// these layers (docs/performance.md, eighth session). Tests and benchmarks
+// only.
 using K3N96GS = TileConfig<3, 4, 2, 4, 6, 16, 2, 1, true, true>;
 using K3N128GS = TileConfig<3, 4, 2, 4, 8, 16, 2, 1, true, true>;
+// The picked wgmma rows with one commit group in flight while the next A
+// fragments load (PIPE_A; written 2026-12-03 after the session's device time:
+// not yet run on a GPU, tests and benchmarks only). The rows above wait for
+// each (k step, kx) group before the next ldmatrix, so a warpgroup's tensor
+// work stops for the loads' latency every 3 x MT wgmmas (48 -> 48: every 6,
+// ~200 cycles of tensor work against ~100 of ldmatrix, fence and wait); with
+// two fragment sets it does not. Predicted: 48 -> 48 at 12 MP 1.00-1.10 ms
+// (60% of 790) against 1.200, the 96- to 1024-channel layers 5-10% (their
+// weight reloads per (tile, chunk) stay), the 1x1 rows (a group of 2
+// wgmmas each) 20-40%. ptxas keeps the two fragment sets apart while their
+// wgmmas run (scripts/wgmma_sass_check.py on every row) and serializes none
+// of them (no C7514 note); K3N48GP, at the 128-register bound of two blocks
+// an SM, spills 24 bytes, outside the wgmma loop (loader addresses).
+using K3N48GP = TileConfig<3, 8, 1, 2, 6, 16, 2, 2, true, false, true>;
+using K3N64GP = TileConfig<3, 8, 1, 2, 8, 16, 2, 1, true, false, true>;
+using K3N96GP = TileConfig<3, 4, 2, 4, 6, 16, 2, 1, true, false, true>;
+using K3N128GP = TileConfig<3, 4, 2, 4, 8, 16, 2, 1, true, false, true>;
 // 1x1 on wgmma: not twins of the mma.sync 1x1 rows (one warpgroup N = all of
 // the block's channels, 2 m16 tiles a warp: the mma.sync rows' 4 spilled up
 // to 1.6 KB a thread in a first version), and slower than them on the H200
@@ -169,6 +191,8 @@ using K3N128GS = TileConfig<3, 4, 2, 4, 8, 16, 2, 1, true, true>;
 using K1N64G = TileConfig<1, 8, 1, 2, 8, 16, 2, 1, true>;
 using K1N96G = TileConfig<1, 8, 1, 2, 12, 16, 2, 1, true>;
 using K1N128G = TileConfig<1, 8, 1, 2, 16, 16, 2, 1, true>;
+using K1N96GP = TileConfig<1, 8, 1, 2, 12, 16, 2, 1, true, false, true>;  // PIPE_A (above)
+using K1N128GP = TileConfig<1, 8, 1, 2, 16, 16, 2, 1, true, false, true>;
 
 // What a launch needs, flattened for the kernel.
 struct KernelParams {
@@ -263,17 +287,17 @@ __device__ __forceinline__ void ldmatrix_x2(uint32_t& r0, uint32_t& r1, uint32_t
 //
 // Asynchrony: a wgmma reads its A registers and shared B after issue, so (1)
 // wgmma.fence before the first wgmma that follows register writes (the A
-// fragments, the zeroed accumulators); (2) each (k step, kx)'s wgmmas are one
-// commit group, waited for (wait_group 0) before the next A fragments are
-// loaded: ptxas gives a later ldmatrix the registers of A operands still in
-// flight, without a warning (a first version that kept one tap's group in
-// flight while loading the next computed wrong sums on the H200), so none
-// may be in flight then; the same wait frees the accumulators for the
-// epilogue and the stage for the next cp.async; (3) fence.proxy.async after
-// the cp.async data land, before the barrier, so the async proxy (wgmma's
-// reads) sees them. The accumulators are not fenced as CUTLASS does
-// (warpgroup_fence_operand): CUDA 13.0's ptxas keeps them in place between
-// the wgmmas and their wait (checked in its SASS).
+// fragments, the zeroed accumulators); (2) in the picked rows each (k step,
+// kx)'s wgmmas are one commit group, waited for (wait_group 0) before the
+// next A fragments are loaded, which also frees the accumulators for the
+// epilogue and the stage for the next cp.async. (A first version that kept
+// one tap's group in flight while loading the next computed wrong sums on
+// the H200; ptxas reusing in-flight A registers was blamed, but the PIPE_A
+// rows' SASS shows it keeping their two fragment sets apart, so the cause is
+// not settled: those rows also fence the accumulators at the loop's exit,
+// fence_accumulators, without which the compiler's copies of them preceded
+// the last wait.) (3) fence.proxy.async after the cp.async data land, before
+// the barrier, so the async proxy (wgmma's reads) sees them.
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define IMR_HAS_WGMMA 1
 #else
@@ -296,6 +320,22 @@ __device__ __forceinline__ void wgmma_wait() {
     asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 #endif
 }
+// The accumulators pass through this point (CUTLASS's
+// warpgroup_fence_operand): after the last wait of a pipelined loop, so that
+// the compiler's copies of them at the loop's exit (phi moves) come after
+// that wait. Without it those moves were placed before it, reading
+// accumulators of wgmmas in flight, and ptxas serialized every wgmma of the
+// kernel (its C7514 note) to keep them right.
+template <int MT, int NT>
+__device__ __forceinline__ void fence_accumulators(float (&acc)[MT][NT][4]) {
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) asm volatile("" : "+f"(acc[i][j][e])::"memory");
+}
+
 // Makes this thread's generic-proxy writes to shared memory (cp.async's)
 // visible to the async proxy that wgmma reads through.
 __device__ __forceinline__ void fence_proxy_async_shared() {
@@ -803,13 +843,23 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) conv2d_tc_kerne
             constexpr int R = MT + KS - 1;                // fragment rows per kx
             const uint64_t desc0 = wgmma_desc(w_base + wn0 * 32);
             const uint32_t a_row0 = halo_base + 2 * a_off[0];
-            for (int ks = 0; ks < ksteps; ++ks) {
-#pragma unroll
-                for (int kx = 0; kx < KS; ++kx) {
-                    uint32_t a[R][4];
+            if constexpr (Cfg::PIPE_A) {
+                // Group g = (k step g / K, kx g % K). Fragment set a0 feeds the
+                // even groups, a1 the odd: group g's set is loaded while group
+                // g - 1 runs, after the wait that retires g - 2 (the set's
+                // last reader). ptxas keeps the two sets in distinct
+                // registers while their wgmmas are in flight (checked in the
+                // SASS of every such row: scripts/wgmma_sass_check.py).
+                const int groups = ksteps * KS;
+                uint32_t a0[R][4], a1[R][4];
+                auto load = [&](uint32_t(&a)[R][4], int g) {
+                    const int ks = g / KS, kx = g - ks * KS;
 #pragma unroll
                     for (int r = 0; r < R; ++r) ldmatrix_x4(a[r], a_row0 + ks * 32 + r * row_bytes + kx * as_bytes);
-                    wgmma_fence();  // the A registers (and the zeroed accumulators) before the wgmmas read them
+                };
+                auto mma = [&](const uint32_t(&a)[R][4], int g) {
+                    const int ks = g / KS, kx = g - ks * KS;
+                    wgmma_fence();  // the set's ldmatrix (and the zeroed accumulators) before the wgmmas read them
 #pragma unroll
                     for (int ky = 0; ky < KS; ++ky) {
                         const uint64_t desc = desc0 + (((ks * KS * KS + ky * KS + kx) * kTapBytes) >> 4);
@@ -817,7 +867,39 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) conv2d_tc_kerne
                         for (int i = 0; i < MT; ++i) WgmmaRS<T, NT>::mma(acc[i], a[i + ky], desc);
                     }
                     wgmma_commit();
-                    wgmma_wait<0>();  // the fragments free for the next kx; this stage free after the last
+                };
+                fence_accumulators(acc);
+                load(a0, 0);
+                for (int g = 0; g < groups; g += 2) {
+                    mma(a0, g);
+                    wgmma_wait<1>();  // g - 1 retired: a1 is free
+                    if (g + 1 < groups) {
+                        load(a1, g + 1);
+                        mma(a1, g + 1);
+                        wgmma_wait<1>();  // g retired: a0 is free
+                        if (g + 2 < groups) load(a0, g + 2);
+                    }
+                }
+                wgmma_wait<0>();  // every group retired: the stage and the accumulators are free
+                fence_accumulators(acc);
+            } else {
+                // One group at a time, kx unrolled (the picked rows, as measured).
+                for (int ks = 0; ks < ksteps; ++ks) {
+#pragma unroll
+                    for (int kx = 0; kx < KS; ++kx) {
+                        uint32_t a[R][4];
+#pragma unroll
+                        for (int r = 0; r < R; ++r) ldmatrix_x4(a[r], a_row0 + ks * 32 + r * row_bytes + kx * as_bytes);
+                        wgmma_fence();  // the A registers (and the zeroed accumulators) before the wgmmas read them
+#pragma unroll
+                        for (int ky = 0; ky < KS; ++ky) {
+                            const uint64_t desc = desc0 + (((ks * KS * KS + ky * KS + kx) * kTapBytes) >> 4);
+#pragma unroll
+                            for (int i = 0; i < MT; ++i) WgmmaRS<T, NT>::mma(acc[i], a[i + ky], desc);
+                        }
+                        wgmma_commit();
+                        wgmma_wait<0>();  // the fragments free for the next kx; this stage free after the last
+                    }
                 }
             }
         } else {
@@ -1489,6 +1571,12 @@ const ConfigRow kConfigs[] = {
     IMR_TC_ROW("k1_16x16_n64_wgmma", K1N64G, 0),
     IMR_TC_ROW("k1_16x16_n96_wgmma", K1N96G, 0),
     IMR_TC_ROW("k1_16x16_n128_wgmma", K1N128G, 0),
+    IMR_TC_ROW("k3_16x16_n48_wgmma_pipe", K3N48GP, 0),
+    IMR_TC_ROW("k3_16x16_n64_wgmma_pipe", K3N64GP, 0),
+    IMR_TC_ROW("k3_16x16_n96_wgmma_pipe", K3N96GP, 0),
+    IMR_TC_ROW("k3_16x16_n128_wgmma_pipe", K3N128GP, 0),
+    IMR_TC_ROW("k1_16x16_n96_wgmma_pipe", K1N96GP, 0),
+    IMR_TC_ROW("k1_16x16_n128_wgmma_pipe", K1N128GP, 0),
 };
 #undef IMR_TC_ROW
 
