@@ -1188,10 +1188,10 @@ def _same_network(a, b, where):
     for i, (sa, sb) in enumerate(zip(a["stages"], b["stages"])):
         if sa.keys() - {"padding"} != sb.keys() - {"padding"}:
             raise ModelError(f"{where}: stage {i} differs ({sorted(sa)} against {sorted(sb)})")
-        for k in sa:
+        for k in sa.keys() | sb.keys():
             if k == "padding" and not pads(sa):
                 continue
-            va, vb = sa[k], sb.get(k)
+            va, vb = sa.get(k), sb.get(k)
             if isinstance(va, np.ndarray) or isinstance(vb, np.ndarray):
                 if np.shape(va) != np.shape(vb):
                     raise ModelError(f"{where}: stage {i} {k} is {np.shape(va)} against {np.shape(vb)}")
