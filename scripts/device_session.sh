@@ -21,6 +21,8 @@ mode=${1:-}
 O=${OUT:-/tmp/out}
 mkdir -p "$O" /tmp/models /tmp/shards
 root=$(pwd)
+# A --bench --json report's model time (its stages' medians summed), precision and status.
+bench_sum() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); b=r.get('bench_ms',{}); print('%.2f' % sum(v['median_ms'] for k,v in b.items() if k.startswith('stage ')), r['precision']['used'], r['files'][0].get('status'))" "$1"; }
 case $mode in
 train-denoise | train-deblock-q)
     # One call that is the training: no daemon to lose when the machine is
@@ -79,10 +81,9 @@ folder) # the folder against its codec floor and the GPU default's timing (carry
         OUT="$O/folder-$k" SETS=big COPIES_BIG=64 BIG_PHOTO=.carry/photo12mp.jpg timeout 100 \
             scripts/bench_folder.sh $X -d cuda -m denoise 2>&1 | head -3
     done
-    sum() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); b=r.get('bench_ms',{}); print('%.2f' % sum(v['median_ms'] for k,v in b.items() if k.startswith('stage ')), r['precision']['used'], r['files'][0].get('status'))" "$1"; }
     for m in denoise-unet denoise; do
         $X .carry/photo12mp.jpg -o /tmp/o.png --force -m $m -d cuda --bench 20 --json > "$O/bench-$m.json" 2>/tmp/r.err
-        echo "$m: $(sum "$O/bench-$m.json") $(tail -1 /tmp/r.err)"
+        echo "$m: $(bench_sum "$O/bench-$m.json") $(tail -1 /tmp/r.err)"
     done
     ls -la "$O" ;;
 stage)  # a check-only session, call 1 of 3: the bigger *.h5 to /tmp/models (what call "tests" lacks)
@@ -124,11 +125,10 @@ bench)  # call 3 of 3 (carry .carry/gpu.tar.xz, .carry/photo12mp.jpg): quiet tim
     IMRESTORE_WGMMA=0 timeout 120 /tmp/bench_tc --bench --runs 20 --no-net --json /tmp/rep/bench_tc-mma.json --commit "$c" > /tmp/rep/bench_tc-mma.log 2>&1
     paste -d'|' <(sed -n '/^shape/,/^$/p' /tmp/rep/bench_tc-wgmma.log | cut -c1-88) <(sed -n '/^shape/,/^$/p' /tmp/rep/bench_tc-mma.log | cut -c49-88)
     sed -n '/^$/,$p' /tmp/rep/bench_tc-wgmma.log | tail -8
-    sum() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); b=r.get('bench_ms',{}); print('%.2f' % sum(v['median_ms'] for k,v in b.items() if k.startswith('stage ')), r['precision']['used'], r['files'][0].get('status'))" "$1"; }
     for m in denoise denoise-unet-s denoise-unet; do
       for w in 1 0; do
         IMRESTORE_WGMMA=$w $X .carry/photo12mp.jpg -o /tmp/o.png --force -m weights/$m.h5 -d cuda --bench 20 --json > /tmp/r.json 2>/tmp/r.err
-        echo "$m wgmma=$w: $(sum /tmp/r.json)"; cp /tmp/r.json "/tmp/rep/$m-wgmma$w.json"
+        echo "$m wgmma=$w: $(bench_sum /tmp/r.json)"; cp /tmp/r.json "/tmp/rep/$m-wgmma$w.json"
       done
     done
     timeout 120 /tmp/bgs/build-gpu-slim/bench_gpu --suite conv --json /tmp/rep/bench-conv.json > /tmp/rep/bench-conv.log 2>&1

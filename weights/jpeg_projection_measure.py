@@ -32,6 +32,8 @@ import tempfile
 import numpy as np
 from PIL import Image
 
+from imrestore_model import psnr  # over 8-bit values, float64
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 _n = np.arange(8)
@@ -95,10 +97,6 @@ def project(rgb, comps):
     return np.clip(np.rint(rgb), 0, 255)
 
 
-def psnr(a, b):
-    return 10 * np.log10(255.0 ** 2 / np.mean((np.asarray(a, np.float64) - np.asarray(b, np.float64)) ** 2))
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--imrestore", required=True)
@@ -129,7 +127,7 @@ def main():
                 jpeg = os.path.join(folder, name + ".jpg")
                 restored = np.asarray(Image.open(os.path.join(folder, "out", name + ".png")).convert("RGB"))
                 comps = read_coefficients(helper, jpeg, os.path.join(tmp, "c.bin"))
-                rows[name] = {"input": psnr(Image.open(jpeg).convert("RGB"), clean),
+                rows[name] = {"input": psnr(np.asarray(Image.open(jpeg).convert("RGB")), clean),
                               "model": psnr(restored, clean), "projected": psnr(project(restored, comps), clean)}
             mean = {k: float(np.mean([r[k] for r in rows.values()])) for k in ("input", "model", "projected")}
             worse = {k: sorted(n for n, r in rows.items() if r[k] < r["input"]) for k in ("model", "projected")}

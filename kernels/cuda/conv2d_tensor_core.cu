@@ -835,14 +835,29 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) conv2d_tc_kerne
             // (3x3: 12 ldmatrix for 18 wgmma at MT = 2, where a tap at a
             // time took 18). B is the (step, ky, kx) block of the staged
             // weights, from the warpgroup's channel wn0. The whole (step,
-            // kx) is one commit group, waited for before the next loads
-            // overwrite the fragments: ptxas reuses the registers of A
-            // operands still in flight (an unrolled tap loop with one group
-            // in flight computed wrong sums, 2026-12-03), so none is.
+            // kx) is one commit group; the picked rows wait for it before the
+            // next loads, the PIPE_A rows keep it in flight ("Warpgroup MMA"
+            // above).
             constexpr uint32_t kTapBytes = Cfg::BN * 32;  // one (step, tap): BN channels x 16 k
             constexpr int R = MT + KS - 1;                // fragment rows per kx
             const uint64_t desc0 = wgmma_desc(w_base + wn0 * 32);
             const uint32_t a_row0 = halo_base + 2 * a_off[0];
+            // One (k step, kx) group: its A fragments (the MT + K - 1 rows),
+            // and its wgmmas, one commit group.
+            auto load = [&](uint32_t(&a)[R][4], int ks, int kx) {
+#pragma unroll
+                for (int r = 0; r < R; ++r) ldmatrix_x4(a[r], a_row0 + ks * 32 + r * row_bytes + kx * as_bytes);
+            };
+            auto mma = [&](const uint32_t(&a)[R][4], int ks, int kx) {
+                wgmma_fence();  // the fragments' ldmatrix (and the zeroed accumulators) before the wgmmas read them
+#pragma unroll
+                for (int ky = 0; ky < KS; ++ky) {
+                    const uint64_t desc = desc0 + (((ks * KS * KS + ky * KS + kx) * kTapBytes) >> 4);
+#pragma unroll
+                    for (int i = 0; i < MT; ++i) WgmmaRS<T, NT>::mma(acc[i], a[i + ky], desc);
+                }
+                wgmma_commit();
+            };
             if constexpr (Cfg::PIPE_A) {
                 // Group g = (k step g / K, kx g % K). Fragment set a0 feeds the
                 // even groups, a1 the odd: group g's set is loaded while group
@@ -852,32 +867,18 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) conv2d_tc_kerne
                 // SASS of every such row: scripts/wgmma_sass_check.py).
                 const int groups = ksteps * KS;
                 uint32_t a0[R][4], a1[R][4];
-                auto load = [&](uint32_t(&a)[R][4], int g) {
-                    const int ks = g / KS, kx = g - ks * KS;
-#pragma unroll
-                    for (int r = 0; r < R; ++r) ldmatrix_x4(a[r], a_row0 + ks * 32 + r * row_bytes + kx * as_bytes);
-                };
-                auto mma = [&](const uint32_t(&a)[R][4], int g) {
-                    const int ks = g / KS, kx = g - ks * KS;
-                    wgmma_fence();  // the set's ldmatrix (and the zeroed accumulators) before the wgmmas read them
-#pragma unroll
-                    for (int ky = 0; ky < KS; ++ky) {
-                        const uint64_t desc = desc0 + (((ks * KS * KS + ky * KS + kx) * kTapBytes) >> 4);
-#pragma unroll
-                        for (int i = 0; i < MT; ++i) WgmmaRS<T, NT>::mma(acc[i], a[i + ky], desc);
-                    }
-                    wgmma_commit();
-                };
+                auto load_g = [&](uint32_t(&a)[R][4], int g) { load(a, g / KS, g % KS); };
+                auto mma_g = [&](const uint32_t(&a)[R][4], int g) { mma(a, g / KS, g % KS); };
                 fence_accumulators(acc);
-                load(a0, 0);
+                load_g(a0, 0);
                 for (int g = 0; g < groups; g += 2) {
-                    mma(a0, g);
+                    mma_g(a0, g);
                     wgmma_wait<1>();  // g - 1 retired: a1 is free
                     if (g + 1 < groups) {
-                        load(a1, g + 1);
-                        mma(a1, g + 1);
+                        load_g(a1, g + 1);
+                        mma_g(a1, g + 1);
                         wgmma_wait<1>();  // g retired: a0 is free
-                        if (g + 2 < groups) load(a0, g + 2);
+                        if (g + 2 < groups) load_g(a0, g + 2);
                     }
                 }
                 wgmma_wait<0>();  // every group retired: the stage and the accumulators are free
@@ -888,16 +889,8 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) conv2d_tc_kerne
 #pragma unroll
                     for (int kx = 0; kx < KS; ++kx) {
                         uint32_t a[R][4];
-#pragma unroll
-                        for (int r = 0; r < R; ++r) ldmatrix_x4(a[r], a_row0 + ks * 32 + r * row_bytes + kx * as_bytes);
-                        wgmma_fence();  // the A registers (and the zeroed accumulators) before the wgmmas read them
-#pragma unroll
-                        for (int ky = 0; ky < KS; ++ky) {
-                            const uint64_t desc = desc0 + (((ks * KS * KS + ky * KS + kx) * kTapBytes) >> 4);
-#pragma unroll
-                            for (int i = 0; i < MT; ++i) WgmmaRS<T, NT>::mma(acc[i], a[i + ky], desc);
-                        }
-                        wgmma_commit();
+                        load(a, ks, kx);
+                        mma(a, ks, kx);
                         wgmma_wait<0>();  // the fragments free for the next kx; this stage free after the last
                     }
                 }
