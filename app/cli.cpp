@@ -19,6 +19,7 @@
 #include "eval/eval_command.h"
 #include "eval/noise_estimate.h"
 #include "eval/validate_precision.h"
+#include "image/jpeg_projection.h"
 #include "image/jpeg_quality.h"
 #include "jobs/file_report.h"
 #include "jobs/plan_jobs.h"
@@ -81,17 +82,18 @@ struct Options {
     std::vector<std::string> kernels;  // --kernel OP=VARIANT: forced kernel variants (for timing them)
     int bit_depth = 0;
     int quality = 95;
-    int png_compression = 1;            // see WriteOptions
-    double strength = 1;                // --strength: scales the level, or blends input + S * (restored - input)
-    double noise_level = 0;             // --noise-level SIGMA (0..255), when noise_level_given
-    bool noise_level_given = false;     // else it is estimated per image
-    int jpeg_quality = 0;               // --jpeg-quality Q (1..100); 0: not given (read from each JPEG)
-    std::string model_to_show;          // `imrestore model X`
-    ValidatePrecisionOptions validate;  // `imrestore model X --validate-precision DIR [--write OUT.h5]`
-    bool models_json = false;           // `imrestore models --json`
-    DegradeOptions degrade;             // `imrestore degrade ...`
-    EvalOptions eval;                   // `imrestore eval ...`
-    ShardOptions shard;                 // --shard K/N, --shard-count N
+    int png_compression = 1;               // see WriteOptions
+    double strength = 1;                   // --strength: scales the level, or blends input + S * (restored - input)
+    double noise_level = 0;                // --noise-level SIGMA (0..255), when noise_level_given
+    bool noise_level_given = false;        // else it is estimated per image
+    int jpeg_quality = 0;                  // --jpeg-quality Q (1..100); 0: not given (read from each JPEG)
+    std::string jpeg_projection = "auto";  // --jpeg-projection auto|on|off (jpeg_projection_wanted)
+    std::string model_to_show;             // `imrestore model X`
+    ValidatePrecisionOptions validate;     // `imrestore model X --validate-precision DIR [--write OUT.h5]`
+    bool models_json = false;              // `imrestore models --json`
+    DegradeOptions degrade;                // `imrestore degrade ...`
+    EvalOptions eval;                      // `imrestore eval ...`
+    ShardOptions shard;                    // --shard K/N, --shard-count N
 };
 
 std::string first_sentence(const std::string& s) {
@@ -204,7 +206,7 @@ private:
 // What a restore report says before its files: model, device, precision,
 // batch, shard (with --json-lines before the listing is over: without its counts).
 void add_run_header(Json& doc, const JobStream& jobs, const ModelRunner& runner, const ModelChoice& choice,
-                    double strength) {
+                    double strength, bool jpeg_projection) {
     const ModelFile& model = runner.model();
     const Backend& backend = runner.backend();
     doc["model"] = {{"name", model.name}, {"path", model.path}, {"selected_by", choice.selected_by}};
@@ -226,6 +228,8 @@ void add_run_header(Json& doc, const JobStream& jobs, const ModelRunner& runner,
     // How --strength acts: "level" (it scales the model's noise level or
     // JPEG quality; each file's "levels" say the values) or "blend".
     doc["strength"] = {{"value", strength}, {"applies_to", model.extra_inputs.empty() ? "blend" : "level"}};
+    // --jpeg-projection: whether JPEG inputs' outputs are projected (each file's "jpeg_projected" says where it was).
+    doc["jpeg_projection"] = jpeg_projection;
     doc["shard"] = shard_json(jobs.shard(), jobs.selected(), jobs.listed(), jobs.finished());
 }
 
@@ -250,9 +254,9 @@ void add_run_summary(Json& doc, const PipelineReport& r) {
 
 // --json: the whole report, once the run is over (every file's entry held until then).
 std::string report_json(const JobStream& jobs, const ModelRunner& runner, const ModelChoice& choice, double strength,
-                        const PipelineReport& r, const std::vector<FileResult>& results) {
+                        bool jpeg_projection, const PipelineReport& r, const std::vector<FileResult>& results) {
     Json doc = json_document();
-    add_run_header(doc, jobs, runner, choice, strength);
+    add_run_header(doc, jobs, runner, choice, strength, jpeg_projection);
     Json& files = doc["files"] = Json::array();
     for (const FileResult& f : results) files.push_back(file_json(f));
     add_run_summary(doc, r);
@@ -402,6 +406,7 @@ int run_restore(const Options& o) {
     const ModelChoice choice = choose_model(o.model, backend->is_host_memory());
     ModelFile model = load_model_file(resolve_model(choice.name));
     const LevelPlan levels = plan_levels(o, model);
+    const bool jpeg_projection = jpeg_projection_wanted(o.jpeg_projection, model.task);
     settings.extra_inputs = levels.fixed;
     ModelRunner runner(model, *backend, settings);
     bool chatty = !o.quiet && !o.json && !o.json_lines;
@@ -417,7 +422,8 @@ int run_restore(const Options& o) {
         if (const std::string shard = shard_note(jobs.shard(), 0, 0, false); !shard.empty()) std::cerr << shard << "\n";
         std::cerr << "model " << printable(model.name) << " (" << printable(model.path) << "), device "
                   << backend->name() << ": " << backend->description() << ", precision "
-                  << precision_name(runner.precision()) << "\n";
+                  << precision_name(runner.precision())
+                  << (jpeg_projection ? ", JPEG inputs projected onto their files" : "") << "\n";
         for (const auto& [op, variant] : runner.options().forced_variants)
             std::cerr << "note: every " << op_name(op) << " runs kernel variant " << variant
                       << " (--kernel), not the planner's pick\n";
@@ -436,6 +442,7 @@ int run_restore(const Options& o) {
     p.bench_repeats = o.bench;
     p.blend = levels.blend;
     p.levels = levels.per_image;
+    p.jpeg_projection = jpeg_projection;
     p.cancel = &g_cancel;
     std::signal(SIGPIPE, SIG_IGN);  // a closed output pipe is an error of that write (EPIPE), not death
     std::signal(SIGINT, on_interrupt);
@@ -443,7 +450,7 @@ int run_restore(const Options& o) {
 
     if (o.json_lines) {
         Json start = json_record("start");
-        add_run_header(start, jobs, runner, choice, o.strength);
+        add_run_header(start, jobs, runner, choice, o.strength, p.jpeg_projection);
         std::cout << json_line(start) << std::flush;
     }
     Progress progress(!o.quiet && isatty(STDERR_FILENO));
@@ -467,7 +474,7 @@ int run_restore(const Options& o) {
 
     int restored = report.count(FileResult::Status::Restored), failed = report.count(FileResult::Status::Failed);
     if (o.json) {
-        std::cout << report_json(jobs, runner, choice, o.strength, report, results);
+        std::cout << report_json(jobs, runner, choice, o.strength, jpeg_projection, report, results);
     } else if (o.json_lines) {
         Json end = json_record("summary");
         end["shard"] = shard_json(jobs.shard(), jobs.selected(), jobs.listed(), jobs.finished());
@@ -603,6 +610,13 @@ void setup(CLI::App& app, Options& o) {
                    "from each JPEG's quantization tables)")
         ->check(CLI::Range(1, 100))
         ->type_name("Q");
+    app.add_option("--jpeg-projection", o.jpeg_projection,
+                   "Project each JPEG input's output onto the images its file could have come from (every DCT "
+                   "coefficient within its quantization step of the file's): never farther from the original photo "
+                   "than the model's output; auto: for models whose task is deblock, off for the others (noise or "
+                   "blur besides the artifacts would be kept)")
+        ->check(CLI::IsMember({"auto", "on", "off"}))
+        ->capture_default_str();
     app.add_option("--png-compression", o.png_compression,
                    "PNG compression level (1: fastest; 6: ~4% smaller files, ~3x slower to encode)")
         ->check(CLI::Range(0, 9))

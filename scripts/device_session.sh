@@ -6,6 +6,7 @@
 #   scripts/device_session.sh train-denoise|train-deblock-q   (a call that is the training)
 #   scripts/device_session.sh verify            (tests and timings in one call, after the trainings)
 #   scripts/device_session.sh folder            (the folder against its codec floor; model timings)
+#   scripts/device_session.sh validate          (a trained model's half precisions, recorded in its file)
 #   scripts/device_session.sh stage|tests|bench (checks and timings over three calls)
 #
 # Prepared here first (git-excluded .carry/, see docs/performance.md, "The
@@ -86,6 +87,20 @@ folder) # the folder against its codec floor and the GPU default's timing (carry
         echo "$m: $(bench_sum "$O/bench-$m.json") $(tail -1 /tmp/r.err)"
     done
     ls -la "$O" ;;
+validate) # a trained model's half precisions (carry .carry/imr.tar.xz and
+    # weights/data/shards/heldout.tar; the tree with weights/$MODEL.h5 only,
+    # MODEL default denoise-unet): imrestore model --validate-precision on the
+    # 34 held-out photos at its task's degradations; the file with the
+    # precisions that hold the bound comes back as $OUT/$MODEL.h5.
+    mkdir -p /tmp/bgs /tmp/heldout && tar -xJf .carry/imr.tar.xz -C /tmp/bgs
+    export LD_LIBRARY_PATH=/tmp/bgs/build-gpu-slim/lib; X=/tmp/bgs/build-gpu-slim/imrestore; m=${MODEL:-denoise-unet}
+    python3 -c "
+import sys; sys.path.insert(0, 'weights/data')
+from shards import read_shard
+from PIL import Image
+for name, a in read_shard('weights/data/shards/heldout.tar')[1]: Image.fromarray(a).save(f'/tmp/heldout/{name}.png')"
+    timeout 500 $X model "weights/$m.h5" --validate-precision /tmp/heldout --write "$O/$m.h5" -d cuda 2>&1 | tee "$O/validate-$m.log"
+    ls -la "$O" ;;
 stage)  # a check-only session, call 1 of 3: the bigger *.h5 to /tmp/models (what call "tests" lacks)
     cp weights/*.h5 /tmp/models/ && ls -la /tmp/models ;;
 tests)  # call 2 of 3: the tree with the other *.h5; carry .carry/gpu.tar.xz (with test_ops and bench_gpu).
@@ -134,5 +149,5 @@ bench)  # call 3 of 3 (carry .carry/gpu.tar.xz, .carry/photo12mp.jpg): quiet tim
     timeout 120 /tmp/bgs/build-gpu-slim/bench_gpu --suite conv --json /tmp/rep/bench-conv.json > /tmp/rep/bench-conv.log 2>&1
     tail -6 /tmp/rep/bench-conv.log
     tar -cJf "$O/reports.tar.xz" -C /tmp rep; ls -la "$O" ;;
-*)  echo "usage: $0 train-denoise|train-deblock-q|verify|folder|stage|tests|bench" >&2; exit 2 ;;
+*)  echo "usage: $0 train-denoise|train-deblock-q|verify|folder|validate|stage|tests|bench" >&2; exit 2 ;;
 esac

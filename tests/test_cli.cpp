@@ -17,8 +17,10 @@
 #include "backend.h"
 #include "bundled_model_digests.h"
 #include "cli_run.h"
+#include "eval/metrics.h"
 #include "eval/noise_estimate.h"
 #include "image/image_io.h"
+#include "image/jpeg_projection.h"
 #include "image_test_files.h"
 #include "metadata_test_files.h"
 #include "model_file.h"
@@ -431,6 +433,49 @@ TEST(Cli, LevelsGivenOrEstimatedReachTheModel) {
     RunResult range = run(noise_model, in, "--noise-level 300");
     EXPECT_EQ(range.code, 2);
     EXPECT_NE(range.err.find("0..255"), std::string::npos) << range.err;
+}
+
+// A deblocking model's output for a JPEG input is projected onto the file's
+// quantization cells (image/jpeg_projection.h): exactly the projection of the
+// unprojected output, said per file in --json, no farther from the clean
+// photo; not for a PNG input, not with --jpeg-projection off, not by default
+// for a model of another task.
+TEST(Cli, DeblockingProjectsJpegInputsOntoTheirFiles) {
+    if (!jpeg_projection_available()) GTEST_SKIP() << "no libjpeg in this build";
+    ScratchDir dir("cli-jpeg-projection");
+    fs::create_directories(dir / "in");
+    const Image clean = read_image(sample("chelsea.png"));
+    WriteOptions q30;
+    q30.jpeg_quality = 30;
+    write_image(dir / "in/a.jpg", clean, q30);
+    write_image(dir / "in/b.png", read_image(dir / "in/a.jpg"));
+    auto run = [&](const std::string& args, const std::string& out) {
+        RunResult r = imrestore(q(dir / "in") + " -o " + q(dir / out) + " --format png -d cpu --json " + args, dir);
+        EXPECT_EQ(r.code, 0) << r.err;
+        return nlohmann::json::parse(r.out);
+    };
+    auto projected = [](const nlohmann::json& report, const std::string& name) {
+        for (const auto& f : report["files"])
+            if (f["input"].get<std::string>().find(name) != std::string::npos) return f.value("jpeg_projected", false);
+        return false;
+    };
+    const nlohmann::json on = run("-m deblock-fast", "on"), off = run("-m deblock-fast --jpeg-projection off", "off");
+    EXPECT_EQ(on["jpeg_projection"], true);
+    EXPECT_TRUE(projected(on, "a.jpg"));
+    EXPECT_FALSE(projected(on, "b.png"));
+    EXPECT_EQ(off["jpeg_projection"], false);
+    EXPECT_FALSE(projected(off, "a.jpg"));
+    EXPECT_EQ(max_difference(read_image(dir / "on/b.png"), read_image(dir / "off/b.png")), 0);
+    Image want = read_image(dir / "off/a.png");
+    project_onto_jpeg(want, read_jpeg_coefficients("a.jpg", read_image_file(dir / "in/a.jpg")));
+    const Image got = read_image(dir / "on/a.png");
+    EXPECT_EQ(max_difference(got, want), 0);
+    EXPECT_GT(max_difference(got, read_image(dir / "off/a.png")), 0);
+    EXPECT_GE(psnr_8bit(clean, got), psnr_8bit(clean, read_image(dir / "off/a.png")) - 0.01);
+    const nlohmann::json other = run("-m sharpen", "sharpen"),
+                         forced = run("-m sharpen --jpeg-projection on", "forced");
+    EXPECT_EQ(other["jpeg_projection"], false);
+    EXPECT_TRUE(projected(forced, "a.jpg"));
 }
 
 TEST(Cli, SeveralFoldersKeepTheirNamesAndDotIsAFolder) {

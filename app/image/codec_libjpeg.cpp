@@ -21,6 +21,8 @@
 
 #include "error.h"
 #include "image/codecs.h"
+#include "image/jpeg_projection.h"
+#include "image/metadata.h"
 #include "image/probe.h"
 
 namespace imr::imageio {
@@ -115,6 +117,72 @@ private:
     ErrorManager err_{};
     bool created_ = false, cmyk_ = false;
     std::vector<uint8_t> row_;
+};
+
+// Reads a JPEG's quantized coefficients (jpeg_read_coefficients: the entropy
+// decoding alone, no inverse DCT) into a JpegCoefficients. Its state lives in
+// the object for the same reason as the Decoder's.
+class CoefficientReader {
+public:
+    CoefficientReader() { cinfo_.err = err_.install(); }
+    ~CoefficientReader() {
+        if (created_) jpeg_destroy_decompress(&cinfo_);
+    }
+    CoefficientReader(const CoefficientReader&) = delete;
+    CoefficientReader& operator=(const CoefficientReader&) = delete;
+
+    // false after a libjpeg error (message()) or with refusal_ set (a JPEG
+    // the projection does not take).
+    bool read(const std::vector<uint8_t>& data, JpegCoefficients& out) {
+        if (setjmp(err_.jump)) return false;
+        jpeg_create_decompress(&cinfo_);
+        created_ = true;
+        jpeg_mem_src(&cinfo_, data.data(), static_cast<unsigned long>(data.size()));
+        jpeg_read_header(&cinfo_, TRUE);
+        const int n = cinfo_.num_components;
+        if (!((cinfo_.jpeg_color_space == JCS_GRAYSCALE && n == 1) || (cinfo_.jpeg_color_space == JCS_YCbCr && n == 3)))
+            return refuse(cinfo_.jpeg_color_space == JCS_CMYK || cinfo_.jpeg_color_space == JCS_YCCK
+                              ? "a CMYK JPEG"
+                              : "a JPEG neither gray nor YCbCr (its colors are coded another way)");
+        if (cinfo_.data_precision != 8) return refuse("a JPEG of 12-bit samples");
+        jvirt_barray_ptr* arrays = jpeg_read_coefficients(&cinfo_);
+        out.width = int(cinfo_.image_width), out.height = int(cinfo_.image_height);
+        out.max_h = cinfo_.max_h_samp_factor, out.max_v = cinfo_.max_v_samp_factor;
+        out.components.resize(size_t(n));
+        for (int c = 0; c < n; ++c) {
+            const jpeg_component_info& info = cinfo_.comp_info[c];
+            JpegCoefficients::Component& comp = out.components[size_t(c)];
+            if (out.max_h % info.h_samp_factor != 0 || out.max_v % info.v_samp_factor != 0)
+                return refuse("a JPEG whose chroma sampling is no whole-number ratio of its luma's");
+            if (!info.quant_table) return refuse("a JPEG without a quantization table for each component");
+            comp.h = info.h_samp_factor, comp.v = info.v_samp_factor;
+            comp.blocks_wide = int(info.width_in_blocks), comp.blocks_high = int(info.height_in_blocks);
+            for (int i = 0; i < DCTSIZE2; ++i) {
+                comp.step[size_t(i)] = info.quant_table->quantval[i];
+                if (comp.step[size_t(i)] == 0) return refuse("a JPEG with a quantization step of 0");
+            }
+            comp.k.resize(size_t(comp.blocks_wide) * comp.blocks_high * DCTSIZE2);
+            for (JDIMENSION row = 0; row < info.height_in_blocks; ++row) {
+                JBLOCKARRAY blocks = (*cinfo_.mem->access_virt_barray)(reinterpret_cast<j_common_ptr>(&cinfo_),
+                                                                       arrays[c], row, 1, FALSE);
+                std::memcpy(&comp.k[size_t(row) * comp.blocks_wide * DCTSIZE2], blocks[0],
+                            size_t(comp.blocks_wide) * sizeof(JBLOCK));
+            }
+        }
+        jpeg_finish_decompress(&cinfo_);
+        return true;
+    }
+    const char* message() const { return refusal_ ? refusal_ : err_.message; }
+
+private:
+    bool refuse(const char* why) {
+        refusal_ = why;
+        return false;
+    }
+    jpeg_decompress_struct cinfo_{};
+    ErrorManager err_{};
+    bool created_ = false;
+    const char* refusal_ = nullptr;
 };
 
 // The encoder writes into a std::vector through its own destination manager
@@ -215,3 +283,21 @@ std::vector<uint8_t> encode_libjpeg(const std::string& path, const Image& img, i
 }
 
 }  // namespace imr::imageio
+
+namespace imr {
+
+JpegCoefficients read_jpeg_coefficients(const std::string& path, const std::vector<uint8_t>& bytes) {
+    static_assert(sizeof(JCOEF) == sizeof(int16_t) && sizeof(JBLOCK) == 64 * sizeof(int16_t));
+    JpegCoefficients out;
+    auto reader = std::make_unique<imageio::CoefficientReader>();
+    if (!reader->read(bytes, out)) throw Error(path + ": " + reader->message());
+    imageio::Dropped dropped;  // said when the image was read
+    out.orientation = imageio::exif_orientation(imageio::find_metadata(imageio::Format::Jpeg, bytes, dropped).exif);
+    return out;
+}
+
+bool jpeg_projection_available() {
+    return true;
+}
+
+}  // namespace imr

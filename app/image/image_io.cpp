@@ -105,13 +105,11 @@ namespace imr {
 
 using namespace imageio;
 
-namespace {
-
 namespace fs = std::filesystem;
 
 // ---------------------------------------------------------------- reading helpers
 
-std::vector<uint8_t> read_file(const std::string& path) {
+std::vector<uint8_t> read_image_file(const std::string& path) {
     std::error_code ec;
     fs::file_status st = fs::status(path, ec);
     if (st.type() == fs::file_type::not_found) throw Error(path + ": no such file");
@@ -140,6 +138,8 @@ std::vector<uint8_t> read_file(const std::string& path) {
     }
     return data;
 }
+
+namespace {
 
 // Keeps channel 0 and, when `alpha`, the last channel (gray PNGs from OpenCV).
 void collapse_to_gray(Image& img, bool alpha) {
@@ -229,7 +229,7 @@ void check_writable_format(const std::string& path, Codec codec) {
 
 Image read_image(const std::string& path, Codec codec, uint64_t max_pixels, std::vector<std::string>* warnings) {
     check_codec_available(path, codec);
-    return decode_image(path, read_file(path), codec, max_pixels, warnings);
+    return decode_image(path, read_image_file(path), codec, max_pixels, warnings);
 }
 
 Image decode_image(const std::string& path, const std::vector<uint8_t>& data, Codec codec, uint64_t max_pixels,

@@ -47,6 +47,10 @@ void check_can_write(const std::string& path, int channels, int bit_depth, const
 Image read_image(const std::string& path, Codec codec = Codec::Auto, uint64_t max_pixels = 0,
                  std::vector<std::string>* warnings = nullptr);
 
+// The whole file read_image decodes, with its checks (missing, a folder,
+// unreadable, over 2 GiB): for a caller that keeps the bytes besides.
+std::vector<uint8_t> read_image_file(const std::string& path);
+
 // read_image of a file's bytes already in memory; `path` names them in
 // messages and its extension hints the format (the bytes decide).
 Image decode_image(const std::string& path, const std::vector<uint8_t>& data, Codec codec = Codec::Auto,

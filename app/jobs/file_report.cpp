@@ -61,6 +61,7 @@ Json file_json(const FileResult& f) {
               {"channels", f.channels}, {"bit_depth", f.bit_depth}, {"fp32_rerun", f.fp32_rerun},
               {"warnings", f.warnings}};
     if (!f.precision.empty()) j["precision"] = f.precision;
+    if (f.jpeg_projected) j["jpeg_projected"] = true;
     if (!f.levels.empty()) {
         Json& levels = j["levels"] = Json::array();
         for (const FileResult::Level& l : f.levels)

@@ -23,6 +23,9 @@ struct FileResult {
     // "fp16", "bf16"; a 16-bit image under --precision auto: fp32). Empty
     // otherwise.
     std::string precision;
+    // Restore with PipelineOptions::jpeg_projection: the output was projected
+    // onto its JPEG's quantization cells (image/jpeg_projection.h).
+    bool jpeg_projected = false;
     // A level a model took as an extra input (restore with a model that
     // takes noise_level / jpeg_quality), or that degrade --estimate-noise
     // measured: on the user's scale (noise_level: sigma 0..255;

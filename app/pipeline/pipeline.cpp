@@ -10,12 +10,15 @@
 #include <filesystem>
 #include <future>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <new>
 #include <set>
 #include <thread>
 
 #include "image/image_batch.h"
+#include "image/jpeg_projection.h"
+#include "image/jpeg_quality.h"
 #include "jobs/output_folders.h"
 #include "pipeline/compute_lanes.h"
 #include "pipeline/host_tiles.h"
@@ -33,6 +36,9 @@ double ms_since(std::chrono::steady_clock::time_point t) {
 }
 
 // What reading one job gave: an image, or why there is none.
+// A JPEG input's bytes, kept for the projection at write time.
+using JpegBytes = std::shared_ptr<const std::vector<uint8_t>>;
+
 struct Decoded {
     Image image;
     HostBuffer planes;     // the image as the model's NCHW input (image_to_planes), made by the decoder
@@ -43,6 +49,7 @@ struct Decoded {
     std::string message;
     std::vector<std::string> warnings;  // of reading (metadata dropped)
     ImageLevels levels;                 // the model's extra inputs for it (PipelineOptions::levels)
+    JpegBytes jpeg;                     // the JPEG file itself (PipelineOptions::jpeg_projection), else null
     double ms = 0, to_nchw_ms = 0, levels_ms = 0;
 };
 
@@ -55,6 +62,7 @@ struct Pending {
     bool samples;   // Decoded::samples: restored in its own samples, in batches of such images
     std::vector<std::string> warnings;
     ImageLevels levels;
+    JpegBytes jpeg;
 };
 
 // Standard input, whole (one image; "-" in messages).
@@ -133,6 +141,7 @@ WriteOptions with_overwrite(WriteOptions w, bool force) {
 struct WriteOutcome {
     std::string error;                  // empty: written
     std::vector<std::string> warnings;  // metadata that could not be written
+    bool jpeg_projected = false;        // FileResult::jpeg_projected
 };
 
 struct Written {
@@ -286,6 +295,7 @@ private:
         bool fp32_rerun = false;
         Precision precision = Precision::Fp32;  // what its batch was computed in
         std::vector<FileResult::Level> levels;  // the levels its model was given (--noise-level, estimated)
+        bool jpeg_projected = false;
         bool done = false;
     };
     Slot& slot(size_t seq) { return window_[seq - base_]; }
@@ -319,18 +329,17 @@ private:
         }
         auto t = std::chrono::steady_clock::now();
         try {
-            std::vector<uint8_t> stdin_bytes;
-            if (job.input == kStdio) {
-                stdin_bytes = read_stdin();
-                d.image = decode_image("-", stdin_bytes, options_.codec, options_.max_pixels, &d.warnings);
-            } else {
-                d.image = read_image(job.input, options_.codec, options_.max_pixels, &d.warnings);
-            }
+            const bool from_stdin = job.input == kStdio;
+            std::vector<uint8_t> bytes = from_stdin ? read_stdin() : read_image_file(job.input);
+            d.image =
+                decode_image(from_stdin ? "-" : job.input, bytes, options_.codec, options_.max_pixels, &d.warnings);
             if (options_.levels) {
                 const auto start = std::chrono::steady_clock::now();
-                d.levels = options_.levels(d.image, job.input, job.input == kStdio ? &stdin_bytes : nullptr);
+                d.levels = options_.levels(d.image, job.input, from_stdin ? &bytes : nullptr);
                 d.levels_ms = ms_since(start);
             }
+            if (options_.jpeg_projection && is_jpeg(bytes))
+                d.jpeg = std::make_shared<const std::vector<uint8_t>>(std::move(bytes));
             items_per_image(d.image, runner_.model().channels);  // throws if the channels cannot map
             // Refuse what cannot be written (16-bit or alpha to JPEG, ...) before any compute.
             check_can_write(to_stdout ? "-." + options_.stdout_format : job.output, d.image.channels, d.image.bit_depth,
@@ -385,6 +394,7 @@ private:
         r.fp32_rerun = s.fp32_rerun;
         if (status == FileResult::Status::Restored) r.precision = precision_name(s.precision);
         r.levels = std::move(s.levels);
+        r.jpeg_projected = s.jpeg_projected;
         if (image)
             r.width = image->width, r.height = image->height, r.channels = image->channels,
             r.bit_depth = image->bit_depth;
@@ -425,7 +435,7 @@ private:
         }
         const bool tiled = d.tiled;
         pending_.push_back({i, std::move(d.image), std::move(d.planes), d.floats, tiled, d.samples,
-                            std::move(d.warnings), std::move(d.levels)});
+                            std::move(d.warnings), std::move(d.levels), std::move(d.jpeg)});
         if (tiled) flush();
     }
 
@@ -722,14 +732,15 @@ private:
             Image dims;  // the report needs only the dimensions
             dims.width = p.image.width, dims.height = p.image.height, dims.channels = p.image.channels,
             dims.bit_depth = p.image.bit_depth;
-            const std::string path = slot(p.job).job.output;
+            const std::string path = slot(p.job).job.output, input = slot(p.job).job.input;
             const bool restored = p.samples;
-            writing_.push_back(
-                {p.job, dims, std::move(p.warnings),
-                 std::async(std::launch::async, [this, path, source = std::move(p.image), planes = std::move(planes),
-                                                 made = std::move(r.image), restored]() mutable {
-                     return convert_and_write(path, std::move(source), std::move(planes), std::move(made), restored);
-                 })});
+            writing_.push_back({p.job, dims, std::move(p.warnings),
+                                std::async(std::launch::async,
+                                           [this, path, input, source = std::move(p.image), planes = std::move(planes),
+                                            made = std::move(r.image), restored, jpeg = std::move(p.jpeg)]() mutable {
+                                               return convert_and_write(path, std::move(source), std::move(planes),
+                                                                        std::move(made), restored, input, jpeg);
+                                           })});
         }
         if (batch.size() > 1) pool_.give(std::move(r.output));
     }
@@ -737,9 +748,10 @@ private:
     // On a worker thread: the model's output planes back to an image (or
     // the image a tiled run made, or the source itself where it was
     // `restored` in its samples) with the source's metadata (moved, not
-    // copied), then encoded and written.
-    WriteOutcome convert_and_write(const std::string& path, Image source, HostBuffer planes, Image made,
-                                   bool restored) {
+    // copied), projected onto its JPEG's cells where `jpeg` holds the input
+    // file, then encoded and written.
+    WriteOutcome convert_and_write(const std::string& path, Image source, HostBuffer planes, Image made, bool restored,
+                                   const std::string& input, const JpegBytes& jpeg) {
         auto t = std::chrono::steady_clock::now();
         Image image;
         WriteOutcome outcome;
@@ -766,6 +778,18 @@ private:
         pool_.give(std::move(planes));
         const double from_nchw_ms = restored ? -1 : ms_since(t);  // none to time
         t = std::chrono::steady_clock::now();
+        if (jpeg) {
+            try {
+                project_onto_jpeg(image, read_jpeg_coefficients(input, *jpeg));
+                outcome.jpeg_projected = true;
+            } catch (const std::exception& e) {  // a JPEG it does not take; bad_alloc
+                std::string why = e.what();
+                if (why.rfind(input, 0) != 0) why = input + ": " + why;
+                outcome.warnings.push_back(why + " (written without the JPEG projection)");
+            }
+        }
+        const double projection_ms = jpeg ? ms_since(t) : -1;
+        t = std::chrono::steady_clock::now();
         std::string& error = outcome.error;
         try {
             if (path == kStdio) {
@@ -784,6 +808,7 @@ private:
         }
         std::lock_guard<std::mutex> lock(timer_mutex_);
         from_nchw_ms_.push_back(from_nchw_ms);
+        projection_ms_.push_back(projection_ms);
         write_ms_.push_back(ms_since(t));
         return outcome;
     }
@@ -797,11 +822,14 @@ private:
             std::lock_guard<std::mutex> lock(timer_mutex_);
             for (double ms : from_nchw_ms_)
                 if (ms >= 0) report_.timer.add("from-NCHW", ms);
+            for (double ms : projection_ms_)
+                if (ms >= 0) report_.timer.add("JPEG projection", ms);
             for (double ms : write_ms_) report_.timer.add("encode+write", ms);
-            from_nchw_ms_.clear(), write_ms_.clear();
+            from_nchw_ms_.clear(), projection_ms_.clear(), write_ms_.clear();
         }
         if (!error.empty()) report_.megapixels -= double(w.source.width) * w.source.height / 1e6;
         w.warnings.insert(w.warnings.end(), outcome.warnings.begin(), outcome.warnings.end());
+        slot(w.job).jpeg_projected = outcome.jpeg_projected && error.empty();
         finish(w.job, error.empty() ? FileResult::Status::Restored : FileResult::Status::Failed, error, &w.source,
                std::move(w.warnings));
     }
@@ -825,7 +853,8 @@ private:
     const WriteOptions write_options_;
     std::vector<Pending> pending_;
     std::mutex timer_mutex_;
-    std::vector<double> write_ms_, from_nchw_ms_;  // from writer threads, moved into the timer on this thread
+    std::vector<double> write_ms_, from_nchw_ms_,
+        projection_ms_;  // from writer threads, moved into the timer on this thread
     size_t finished_ = 0;
     PipelineReport report_;
     // Last, so that they are destroyed first: their futures join the writer

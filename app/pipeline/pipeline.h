@@ -56,6 +56,12 @@ struct PipelineOptions {
     // Set for a model that takes extra inputs: each image's values, in
     // batches of equal values (ModelRunner::set_extra_values before each).
     LevelsFn levels;
+    // For a model that removes JPEG artifacts: each JPEG input's output is
+    // projected onto the images its file could have come from
+    // (image/jpeg_projection.h), on the writer's thread before encoding. The
+    // file's bytes go along from decode to write (a few MB a photo); a JPEG
+    // the projection does not take is written as restored, with a warning.
+    bool jpeg_projection = false;
     // How an image reaches the model: as its own samples, converted to the
     // model's planes and back by the backend (ModelRunner::run_samples: on
     // a GPU one byte a sample crosses the bus instead of four, and no CPU
