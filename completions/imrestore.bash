@@ -18,7 +18,7 @@ declare -gA _imrestore_valued=(
     [model]='--validate-precision --write -d --device'
     [degrade]='-o --output --blur --noise --jpeg --subsampling --mix --seed --format --shard --shard-count'
     [eval]='-m --model -d --device -j --threads --blur --noise --jpeg --subsampling --mix --seed --degraded
-        --baselines --shard --shard-count'
+        --baselines --jpeg-projection --shard --shard-count'
 )
 declare -gA _imrestore_flags=(
     [restore]='-h --help --version -r --recursive -f --force --strip --tta --timing --json --json-lines -q --quiet'

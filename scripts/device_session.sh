@@ -113,7 +113,7 @@ tests)  # call 2 of 3: the tree with the other *.h5; carry .carry/gpu.tar.xz (wi
     mkdir -p /tmp/bgs && tar -xJf "${GPU_TAR:-.carry/gpu.tar.xz}" -C /tmp/bgs
     [ "${CLI_ONLY:-0}" = 1 ] || (nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -DIMR_BUILD_SM90A=1 -Ikernels/cuda bench/bench_tensor_core.cu \
         kernels/cuda/conv2d_tensor_core.cu -lcudnn -o /tmp/bench_tc > /tmp/bench_tc_build.log 2>&1 &)
-    for f in weights/*.h5; do cp -n "$f" /tmp/models/; done
+    for f in weights/*.h5; do [ -e "/tmp/models/${f##*/}" ] || cp "$f" /tmp/models/; done
     cp /tmp/models/*.h5 weights/ 2>/dev/null
     [ -e /work/main ] || { mkdir -p /work && ln -s "$root" /work/main; }
     rm -rf build-gpu && ln -s /tmp/bgs/build-gpu-slim build-gpu
@@ -122,7 +122,7 @@ tests)  # call 2 of 3: the tree with the other *.h5; carry .carry/gpu.tar.xz (wi
         timeout 240 build-gpu/tests/test_ops --gtest_filter='*Conv2d/cuda' > "$O/test_ops-conv2d.log" 2>&1; echo "test_ops Conv2d/cuda rc $?"
         grep -E "worst error|\[  (PASSED|FAILED) |Failure" "$O/test_ops-conv2d.log" | cut -c1-600 | head -8
     fi
-    IMRESTORE_WGMMA=1 timeout 240 ctest --test-dir build-gpu -R '^(app|cli_cuda)$' --output-on-failure > "$O/ctest.log" 2>&1
+    IMRESTORE_WGMMA=1 timeout 330 ctest --test-dir build-gpu -R '^(app|cli_cuda)$' --output-on-failure > "$O/ctest.log" 2>&1
     grep -E "tests passed|Failed|\*\*\*|FAILED" "$O/ctest.log" | tail -12
     [ "${CLI_ONLY:-0}" = 1 ] && exit 0
     while [ ! -x /tmp/bench_tc ] && [ $SECONDS -lt 420 ]; do sleep 3; done

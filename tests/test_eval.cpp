@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
 
@@ -15,6 +16,7 @@
 #include "eval/degradations.h"
 #include "eval/metrics.h"
 #include "eval/noise_estimate.h"
+#include "image/jpeg_projection.h"
 #include "image/jpeg_quality.h"
 #include "report/json_document.h"
 #include "sample_edit.h"
@@ -455,6 +457,32 @@ TEST(EvalCli, DegradeThenEvalAgreeWithEvalDegrading) {
     EXPECT_NE(missing.err.find("no degraded partner"), std::string::npos) << missing.err;
     EXPECT_EQ(json_value(missing.out, "images", missing.out.find("\"mean\"")), 3);
     EXPECT_EQ(json_value(missing.out, "failed"), 1);
+}
+
+// eval projects the model's output for its own JPEGs as restoring does
+// (--jpeg-projection; auto: for deblocking models), gray and color alike,
+// and says so; the projection never takes the output farther from the clean image.
+TEST(EvalCli, ProjectsTheModelsOutputOntoItsJpegAsRestoringDoes) {
+    if (!jpeg_projection_available()) GTEST_SKIP() << "no libjpeg in this build";
+    ScratchDir dir("eval-projection");
+    const std::string samples = IMRESTORE_SAMPLES, args = " -m sharpen --jpeg 30 -d cpu --json --baselines none";
+    RunResult on = imrestore("eval " + q(samples) + args + " --jpeg-projection on", dir);
+    RunResult off = imrestore("eval " + q(samples) + args, dir);  // auto: sharpen is no deblocker
+    ASSERT_EQ(on.code, 0) << on.err;
+    ASSERT_EQ(off.code, 0) << off.err;
+    const nlohmann::json a = nlohmann::json::parse(on.out), b = nlohmann::json::parse(off.out);
+    EXPECT_EQ(a["model"]["jpeg_projection"], true);
+    EXPECT_EQ(b["model"]["jpeg_projection"], false);
+    ASSERT_EQ(a["images"].size(), 4u);
+    for (size_t i = 0; i < 4; ++i) {
+        SCOPED_TRACE(a["images"][i]["name"].get<std::string>());
+        EXPECT_EQ(a["images"][i].value("jpeg_projected", false), true);
+        EXPECT_EQ(b["images"][i].value("jpeg_projected", false), false);
+        const double projected = a["images"][i]["psnr"]["model"], alone = b["images"][i]["psnr"]["model"];
+        EXPECT_EQ(a["images"][i]["psnr"]["input"], b["images"][i]["psnr"]["input"]);
+        EXPECT_NE(projected, alone);
+        EXPECT_GE(projected, alone - 0.01);
+    }
 }
 
 TEST(EvalCli, TableAndRefusals) {

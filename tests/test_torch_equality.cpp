@@ -2,7 +2,9 @@
 // bundled model, tests/data/torch/NAME.f32 holds the
 // fp32 output torch computed (TF32 off) for weights/check_input.png on the
 // GPU host (for a model that takes a noise level or JPEG quality, at sigma 25
-// or quality 50: weights/train.py's CHECK_LEVELS). The CPU backend must
+// or quality 50: weights/train.py's CHECK_LEVELS; a model with no training
+// checkpoint, such as the averaged denoise-unet: weights/torch_expected_output.py,
+// torch fp32 on the CPU). The CPU backend must
 // agree within one 8-bit level on at least 99.99% of the values (the trained-models issue's rule), and every value
 // within 0.01 of a level.
 #include <gtest/gtest.h>

@@ -87,7 +87,10 @@ def project(rgb, comps):
         if comp["full"]:
             out.append(project_plane(plane - 128, comp) + 128)
             continue
-        even = edge_pad(plane, (h + 1) // 2 * 2, (w + 1) // 2 * 2)
+        # As libjpeg pads: the last column repeated out to whole blocks at full
+        # resolution, the last row to whole row groups (2 rows), then averaged.
+        wb = comp["k"].shape[1]
+        even = edge_pad(plane, (h + 1) // 2 * 2, wb * 16)
         down = even.reshape(even.shape[0] // 2, 2, even.shape[1] // 2, 2).mean(axis=(1, 3))
         delta = project_plane(down - 128, comp) + 128 - down
         out.append(plane + np.repeat(np.repeat(delta, 2, 0), 2, 1)[:h, :w])

@@ -231,7 +231,7 @@ bool jpeg_is_libjpeg() {
 #endif
 }
 
-void jpeg_round_trip(Image& image, int quality, int subsampling) {
+void jpeg_round_trip(Image& image, int quality, int subsampling, std::vector<uint8_t>* file) {
     require_8bit(image, "jpeg");
     if (quality <= 0) return;
     if (quality > 100) throw Error("jpeg: quality " + std::to_string(quality) + " is above 100");
@@ -268,9 +268,10 @@ void jpeg_round_trip(Image& image, int quality, int subsampling) {
     const uint8_t* back_samples = back.data<uint8_t>();  // a JPEG decodes to 8 bits
     for (size_t i = 0, n = size_t(image.width) * image.height; i < n; ++i)
         for (int c = 0; c < colors; ++c) samples[i * ch + c] = back_samples[i * bc + (bc == colors ? c : 1)];
+    if (file) *file = std::move(bytes);
 }
 
-Image degrade(const Image& clean, const Degradation& d, uint64_t seed) {
+Image degrade(const Image& clean, const Degradation& d, uint64_t seed, std::vector<uint8_t>* jpeg_file) {
     d.validate();
     if (clean.color_channels() != 1 && clean.color_channels() != 3)
         throw Error("degrade: " + std::to_string(clean.channels) + " channels; expected gray or RGB (with alpha)");
@@ -278,7 +279,7 @@ Image degrade(const Image& clean, const Degradation& d, uint64_t seed) {
     Image out = to_8bit(clean);
     if (d.blur > 0) gaussian_blur(out, d.blur);
     if (d.noise > 0) add_gaussian_noise(out, d.noise, seed);
-    if (d.jpeg > 0) jpeg_round_trip(out, d.jpeg, d.subsampling);
+    if (d.jpeg > 0) jpeg_round_trip(out, d.jpeg, d.subsampling, jpeg_file);  // the last step: the file holds it
     return out;
 }
 

@@ -92,7 +92,8 @@ void add_gaussian_noise(Image& image, double sigma, uint64_t seed);
 // subsampling: 420 (libjpeg's default, as training's) or 444 (color at full
 // resolution; needs libjpeg, which every build with OpenCV has). Gray images
 // have no chroma: the same bytes either way.
-void jpeg_round_trip(Image& image, int quality, int subsampling = 420);
+// file: where given, the JPEG's bytes (for the JPEG projection of a model's output).
+void jpeg_round_trip(Image& image, int quality, int subsampling = 420, std::vector<uint8_t>* file = nullptr);
 
 // OpenCV's BORDER_REFLECT_101 (numpy/torch 'reflect'): ... 2 1 | 0 1 2 ... n-1 | n-2 ...
 // of index i in 0..n-1; folds as often as needed, so radii wider than the
@@ -107,6 +108,8 @@ bool jpeg_is_libjpeg();
 
 // blur, then noise (seeded with `seed`, see image_noise_seed), then JPEG, on
 // an 8-bit copy of `clean`; or d.mix's draw for `seed` (eval/photo_mix.h).
-Image degrade(const Image& clean, const Degradation& d, uint64_t seed);
+// jpeg_file: where given and the degradation ends with a JPEG, that file's
+// bytes (else left empty).
+Image degrade(const Image& clean, const Degradation& d, uint64_t seed, std::vector<uint8_t>* jpeg_file = nullptr);
 
 }  // namespace imr

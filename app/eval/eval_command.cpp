@@ -16,6 +16,8 @@
 #include "eval/metrics.h"
 #include "eval/photo_mix.h"
 #include "image/image_batch.h"
+#include "image/jpeg_projection.h"
+#include "image/jpeg_quality.h"
 #include "jobs/file_report.h"
 #include "jobs/plan_jobs.h"
 #include "jobs/run_each_file.h"
@@ -48,6 +50,11 @@ CLI::App* add_eval_command(CLI::App& app, EvalOptions& o) {
                     "auto (those that fit the degradation), none, all, or a list of gaussian,bilateral,nlmeans,unsharp")
         ->capture_default_str();
     cmd->add_flag("--tta", o.tta, "Average the model over the 8 flips and rotations of each image, as for restoring");
+    cmd->add_option("--jpeg-projection", o.jpeg_projection,
+                    "Project the model's output for a JPEG-degraded image (--jpeg, or a JPEG in --degraded) onto "
+                    "that JPEG's quantization cells, as for restoring (auto: for models whose task is deblock)")
+        ->check(CLI::IsMember({"auto", "on", "off"}))
+        ->capture_default_str();
     cmd->add_flag("-r,--recursive", o.recursive, "Descend into subfolders of folder inputs");
     add_shard_options(cmd, o.shard);
     cmd->add_flag("--json", o.json, "Print a machine-readable report on stdout (nothing else goes there)");
@@ -71,8 +78,11 @@ struct Entry {
     std::string path;  // as the user named it
     std::string name;  // relative to its folder input (what pairs are matched by)
     std::string error;
-    std::string drawn;      // --mix: the steps this image's draw ran (PhotoMixParams::describe)
-    Image clean, degraded;  // 8-bit, color channels only, the same channels
+    std::string drawn;          // --mix: the steps this image's draw ran (PhotoMixParams::describe)
+    Image clean, degraded;      // 8-bit, color channels only, the same channels
+    std::vector<uint8_t> jpeg;  // the degraded image's JPEG file, for --jpeg-projection (empty: none)
+    std::string jpeg_name;      // what messages call it
+    bool jpeg_projected = false;
     std::map<std::string, double> psnr, ssim;
 };
 
@@ -135,18 +145,21 @@ std::string find_pair(const std::string& dir, const std::string& name) {
 
 // Clean and degraded as the metrics compare them: 8-bit, alpha dropped, a
 // gray one replicated to RGB when the other is RGB.
-void prepare(Entry& e, const EvalOptions& o) {
+void prepare(Entry& e, const EvalOptions& o, bool jpeg_projection) {
     Image clean = to_8bit(read_image(e.path));
     if (clean.color_channels() != 1 && clean.color_channels() != 3)
         throw Error(std::to_string(clean.channels) + " channels; expected gray or RGB");
     Image degraded;
     if (o.degraded_dir.empty()) {
         const uint64_t seed = image_noise_seed(o.seed, e.path);
-        degraded = degrade(clean, o.degradation, seed);
+        degraded = degrade(clean, o.degradation, seed, jpeg_projection ? &e.jpeg : nullptr);
+        e.jpeg_name = e.path + " (as --jpeg saved it)";
         if (!o.degradation.mix.empty()) e.drawn = draw_photo_mix_for_eval(seed).describe();
     } else {
         const std::string pair = find_pair(o.degraded_dir, e.name);
-        degraded = to_8bit(read_image(pair));
+        std::vector<uint8_t> bytes = read_image_file(pair);
+        degraded = to_8bit(decode_image(pair, bytes));
+        if (jpeg_projection && is_jpeg(bytes)) e.jpeg = std::move(bytes), e.jpeg_name = pair;
         if (degraded.color_channels() != 1 && degraded.color_channels() != 3)
             throw Error(pair + ": " + std::to_string(degraded.channels) + " channels; expected gray or RGB");
         if (degraded.width != clean.width || degraded.height != clean.height)
@@ -183,6 +196,7 @@ struct Report {
     std::vector<BaselineResult> baselines;
     std::vector<std::string> notes;
     ModelTime time;
+    bool jpeg_projection = false;  // the model's outputs for JPEG-degraded images projected (--jpeg-projection)
     std::map<std::string, double> mean_psnr, mean_ssim;
     int measured = 0, failed = 0;
 };
@@ -273,6 +287,7 @@ std::string json(const Report& r, const EvalOptions& o, const PlannedJobs& plan,
                     {"device", backend.name()},
                     {"device_description", backend.description()},
                     {"tta", o.tta},
+                    {"jpeg_projection", r.jpeg_projection},
                     {"time_ms", r.time.total_ms},
                     {"first_call_ms", r.time.first_ms},
                     {"images", r.time.images},
@@ -304,6 +319,7 @@ std::string json(const Report& r, const EvalOptions& o, const PlannedJobs& plan,
             image["height"] = e.clean.height;
             image["channels"] = e.clean.channels;
             if (!e.drawn.empty()) image["degradation"] = e.drawn;
+            if (e.jpeg_projected) image["jpeg_projected"] = true;
             image["psnr"] = scores(e.psnr);
             image["ssim"] = scores(e.ssim);
         }
@@ -370,6 +386,7 @@ int run_eval(const EvalOptions& o) {
                   << backend->name() << ": " << backend->description() << "\n";
     }
     ModelRunner runner(model, *backend, settings);
+    const bool jpeg_projection = r.jpeg_projection = jpeg_projection_wanted(o.jpeg_projection, model.task);
 
     if (!o.quiet)
         if (const std::string shard = shard_note(plan); !shard.empty()) std::cerr << shard << "\n";
@@ -377,7 +394,8 @@ int run_eval(const EvalOptions& o) {
     // Read and degrade every image, in parallel (independent per file; the
     // noise depends only on the seed and the file name).
     const std::vector<FileResult> read = run_each_file(
-        plan.jobs, true, [&](const FileJob& job, FileResult&) { prepare(r.entries[&job - plan.jobs.data()], o); },
+        plan.jobs, true,
+        [&](const FileJob& job, FileResult&) { prepare(r.entries[&job - plan.jobs.data()], o, jpeg_projection); },
         nullptr);
     for (size_t i = 0; i < read.size(); ++i)
         if (read[i].status == FileResult::Status::Failed) r.entries[i].error = read[i].message;
@@ -399,7 +417,16 @@ int run_eval(const EvalOptions& o) {
             if (r.time.images == 0) r.time.first_ms = ms;
             r.time.total_ms += ms, ++r.time.images;
             r.time.megapixels += double(e.degraded.width) * e.degraded.height / 1e6;
-            const Image restored = planes_to_image(out.data(), channels, e.degraded, 8);
+            Image restored = planes_to_image(out.data(), channels, e.degraded, 8);
+            if (!e.jpeg.empty()) {
+                try {
+                    project_onto_jpeg(restored, read_jpeg_coefficients(e.jpeg_name, e.jpeg));
+                    e.jpeg_projected = true;
+                } catch (const Error& ex) {
+                    r.notes.push_back(e.jpeg_name + ": the model's output was not projected onto it: " + ex.what());
+                }
+                e.jpeg = {};
+            }
             e.psnr["input"] = psnr_8bit(e.clean, e.degraded);
             e.ssim["input"] = ssim_8bit(e.clean, e.degraded);
             e.psnr["model"] = psnr_8bit(e.clean, restored);
@@ -445,6 +472,11 @@ int run_eval(const EvalOptions& o) {
         r.notes.push_back(
             "each baseline's setting is the best for these images (chosen on the test set itself, which favours "
             "the baselines)");
+    if (const auto n =
+            std::count_if(measured.begin(), measured.end(), [](const Entry* e) { return e->jpeg_projected; }))
+        r.notes.push_back(std::string("the model's output for ") + (n == r.measured ? "every image" : "each JPEG") +
+                          " projected onto its JPEG's quantization cells, as restoring does (--jpeg-projection off: "
+                          "the model's output alone)");
     if (!given && o.degradation.jpeg > 0 && !jpeg_is_libjpeg())
         r.notes.push_back(
             "JPEG by stb (this build has no OpenCV), not libjpeg: numbers differ slightly from training's");

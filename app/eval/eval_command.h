@@ -30,7 +30,8 @@ struct EvalOptions {
     std::string degraded_dir;        // given degraded images instead of degrading
     std::string baselines = "auto";  // auto | none | all | comma-separated names
     bool recursive = false, json = false, quiet = false;
-    bool tta = false;  // --tta: RunnerOptions::tta, as for the restore command
+    bool tta = false;                      // --tta: RunnerOptions::tta, as for the restore command
+    std::string jpeg_projection = "auto";  // --jpeg-projection, as for the restore command
     ShardOptions shard;
 };
 

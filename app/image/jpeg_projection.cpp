@@ -4,7 +4,6 @@
 #include <cmath>
 
 #include "error.h"
-#include "image/probe.h"
 
 namespace imr {
 
@@ -52,6 +51,7 @@ constexpr float kLevel = 128;
 // 12 MP photo instead of float copies of the whole image.
 struct Band {
     int fx = 1, fy = 1;       // the component's box of pixels (max_h / h, max_v / v)
+    int made_rows = 0;        // the component rows libjpeg's encoder downsampled: ceil(H / max_v) * v
     int first_row = 0;        // of the component, at the band's top (a multiple of 8)
     int rows = 0, width = 0;  // of the plane: whole block rows in the band, blocks_wide * 8
     std::vector<float> v;
@@ -59,37 +59,78 @@ struct Band {
     const float* row(int r) const { return &v[size_t(r) * width]; }
 };
 
-// Component `c` of `image` (in the file's orientation) as libjpeg's encoder
-// sees it, for the band's rows: converted, averaged over each fx x fy box of
-// pixels, level-shifted, and the image's last column and row repeated out
-// to whole blocks.
+// Where the file's pixel (x, y) is in the image as decoded, which was turned
+// upright by the EXIF orientation: pixel index = base(y) + x * step(y). The
+// image is read and written in place through it, never turned back.
+struct FilePixels {
+    int orientation, w, h, upright_width;  // w x h: the file's size
+    ptrdiff_t index(int x, int y) const {
+        int ux = x, uy = y;
+        switch (orientation) {
+            case 2:
+                ux = w - 1 - x;
+                break;
+            case 3:
+                ux = w - 1 - x, uy = h - 1 - y;
+                break;
+            case 4:
+                uy = h - 1 - y;
+                break;
+            case 5:
+                ux = y, uy = x;
+                break;
+            case 6:
+                ux = h - 1 - y, uy = x;
+                break;
+            case 7:
+                ux = h - 1 - y, uy = w - 1 - x;
+                break;
+            case 8:
+                ux = y, uy = w - 1 - x;
+                break;
+            default:
+                break;
+        }
+        return ptrdiff_t(uy) * upright_width + ux;
+    }
+    ptrdiff_t base(int y) const { return index(0, y); }
+    ptrdiff_t step(int y) const { return w > 1 ? index(1, y) - index(0, y) : 0; }
+};
+
+// Component `c` of the image (read in the file's orientation) as libjpeg's
+// encoder makes it, for the band's rows: each row converted, its last pixel
+// repeated out to whole blocks at full resolution, averaged over each
+// fx x fy box (the last row repeated out to whole row groups of max_v rows),
+// level-shifted; component rows past those made repeat the last one.
 template <class T>
-void fill_band(Band& b, const Image& image, const T* s, int c, std::vector<float>& row) {
-    const int w = image.width, h = image.height, ch = image.channels, fx = b.fx, fy = b.fy;
-    const float norm = 255.0f / float(image.max_value()) / float(fx * fy), level = c == 0 ? kLevel : 0.0f;
-    const int cw = (w + fx - 1) / fx, chh = (h + fy - 1) / fy;  // the component's own size
+void fill_band(Band& b, const T* s, int ch, const FilePixels& file, float scale, int c, std::vector<float>& row) {
+    const int w = file.w, h = file.h, fx = b.fx, fy = b.fy;
+    const float norm = scale / float(fx * fy), level = c == 0 ? kLevel : 0.0f;
     const float k0 = kToYcc[c][0], k1 = kToYcc[c][1], k2 = kToYcc[c][2];
-    row.resize(size_t(cw) * fx);  // one image row converted, its last pixel repeated to whole boxes
+    const size_t padded = size_t(b.width) * fx;  // row has room for it (project_onto_jpeg)
     for (int r = 0; r < b.rows; ++r) {
         float* out = b.row(r);
-        std::fill_n(out, cw, 0.0f);
-        const int y = std::min(b.first_row + r, chh - 1);
+        std::fill_n(out, b.width, 0.0f);
+        const int y = std::min(b.first_row + r, b.made_rows - 1);
         for (int dy = 0; dy < fy; ++dy) {
-            const T* src = s + size_t(std::min(y * fy + dy, h - 1)) * w * ch;
+            const int sy = std::min(y * fy + dy, h - 1);
+            const T* src = s + file.base(sy) * ch;
+            const ptrdiff_t step = file.step(sy) * ch;
             if (ch == 1)
-                for (int x = 0; x < w; ++x) row[x] = float(src[x]);
+                for (int x = 0; x < w; ++x) row[x] = float(src[x * step]);
             else
-                for (int x = 0; x < w; ++x)
-                    row[x] = k0 * float(src[3 * x]) + k1 * float(src[3 * x + 1]) + k2 * float(src[3 * x + 2]);
-            for (size_t x = size_t(w); x < row.size(); ++x) row[x] = row[w - 1];
+                for (int x = 0; x < w; ++x) {
+                    const T* px = src + x * step;
+                    row[x] = k0 * float(px[0]) + k1 * float(px[1]) + k2 * float(px[2]);
+                }
+            std::fill(row.begin() + w, row.begin() + ptrdiff_t(padded), row[w - 1]);
             if (fx == 1)
-                for (int x = 0; x < cw; ++x) out[x] += row[x];
+                for (int x = 0; x < b.width; ++x) out[x] += row[x];
             else
-                for (int x = 0; x < cw; ++x)
+                for (int x = 0; x < b.width; ++x)
                     for (int dx = 0; dx < fx; ++dx) out[x] += row[size_t(x) * fx + dx];
         }
-        for (int x = 0; x < cw; ++x) out[x] = out[x] * norm - level;
-        for (int x = cw; x < b.width; ++x) out[x] = out[cw - 1];
+        for (int x = 0; x < b.width; ++x) out[x] = out[x] * norm - level;
     }
 }
 
@@ -119,14 +160,15 @@ void project_band(Band& b, const JpegCoefficients::Component& comp) {
         }
 }
 
-// The bands' changes added to image rows [y0, y1), back in RGB (YCbCr ->
-// RGB is linear, so the change converts alone: a pixel no block moved keeps
-// its exact value), each component's change spread over its box of pixels.
+// The bands' changes added to the file's rows [y0, y1), back in RGB (YCbCr
+// -> RGB is linear, so the change converts alone: a pixel no block moved
+// keeps its exact value), each component's change spread over its box of
+// pixels.
 template <class T>
-void apply_band(Image& image, T* s, const std::vector<Band>& bands, int y0, int y1, std::vector<float>& d) {
-    const int w = image.width, ch = image.channels;
-    const float scale = float(image.max_value()) / 255.0f, top = float(image.max_value());
-    d.assign(size_t(3) * w, 0.0f);  // one row's change of each component, at full resolution
+void apply_band(T* s, int ch, const FilePixels& file, float top, const std::vector<Band>& bands, int y0, int y1,
+                std::vector<float>& d) {
+    const int w = file.w;
+    const float scale = top / 255.0f;
     for (int y = y0; y < y1; ++y) {
         for (size_t c = 0; c < bands.size(); ++c) {
             const Band& b = bands[c];
@@ -135,69 +177,76 @@ void apply_band(Image& image, T* s, const std::vector<Band>& bands, int y0, int 
             for (int x = 0, i = 0; x < w; x += b.fx, ++i)  // each box's change to its pixels
                 for (int dx = 0; dx < b.fx && x + dx < w; ++dx) to[x + dx] = from[i] * scale;
         }
-        T* px = s + size_t(y) * w * ch;
+        T* px = s + file.base(y) * ch;
+        const ptrdiff_t step = file.step(y) * ch;
         if (ch == 1) {
-            for (int x = 0; x < w; ++x) px[x] = T(std::clamp(std::nearbyint(float(px[x]) + d[x]), 0.0f, top));
+            for (int x = 0; x < w; ++x)
+                px[x * step] = T(std::clamp(std::nearbyint(float(px[x * step]) + d[x]), 0.0f, top));
             continue;
         }
         const float *dy = &d[0], *dcb = &d[size_t(w)], *dcr = &d[2 * size_t(w)];
         for (int x = 0; x < w; ++x) {
             const float rgb[3] = {dy[x] + 1.402f * dcr[x], dy[x] - 0.344136f * dcb[x] - 0.714136f * dcr[x],
                                   dy[x] + 1.772f * dcb[x]};
-            for (int c = 0; c < 3; ++c)
-                px[3 * x + c] = T(std::clamp(std::nearbyint(float(px[3 * x + c]) + rgb[c]), 0.0f, top));
+            T* p = px + x * step;
+            for (int k = 0; k < 3; ++k) p[k] = T(std::clamp(std::nearbyint(float(p[k]) + rgb[k]), 0.0f, top));
         }
     }
-}
-
-int inverse_orientation(int o) {
-    return o == 6 ? 8 : o == 8 ? 6 : o;
 }
 
 }  // namespace
 
 void project_onto_jpeg(Image& image, const JpegCoefficients& jpeg) {
+    // Everything is checked and allocated before the first sample changes: an
+    // error leaves the image as it was.
     const size_t n = jpeg.components.size();
-    const int want_channels = n == 1 ? 1 : 3;
-    if ((n != 1 && n != 3) || image.channels != want_channels)
+    if ((n != 1 && n != 3) || image.channels != (n == 1 ? 1 : 3))
         throw Error("the JPEG has " + std::to_string(n) + " component(s), the image " + std::to_string(image.channels) +
                     " channel(s)");
-    const bool turned = jpeg.orientation >= 2 && jpeg.orientation <= 8;
-    if (turned) imageio::apply_orientation(image, inverse_orientation(jpeg.orientation));
-    if (image.width != jpeg.width || image.height != jpeg.height)
-        throw Error("the image is " + std::to_string(image.width) + "x" + std::to_string(image.height) +
-                    " (in the file's orientation), the JPEG " + std::to_string(jpeg.width) + "x" +
-                    std::to_string(jpeg.height));
+    const int o = jpeg.orientation >= 1 && jpeg.orientation <= 8 ? jpeg.orientation : 1;
+    const int64_t W = jpeg.width, H = jpeg.height;
+    const bool swapped = o >= 5;
+    if (W < 1 || H < 1 || image.width != (swapped ? H : W) || image.height != (swapped ? W : H))
+        throw Error("the image is " + std::to_string(image.width) + "x" + std::to_string(image.height) + ", the JPEG " +
+                    std::to_string(W) + "x" + std::to_string(H) + (swapped ? " turned by its EXIF orientation" : ""));
+    if (jpeg.max_h < 1 || jpeg.max_h > 4 || jpeg.max_v < 1 || jpeg.max_v > 4)
+        throw Error("the JPEG's sampling factors are outside 1..4");
     std::vector<Band> bands(n);
+    size_t row_floats = 0;
     for (size_t c = 0; c < n; ++c) {
         const JpegCoefficients::Component& comp = jpeg.components[c];
+        auto blocks = [](int64_t size, int64_t factor, int64_t max) {
+            return ((size * factor + max - 1) / max + 7) / 8;
+        };
         if (comp.h < 1 || comp.v < 1 || jpeg.max_h % comp.h != 0 || jpeg.max_v % comp.v != 0 ||
-            comp.blocks_wide != (jpeg.width * comp.h / jpeg.max_h + 7 + (jpeg.width * comp.h % jpeg.max_h != 0)) / 8 ||
-            comp.blocks_high !=
-                (jpeg.height * comp.v / jpeg.max_v + 7 + (jpeg.height * comp.v % jpeg.max_v != 0)) / 8 ||
-            comp.k.size() != size_t(comp.blocks_wide) * comp.blocks_high * 64)
-            throw Error("the JPEG's component " + std::to_string(c) + " does not fit its size (" +
-                        std::to_string(jpeg.width) + "x" + std::to_string(jpeg.height) + ")");
-        bands[c].fx = jpeg.max_h / comp.h, bands[c].fy = jpeg.max_v / comp.v;
-        bands[c].width = comp.blocks_wide * 8;
-        bands[c].v.resize(size_t(bands[c].width) * 8 * comp.v);
+            comp.blocks_wide != blocks(W, comp.h, jpeg.max_h) || comp.blocks_high != blocks(H, comp.v, jpeg.max_v) ||
+            comp.k.size() != size_t(comp.blocks_wide) * size_t(comp.blocks_high) * 64)
+            throw Error("the JPEG's component " + std::to_string(c) + " does not fit its size (" + std::to_string(W) +
+                        "x" + std::to_string(H) + ")");
+        Band& b = bands[c];
+        b.fx = jpeg.max_h / comp.h, b.fy = jpeg.max_v / comp.v;
+        b.made_rows = int((H + jpeg.max_v - 1) / jpeg.max_v * comp.v);
+        b.width = comp.blocks_wide * 8;
+        b.v.resize(size_t(b.width) * 8 * comp.v);
+        row_floats = std::max(row_floats, size_t(b.width) * b.fx);
     }
-    std::vector<float> scratch;
+    std::vector<float> row(row_floats), d(size_t(3) * W);
+    const FilePixels file{o, int(W), int(H), image.width};
+    const float top = float(image.max_value());
     const int band_rows = 8 * jpeg.max_v;  // image rows of one row of MCUs
     with_samples(image, [&](auto* s) {
-        for (int y0 = 0; y0 < image.height; y0 += band_rows) {
+        for (int y0 = 0; y0 < H; y0 += band_rows) {
             for (size_t c = 0; c < n; ++c) {
                 const JpegCoefficients::Component& comp = jpeg.components[c];
                 Band& b = bands[c];
                 b.first_row = y0 / b.fy;  // a multiple of 8: y0 is one of 8 * max_v
                 b.rows = std::min(8 * comp.v, comp.blocks_high * 8 - b.first_row);
-                fill_band(b, image, s, int(c), scratch);
+                fill_band(b, s, image.channels, file, 255.0f / top, int(c), row);
                 project_band(b, comp);
             }
-            apply_band(image, s, bands, y0, std::min(y0 + band_rows, image.height), scratch);
+            apply_band(s, image.channels, file, top, bands, y0, int(std::min<int64_t>(y0 + band_rows, H)), d);
         }
     });
-    if (turned) imageio::apply_orientation(image, jpeg.orientation);
 }
 
 bool jpeg_projection_wanted(const std::string& mode, const std::string& task) {
