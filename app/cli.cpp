@@ -450,7 +450,7 @@ int run_restore(const Options& o) {
 
     if (o.json_lines) {
         Json start = json_record("start");
-        add_run_header(start, jobs, runner, choice, o.strength, p.jpeg_projection);
+        add_run_header(start, jobs, runner, choice, o.strength, jpeg_projection);
         std::cout << json_line(start) << std::flush;
     }
     Progress progress(!o.quiet && isatty(STDERR_FILENO));
@@ -612,9 +612,9 @@ void setup(CLI::App& app, Options& o) {
         ->type_name("Q");
     app.add_option("--jpeg-projection", o.jpeg_projection,
                    "Project each JPEG input's output onto the images its file could have come from (every DCT "
-                   "coefficient within its quantization step of the file's): never farther from the original photo "
-                   "than the model's output; auto: for models whose task is deblock, off for the others (noise or "
-                   "blur besides the artifacts would be kept)")
+                   "coefficient within its quantization step of the file's), which the original photo is one of: "
+                   "no farther from it than the model's output; auto: for models whose task is deblock, off for the "
+                   "others (noise or blur besides the artifacts would be kept)")
         ->check(CLI::IsMember({"auto", "on", "off"}))
         ->capture_default_str();
     app.add_option("--png-compression", o.png_compression,

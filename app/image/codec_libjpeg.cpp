@@ -161,16 +161,15 @@ public:
                 comp.step[size_t(i)] = info.quant_table->quantval[i];
                 if (comp.step[size_t(i)] == 0) return refuse("a JPEG with a quantization step of 0");
             }
-            comp.k.resize(size_t(comp.blocks_wide) * comp.blocks_high * DCTSIZE2);
-            for (JDIMENSION row = 0; row < info.height_in_blocks; ++row) {
-                JBLOCKARRAY blocks = (*cinfo_.mem->access_virt_barray)(reinterpret_cast<j_common_ptr>(&cinfo_),
-                                                                       arrays[c], row, 1, FALSE);
-                std::memcpy(&comp.k[size_t(row) * comp.blocks_wide * DCTSIZE2], blocks[0],
-                            size_t(comp.blocks_wide) * sizeof(JBLOCK));
-            }
+            // Each row of blocks where libjpeg keeps it (in memory: libjpeg-turbo's
+            // memory manager has no backing store), not copied: this reader lives
+            // as long as the JpegCoefficients (JpegCoefficients::owner).
+            comp.block_rows.resize(info.height_in_blocks);
+            for (JDIMENSION row = 0; row < info.height_in_blocks; ++row)
+                comp.block_rows[row] = (*cinfo_.mem->access_virt_barray)(reinterpret_cast<j_common_ptr>(&cinfo_),
+                                                                         arrays[c], row, 1, FALSE)[0][0];
         }
-        jpeg_finish_decompress(&cinfo_);
-        return true;
+        return true;  // no jpeg_finish_decompress: it would free the arrays (the destructor does)
     }
     const char* message() const { return refusal_ ? refusal_ : err_.message; }
 
@@ -289,8 +288,9 @@ namespace imr {
 JpegCoefficients read_jpeg_coefficients(const std::string& path, const std::vector<uint8_t>& bytes) {
     static_assert(sizeof(JCOEF) == sizeof(int16_t) && sizeof(JBLOCK) == 64 * sizeof(int16_t));
     JpegCoefficients out;
-    auto reader = std::make_unique<imageio::CoefficientReader>();
+    auto reader = std::make_shared<imageio::CoefficientReader>();
     if (!reader->read(bytes, out)) throw Error(path + ": " + reader->message());
+    out.owner = reader;
     imageio::Dropped dropped;  // said when the image was read
     out.orientation = imageio::exif_orientation(imageio::find_metadata(imageio::Format::Jpeg, bytes, dropped).exif);
     return out;

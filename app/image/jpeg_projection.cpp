@@ -144,7 +144,7 @@ void project_band(Band& b, const JpegCoefficients::Component& comp) {
             float* at = b.row(r) + bx * 8;
             for (int y = 0; y < 8; ++y) std::copy_n(at + size_t(y) * b.width, 8, block + y * 8);
             transform(block, f, false);
-            const int16_t* k = &comp.k[(size_t(b.first_row + r) / 8 * comp.blocks_wide + bx) * 64];
+            const int16_t* k = comp.block(bx, (b.first_row + r) / 8);
             int moved = 0;
             for (int i = 0; i < 64; ++i) {
                 const float kf = float(k[i]);
@@ -220,7 +220,8 @@ void project_onto_jpeg(Image& image, const JpegCoefficients& jpeg) {
         };
         if (comp.h < 1 || comp.v < 1 || jpeg.max_h % comp.h != 0 || jpeg.max_v % comp.v != 0 ||
             comp.blocks_wide != blocks(W, comp.h, jpeg.max_h) || comp.blocks_high != blocks(H, comp.v, jpeg.max_v) ||
-            comp.k.size() != size_t(comp.blocks_wide) * size_t(comp.blocks_high) * 64)
+            (comp.block_rows.empty() ? comp.k.size() != size_t(comp.blocks_wide) * size_t(comp.blocks_high) * 64
+                                     : comp.block_rows.size() != size_t(comp.blocks_high)))
             throw Error("the JPEG's component " + std::to_string(c) + " does not fit its size (" + std::to_string(W) +
                         "x" + std::to_string(H) + ")");
         Band& b = bands[c];

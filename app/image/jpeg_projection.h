@@ -23,6 +23,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -38,12 +39,21 @@ struct JpegCoefficients {
         int h = 1, v = 1;  // sampling factors
         int blocks_wide = 0, blocks_high = 0;
         std::array<uint16_t, 64> step{};  // quantization steps, natural (row-major) order
-        std::vector<int16_t> k;           // 64 per block, natural order, blocks row by row
+        // The quantized coefficients, 64 per block in natural order: each row of
+        // blocks where the reader keeps it (blocks_high rows of blocks_wide
+        // blocks; read_jpeg_coefficients), or else all of them in k, blocks row
+        // by row (tests).
+        std::vector<const int16_t*> block_rows;
+        std::vector<int16_t> k;
+        const int16_t* block(int bx, int by) const {
+            return (block_rows.empty() ? &k[size_t(by) * blocks_wide * 64] : block_rows[size_t(by)]) + size_t(bx) * 64;
+        }
     };
     int width = 0, height = 0;  // of the image as stored (before its EXIF orientation)
     int max_h = 1, max_v = 1;
     int orientation = 1;                // EXIF 1..8: how the decoded image was turned upright
     std::vector<Component> components;  // 1 (gray) or 3 (YCbCr)
+    std::shared_ptr<const void> owner;  // what block_rows point into (libjpeg's decompressor)
 };
 
 // From a JPEG's bytes. imr::Error naming `path` when they cannot be read, or

@@ -35,10 +35,10 @@ double ms_since(std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
 }
 
-// What reading one job gave: an image, or why there is none.
 // A JPEG input's bytes, kept for the projection at write time.
 using JpegBytes = std::shared_ptr<const std::vector<uint8_t>>;
 
+// What reading one job gave: an image, or why there is none.
 struct Decoded {
     Image image;
     HostBuffer planes;     // the image as the model's NCHW input (image_to_planes), made by the decoder
@@ -335,7 +335,7 @@ private:
                 decode_image(from_stdin ? "-" : job.input, bytes, options_.codec, options_.max_pixels, &d.warnings);
             if (options_.levels) {
                 const auto start = std::chrono::steady_clock::now();
-                d.levels = options_.levels(d.image, job.input, from_stdin ? &bytes : nullptr);
+                d.levels = options_.levels(d.image, job.input, &bytes);
                 d.levels_ms = ms_since(start);
             }
             if (options_.jpeg_projection && is_jpeg(bytes))
@@ -416,8 +416,11 @@ private:
         // the output's depth (one byte a sample at 8 bits, two at 16).
         const int out_depth = options_.write.bit_depth ? options_.write.bit_depth : d.image.bit_depth;
         const size_t out_bytes = d.tiled ? d.image.sample_count() * size_t(out_depth / 8) : 0;
+        // The JPEG projection holds the file and, while it runs, libjpeg's
+        // coefficients: 2 bytes a sample of each component (at most 3 a pixel).
+        const size_t jpeg_bytes = d.jpeg ? d.jpeg->size() + size_t(d.image.width) * d.image.height * 6 : 0;
         largest_image_bytes_ =
-            std::max(largest_image_bytes_, d.image.byte_size() + out_bytes + d.floats * sizeof(float));
+            std::max(largest_image_bytes_, d.image.byte_size() + out_bytes + d.floats * sizeof(float) + jpeg_bytes);
         if (d.status != FileResult::Status::Restored)
             return finish(i, d.status, d.message, nullptr, std::move(d.warnings));
         if (d.tiled) flush();  // alone: it is restored from its samples, not from planes

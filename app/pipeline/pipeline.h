@@ -24,9 +24,9 @@ struct ImageLevels {
     std::vector<float> values;
     std::vector<FileResult::Level> levels;
 };
-// Called on a decoder thread with the decoded image, its input's path and,
-// for standard input, its bytes (else null); throws imr::Error when a level
-// cannot be had (the file fails).
+// Called on a decoder thread with the decoded image, its input's path and
+// the bytes it was decoded from (null: none at hand); throws imr::Error when
+// a level cannot be had (the file fails).
 using LevelsFn = std::function<ImageLevels(const Image&, const std::string& input, const std::vector<uint8_t>* bytes)>;
 
 // A batch holds --batch images, but no more pixels than this (one image
