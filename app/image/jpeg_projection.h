@@ -70,10 +70,11 @@ bool jpeg_projection_available();  // whether this build reads coefficients (lib
 // for another mode.
 bool jpeg_projection_wanted(const std::string& mode, const std::string& task);
 
-// Moves `image` (8- or 16-bit gray for a gray JPEG, RGB for a YCbCr one, the
-// file's size once its orientation is undone) onto the JPEG's set, in place.
-// imr::Error when the image does not fit the file. Floats inside; the
-// samples rounded once at the end.
+// Moves `image` (8- or 16-bit gray for a gray JPEG, RGB for a YCbCr one, as
+// decoded: turned upright by the file's EXIF orientation, which is followed
+// by index, the image never turned back) onto the JPEG's set, in place.
+// imr::Error, with the image untouched, when it does not fit the file or the
+// coefficients do not fit their size. Floats inside; each sample rounded once.
 void project_onto_jpeg(Image& image, const JpegCoefficients& jpeg);
 
 }  // namespace imr
