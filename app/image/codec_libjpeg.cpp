@@ -165,9 +165,13 @@ public:
             // memory manager has no backing store), not copied: this reader lives
             // as long as the JpegCoefficients (JpegCoefficients::owner).
             comp.block_rows.resize(info.height_in_blocks);
-            for (JDIMENSION row = 0; row < info.height_in_blocks; ++row)
+            for (JDIMENSION row = 0; row < info.height_in_blocks; ++row) {
                 comp.block_rows[row] = (*cinfo_.mem->access_virt_barray)(reinterpret_cast<j_common_ptr>(&cinfo_),
                                                                          arrays[c], row, 1, FALSE)[0][0];
+                // A libjpeg with a backing store would hand out one window of rows again and again.
+                if (row > 0 && comp.block_rows[row] == comp.block_rows[row - 1])
+                    return refuse("a libjpeg that keeps coefficients outside memory (this tool needs libjpeg-turbo's)");
+            }
         }
         return true;  // no jpeg_finish_decompress: it would free the arrays (the destructor does)
     }

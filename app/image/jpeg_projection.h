@@ -53,7 +53,10 @@ struct JpegCoefficients {
     int max_h = 1, max_v = 1;
     int orientation = 1;                // EXIF 1..8: how the decoded image was turned upright
     std::vector<Component> components;  // 1 (gray) or 3 (YCbCr)
-    std::shared_ptr<const void> owner;  // what block_rows point into (libjpeg's decompressor)
+    // What block_rows point into: libjpeg's decompressor, never called again
+    // after reading (its error handler's return point is gone). A Component
+    // copied out alone has rows that die with this.
+    std::shared_ptr<const void> owner;
 };
 
 // From a JPEG's bytes. imr::Error naming `path` when they cannot be read, or
