@@ -153,7 +153,7 @@ void prepare(Entry& e, const EvalOptions& o, bool jpeg_projection) {
     if (o.degraded_dir.empty()) {
         const uint64_t seed = image_noise_seed(o.seed, e.path);
         degraded = degrade(clean, o.degradation, seed, jpeg_projection ? &e.jpeg : nullptr);
-        e.jpeg_name = e.path + " (as --jpeg saved it)";
+        if (!e.jpeg.empty()) e.jpeg_name = e.path + " (as --jpeg saved it)";
         if (!o.degradation.mix.empty()) e.drawn = draw_photo_mix_for_eval(seed).describe();
     } else {
         const std::string pair = find_pair(o.degraded_dir, e.name);
@@ -423,7 +423,9 @@ int run_eval(const EvalOptions& o) {
                     project_onto_jpeg(restored, read_jpeg_coefficients(e.jpeg_name, e.jpeg));
                     e.jpeg_projected = true;
                 } catch (const Error& ex) {
-                    r.notes.push_back(e.jpeg_name + ": the model's output was not projected onto it: " + ex.what());
+                    std::string why = ex.what();  // the reader's errors name the file already
+                    if (why.rfind(e.jpeg_name, 0) != 0) why = e.jpeg_name + ": " + why;
+                    r.notes.push_back(why + " (the model's output was not projected onto it)");
                 }
                 e.jpeg = {};
             }
