@@ -1440,6 +1440,10 @@ std::vector<LayerNormCase> layer_norm_cases() {
         {1, 200, 3, 5},
         {1, 300, 2, 3},
         {1, 1100, 2, 3},
+        // CUDA NCHW: 512 channels (64 a thread, the most it holds), 520
+        // (the three-pass kernel); NHWC8: 64 and 65 vectors (2 and 4 a lane).
+        {1, 512, 3, 7},
+        {2, 520, 3, 5},
         // Several CPU runs of pixels per row, many CUDA blocks.
         {1, 32, 128, 97},
         {2, 5, 300, 301},
@@ -1569,6 +1573,11 @@ std::vector<DepthwiseCase> depthwise_conv2d_cases() {
         {2, 5, 9, 11, 5, 0, 0, Z, false},
         {1, 6, 8, 10, 3, 0, 2, P, true},
         {1, 6, 8, 10, 3, 2, 0, R, false},
+        // Wide pixels (CUDA NHWC8: several blocks of 8 vectors, the last
+        // partial; 3 vectors a block), widths that are not whole runs.
+        dw_same(2, 136, 11, 37, 3, Z, true),
+        dw_same(1, 24, 7, 41, 5, P, true),
+        {1, 72, 9, 30, 3, 0, 2, R, true},
         // Larger: many CUDA blocks, several CPU bands.
         dw_same(2, 16, 64, 97, 7, R, true),
         dw_same(1, 32, 131, 77, 3, Z, true),
@@ -1646,6 +1655,9 @@ std::vector<WindowMeanCase> window_mean_cases() {
         {1, 4, 40, 70, 33},
         {1, 9, 100, 150, 7},
         {1, 17, 37, 29, 64},
+        // CUDA: rows of whole 4-element groups in NCHW (pass 2's 16-byte
+        // loads), 12 channels (a vector half padding) in NHWC8.
+        {2, 12, 33, 44, 6},
         // A large image of image-like values (mean 0.5): a float prefix sum
         // over its rows would lose ~W / window * 2^-24 of each box sum.
         {1, 3, 600, 800, 5, 0.5f, 0.1f},

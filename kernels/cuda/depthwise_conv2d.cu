@@ -7,21 +7,25 @@
 // share them). H200: f32 K = 3 is memory-bound (18 FLOPs per 8 bytes, the
 // machine balance is ~14 FLOP/byte), K = 7 (98 per 8) is FMA-bound at ~67
 // TFLOP/s; in half (4 bytes per element) K >= 5 is FMA-bound. A 12 MP image
-// of 64 channels, K = 3: 3 GB in f32, ~0.65 ms at 4.8 TB/s.
+// of 64 channels, K = 3: 3 GB in f32, ~0.7 ms at 4.27 TB/s.
 //
-// One thread per output element (NCHW) or per 8-channel vector of an output
-// pixel (NHWC8), consecutive threads on consecutive addresses of the output,
-// so every tap's loads are coalesced (NCHW: a warp reads 32 consecutive
-// floats of a row; NHWC8: the warp's 16-byte vectors are consecutive in
-// memory) and the K * K taps of neighbouring threads overlap in L1. The
-// kernel size is a template parameter (1, 3, 5, 7) so the taps unroll; the
-// padding (zero/reflect/replicate) is an index map per row and column, taken
-// once per tap row/column. Weights are read through the read-only cache:
-// NCHW reads one channel's K * K floats, the same for the whole warp (a
-// broadcast); NHWC8 reads 8 channels' per tap (strided by K * K floats,
-// L1-resident: C * K * K * 4 bytes, <= 100 KB for C = 512, K = 7).
-// 256 threads per block: a multiple of 32 with 8 blocks resident per SM; no
-// shared memory, few registers (NHWC8: 8 accumulators).
+// A thread computes a run of R consecutive output pixels of one row (R = 4
+// for K <= 3, 2 for K = 5, 7: DwTile below), so each input row it touches
+// is loaded once for R outputs (K + R - 1 loads instead of K R) and the
+// index math and weights are paid once per run. Every address is 32-bit
+// (the op refuses tensors of 2^31 or more elements on CUDA).
+//   NHWC8: a thread takes one 8-channel vector; a block's 256 threads are
+//     VB vectors (the pixel's, up to 8; blockIdx.y picks which 8 for wider
+//     pixels) x 256 / VB runs, vectors fastest, so each load of a warp is
+//     whole 16-byte vectors of neighbouring runs' pixels. The block's
+//     weights (VB * 8 channels x K * K taps, <= 12.5 KB) are copied to
+//     shared memory transposed to [tap][channel] first, so a tap's 8
+//     weights are two 16-byte shared loads instead of 8 scattered global
+//     ones (the first version read them from global memory and ran at 8-19%
+//     of the floor).
+//   NCHW: a thread takes one run of one channel's row, runs fastest along
+//     the row, so a warp's loads of one column cover 4 R consecutive values;
+//     its K * K weights are in registers (the same for the whole warp).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -37,6 +41,15 @@ namespace imr::cuda {
 namespace {
 
 constexpr int DW_THREADS = 256;
+// NHWC8: vectors of a pixel a block takes at most (64 channels).
+constexpr int DW_BLOCK_VECTORS = 8;
+
+// Output pixels per thread for kernel size K: 4 where K + R - 1 input
+// vectors of a row fit beside the 4 x 8 accumulators (K <= 3: 6 x 8
+// floats), 2 for K = 5, 7 (8 x 8), keeping ptxas under the 128 registers
+// that two 256-thread blocks per SM allow.
+template <int K>
+constexpr int DwTile = K <= 3 ? 4 : 2;
 
 struct DepthwiseParams {
     const void* in;
@@ -48,7 +61,10 @@ struct DepthwiseParams {
     int vectors;          // NHWC8: 8-channel vectors per pixel
     int pad;              // pad_before
     int mode;             // PadMode as int
-    long long count;      // threads: output elements (NCHW) or output vectors (NHWC8)
+    int runs_per_row;     // ceil(OW / R)
+    int runs;             // N * OH * runs_per_row (NCHW: times C)
+    int block_vectors;    // NHWC8: VB
+    int runs_per_block;   // NHWC8: 256 / VB
 };
 
 // Padded coordinate p -> source index in [0, size), or -1 for a zero.
@@ -60,89 +76,142 @@ __device__ __forceinline__ int source_index(int p, int size, int mode) {
 }
 
 template <class T, int K>
-__global__ void __launch_bounds__(DW_THREADS) depthwise_nchw_kernel(const DepthwiseParams p) {
-    const long long i = (long long)blockIdx.x * DW_THREADS + threadIdx.x;
-    if (i >= p.count) return;
-    const long long row = i / p.ow;  // plane * OH + y
-    const int x = int(i - row * p.ow);
-    const long long plane = row / p.oh;  // n * C + c
-    const int y = int(row - plane * p.oh);
-    const int c = int(plane % p.c);
-    const T* in = static_cast<const T*>(p.in) + plane * p.h * (long long)p.w;
-    const float* w = p.weight + c * K * K;
-    int sx[K];
+__global__ void __launch_bounds__(DW_THREADS, 2) depthwise_nchw_kernel(const DepthwiseParams p) {
+    constexpr int R = DwTile<K>, S = K + R - 1;  // S: input columns a run reads per row
+    const int run = blockIdx.x * DW_THREADS + threadIdx.x;
+    if (run >= p.runs) return;
+    const int row = run / p.runs_per_row;  // (n * C + c) * OH + y
+    const int x0 = (run - row * p.runs_per_row) * R;
+    const int plane = row / p.oh;  // n * C + c
+    const int y = row - plane * p.oh, c = plane % p.c;
+    const T* in = static_cast<const T*>(p.in) + plane * p.h * p.w;
+    T* out = static_cast<T*>(p.out) + row * p.ow + x0;
+    float wk[K * K];
 #pragma unroll
-    for (int kx = 0; kx < K; ++kx) sx[kx] = source_index(x + kx - p.pad, p.w, p.mode);
-    float acc = p.bias ? __ldg(p.bias + c) : 0.f;
+    for (int t = 0; t < K * K; ++t) wk[t] = __ldg(p.weight + c * K * K + t);
+    int sx[S];
+#pragma unroll
+    for (int j = 0; j < S; ++j) sx[j] = source_index(x0 + j - p.pad, p.w, p.mode);
+    const float b = p.bias ? __ldg(p.bias + c) : 0.f;
+    float acc[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) acc[r] = b;
 #pragma unroll
     for (int ky = 0; ky < K; ++ky) {
         const int sy = source_index(y + ky - p.pad, p.h, p.mode);
         if (sy < 0) continue;
-        const T* line = in + (long long)sy * p.w;
+        const T* line = in + sy * p.w;
+        float f[S];
+#pragma unroll
+        for (int j = 0; j < S; ++j) f[j] = sx[j] >= 0 ? widen(__ldg(line + sx[j])) : 0.f;
 #pragma unroll
         for (int kx = 0; kx < K; ++kx)
-            if (sx[kx] >= 0) acc += __ldg(w + ky * K + kx) * widen(__ldg(line + sx[kx]));
+#pragma unroll
+            for (int r = 0; r < R; ++r) acc[r] += wk[ky * K + kx] * f[r + kx];
     }
-    static_cast<T*>(p.out)[i] = narrow<T>(acc);
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+        if (x0 + r < p.ow) out[r] = narrow<T>(acc[r]);
 }
 
 template <class T, int K>
-__global__ void __launch_bounds__(DW_THREADS) depthwise_nhwc8_kernel(const DepthwiseParams p) {
-    const long long i = (long long)blockIdx.x * DW_THREADS + threadIdx.x;
-    if (i >= p.count) return;
-    const long long pixel = i / p.vectors;  // (n * OH + y) * OW + x
-    const int v = int(i - pixel * p.vectors), c0 = v * 8;
-    const long long row = pixel / p.ow;
-    const int x = int(pixel - row * p.ow);
-    const int n = int(row / p.oh), y = int(row - (long long)n * p.oh);
-    const uint4* in = static_cast<const uint4*>(p.in) + (long long)n * p.h * p.w * p.vectors + v;
-    int sx[K];
+__global__ void __launch_bounds__(DW_THREADS, 2) depthwise_nhwc8_kernel(const DepthwiseParams p) {
+    constexpr int R = DwTile<K>, S = K + R - 1;
+    __shared__ __align__(16) float w_s[K * K][DW_BLOCK_VECTORS * 8];  // [tap][channel of the block]
+    __shared__ __align__(16) float b_s[DW_BLOCK_VECTORS * 8];
+    const int vb = p.block_vectors, c_first = blockIdx.y * DW_BLOCK_VECTORS * 8;
+    for (int i = threadIdx.x; i < K * K * vb * 8; i += DW_THREADS) {
+        const int cl = i % (vb * 8), tap = i / (vb * 8), c = c_first + cl;
+        w_s[tap][cl] = c < p.c ? __ldg(p.weight + c * K * K + tap) : 0.f;
+    }
+    for (int cl = threadIdx.x; cl < vb * 8; cl += DW_THREADS)
+        b_s[cl] = p.bias && c_first + cl < p.c ? __ldg(p.bias + c_first + cl) : 0.f;
+    __syncthreads();
+    const int vl = int(threadIdx.x) % vb, run_in_block = int(threadIdx.x) / vb;
+    const int v = blockIdx.y * DW_BLOCK_VECTORS + vl;
+    const int run = blockIdx.x * p.runs_per_block + run_in_block;
+    if (run_in_block >= p.runs_per_block || v >= p.vectors || run >= p.runs) return;
+    const int row = run / p.runs_per_row;  // n * OH + y
+    const int x0 = (run - row * p.runs_per_row) * R;
+    const int n = row / p.oh, y = row - n * p.oh;
+    const uint4* in = static_cast<const uint4*>(p.in) + n * p.h * p.w * p.vectors + v;
+    uint4* out = static_cast<uint4*>(p.out) + (row * p.ow + x0) * p.vectors + v;
+    int sx[S];
 #pragma unroll
-    for (int kx = 0; kx < K; ++kx) sx[kx] = source_index(x + kx - p.pad, p.w, p.mode);
-    float acc[8];
+    for (int j = 0; j < S; ++j) sx[j] = source_index(x0 + j - p.pad, p.w, p.mode);
+    float acc[R][8];
+    {
+        const float4 b0 = *reinterpret_cast<const float4*>(&b_s[vl * 8]);
+        const float4 b1 = *reinterpret_cast<const float4*>(&b_s[vl * 8 + 4]);
+        const float bias[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
 #pragma unroll
-    for (int k = 0; k < 8; ++k) acc[k] = (p.bias && c0 + k < p.c) ? __ldg(p.bias + c0 + k) : 0.f;
+        for (int r = 0; r < R; ++r)
+#pragma unroll
+            for (int k = 0; k < 8; ++k) acc[r][k] = bias[k];
+    }
 #pragma unroll
     for (int ky = 0; ky < K; ++ky) {
         const int sy = source_index(y + ky - p.pad, p.h, p.mode);
         if (sy < 0) continue;
+        uint4 raw[S];
+#pragma unroll
+        for (int j = 0; j < S; ++j)
+            raw[j] = sx[j] >= 0 ? __ldg(in + (sy * p.w + sx[j]) * p.vectors) : make_uint4(0u, 0u, 0u, 0u);
+        float f[S][8];
+#pragma unroll
+        for (int j = 0; j < S; ++j) unpack8<T>(raw[j], f[j]);
 #pragma unroll
         for (int kx = 0; kx < K; ++kx) {
-            if (sx[kx] < 0) continue;
-            float f[8];
-            unpack8<T>(__ldg(in + ((long long)sy * p.w + sx[kx]) * p.vectors), f);
+            const float4 w0 = *reinterpret_cast<const float4*>(&w_s[ky * K + kx][vl * 8]);
+            const float4 w1 = *reinterpret_cast<const float4*>(&w_s[ky * K + kx][vl * 8 + 4]);
+            const float wt[8] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
 #pragma unroll
-            for (int k = 0; k < 8; ++k)
-                if (c0 + k < p.c) acc[k] += __ldg(p.weight + (c0 + k) * K * K + ky * K + kx) * f[k];
+            for (int r = 0; r < R; ++r)
+#pragma unroll
+                for (int k = 0; k < 8; ++k) acc[r][k] += wt[k] * f[r + kx][k];
         }
     }
+    const int c0 = v * 8;
 #pragma unroll
-    for (int k = 0; k < 8; ++k)
-        if (c0 + k >= p.c) acc[k] = 0.f;  // the output's padding channels
-    static_cast<uint4*>(p.out)[i] = pack8<T>(acc);
+    for (int r = 0; r < R; ++r) {
+        if (x0 + r >= p.ow) break;
+#pragma unroll
+        for (int k = 0; k < 8; ++k)
+            if (c0 + k >= p.c) acc[r][k] = 0.f;  // the output's padding channels
+        out[r * p.vectors] = pack8<T>(acc[r]);
+    }
 }
 
 template <class T, int K>
-void launch(const DepthwiseParams& p, bool nhwc8, cudaStream_t stream) {
-    const unsigned blocks = unsigned((p.count + DW_THREADS - 1) / DW_THREADS);
+void launch(DepthwiseParams p, bool nhwc8, int n, cudaStream_t stream) {
+    constexpr int R = DwTile<K>;
+    p.runs_per_row = (p.ow + R - 1) / R;
     if (nhwc8) {
-        if constexpr (sizeof(T) == 2) depthwise_nhwc8_kernel<T, K><<<blocks, DW_THREADS, 0, stream>>>(p);
+        if constexpr (sizeof(T) == 2) {
+            p.block_vectors = p.vectors < DW_BLOCK_VECTORS ? p.vectors : DW_BLOCK_VECTORS;
+            p.runs_per_block = DW_THREADS / p.block_vectors;
+            p.runs = n * p.oh * p.runs_per_row;
+            const dim3 grid(unsigned((p.runs + p.runs_per_block - 1) / p.runs_per_block),
+                            unsigned((p.vectors + DW_BLOCK_VECTORS - 1) / DW_BLOCK_VECTORS));
+            depthwise_nhwc8_kernel<T, K><<<grid, DW_THREADS, 0, stream>>>(p);
+        }
     } else {
-        depthwise_nchw_kernel<T, K><<<blocks, DW_THREADS, 0, stream>>>(p);
+        p.runs = n * p.c * p.oh * p.runs_per_row;
+        depthwise_nchw_kernel<T, K><<<unsigned((p.runs + DW_THREADS - 1) / DW_THREADS), DW_THREADS, 0, stream>>>(p);
     }
 }
 
 template <class T>
-void launch(const DepthwiseParams& p, int k, bool nhwc8, cudaStream_t stream) {
+void launch(const DepthwiseParams& p, int k, bool nhwc8, int n, cudaStream_t stream) {
     switch (k) {
         case 1:
-            return launch<T, 1>(p, nhwc8, stream);
+            return launch<T, 1>(p, nhwc8, n, stream);
         case 3:
-            return launch<T, 3>(p, nhwc8, stream);
+            return launch<T, 3>(p, nhwc8, n, stream);
         case 5:
-            return launch<T, 5>(p, nhwc8, stream);
+            return launch<T, 5>(p, nhwc8, n, stream);
         default:
-            return launch<T, 7>(p, nhwc8, stream);  // check_args: K odd, <= 7
+            return launch<T, 7>(p, nhwc8, n, stream);  // check_args: K odd, <= 7
     }
 }
 
@@ -167,20 +236,19 @@ void CudaBackend::depthwise_conv2d(const DepthwiseConv2dArgs& a) {
     p.c = s.c, p.h = s.h, p.w = s.w, p.oh = o.h, p.ow = o.w;
     p.vectors = stored_channels(Layout::NHWC8, s.c) / 8;
     p.pad = a.pad_before, p.mode = int(a.pad_mode);
-    p.count = nhwc8 ? (long long)o.n * o.h * o.w * p.vectors : (long long)o.count();
     if (nhwc8) {
         check_aligned16(a.input.data, context, "input");
         check_aligned16(a.output.data, context, "output");
     }
     switch (a.input.dtype) {
         case DType::F32:
-            launch<float>(p, a.kernel, nhwc8, stream_);
+            launch<float>(p, a.kernel, nhwc8, o.n, stream_);
             break;
         case DType::F16:
-            launch<__half>(p, a.kernel, nhwc8, stream_);
+            launch<__half>(p, a.kernel, nhwc8, o.n, stream_);
             break;
         case DType::BF16:
-            launch<__nv_bfloat16>(p, a.kernel, nhwc8, stream_);
+            launch<__nv_bfloat16>(p, a.kernel, nhwc8, o.n, stream_);
             break;
     }
     check_launch(context, "depthwise_conv2d kernel launch");

@@ -11,20 +11,28 @@
 // algorithm's).
 //
 // NHWC8: a pixel's channels are contiguous, so a group of L lanes (L a power
-// of two, the smallest >= the pixel's 8-channel vectors, at most 32) takes one
-// pixel: each lane loads 16-byte vectors (coalesced: the groups of a warp
-// cover consecutive pixels), keeps up to V of them in registers for the
-// second pass and the output (V = 1 for C <= 256; V = 4 above, i.e. 1024
+// of two, the smallest >= the pixel's 8-channel vectors, at most 32) takes
+// pixels: each lane loads 16-byte vectors (coalesced: the groups of a warp
+// cover consecutive pixels) and keeps V of them in registers for the second
+// pass and the output (V: the pixel's vectors over 32, up to 4, i.e. 1024
 // channels cached; a pixel wider than that re-reads the rest from L1/L2),
-// and the group reduces its sums with xor shuffles. So DRAM sees each element
-// once each way for C <= 1024.
-// NCHW: a pixel's channels are H*W apart; one thread per pixel, consecutive
-// threads on consecutive pixels (every channel's load is coalesced), three
-// passes over the channels: the 2nd and 3rd re-read what the 1st brought in,
-// from L1/L2 (a 256-thread block's pixels x C floats: 32 KB at C = 32), so
-// DRAM traffic stays near the floor while the working set fits the L2.
-// 256 threads per block: a multiple of 32 that keeps 8 blocks per SM
-// resident (the kernels use few registers and no shared memory).
+// and the group reduces its sums with xor shuffles. A group takes P pixels
+// at once (P V = 4: 64 bytes a lane), so their loads are in flight together
+// and their shuffle chains overlap: with one pixel a group, the 256- and
+// 512-channel rows ran at 37-39% of the floor, a pixel's load latency and
+// 10 dependent shuffles per pixel and too few bytes in flight per SM.
+// DRAM sees each element once each way for C <= 1024.
+// NCHW: a pixel's channels are H*W apart. A block is 32 consecutive pixels
+// x 8 channel groups (a warp per group: every load is 32 consecutive
+// values of one channel), each thread holding its ceil(C / 8) channels of
+// its pixel in registers (up to 64: C <= 512), the groups' partial sums
+// added in shared memory. So DRAM sees each element once each way; the
+// first version (a thread per pixel, three passes over its channels through
+// L1/L2) ran at 25-49% of the floor from 64 channels up, where a block's
+// pixels' channels no longer fit L1. Wider tensors (C > 512) take that
+// version still.
+// 256 threads per block: a multiple of 32 that keeps several blocks per SM
+// resident.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -54,7 +62,8 @@ struct LayerNormParams {
     float eps;
 };
 
-// One thread per pixel of an NCHW tensor.
+// One thread per pixel of an NCHW tensor (C > 512: three passes over its
+// channels, the second and third through L1/L2).
 template <class T>
 __global__ void __launch_bounds__(LN_THREADS) layer_norm_nchw_kernel(const LayerNormParams p) {
     const long long i = (long long)blockIdx.x * LN_THREADS + threadIdx.x;
@@ -76,6 +85,78 @@ __global__ void __launch_bounds__(LN_THREADS) layer_norm_nchw_kernel(const Layer
         const float x = widen(__ldg(in + (long long)c * p.plane));
         out[(long long)c * p.plane] = narrow<T>((x - mean) * scale * __ldg(p.weight + c) + __ldg(p.bias + c));
     }
+}
+
+// NCHW, C <= 8 CPT: 32 pixels x 8 channel groups a block (LN_NCHW_GROUPS
+// warps), thread (pixel, g) holding channels g, g + 8, ... in registers.
+constexpr int LN_NCHW_GROUPS = LN_THREADS / 32;
+
+template <class T, int CPT>
+__global__ void __launch_bounds__(LN_THREADS) layer_norm_nchw_cached_kernel(const LayerNormParams p) {
+    __shared__ float part[LN_NCHW_GROUPS][32];
+    __shared__ float stat[32];
+    const int px = int(threadIdx.x) % 32, g = int(threadIdx.x) / 32;
+    const long long i = (long long)blockIdx.x * 32 + px;
+    const bool active = i < p.pixels;
+    const long long n = active ? i / p.plane : 0, hw = active ? i - n * p.plane : 0;
+    const T* in = static_cast<const T*>(p.in) + n * p.c * (long long)p.plane + hw;
+    T* out = static_cast<T*>(p.out) + n * p.c * (long long)p.plane + hw;
+    float x[CPT];
+    float sum = 0.f;
+#pragma unroll
+    for (int j = 0; j < CPT; ++j) {
+        const int c = g + j * LN_NCHW_GROUPS;
+        x[j] = active && c < p.c ? widen(__ldg(in + (long long)c * p.plane)) : 0.f;
+        sum += x[j];
+    }
+    part[g][px] = sum;
+    __syncthreads();
+    if (g == 0) {
+        float s = 0.f;
+#pragma unroll
+        for (int k = 0; k < LN_NCHW_GROUPS; ++k) s += part[k][px];
+        stat[px] = s / float(p.c);
+    }
+    __syncthreads();
+    const float mean = stat[px];
+    float squares = 0.f;
+#pragma unroll
+    for (int j = 0; j < CPT; ++j) {
+        const int c = g + j * LN_NCHW_GROUPS;
+        const float d = x[j] - mean;
+        if (c < p.c) squares += d * d;
+    }
+    __syncthreads();  // every read of part[] and stat[] above is done
+    part[g][px] = squares;
+    __syncthreads();
+    if (g == 0) {
+        float s = 0.f;
+#pragma unroll
+        for (int k = 0; k < LN_NCHW_GROUPS; ++k) s += part[k][px];
+        stat[px] = 1.0f / sqrtf(s / float(p.c) + p.eps);
+    }
+    __syncthreads();
+    const float scale = stat[px];
+    if (!active) return;
+#pragma unroll
+    for (int j = 0; j < CPT; ++j) {
+        const int c = g + j * LN_NCHW_GROUPS;
+        if (c < p.c)
+            out[(long long)c * p.plane] = narrow<T>((x[j] - mean) * scale * __ldg(p.weight + c) + __ldg(p.bias + c));
+    }
+}
+
+template <class T>
+void launch_nchw(const LayerNormParams& p, cudaStream_t stream) {
+    const unsigned cached_blocks = unsigned((p.pixels + 31) / 32);
+    const int cpt = (p.c + LN_NCHW_GROUPS - 1) / LN_NCHW_GROUPS;
+    if (cpt <= 2) return layer_norm_nchw_cached_kernel<T, 2><<<cached_blocks, LN_THREADS, 0, stream>>>(p);
+    if (cpt <= 4) return layer_norm_nchw_cached_kernel<T, 4><<<cached_blocks, LN_THREADS, 0, stream>>>(p);
+    if (cpt <= 8) return layer_norm_nchw_cached_kernel<T, 8><<<cached_blocks, LN_THREADS, 0, stream>>>(p);
+    if (cpt <= 16) return layer_norm_nchw_cached_kernel<T, 16><<<cached_blocks, LN_THREADS, 0, stream>>>(p);
+    if (cpt <= 32) return layer_norm_nchw_cached_kernel<T, 32><<<cached_blocks, LN_THREADS, 0, stream>>>(p);
+    if (cpt <= 64) return layer_norm_nchw_cached_kernel<T, 64><<<cached_blocks, LN_THREADS, 0, stream>>>(p);
+    layer_norm_nchw_kernel<T><<<unsigned((p.pixels + LN_THREADS - 1) / LN_THREADS), LN_THREADS, 0, stream>>>(p);
 }
 
 // Sum over the L lanes of a group (L a power of two dividing 32; every lane
@@ -126,72 +207,92 @@ __device__ __forceinline__ uint4 vector_normalize(const uint4& v, int c0, const 
     return pack8<T>(f);
 }
 
-// L lanes per pixel of an NHWC8 tensor, V vectors per lane kept in registers.
-template <class T, int L, int V>
+// L lanes per pixel of an NHWC8 tensor, V vectors per lane kept in
+// registers, P pixels per group at once: a block's G = 256 / L groups take
+// pixels first + j G + g (j < P), so for each j a warp's groups read
+// consecutive pixels.
+template <class T, int L, int V, int P>
 __global__ void __launch_bounds__(LN_THREADS) layer_norm_nhwc8_kernel(const LayerNormParams p) {
     static_assert(L >= 1 && L <= 32 && (L & (L - 1)) == 0 && LN_THREADS % 32 == 0, "groups must tile a warp");
-    const int lane = int(threadIdx.x) % L;
-    const long long pixel = ((long long)blockIdx.x * LN_THREADS + threadIdx.x) / L;
-    // No early return: every lane of the warp takes part in the shuffles.
-    const bool active = pixel < p.pixels;
-    const uint4* in = static_cast<const uint4*>(p.in) + (active ? pixel : 0) * p.vectors;
-    uint4* out = static_cast<uint4*>(p.out) + (active ? pixel : 0) * p.vectors;
+    constexpr int G = LN_THREADS / L;
+    const int lane = int(threadIdx.x) % L, g = int(threadIdx.x) / L;
+    const long long first = (long long)blockIdx.x * G * P + g;
     const float channels = float(p.c);
-
-    uint4 cache[V];
-    float sum = 0.f;
+    // No early return: every lane of the warp takes part in the shuffles.
+    bool active[P];
+    const uint4* in[P];
+    uint4 cache[P][V];
+    float sum[P];
 #pragma unroll
-    for (int j = 0; j < V; ++j) {
-        const int v = lane + j * L;
-        cache[j] = make_uint4(0u, 0u, 0u, 0u);
-        if (active && v < p.vectors) {
-            cache[j] = __ldg(in + v);
-            sum += vector_sum<T>(cache[j], v * 8, p.c);
+    for (int j = 0; j < P; ++j) {
+        const long long pixel = first + j * G;
+        active[j] = pixel < p.pixels;
+        in[j] = static_cast<const uint4*>(p.in) + (active[j] ? pixel : 0) * p.vectors;
+#pragma unroll
+        for (int k = 0; k < V; ++k) {
+            const int v = lane + k * L;
+            cache[j][k] = active[j] && v < p.vectors ? __ldg(in[j] + v) : make_uint4(0u, 0u, 0u, 0u);
         }
     }
-    for (int v = lane + V * L; active && v < p.vectors; v += L) sum += vector_sum<T>(__ldg(in + v), v * 8, p.c);
-    const float mean = group_sum<L>(sum) / channels;
-
-    float squares = 0.f;
 #pragma unroll
-    for (int j = 0; j < V; ++j) {
-        const int v = lane + j * L;
-        if (active && v < p.vectors) squares += vector_squares<T>(cache[j], v * 8, p.c, mean);
-    }
-    for (int v = lane + V * L; active && v < p.vectors; v += L)
-        squares += vector_squares<T>(__ldg(in + v), v * 8, p.c, mean);
-    const float scale = 1.0f / sqrtf(group_sum<L>(squares) / channels + p.eps);
-
-    if (!active) return;
+    for (int j = 0; j < P; ++j) {
+        sum[j] = 0.f;
 #pragma unroll
-    for (int j = 0; j < V; ++j) {
-        const int v = lane + j * L;
-        if (v < p.vectors) out[v] = vector_normalize<T>(cache[j], v * 8, p, mean, scale);
+        for (int k = 0; k < V; ++k) sum[j] += vector_sum<T>(cache[j][k], (lane + k * L) * 8, p.c);
+        for (int v = lane + V * L; active[j] && v < p.vectors; v += L)
+            sum[j] += vector_sum<T>(__ldg(in[j] + v), v * 8, p.c);
     }
-    for (int v = lane + V * L; v < p.vectors; v += L)
-        out[v] = vector_normalize<T>(__ldg(in + v), v * 8, p, mean, scale);
+    float mean[P], squares[P], scale[P];
+#pragma unroll
+    for (int j = 0; j < P; ++j) mean[j] = group_sum<L>(sum[j]) / channels;
+#pragma unroll
+    for (int j = 0; j < P; ++j) {
+        squares[j] = 0.f;
+#pragma unroll
+        for (int k = 0; k < V; ++k) {
+            const int v = lane + k * L;
+            if (v < p.vectors) squares[j] += vector_squares<T>(cache[j][k], v * 8, p.c, mean[j]);
+        }
+        for (int v = lane + V * L; active[j] && v < p.vectors; v += L)
+            squares[j] += vector_squares<T>(__ldg(in[j] + v), v * 8, p.c, mean[j]);
+    }
+#pragma unroll
+    for (int j = 0; j < P; ++j) scale[j] = 1.0f / sqrtf(group_sum<L>(squares[j]) / channels + p.eps);
+#pragma unroll
+    for (int j = 0; j < P; ++j) {
+        if (!active[j]) continue;
+        uint4* out = static_cast<uint4*>(p.out) + (first + j * G) * p.vectors;
+#pragma unroll
+        for (int k = 0; k < V; ++k) {
+            const int v = lane + k * L;
+            if (v < p.vectors) out[v] = vector_normalize<T>(cache[j][k], v * 8, p, mean[j], scale[j]);
+        }
+        for (int v = lane + V * L; v < p.vectors; v += L)
+            out[v] = vector_normalize<T>(__ldg(in[j] + v), v * 8, p, mean[j], scale[j]);
+    }
 }
 
-template <class T, int L, int V>
+template <class T, int L, int V, int P>
 void launch_nhwc8(const LayerNormParams& p, cudaStream_t stream) {
-    const long long threads = p.pixels * L;
-    const unsigned blocks = unsigned((threads + LN_THREADS - 1) / LN_THREADS);
-    layer_norm_nhwc8_kernel<T, L, V><<<blocks, LN_THREADS, 0, stream>>>(p);
+    const long long pixels_per_block = (long long)(LN_THREADS / L) * P;
+    const unsigned blocks = unsigned((p.pixels + pixels_per_block - 1) / pixels_per_block);
+    layer_norm_nhwc8_kernel<T, L, V, P><<<blocks, LN_THREADS, 0, stream>>>(p);
 }
 
 // Lanes per pixel: the smallest power of two >= the vectors (<= 32), so a
-// group's lanes each hold one vector; wider pixels take a warp and 4 vectors
-// per lane in registers.
+// group's lanes each hold one vector; wider pixels take a warp and 2 or 4
+// vectors per lane in registers (more re-read); 4 vectors a lane in all.
 template <class T>
 void launch_nhwc8(const LayerNormParams& p, cudaStream_t stream) {
     const int v = p.vectors;
-    if (v <= 1) return launch_nhwc8<T, 1, 1>(p, stream);
-    if (v <= 2) return launch_nhwc8<T, 2, 1>(p, stream);
-    if (v <= 4) return launch_nhwc8<T, 4, 1>(p, stream);
-    if (v <= 8) return launch_nhwc8<T, 8, 1>(p, stream);
-    if (v <= 16) return launch_nhwc8<T, 16, 1>(p, stream);
-    if (v <= 32) return launch_nhwc8<T, 32, 1>(p, stream);
-    return launch_nhwc8<T, 32, 4>(p, stream);
+    if (v <= 1) return launch_nhwc8<T, 1, 1, 4>(p, stream);
+    if (v <= 2) return launch_nhwc8<T, 2, 1, 4>(p, stream);
+    if (v <= 4) return launch_nhwc8<T, 4, 1, 4>(p, stream);
+    if (v <= 8) return launch_nhwc8<T, 8, 1, 4>(p, stream);
+    if (v <= 16) return launch_nhwc8<T, 16, 1, 4>(p, stream);
+    if (v <= 32) return launch_nhwc8<T, 32, 1, 4>(p, stream);
+    if (v <= 64) return launch_nhwc8<T, 32, 2, 2>(p, stream);
+    return launch_nhwc8<T, 32, 4, 1>(p, stream);
 }
 
 }  // namespace
@@ -213,16 +314,15 @@ void CudaBackend::layer_norm(const LayerNormArgs& a) {
     p.pixels = (long long)s.n * s.h * s.w;
     p.eps = a.eps;
     if (a.input.layout == Layout::NCHW) {
-        const unsigned blocks = unsigned((p.pixels + LN_THREADS - 1) / LN_THREADS);
         switch (a.input.dtype) {
             case DType::F32:
-                layer_norm_nchw_kernel<float><<<blocks, LN_THREADS, 0, stream_>>>(p);
+                launch_nchw<float>(p, stream_);
                 break;
             case DType::F16:
-                layer_norm_nchw_kernel<__half><<<blocks, LN_THREADS, 0, stream_>>>(p);
+                launch_nchw<__half>(p, stream_);
                 break;
             case DType::BF16:
-                layer_norm_nchw_kernel<__nv_bfloat16><<<blocks, LN_THREADS, 0, stream_>>>(p);
+                launch_nchw<__nv_bfloat16>(p, stream_);
                 break;
         }
         check_launch(context, "layer_norm_nchw_kernel launch");

@@ -12,11 +12,11 @@
 // pixel count is its clipped height times its clipped width):
 //   1. rows: h(y, x) = sum of in(y, x0..x1) for every pixel, into the scratch;
 //   2. columns: out(y, x) = sum of h(y0..y1, x) / ((y1-y0+1) * (x1-x0+1)).
-// Each pass gives a thread a chunk of R = max(kMinChunk, window) consecutive
-// outputs along its axis: it sums the first output's box directly, then
-// slides (add the element entering, subtract the one leaving: 2 loads per
-// output, the leaving one an L1/L2 hit, read `window` steps before). The
-// direct start costs <= window loads per chunk, <= 1 per output. So DRAM
+// Each pass gives a thread a chunk of R = max(kMinChunk, 2 window)
+// consecutive outputs along its axis: it sums the first output's box
+// directly, then slides (add the element entering, subtract the one leaving:
+// 2 loads per output, the leaving one read `window` steps before). The
+// direct start costs <= window + 1 loads per chunk, <= ~1/2 per output. So DRAM
 // traffic is ~2 reads and 2 writes per element (the scratch's included),
 // twice the floor: the price of O(1) in the window with no shared-memory
 // halo (which a 1024-wide window would make larger than the tile).
@@ -30,23 +30,39 @@
 // of the image size and the window (a float prefix sum over a row would err
 // by ~W/window * 2^-24 of the box sum instead).
 //
-// Thread layout: pass 2 puts consecutive threads on consecutive addresses of
-// a row (NCHW: x; NHWC8: x * C8 + c), so its loads and stores are coalesced.
-// Pass 1 walks along rows: in NHWC8 consecutive threads take consecutive
-// channels of a pixel (coalesced, 8+ channels); in NCHW consecutive threads
-// take consecutive rows, so a warp's loads are strided by W but each
-// thread's 32-byte sectors are reused over 8 steps from L1. 256 threads per
-// block, no shared memory: 8 blocks per SM resident.
+// Thread layout. Pass 1 walks along rows: in NHWC8 a thread takes one
+// 8-channel vector (one 16-byte load per step, its 8 sums side by side; the
+// first version took one channel, 2-byte loads, and ran at 12-14% of the
+// floor), consecutive threads on a pixel's consecutive vectors; in NCHW
+// consecutive threads take consecutive rows, so a warp's loads are strided
+// by W but each thread's 32-byte sectors are reused over 8 steps from L1.
+// Pass 2 puts consecutive threads on consecutive 4-element groups of a row
+// (NCHW: x, where W is a multiple of 4, else one element; NHWC8: x * C8 +
+// c), one 16-byte scratch load per step, so its loads and stores are
+// coalesced. Both passes load kUnroll steps' entering and leaving elements
+// before adding any (the first version loaded one step at a time, a load's
+// latency per output). 256 threads per block, no shared memory.
+//
+// What bounds it: the scratch (4 bytes an element) is written and read
+// once, and the leaving element of a window of 192 (NAFNet's at 12 MP) was
+// loaded `window` steps before by a thread whose peers' windows together
+// far exceed the L2, so it comes from DRAM again. In half precision that is
+// 2 + 2 + 4 (pass 1) + 4 + 4 + 2 (pass 2) = 18 bytes an element against the
+// floor's 4: at most ~22% of the floor. Reaching 60% needs one pass with
+// no scratch and the leaving values kept on chip (a tile with its halo in
+// shared memory), not done yet.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <algorithm>
 #include <climits>
+#include <cstdint>
 #include <string>
 
 #include "common.cuh"
 #include "cuda_backend.cuh"
 #include "element_types.cuh"
+#include "vector8.cuh"
 
 namespace imr::cuda {
 namespace {
@@ -54,7 +70,7 @@ namespace {
 constexpr int WM_THREADS = 256;
 // Outputs per thread at least: enough that a chunk's direct start (its first
 // box) is a small part of the work for small windows.
-constexpr int kMinChunk = 32;
+constexpr int kMinChunk = 64;
 
 // Element (l, y, q) of a tensor is at (l * H + y) * Q + q: NCHW: l = n * C + c,
 // q = x, Q = W; NHWC8: l = n, q = x * C8 + c, Q = W * C8.
@@ -70,16 +86,40 @@ struct WindowParams {
     long long count;  // threads of the pass
 };
 
-// Pass 1: row sums along x into the scratch.
+// Steps whose loads a thread issues before adding any (see the top).
+constexpr int kUnroll = 4;
+
+// Eight elements of T at p, widened; or zeros.
+template <class T>
+__device__ __forceinline__ void load8(const T* p, bool ok, double (&d)[8]) {
+    float f[8];
+    if (ok) {
+        unpack8<T>(__ldg(reinterpret_cast<const uint4*>(p)), f);
+    } else {
+#pragma unroll
+        for (int k = 0; k < 8; ++k) f[k] = 0.f;
+    }
+#pragma unroll
+    for (int k = 0; k < 8; ++k) d[k] = double(f[k]);
+}
+// One element of T at p, widened; or zero.
+template <class T>
+__device__ __forceinline__ void load8(const T* p, bool ok, double (&d)[1]) {
+    d[0] = ok ? double(widen(__ldg(p))) : 0.0;
+}
+
+// Pass 1: row sums along x into the scratch. E elements a thread (NHWC8: a
+// vector of 8 channels; NCHW: 1).
 template <class T, bool NHWC8>
 __global__ void __launch_bounds__(WM_THREADS) window_rows_kernel(const WindowParams p) {
+    constexpr int E = NHWC8 ? 8 : 1;
     const long long t = (long long)blockIdx.x * WM_THREADS + threadIdx.x;
     if (t >= p.count) return;
     int c = 0, y, chunk, l;
     long long r = t;
     if constexpr (NHWC8) {
-        c = int(r % p.c8), r /= p.c8;
-        if (c >= p.c) return;  // padding channels: pass 2 writes zeros without reading
+        const int vectors = p.c8 / 8;
+        c = int(r % vectors) * 8, r /= vectors;
         chunk = int(r % p.chunks_w), r /= p.chunks_w;
         y = int(r % p.h), l = int(r / p.h);
     } else {
@@ -91,55 +131,131 @@ __global__ void __launch_bounds__(WM_THREADS) window_rows_kernel(const WindowPar
     const T* in = static_cast<const T*>(p.in) + base;
     float* out = p.scratch + base;
     const int x_begin = chunk * p.chunk, x_end = min(p.w, x_begin + p.chunk);
-    double sum = 0.0;
-    for (int x = max(0, x_begin - p.before); x <= min(p.w - 1, x_begin + p.after); ++x)
-        sum += double(widen(__ldg(in + x * step)));
-    out[x_begin * step] = float(sum);
-    for (int x = x_begin + 1; x < x_end; ++x) {
-        if (x + p.after < p.w) sum += double(widen(__ldg(in + (x + p.after) * step)));
-        if (x - p.before - 1 >= 0) sum -= double(widen(__ldg(in + (x - p.before - 1) * step)));
-        out[x * step] = float(sum);
+    double sum[E] = {}, v[E];
+    for (int x = max(0, x_begin - p.before); x <= min(p.w - 1, x_begin + p.after); ++x) {
+        load8<T>(in + x * step, true, v);
+#pragma unroll
+        for (int k = 0; k < E; ++k) sum[k] += v[k];
+    }
+    auto store = [&](int x) {
+        if constexpr (NHWC8) {
+            float4* o = reinterpret_cast<float4*>(out + x * step);
+            o[0] = make_float4(float(sum[0]), float(sum[1]), float(sum[2]), float(sum[3]));
+            o[1] = make_float4(float(sum[4]), float(sum[5]), float(sum[6]), float(sum[7]));
+        } else {
+            out[x] = float(sum[0]);
+        }
+    };
+    store(x_begin);
+    for (int x = x_begin + 1; x < x_end; x += kUnroll) {
+        double enter[kUnroll][E], leave[kUnroll][E];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+            const int xx = x + u;
+            load8<T>(in + (xx + p.after) * step, xx < x_end && xx + p.after < p.w, enter[u]);
+            load8<T>(in + (xx - p.before - 1) * step, xx < x_end && xx - p.before - 1 >= 0, leave[u]);
+        }
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+            if (x + u >= x_end) break;
+#pragma unroll
+            for (int k = 0; k < E; ++k) sum[k] += enter[u][k] - leave[u][k];
+            store(x + u);
+        }
     }
 }
 
 // Pass 2: column sums of the row sums, divided by the clipped box's pixels.
-template <class T, bool NHWC8>
+// QV consecutive elements of a row a thread (4: one 16-byte scratch load;
+// NHWC8's q and Q are multiples of 8; NCHW takes 4 where W is a multiple
+// of 4, else 1).
+template <class T, bool NHWC8, int QV>
 __global__ void __launch_bounds__(WM_THREADS) window_columns_kernel(const WindowParams p) {
     const long long t = (long long)blockIdx.x * WM_THREADS + threadIdx.x;
     if (t >= p.count) return;
-    const int q = int(t % p.q);
-    const long long r = t / p.q;
+    const int groups = p.q / QV;
+    const int q = int(t % groups) * QV;
+    const long long r = t / groups;
     const int chunk = int(r % p.chunks_h), l = int(r / p.chunks_h);
     const int x = NHWC8 ? q / p.c8 : q, c = NHWC8 ? q - x * p.c8 : 0;
     const long long base = (long long)l * p.h * p.q + q;
     const float* in = p.scratch + base;
     T* out = static_cast<T*>(p.out) + base;
     const int y_begin = chunk * p.chunk, y_end = min(p.h, y_begin + p.chunk);
-    if (NHWC8 && c >= p.c) {  // the output's padding channels
-        for (int y = y_begin; y < y_end; ++y) out[(long long)y * p.q] = narrow<T>(0.f);
-        return;
+    // The box's clipped width per lane (NCHW lanes are columns x + k).
+    double width[QV];
+#pragma unroll
+    for (int k = 0; k < QV; ++k) {
+        const int xk = NHWC8 ? x : x + k;
+        width[k] = double(min(p.w - 1, xk + p.after) - max(0, xk - p.before) + 1);
     }
-    const double width = double(min(p.w - 1, x + p.after) - max(0, x - p.before) + 1);
-    double sum = 0.0;
-    for (int y = max(0, y_begin - p.before); y <= min(p.h - 1, y_begin + p.after); ++y)
-        sum += double(in[(long long)y * p.q]);
-    for (int y = y_begin; y < y_end; ++y) {
-        if (y > y_begin) {
-            if (y + p.after < p.h) sum += double(in[(long long)(y + p.after) * p.q]);
-            if (y - p.before - 1 >= 0) sum -= double(in[(long long)(y - p.before - 1) * p.q]);
+    auto load = [&](int y, bool ok, double (&d)[QV]) {
+        if constexpr (QV == 4) {
+            const float4 f = ok ? *reinterpret_cast<const float4*>(in + (long long)y * p.q) : make_float4(0, 0, 0, 0);
+            d[0] = f.x, d[1] = f.y, d[2] = f.z, d[3] = f.w;
+        } else {
+            d[0] = ok ? double(in[(long long)y * p.q]) : 0.0;
         }
+    };
+    auto store = [&](int y, const double (&sum)[QV]) {
         const double height = double(min(p.h - 1, y + p.after) - max(0, y - p.before) + 1);
-        out[(long long)y * p.q] = narrow<T>(float(sum / (height * width)));
+        T o[QV];
+#pragma unroll
+        for (int k = 0; k < QV; ++k)
+            o[k] = NHWC8 && c + k >= p.c ? narrow<T>(0.f)  // the output's padding channels
+                                         : narrow<T>(float(sum[k] / (height * width[k])));
+        T* dst = out + (long long)y * p.q;
+        if constexpr (QV == 4 && sizeof(T) == 2) {
+            uint2 packed;
+            T* e = reinterpret_cast<T*>(&packed);
+#pragma unroll
+            for (int k = 0; k < 4; ++k) e[k] = o[k];
+            *reinterpret_cast<uint2*>(dst) = packed;
+        } else if constexpr (QV == 4) {
+            *reinterpret_cast<float4*>(dst) = make_float4(o[0], o[1], o[2], o[3]);
+        } else {
+            dst[0] = o[0];
+        }
+    };
+    double sum[QV] = {}, v[QV];
+    for (int y = max(0, y_begin - p.before); y <= min(p.h - 1, y_begin + p.after); ++y) {
+        load(y, true, v);
+#pragma unroll
+        for (int k = 0; k < QV; ++k) sum[k] += v[k];
+    }
+    store(y_begin, sum);
+    for (int y = y_begin + 1; y < y_end; y += kUnroll) {
+        double enter[kUnroll][QV], leave[kUnroll][QV];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+            const int yy = y + u;
+            load(yy + p.after, yy < y_end && yy + p.after < p.h, enter[u]);
+            load(yy - p.before - 1, yy < y_end && yy - p.before - 1 >= 0, leave[u]);
+        }
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+            if (y + u >= y_end) break;
+#pragma unroll
+            for (int k = 0; k < QV; ++k) sum[k] += enter[u][k] - leave[u][k];
+            store(y + u, sum);
+        }
     }
 }
 
 template <class T, bool NHWC8>
 void launch(WindowParams p, cudaStream_t stream, const std::string& context) {
-    p.count = (long long)p.lanes * p.h * p.chunks_w * (NHWC8 ? p.c8 : 1);
+    p.count = (long long)p.lanes * p.h * p.chunks_w * (NHWC8 ? p.c8 / 8 : 1);
     window_rows_kernel<T, NHWC8><<<unsigned((p.count + WM_THREADS - 1) / WM_THREADS), WM_THREADS, 0, stream>>>(p);
     check_launch(context, "window_rows_kernel launch");
-    p.count = (long long)p.lanes * p.q * p.chunks_h;
-    window_columns_kernel<T, NHWC8><<<unsigned((p.count + WM_THREADS - 1) / WM_THREADS), WM_THREADS, 0, stream>>>(p);
+    // NHWC8: always (Q a multiple of 8, the pointers checked); NCHW where
+    // rows are whole 4-float groups and the output is 16-byte aligned.
+    const bool vector = p.q % 4 == 0 && reinterpret_cast<uintptr_t>(p.out) % 16 == 0;
+    p.count = (long long)p.lanes * (p.q / (vector ? 4 : 1)) * p.chunks_h;
+    const unsigned blocks = unsigned((p.count + WM_THREADS - 1) / WM_THREADS);
+    if (vector)
+        window_columns_kernel<T, NHWC8, 4><<<blocks, WM_THREADS, 0, stream>>>(p);
+    else
+        window_columns_kernel<T, NHWC8, 1><<<blocks, WM_THREADS, 0, stream>>>(p);
     check_launch(context, "window_columns_kernel launch");
 }
 
@@ -156,6 +272,10 @@ void CudaBackend::window_mean(const WindowMeanArgs& a) {
     const bool nhwc8 = a.input.layout == Layout::NHWC8;
     if (nhwc8 == (a.input.dtype == DType::F32) || (!nhwc8 && a.input.layout != Layout::NCHW))
         throw Error(context + ": no CUDA kernel takes " + a.input.str());  // supports() refuses these first
+    if (nhwc8) {
+        check_aligned16(a.input.data, context, "input");
+        check_aligned16(a.output.data, context, "output");
+    }
     WindowParams p{};
     p.in = a.input.data, p.out = a.output.data;
     p.scratch = static_cast<float*>(scratch(a.input.stored_count() * sizeof(float)));
@@ -163,7 +283,7 @@ void CudaBackend::window_mean(const WindowMeanArgs& a) {
     p.lanes = nhwc8 ? s.n : s.n * s.c;
     p.q = nhwc8 ? s.w * p.c8 : s.w;
     p.before = a.before(), p.after = a.after();
-    p.chunk = std::max(kMinChunk, a.window);
+    p.chunk = std::max(kMinChunk, 2 * a.window);
     p.chunks_w = (s.w + p.chunk - 1) / p.chunk, p.chunks_h = (s.h + p.chunk - 1) / p.chunk;
     switch (a.input.dtype) {
         case DType::F32:
