@@ -23,9 +23,9 @@
 // 10 dependent shuffles per pixel and too few bytes in flight per SM.
 // DRAM sees each element once each way for C <= 1024.
 // NCHW: a pixel's channels are H*W apart. A block is 32 consecutive pixels
-// x 8 channel groups (a warp per group: every load is 32 consecutive
-// values of one channel), each thread holding its ceil(C / 8) channels of
-// its pixel in registers (up to 64: C <= 512), the groups' partial sums
+// x G channel groups (a warp per group: every load is 32 consecutive
+// values of one channel), each thread holding its ceil(C / G) channels of
+// its pixel in registers (up to 32: C <= 512), the groups' partial sums
 // added in shared memory. So DRAM sees each element once each way; the
 // first version (a thread per pixel, three passes over its channels through
 // L1/L2) ran at 25-49% of the floor from 64 channels up, where a block's
@@ -87,13 +87,13 @@ __global__ void __launch_bounds__(LN_THREADS) layer_norm_nchw_kernel(const Layer
     }
 }
 
-// NCHW, C <= 8 CPT: 32 pixels x 8 channel groups a block (LN_NCHW_GROUPS
-// warps), thread (pixel, g) holding channels g, g + 8, ... in registers.
-constexpr int LN_NCHW_GROUPS = LN_THREADS / 32;
-
-template <class T, int CPT>
-__global__ void __launch_bounds__(LN_THREADS) layer_norm_nchw_cached_kernel(const LayerNormParams p) {
-    __shared__ float part[LN_NCHW_GROUPS][32];
+// NCHW, C <= G CPT: 32 pixels x G channel groups a block (a warp per
+// group), thread (pixel, g) holding channels g, g + G, ... in registers.
+// G = 8 up to 256 channels, 16 up to 512 (CPT <= 32: ~100 registers; with
+// 64 a thread the 512-channel row ran at 45%, one 8-warp block per SM).
+template <class T, int G, int CPT>
+__global__ void __launch_bounds__(32 * G) layer_norm_nchw_cached_kernel(const LayerNormParams p) {
+    __shared__ float part[G][32];
     __shared__ float stat[32];
     const int px = int(threadIdx.x) % 32, g = int(threadIdx.x) / 32;
     const long long i = (long long)blockIdx.x * 32 + px;
@@ -105,7 +105,7 @@ __global__ void __launch_bounds__(LN_THREADS) layer_norm_nchw_cached_kernel(cons
     float sum = 0.f;
 #pragma unroll
     for (int j = 0; j < CPT; ++j) {
-        const int c = g + j * LN_NCHW_GROUPS;
+        const int c = g + j * G;
         x[j] = active && c < p.c ? widen(__ldg(in + (long long)c * p.plane)) : 0.f;
         sum += x[j];
     }
@@ -114,7 +114,7 @@ __global__ void __launch_bounds__(LN_THREADS) layer_norm_nchw_cached_kernel(cons
     if (g == 0) {
         float s = 0.f;
 #pragma unroll
-        for (int k = 0; k < LN_NCHW_GROUPS; ++k) s += part[k][px];
+        for (int k = 0; k < G; ++k) s += part[k][px];
         stat[px] = s / float(p.c);
     }
     __syncthreads();
@@ -122,7 +122,7 @@ __global__ void __launch_bounds__(LN_THREADS) layer_norm_nchw_cached_kernel(cons
     float squares = 0.f;
 #pragma unroll
     for (int j = 0; j < CPT; ++j) {
-        const int c = g + j * LN_NCHW_GROUPS;
+        const int c = g + j * G;
         const float d = x[j] - mean;
         if (c < p.c) squares += d * d;
     }
@@ -132,7 +132,7 @@ __global__ void __launch_bounds__(LN_THREADS) layer_norm_nchw_cached_kernel(cons
     if (g == 0) {
         float s = 0.f;
 #pragma unroll
-        for (int k = 0; k < LN_NCHW_GROUPS; ++k) s += part[k][px];
+        for (int k = 0; k < G; ++k) s += part[k][px];
         stat[px] = 1.0f / sqrtf(s / float(p.c) + p.eps);
     }
     __syncthreads();
@@ -140,7 +140,7 @@ __global__ void __launch_bounds__(LN_THREADS) layer_norm_nchw_cached_kernel(cons
     if (!active) return;
 #pragma unroll
     for (int j = 0; j < CPT; ++j) {
-        const int c = g + j * LN_NCHW_GROUPS;
+        const int c = g + j * G;
         if (c < p.c)
             out[(long long)c * p.plane] = narrow<T>((x[j] - mean) * scale * __ldg(p.weight + c) + __ldg(p.bias + c));
     }
@@ -148,14 +148,14 @@ __global__ void __launch_bounds__(LN_THREADS) layer_norm_nchw_cached_kernel(cons
 
 template <class T>
 void launch_nchw(const LayerNormParams& p, cudaStream_t stream) {
-    const unsigned cached_blocks = unsigned((p.pixels + 31) / 32);
-    const int cpt = (p.c + LN_NCHW_GROUPS - 1) / LN_NCHW_GROUPS;
-    if (cpt <= 2) return layer_norm_nchw_cached_kernel<T, 2><<<cached_blocks, LN_THREADS, 0, stream>>>(p);
-    if (cpt <= 4) return layer_norm_nchw_cached_kernel<T, 4><<<cached_blocks, LN_THREADS, 0, stream>>>(p);
-    if (cpt <= 8) return layer_norm_nchw_cached_kernel<T, 8><<<cached_blocks, LN_THREADS, 0, stream>>>(p);
-    if (cpt <= 16) return layer_norm_nchw_cached_kernel<T, 16><<<cached_blocks, LN_THREADS, 0, stream>>>(p);
-    if (cpt <= 32) return layer_norm_nchw_cached_kernel<T, 32><<<cached_blocks, LN_THREADS, 0, stream>>>(p);
-    if (cpt <= 64) return layer_norm_nchw_cached_kernel<T, 64><<<cached_blocks, LN_THREADS, 0, stream>>>(p);
+    const unsigned blocks = unsigned((p.pixels + 31) / 32);
+    const int c = p.c;
+    if (c <= 16) return layer_norm_nchw_cached_kernel<T, 8, 2><<<blocks, 256, 0, stream>>>(p);
+    if (c <= 32) return layer_norm_nchw_cached_kernel<T, 8, 4><<<blocks, 256, 0, stream>>>(p);
+    if (c <= 64) return layer_norm_nchw_cached_kernel<T, 8, 8><<<blocks, 256, 0, stream>>>(p);
+    if (c <= 128) return layer_norm_nchw_cached_kernel<T, 8, 16><<<blocks, 256, 0, stream>>>(p);
+    if (c <= 256) return layer_norm_nchw_cached_kernel<T, 8, 32><<<blocks, 256, 0, stream>>>(p);
+    if (c <= 512) return layer_norm_nchw_cached_kernel<T, 16, 32><<<blocks, 512, 0, stream>>>(p);
     layer_norm_nchw_kernel<T><<<unsigned((p.pixels + LN_THREADS - 1) / LN_THREADS), LN_THREADS, 0, stream>>>(p);
 }
 
@@ -210,73 +210,101 @@ __device__ __forceinline__ uint4 vector_normalize(const uint4& v, int c0, const 
 // L lanes per pixel of an NHWC8 tensor, V vectors per lane kept in
 // registers, P pixels per group at once: a block's G = 256 / L groups take
 // pixels first + j G + g (j < P), so for each j a warp's groups read
-// consecutive pixels.
+// consecutive pixels; then the next P G pixels a grid further (a lane's
+// channels stay the same, so its weights and biases are loaded once, into
+// registers: the first version loaded both per channel and pixel).
 template <class T, int L, int V, int P>
 __global__ void __launch_bounds__(LN_THREADS) layer_norm_nhwc8_kernel(const LayerNormParams p) {
     static_assert(L >= 1 && L <= 32 && (L & (L - 1)) == 0 && LN_THREADS % 32 == 0, "groups must tile a warp");
     constexpr int G = LN_THREADS / L;
     const int lane = int(threadIdx.x) % L, g = int(threadIdx.x) / L;
-    const long long first = (long long)blockIdx.x * G * P + g;
     const float channels = float(p.c);
-    // No early return: every lane of the warp takes part in the shuffles.
-    bool active[P];
-    const uint4* in[P];
-    uint4 cache[P][V];
-    float sum[P];
+    float wt[V][8], bs[V][8];
 #pragma unroll
-    for (int j = 0; j < P; ++j) {
-        const long long pixel = first + j * G;
-        active[j] = pixel < p.pixels;
-        in[j] = static_cast<const uint4*>(p.in) + (active[j] ? pixel : 0) * p.vectors;
+    for (int k = 0; k < V; ++k)
 #pragma unroll
-        for (int k = 0; k < V; ++k) {
-            const int v = lane + k * L;
-            cache[j][k] = active[j] && v < p.vectors ? __ldg(in[j] + v) : make_uint4(0u, 0u, 0u, 0u);
+        for (int e = 0; e < 8; ++e) {
+            const int c = (lane + k * L) * 8 + e;
+            wt[k][e] = c < p.c ? __ldg(p.weight + c) : 0.f;
+            bs[k][e] = c < p.c ? __ldg(p.bias + c) : 0.f;
         }
-    }
+    // The cached vectors normalized with the lane's weights (padding channels 0).
+    auto normalize = [&](const uint4& v, int k, float mean, float scale) {
+        float f[8];
+        unpack8<T>(v, f);
 #pragma unroll
-    for (int j = 0; j < P; ++j) {
-        sum[j] = 0.f;
+        for (int e = 0; e < 8; ++e) f[e] = (f[e] - mean) * scale * wt[k][e] + bs[k][e];
+        return pack8<T>(f);
+    };
+    // No early return: every lane of the warp takes part in the shuffles,
+    // and every group of a block runs the same number of iterations.
+    for (long long first = (long long)blockIdx.x * G * P + g; first - g < p.pixels;
+         first += (long long)gridDim.x * G * P) {
+        bool active[P];
+        const uint4* in[P];
+        uint4 cache[P][V];
+        float sum[P];
 #pragma unroll
-        for (int k = 0; k < V; ++k) sum[j] += vector_sum<T>(cache[j][k], (lane + k * L) * 8, p.c);
-        for (int v = lane + V * L; active[j] && v < p.vectors; v += L)
-            sum[j] += vector_sum<T>(__ldg(in[j] + v), v * 8, p.c);
-    }
-    float mean[P], squares[P], scale[P];
+        for (int j = 0; j < P; ++j) {
+            const long long pixel = first + j * G;
+            active[j] = pixel < p.pixels;
+            in[j] = static_cast<const uint4*>(p.in) + (active[j] ? pixel : 0) * p.vectors;
 #pragma unroll
-    for (int j = 0; j < P; ++j) mean[j] = group_sum<L>(sum[j]) / channels;
-#pragma unroll
-    for (int j = 0; j < P; ++j) {
-        squares[j] = 0.f;
-#pragma unroll
-        for (int k = 0; k < V; ++k) {
-            const int v = lane + k * L;
-            if (v < p.vectors) squares[j] += vector_squares<T>(cache[j][k], v * 8, p.c, mean[j]);
+            for (int k = 0; k < V; ++k) {
+                const int v = lane + k * L;
+                cache[j][k] = active[j] && v < p.vectors ? __ldg(in[j] + v) : make_uint4(0u, 0u, 0u, 0u);
+            }
         }
-        for (int v = lane + V * L; active[j] && v < p.vectors; v += L)
-            squares[j] += vector_squares<T>(__ldg(in[j] + v), v * 8, p.c, mean[j]);
-    }
 #pragma unroll
-    for (int j = 0; j < P; ++j) scale[j] = 1.0f / sqrtf(group_sum<L>(squares[j]) / channels + p.eps);
+        for (int j = 0; j < P; ++j) {
+            sum[j] = 0.f;
 #pragma unroll
-    for (int j = 0; j < P; ++j) {
-        if (!active[j]) continue;
-        uint4* out = static_cast<uint4*>(p.out) + (first + j * G) * p.vectors;
-#pragma unroll
-        for (int k = 0; k < V; ++k) {
-            const int v = lane + k * L;
-            if (v < p.vectors) out[v] = vector_normalize<T>(cache[j][k], v * 8, p, mean[j], scale[j]);
+            for (int k = 0; k < V; ++k) sum[j] += vector_sum<T>(cache[j][k], (lane + k * L) * 8, p.c);
+            for (int v = lane + V * L; active[j] && v < p.vectors; v += L)
+                sum[j] += vector_sum<T>(__ldg(in[j] + v), v * 8, p.c);
         }
-        for (int v = lane + V * L; v < p.vectors; v += L)
-            out[v] = vector_normalize<T>(__ldg(in[j] + v), v * 8, p, mean[j], scale[j]);
+        float mean[P], squares[P], scale[P];
+#pragma unroll
+        for (int j = 0; j < P; ++j) mean[j] = group_sum<L>(sum[j]) / channels;
+#pragma unroll
+        for (int j = 0; j < P; ++j) {
+            squares[j] = 0.f;
+#pragma unroll
+            for (int k = 0; k < V; ++k) {
+                const int v = lane + k * L;
+                if (v < p.vectors) squares[j] += vector_squares<T>(cache[j][k], v * 8, p.c, mean[j]);
+            }
+            for (int v = lane + V * L; active[j] && v < p.vectors; v += L)
+                squares[j] += vector_squares<T>(__ldg(in[j] + v), v * 8, p.c, mean[j]);
+        }
+#pragma unroll
+        for (int j = 0; j < P; ++j) scale[j] = 1.0f / sqrtf(group_sum<L>(squares[j]) / channels + p.eps);
+#pragma unroll
+        for (int j = 0; j < P; ++j) {
+            if (!active[j]) continue;
+            uint4* out = static_cast<uint4*>(p.out) + (first + j * G) * p.vectors;
+#pragma unroll
+            for (int k = 0; k < V; ++k) {
+                const int v = lane + k * L;
+                if (v < p.vectors) out[v] = normalize(cache[j][k], k, mean[j], scale[j]);
+            }
+            for (int v = lane + V * L; v < p.vectors; v += L)
+                out[v] = vector_normalize<T>(__ldg(in[j] + v), v * 8, p, mean[j], scale[j]);
+        }
     }
 }
+
+// Blocks of the grid-stride NHWC8 kernel at most: ~8 per SM of an H200,
+// enough that every SM stays busy, few enough that a block's weight loads
+// are spread over several batches of pixels.
+constexpr long long kLayerNormMaxBlocks = 1024;
 
 template <class T, int L, int V, int P>
 void launch_nhwc8(const LayerNormParams& p, cudaStream_t stream) {
     const long long pixels_per_block = (long long)(LN_THREADS / L) * P;
-    const unsigned blocks = unsigned((p.pixels + pixels_per_block - 1) / pixels_per_block);
-    layer_norm_nhwc8_kernel<T, L, V, P><<<blocks, LN_THREADS, 0, stream>>>(p);
+    const long long blocks = (p.pixels + pixels_per_block - 1) / pixels_per_block;
+    layer_norm_nhwc8_kernel<T, L, V, P>
+        <<<unsigned(blocks < kLayerNormMaxBlocks ? blocks : kLayerNormMaxBlocks), LN_THREADS, 0, stream>>>(p);
 }
 
 // Lanes per pixel: the smallest power of two >= the vectors (<= 32), so a
@@ -285,13 +313,13 @@ void launch_nhwc8(const LayerNormParams& p, cudaStream_t stream) {
 template <class T>
 void launch_nhwc8(const LayerNormParams& p, cudaStream_t stream) {
     const int v = p.vectors;
-    if (v <= 1) return launch_nhwc8<T, 1, 1, 4>(p, stream);
-    if (v <= 2) return launch_nhwc8<T, 2, 1, 4>(p, stream);
-    if (v <= 4) return launch_nhwc8<T, 4, 1, 4>(p, stream);
-    if (v <= 8) return launch_nhwc8<T, 8, 1, 4>(p, stream);
-    if (v <= 16) return launch_nhwc8<T, 16, 1, 4>(p, stream);
-    if (v <= 32) return launch_nhwc8<T, 32, 1, 4>(p, stream);
-    if (v <= 64) return launch_nhwc8<T, 32, 2, 2>(p, stream);
+    if (v <= 1) return launch_nhwc8<T, 1, 1, 2>(p, stream);
+    if (v <= 2) return launch_nhwc8<T, 2, 1, 2>(p, stream);
+    if (v <= 4) return launch_nhwc8<T, 4, 1, 2>(p, stream);
+    if (v <= 8) return launch_nhwc8<T, 8, 1, 2>(p, stream);
+    if (v <= 16) return launch_nhwc8<T, 16, 1, 2>(p, stream);
+    if (v <= 32) return launch_nhwc8<T, 32, 1, 2>(p, stream);
+    if (v <= 64) return launch_nhwc8<T, 32, 2, 1>(p, stream);
     return launch_nhwc8<T, 32, 4, 1>(p, stream);
 }
 
