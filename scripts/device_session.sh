@@ -7,6 +7,7 @@
 #   scripts/device_session.sh verify            (tests and timings in one call, after the trainings)
 #   scripts/device_session.sh folder            (the folder against its codec floor; model timings)
 #   scripts/device_session.sh validate          (a trained model's half precisions, recorded in its file)
+#   scripts/device_session.sh graph-ops         (issue 17's graph ops: tests, bench_gpu against cuDNN, counters)
 #   scripts/device_session.sh stage|tests|bench (checks and timings over three calls)
 #
 # Prepared here first (git-excluded .carry/, see docs/performance.md, "The
@@ -101,6 +102,34 @@ from PIL import Image
 for name, a in read_shard('weights/data/shards/heldout.tar')[1]: Image.fromarray(a).save(f'/tmp/heldout/{name}.png')"
     timeout 500 $X model "weights/$m.h5" --validate-precision /tmp/heldout --write "$O/$m.h5" -d cuda 2>&1 | tee "$O/validate-$m.log"
     ls -la "$O" ;;
+graph-ops) # issue 17's graph ops (carry .carry/graph.tar.xz: the slim build's imrestore,
+    # bench_gpu, tests/test_ops and lib/; .carry/commit; the tree without *.h5):
+    # their op tests on CUDA against float64, bench_gpu --suite graph-ops (every
+    # case, ours against cuDNN), counters of two kernels (ncu: DRAM bytes,
+    # instructions, stalls; NCU_CASES, default a depthwise and a layer_norm case),
+    # then memcheck over the same op tests.
+    mkdir -p /tmp/g && tar -xJf .carry/graph.tar.xz -C /tmp/g
+    export LD_LIBRARY_PATH=/tmp/g/build-gpu-slim/lib; B=/tmp/g/build-gpu-slim; c=$(cat .carry/commit 2>/dev/null)
+    F=$(for o in ${OPS:-LayerNorm DepthwiseConv2d WindowMean Concat Activation}; do printf 'Backends/OpsTest.%s/cuda:' "$o"; done)
+    timeout 150 $B/tests/test_ops --gtest_filter="${F%:}" > "$O/test_ops.log" 2>&1; echo "test_ops rc $?"
+    grep -E "worst|PASSED|FAILED|Failure|elements beyond" "$O/test_ops.log" | head -12
+    timeout 300 $B/bench_gpu --suite graph-ops --runs 20 ${ONLY:+--only "$ONLY"} --json "$O/graph-ops.json" --commit "$c" > "$O/graph-ops.log" 2>&1
+    echo "bench_gpu rc $?"; sed -n '/^graph-ops (floor/,$p' "$O/graph-ops.log" | grep -E "${SHOW:-layer_norm|depthwise|concat|window|gelu|sum over}" | cut -c1-112
+    M=dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum,smsp__inst_executed.sum,sm__warps_active.avg.pct_of_peak_sustained_active
+    M=$M,smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio,smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio
+    M=$M,smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__throughput.avg.pct_of_peak_sustained_active
+    M=$M,smsp__issue_active.avg.pct_of_peak_sustained_active,smsp__sass_inst_executed_op_local_ld.sum
+    IFS=';' read -ra cases <<< "${NCU_CASES:-depthwise3x3 64x4000x3008 f16;layer_norm 256x500x376 f16}"
+    for k in "${!cases[@]}"; do
+        kernel=${cases[$k]%% *}; kernel=${kernel%3x3}  # the op's name begins its kernels' names
+        timeout 60 ncu --clock-control none -k "regex:$kernel" -c 2 --metrics "$M" $B/bench_gpu --suite graph-ops --runs 1 \
+            --no-cudnn --only "${cases[$k]}" > "$O/ncu-$k.log" 2>&1
+        grep -E "kernel|dram__|gpu__time|inst_exec|warps_active|stalled|sectors|throughput|issue_active|local" "$O/ncu-$k.log" \
+            | sed -E 's/ +/ /g' | cut -c1-100 | head -28
+    done
+    timeout $((560 - SECONDS)) env IMRESTORE_TEST_SKIP_GPU_ONLY=1 compute-sanitizer --tool memcheck --error-exitcode 1 \
+        $B/tests/test_ops --gtest_filter="${F%:}" > "$O/memcheck.log" 2>&1
+    echo "memcheck rc $?"; grep -E "ERROR SUMMARY|\[  (PASSED|FAILED) " "$O/memcheck.log" | tail -3 ;;
 stage)  # a check-only session, call 1 of 3: the bigger *.h5 to /tmp/models (what call "tests" lacks)
     cp weights/*.h5 /tmp/models/ && ls -la /tmp/models ;;
 tests)  # call 2 of 3: the tree with the other *.h5; carry .carry/gpu.tar.xz (with test_ops and bench_gpu).
@@ -149,5 +178,5 @@ bench)  # call 3 of 3 (carry .carry/gpu.tar.xz, .carry/photo12mp.jpg): quiet tim
     timeout 120 /tmp/bgs/build-gpu-slim/bench_gpu --suite conv --json /tmp/rep/bench-conv.json > /tmp/rep/bench-conv.log 2>&1
     tail -6 /tmp/rep/bench-conv.log
     tar -cJf "$O/reports.tar.xz" -C /tmp rep; ls -la "$O" ;;
-*)  echo "usage: $0 train-denoise|train-deblock-q|verify|folder|validate|stage|tests|bench" >&2; exit 2 ;;
+*)  echo "usage: $0 train-denoise|train-deblock-q|verify|folder|validate|graph-ops|stage|tests|bench" >&2; exit 2 ;;
 esac

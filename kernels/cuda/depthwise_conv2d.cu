@@ -9,28 +9,31 @@
 // TFLOP/s; in half (4 bytes per element) K >= 5 is FMA-bound. A 12 MP image
 // of 64 channels, K = 3: 3 GB in f32, ~0.7 ms at 4.27 TB/s.
 //
-// A thread computes a run of R outputs (DwTile below), so each input it
-// loads serves up to min(K, R) of them, and issues all of a run's loads
-// before its first multiply where they fit in registers, so enough bytes
-// are in flight to cover the latency. Every address is 32-bit (the op
-// refuses tensors of 2^31 or more elements on CUDA).
-//   NCHW: R = 4 consecutive output rows at one column; consecutive threads
-//     on consecutive columns, so each load of a warp is 32 consecutive
-//     values (one or two 128-byte lines). Its K * K weights are in
-//     registers (the same for the whole warp).
-//   NHWC8: R = 2 consecutive pixels of a row (4 for K = 1), one 8-channel
-//     vector; a block's 256 threads are VB vectors (the pixel's, up to 8;
-//     blockIdx.y picks which 8 for wider pixels) x 256 / VB runs, vectors
-//     fastest, so each load of a warp is whole 16-byte vectors of
-//     neighbouring pixels. The block's weights (VB * 8 channels x K * K
-//     taps, <= 12.5 KB) are copied to shared memory transposed to [tap]
-//     [channel] first, so a tap's 8 weights are two 16-byte shared loads.
-// Measured on the H200 (docs/performance.md): the first version (a thread
-// per output, weights from global memory, 64-bit index math) ran at 8-19%
-// of the floor; runs of 4 along rows with the rows loaded one at a time, at
-// 43-50% (NCHW: each warp load spread over 512 bytes, four L1 wavefronts
-// for one of data; NHWC8: ~115 registers, 16 warps an SM, one row's loads
-// in flight at a time).
+// A thread computes a run of R outputs (below), so each input it loads
+// serves up to min(K, R) of them and the index math is paid once a run; for
+// K <= 3 it issues all of a run's loads before its first multiply, so
+// enough bytes are in flight to cover the latency. Every address is 32-bit
+// (the op refuses tensors of 2^31 or more elements on CUDA); divisions by
+// sizes use FastDiv.
+//   NCHW: R = 8 consecutive output rows at one column (K <= 3; 1 for K =
+//     5, 7); consecutive threads on consecutive columns, so each load of a
+//     warp is 32 consecutive values (one or two 128-byte lines). Its K * K
+//     weights are in registers (the same for the whole warp).
+//   NHWC8: R = 4 consecutive pixels of a row, 4 channels (8 bytes: half a
+//     vector, so a run's K rows of K + 3 inputs fit 36 registers); a
+//     block's 256 threads are QB quads (the pixel's, up to 16; blockIdx.y
+//     picks which 16 for wider pixels) x 256 / QB runs, quads fastest, so
+//     each load of a warp covers neighbouring pixels' channels whole. The
+//     block's weights (64 channels x K * K taps, <= 12.5 KB) are copied to
+//     shared memory transposed to [tap][channel] first: a tap's 4 weights
+//     are one 16-byte shared load, applied to all R outputs.
+// Measured on the H200 (docs/performance.md, ncu): the first version (a
+// thread per output, weights from global memory, 64-bit index math) ran at
+// 8-19% of the floor; runs of 4 along rows, rows loaded one at a time, at
+// 43-50% (NHWC8: latency-bound, 16 warps an SM with one row's loads in
+// flight); runs of 2 with all rows loaded at once, at 31% (spills, twice
+// the index math per output); NCHW runs of 4 rows at 46%, bound by issuing
+// 108 instructions per output (integer divisions, padding checks).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -46,20 +49,16 @@ namespace imr::cuda {
 namespace {
 
 constexpr int DW_THREADS = 256;
-// NHWC8: vectors of a pixel a block takes at most (64 channels).
-constexpr int DW_BLOCK_VECTORS = 8;
+// NHWC8: 4-channel quads of a pixel a block takes at most (64 channels).
+constexpr int DW_BLOCK_QUADS = 16;
 
-// Outputs per thread. NCHW: 4 rows for K <= 3 (6 x 3 input values in
-// registers), 1 for K = 5, 7 (their K x K; with 2, K = 7 spilled). NHWC8: 2 pixels for K >= 3 (K rows of
-// K + 1 input vectors loaded at once for K = 3: 48 registers), 4 for K = 1;
-// ptxas stays under the 128 registers that two 256-thread blocks per SM
-// allow.
+// Outputs per thread: NCHW rows (K <= 3: K + 7 input rows of K values, 30
+// registers; K = 5, 7: their K x K alone), NHWC8 pixels (K rows of K + 3
+// quads; K = 5, 7 load row by row).
 template <int K>
-constexpr int DwRowsNchw = K <= 3 ? 4 : 1;
+constexpr int DwRowsNchw = K <= 3 ? 8 : 1;
 template <int K>
-constexpr int DwPixelsNhwc8 = K == 1 ? 4 : 2;
-// NHWC8: a run's K rows loaded before any multiply where they fit (K <= 3);
-// K = 5, 7 load row by row.
+constexpr int DwPixelsNhwc8 = 4;
 template <int K>
 constexpr bool DwLoadAllRows = K <= 3;
 
@@ -70,15 +69,15 @@ struct DepthwiseParams {
     const float* bias;    // [C] or null
     int c, h, w;          // input
     int oh, ow;           // output
-    int vectors;          // NHWC8: 8-channel vectors per pixel
+    int quads;            // NHWC8: 4-channel quads per pixel (stored channels / 4)
     int pad;              // pad_before
     int pad_after;
     int mode;             // PadMode as int
-    int runs_per_row;     // NHWC8: ceil(OW / R); NCHW: OW
     int row_groups;       // NCHW: ceil(OH / R)
-    int runs;             // NHWC8: N * OH * runs_per_row; NCHW: N * C * row_groups * OW
-    int block_vectors;    // NHWC8: VB
-    int runs_per_block;   // NHWC8: 256 / VB
+    int runs;             // NHWC8: N * OH * ceil(OW / R); NCHW: N * C * row_groups * OW
+    int block_quads;      // NHWC8: QB
+    int runs_per_block;   // NHWC8: 256 / QB
+    FastDiv div_a, div_b, div_c;  // NCHW: OW, row_groups, C; NHWC8: runs per row, OH, QB
 };
 
 // Padded coordinate p -> source index in [0, size), or -1 for a zero. A p
@@ -93,13 +92,13 @@ __device__ __forceinline__ int source_index(int p, int size, int pad_after, int 
 }
 
 template <class T, int K>
-__global__ void __launch_bounds__(DW_THREADS, 2) depthwise_nchw_kernel(const DepthwiseParams p) {
+__global__ void __launch_bounds__(DW_THREADS) depthwise_nchw_kernel(const __grid_constant__ DepthwiseParams p) {
     constexpr int R = DwRowsNchw<K>, S = K + R - 1;  // S: input rows a run reads
     const int run = blockIdx.x * DW_THREADS + threadIdx.x;
     if (run >= p.runs) return;
-    const int x = run % p.ow, t = run / p.ow;
-    const int plane = t / p.row_groups;  // n * C + c
-    const int y0 = (t - plane * p.row_groups) * R, c = plane % p.c;
+    const int t = p.div_a.div(run), x = run - t * p.ow;
+    const int plane = p.div_b.div(t);  // n * C + c
+    const int y0 = (t - plane * p.row_groups) * R, c = plane - p.div_c.div(plane) * p.c;
     const T* in = static_cast<const T*>(p.in) + plane * p.h * p.w;
     T* out = static_cast<T*>(p.out) + (plane * p.oh + y0) * p.ow + x;
     int sx[K];
@@ -130,68 +129,79 @@ __global__ void __launch_bounds__(DW_THREADS, 2) depthwise_nchw_kernel(const Dep
         if (y0 + r < p.oh) out[r * p.ow] = narrow<T>(acc[r]);
 }
 
+// Four elements of T (8 bytes) as floats.
+template <class T>
+__device__ __forceinline__ void unpack4(const uint2& v, float (&f)[4]) {
+    const T* e = reinterpret_cast<const T*>(&v);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) f[k] = widen(e[k]);
+}
+template <class T>
+__device__ __forceinline__ uint2 pack4(const float (&f)[4]) {
+    uint2 v;
+    T* e = reinterpret_cast<T*>(&v);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) e[k] = narrow<T>(f[k]);
+    return v;
+}
+
 template <class T, int K>
-__global__ void __launch_bounds__(DW_THREADS, 2) depthwise_nhwc8_kernel(const DepthwiseParams p) {
-    constexpr int R = DwPixelsNhwc8<K>, S = K + R - 1;  // S: input vectors a run reads per row
-    __shared__ __align__(16) float w_s[K * K][DW_BLOCK_VECTORS * 8];  // [tap][channel of the block]
-    __shared__ __align__(16) float b_s[DW_BLOCK_VECTORS * 8];
-    const int vb = p.block_vectors, c_first = blockIdx.y * DW_BLOCK_VECTORS * 8;
-    for (int i = threadIdx.x; i < K * K * vb * 8; i += DW_THREADS) {
-        const int cl = i % (vb * 8), tap = i / (vb * 8), c = c_first + cl;
+__global__ void __launch_bounds__(DW_THREADS) depthwise_nhwc8_kernel(const __grid_constant__ DepthwiseParams p) {
+    constexpr int R = DwPixelsNhwc8<K>, S = K + R - 1;  // S: input quads a run reads per row
+    __shared__ __align__(16) float w_s[K * K][DW_BLOCK_QUADS * 4];  // [tap][channel of the block]
+    __shared__ __align__(16) float b_s[DW_BLOCK_QUADS * 4];
+    const int qb = p.block_quads, c_first = blockIdx.y * DW_BLOCK_QUADS * 4;
+    for (int i = threadIdx.x; i < K * K * qb * 4; i += DW_THREADS) {
+        const int cl = i % (qb * 4), tap = i / (qb * 4), c = c_first + cl;
         w_s[tap][cl] = c < p.c ? __ldg(p.weight + c * K * K + tap) : 0.f;
     }
-    for (int cl = threadIdx.x; cl < vb * 8; cl += DW_THREADS)
+    for (int cl = threadIdx.x; cl < qb * 4; cl += DW_THREADS)
         b_s[cl] = p.bias && c_first + cl < p.c ? __ldg(p.bias + c_first + cl) : 0.f;
     __syncthreads();
-    const int vl = int(threadIdx.x) % vb, run_in_block = int(threadIdx.x) / vb;
-    const int v = blockIdx.y * DW_BLOCK_VECTORS + vl;
+    const int run_in_block = p.div_c.div(int(threadIdx.x)), ql = int(threadIdx.x) - run_in_block * qb;
+    const int q = blockIdx.y * DW_BLOCK_QUADS + ql;
     const int run = blockIdx.x * p.runs_per_block + run_in_block;
-    if (run_in_block >= p.runs_per_block || v >= p.vectors || run >= p.runs) return;
-    const int row = run / p.runs_per_row;  // n * OH + y
-    const int x0 = (run - row * p.runs_per_row) * R;
-    const int n = row / p.oh, y = row - n * p.oh;
-    const uint4* in = static_cast<const uint4*>(p.in) + n * p.h * p.w * p.vectors + v;
-    uint4* out = static_cast<uint4*>(p.out) + (row * p.ow + x0) * p.vectors + v;
+    if (run_in_block >= p.runs_per_block || q >= p.quads || run >= p.runs) return;
+    const int row = p.div_a.div(run);  // n * OH + y
+    const int x0 = (run - row * ((p.ow + R - 1) / R)) * R;
+    const int n = p.div_b.div(row), y = row - n * p.oh;
+    const uint2* in = static_cast<const uint2*>(p.in) + n * p.h * p.w * p.quads + q;
+    uint2* out = static_cast<uint2*>(p.out) + (row * p.ow + x0) * p.quads + q;
     int sx[S];
 #pragma unroll
     for (int j = 0; j < S; ++j) sx[j] = source_index(x0 + j - p.pad, p.w, p.pad_after, p.mode);
-    auto load_row = [&](int ky, uint4 (&raw)[S]) {
+    auto load_row = [&](int ky, uint2 (&raw)[S]) {
         const int sy = source_index(y + ky - p.pad, p.h, p.pad_after, p.mode);
 #pragma unroll
         for (int j = 0; j < S; ++j)
-            raw[j] = sy >= 0 && sx[j] >= 0 ? __ldg(in + (sy * p.w + sx[j]) * p.vectors) : make_uint4(0u, 0u, 0u, 0u);
+            raw[j] = sy >= 0 && sx[j] >= 0 ? __ldg(in + (sy * p.w + sx[j]) * p.quads) : make_uint2(0u, 0u);
     };
-    float acc[R][8];
+    float acc[R][4];
     {
-        const float4 b0 = *reinterpret_cast<const float4*>(&b_s[vl * 8]);
-        const float4 b1 = *reinterpret_cast<const float4*>(&b_s[vl * 8 + 4]);
-        const float bias[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+        const float4 b = *reinterpret_cast<const float4*>(&b_s[ql * 4]);
 #pragma unroll
-        for (int r = 0; r < R; ++r)
-#pragma unroll
-            for (int k = 0; k < 8; ++k) acc[r][k] = bias[k];
+        for (int r = 0; r < R; ++r) acc[r][0] = b.x, acc[r][1] = b.y, acc[r][2] = b.z, acc[r][3] = b.w;
     }
-    // Row ky's taps applied to its S vectors (a zero vector stands for a
-    // padded zero or an unused column), each unpacked once.
-    auto accumulate = [&](int ky, const uint4 (&raw)[S]) {
+    // Row ky's taps applied to its S quads (zeros stand for padded zeros
+    // and unused columns); a tap's weights loaded once for the R outputs.
+    auto accumulate = [&](int ky, const uint2 (&raw)[S]) {
+        float f[S][4];
 #pragma unroll
-        for (int j = 0; j < S; ++j) {
-            float f[8];
-            unpack8<T>(raw[j], f);
+        for (int j = 0; j < S; ++j) unpack4<T>(raw[j], f[j]);
 #pragma unroll
-            for (int kx = 0; kx < K; ++kx) {
-                const int r = j - kx;
-                if (r < 0 || r >= R) continue;
-                const float4 w0 = *reinterpret_cast<const float4*>(&w_s[ky * K + kx][vl * 8]);
-                const float4 w1 = *reinterpret_cast<const float4*>(&w_s[ky * K + kx][vl * 8 + 4]);
-                const float wt[8] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
+        for (int kx = 0; kx < K; ++kx) {
+            const float4 w = *reinterpret_cast<const float4*>(&w_s[ky * K + kx][ql * 4]);
 #pragma unroll
-                for (int k = 0; k < 8; ++k) acc[r][k] += wt[k] * f[k];
+            for (int r = 0; r < R; ++r) {
+                acc[r][0] += w.x * f[r + kx][0];
+                acc[r][1] += w.y * f[r + kx][1];
+                acc[r][2] += w.z * f[r + kx][2];
+                acc[r][3] += w.w * f[r + kx][3];
             }
         }
     };
     if constexpr (DwLoadAllRows<K>) {
-        uint4 raw[K][S];
+        uint2 raw[K][S];
 #pragma unroll
         for (int ky = 0; ky < K; ++ky) load_row(ky, raw[ky]);
 #pragma unroll
@@ -199,19 +209,19 @@ __global__ void __launch_bounds__(DW_THREADS, 2) depthwise_nhwc8_kernel(const De
     } else {
 #pragma unroll
         for (int ky = 0; ky < K; ++ky) {
-            uint4 raw[S];
+            uint2 raw[S];
             load_row(ky, raw);
             accumulate(ky, raw);
         }
     }
-    const int c0 = v * 8;
+    const int c0 = q * 4;
 #pragma unroll
     for (int r = 0; r < R; ++r) {
         if (x0 + r >= p.ow) break;
 #pragma unroll
-        for (int k = 0; k < 8; ++k)
+        for (int k = 0; k < 4; ++k)
             if (c0 + k >= p.c) acc[r][k] = 0.f;  // the output's padding channels
-        out[r * p.vectors] = pack8<T>(acc[r]);
+        out[r * p.quads] = pack4<T>(acc[r]);
     }
 }
 
@@ -220,19 +230,20 @@ void launch(DepthwiseParams p, bool nhwc8, int n, cudaStream_t stream) {
     if (nhwc8) {
         if constexpr (sizeof(T) == 2) {
             constexpr int R = DwPixelsNhwc8<K>;
-            p.runs_per_row = (p.ow + R - 1) / R;
-            p.block_vectors = p.vectors < DW_BLOCK_VECTORS ? p.vectors : DW_BLOCK_VECTORS;
-            p.runs_per_block = DW_THREADS / p.block_vectors;
-            p.runs = n * p.oh * p.runs_per_row;
+            const int runs_per_row = (p.ow + R - 1) / R;
+            p.block_quads = p.quads < DW_BLOCK_QUADS ? p.quads : DW_BLOCK_QUADS;
+            p.runs_per_block = DW_THREADS / p.block_quads;
+            p.runs = n * p.oh * runs_per_row;
+            p.div_a = FastDiv(runs_per_row), p.div_b = FastDiv(p.oh), p.div_c = FastDiv(p.block_quads);
             const dim3 grid(unsigned((p.runs + p.runs_per_block - 1) / p.runs_per_block),
-                            unsigned((p.vectors + DW_BLOCK_VECTORS - 1) / DW_BLOCK_VECTORS));
+                            unsigned((p.quads + DW_BLOCK_QUADS - 1) / DW_BLOCK_QUADS));
             depthwise_nhwc8_kernel<T, K><<<grid, DW_THREADS, 0, stream>>>(p);
         }
     } else {
         constexpr int R = DwRowsNchw<K>;
-        p.runs_per_row = p.ow;
         p.row_groups = (p.oh + R - 1) / R;
         p.runs = n * p.c * p.row_groups * p.ow;
+        p.div_a = FastDiv(p.ow), p.div_b = FastDiv(p.row_groups), p.div_c = FastDiv(p.c);
         depthwise_nchw_kernel<T, K><<<unsigned((p.runs + DW_THREADS - 1) / DW_THREADS), DW_THREADS, 0, stream>>>(p);
     }
 }
@@ -270,7 +281,7 @@ void CudaBackend::depthwise_conv2d(const DepthwiseConv2dArgs& a) {
     p.in = a.input.data, p.out = a.output.data;
     p.weight = a.weight.as<const float>(), p.bias = a.bias.as<const float>();
     p.c = s.c, p.h = s.h, p.w = s.w, p.oh = o.h, p.ow = o.w;
-    p.vectors = stored_channels(Layout::NHWC8, s.c) / 8;
+    p.quads = stored_channels(Layout::NHWC8, s.c) / 4;
     p.pad = a.pad_before, p.pad_after = a.pad_after, p.mode = int(a.pad_mode);
     if (nhwc8) {
         check_aligned16(a.input.data, context, "input");
