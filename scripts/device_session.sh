@@ -8,6 +8,7 @@
 #   scripts/device_session.sh folder            (the folder against its codec floor; model timings)
 #   scripts/device_session.sh validate          (a trained model's half precisions, recorded in its file)
 #   scripts/device_session.sh graph-ops         (issue 17's graph ops: tests, bench_gpu against cuDNN, counters)
+#   scripts/device_session.sh graph-models      (issue 17's large U-Nets against PyTorch, eager, graphs, compiled)
 #   scripts/device_session.sh stage|tests|bench (checks and timings over three calls)
 #
 # Prepared here first (git-excluded .carry/, see docs/performance.md, "The
@@ -130,6 +131,15 @@ graph-ops) # issue 17's graph ops (carry .carry/graph.tar.xz: the slim build's i
     timeout $((560 - SECONDS)) env IMRESTORE_TEST_SKIP_GPU_ONLY=1 compute-sanitizer --tool memcheck --error-exitcode 1 \
         $B/tests/test_ops --gtest_filter="${F%:}" > "$O/memcheck.log" 2>&1
     echo "memcheck rc $?"; grep -E "ERROR SUMMARY|\[  (PASSED|FAILED) " "$O/memcheck.log" | tail -3 ;;
+graph-models) # issue 17's two large U-Nets at 12 MP against PyTorch (carry as graph-ops):
+    # bench/run_graph_bench.sh's phases (PHASES, default "models compile": fresh
+    # weights exported here, their floors, imrestore --bench at PRECISIONS
+    # (default fp16) against PyTorch's configurations, then torch.compile in
+    # COMPILE_MODE (default: fusion without autotuning), each within COMPILE_TIMEOUT).
+    mkdir -p /tmp/g && tar -xJf .carry/graph.tar.xz -C /tmp/g && rm -rf build-gpu-slim && ln -s /tmp/g/build-gpu-slim build-gpu-slim
+    COMMIT=$(cat .carry/commit 2>/dev/null) PRECISIONS=${PRECISIONS:-fp16} MODEL_RUNS=${MODEL_RUNS:-5} \
+        COMPILE_MODE=${COMPILE_MODE:-default} COMPILE_TIMEOUT=${COMPILE_TIMEOUT:-170} \
+        bash bench/run_graph_bench.sh "$O" ${PHASES:-models compile} 2>&1 | tail -60 ;;
 stage)  # a check-only session, call 1 of 3: the bigger *.h5 to /tmp/models (what call "tests" lacks)
     cp weights/*.h5 /tmp/models/ && ls -la /tmp/models ;;
 tests)  # call 2 of 3: the tree with the other *.h5; carry .carry/gpu.tar.xz (with test_ops and bench_gpu).
@@ -178,5 +188,5 @@ bench)  # call 3 of 3 (carry .carry/gpu.tar.xz, .carry/photo12mp.jpg): quiet tim
     timeout 120 /tmp/bgs/build-gpu-slim/bench_gpu --suite conv --json /tmp/rep/bench-conv.json > /tmp/rep/bench-conv.log 2>&1
     tail -6 /tmp/rep/bench-conv.log
     tar -cJf "$O/reports.tar.xz" -C /tmp rep; ls -la "$O" ;;
-*)  echo "usage: $0 train-denoise|train-deblock-q|verify|folder|validate|graph-ops|stage|tests|bench" >&2; exit 2 ;;
+*)  echo "usage: $0 train-denoise|train-deblock-q|verify|folder|validate|graph-ops|graph-models|stage|tests|bench" >&2; exit 2 ;;
 esac

@@ -294,33 +294,38 @@ __global__ void __launch_bounds__(LN_THREADS) layer_norm_nhwc8_kernel(const Laye
     }
 }
 
-// Blocks of the grid-stride NHWC8 kernel at most: ~8 per SM of an H200,
-// enough that every SM stays busy, few enough that a block's weight loads
-// are spread over several batches of pixels.
-constexpr long long kLayerNormMaxBlocks = 1024;
-
+// The grid-stride NHWC8 kernel runs as one wave: as many blocks as the
+// SMs hold at once (an occupancy query), each looping over batches of
+// pixels; with a fixed grid of 1024 blocks, 2.6 waves of 3 blocks an SM left
+// a tail (the 256-channel row at 56% of the floor).
 template <class T, int L, int V, int P>
-void launch_nhwc8(const LayerNormParams& p, cudaStream_t stream) {
+void launch_nhwc8(const LayerNormParams& p, cudaStream_t stream, int sm_count) {
     const long long pixels_per_block = (long long)(LN_THREADS / L) * P;
-    const long long blocks = (p.pixels + pixels_per_block - 1) / pixels_per_block;
-    layer_norm_nhwc8_kernel<T, L, V, P>
-        <<<unsigned(blocks < kLayerNormMaxBlocks ? blocks : kLayerNormMaxBlocks), LN_THREADS, 0, stream>>>(p);
+    const long long needed = (p.pixels + pixels_per_block - 1) / pixels_per_block;
+    int per_sm = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, layer_norm_nhwc8_kernel<T, L, V, P>, LN_THREADS, 0) !=
+            cudaSuccess ||
+        per_sm < 1)
+        per_sm = 1;
+    const long long wave = (long long)per_sm * (sm_count > 0 ? sm_count : 1);
+    layer_norm_nhwc8_kernel<T, L, V, P><<<unsigned(needed < wave ? needed : wave), LN_THREADS, 0, stream>>>(p);
 }
 
 // Lanes per pixel: the smallest power of two >= the vectors (<= 32), so a
-// group's lanes each hold one vector; wider pixels take a warp and 2 or 4
-// vectors per lane in registers (more re-read); 4 vectors a lane in all.
+// group's lanes each hold one vector, two pixels at once; wider pixels take
+// a warp and 2 or 4 vectors per lane in registers, one pixel at once (more
+// re-read from L1/L2).
 template <class T>
-void launch_nhwc8(const LayerNormParams& p, cudaStream_t stream) {
+void launch_nhwc8(const LayerNormParams& p, cudaStream_t stream, int sm_count) {
     const int v = p.vectors;
-    if (v <= 1) return launch_nhwc8<T, 1, 1, 2>(p, stream);
-    if (v <= 2) return launch_nhwc8<T, 2, 1, 2>(p, stream);
-    if (v <= 4) return launch_nhwc8<T, 4, 1, 2>(p, stream);
-    if (v <= 8) return launch_nhwc8<T, 8, 1, 2>(p, stream);
-    if (v <= 16) return launch_nhwc8<T, 16, 1, 2>(p, stream);
-    if (v <= 32) return launch_nhwc8<T, 32, 1, 2>(p, stream);
-    if (v <= 64) return launch_nhwc8<T, 32, 2, 1>(p, stream);
-    return launch_nhwc8<T, 32, 4, 1>(p, stream);
+    if (v <= 1) return launch_nhwc8<T, 1, 1, 2>(p, stream, sm_count);
+    if (v <= 2) return launch_nhwc8<T, 2, 1, 2>(p, stream, sm_count);
+    if (v <= 4) return launch_nhwc8<T, 4, 1, 2>(p, stream, sm_count);
+    if (v <= 8) return launch_nhwc8<T, 8, 1, 2>(p, stream, sm_count);
+    if (v <= 16) return launch_nhwc8<T, 16, 1, 2>(p, stream, sm_count);
+    if (v <= 32) return launch_nhwc8<T, 32, 1, 2>(p, stream, sm_count);
+    if (v <= 64) return launch_nhwc8<T, 32, 2, 1>(p, stream, sm_count);
+    return launch_nhwc8<T, 32, 4, 1>(p, stream, sm_count);
 }
 
 }  // namespace
@@ -361,9 +366,9 @@ void CudaBackend::layer_norm(const LayerNormArgs& a) {
     check_aligned16(a.input.data, context, "input");
     check_aligned16(a.output.data, context, "output");
     if (a.input.dtype == DType::F16)
-        launch_nhwc8<__half>(p, stream_);
+        launch_nhwc8<__half>(p, stream_, sm_count_);
     else
-        launch_nhwc8<__nv_bfloat16>(p, stream_);
+        launch_nhwc8<__nv_bfloat16>(p, stream_, sm_count_);
     check_launch(context, "layer_norm_nhwc8_kernel launch");
 }
 
