@@ -1,5 +1,8 @@
 // Image <-> NCHW plane conversion (app/image/image_batch.cpp) on a 12 MP
-// photo, one thread: the per-image cost around every model run.
+// photo, one thread: the per-image cost around every model run; and, in
+// builds with libjpeg, the JPEG consistency projection (app/image/
+// jpeg_projection.cpp) of a 12 MP image onto a JPEG of it, the cost every
+// deblocked JPEG adds on a writer thread, with the coefficient read beside.
 //
 //   bench_image [--benchmark_filter=...]
 //
@@ -21,6 +24,10 @@
 #include <vector>
 
 #include "image/image_batch.h"
+#ifdef IMRESTORE_WITH_LIBJPEG
+#include "image/codecs.h"
+#include "image/jpeg_projection.h"
+#endif
 
 namespace {
 
@@ -102,11 +109,48 @@ void cases(benchmark::internal::Benchmark* b) {
     b->Unit(benchmark::kMillisecond);
 }
 
+#ifdef IMRESTORE_WITH_LIBJPEG
+// A JPEG of the 12 MP test image at quality range(0), chroma subsampling
+// range(1) (420 or 444), as libjpeg writes it for `imrestore`.
+std::vector<uint8_t> jpeg_of(const imr::Image& img, const benchmark::State& state) {
+    return imr::imageio::encode_libjpeg("bench.jpg", img, int(state.range(0)), int(state.range(1)));
+}
+
+void BM_JpegProjection(benchmark::State& state) {
+    imr::Image img = photo(3, 8);
+    const std::vector<uint8_t> bytes = jpeg_of(img, state);
+    const imr::JpegCoefficients jpeg = imr::read_jpeg_coefficients("bench.jpg", bytes);
+    for (auto _ : state) {  // every block is transformed and clamped whether or not it moves
+        imr::project_onto_jpeg(img, jpeg);
+        benchmark::ClobberMemory();
+    }
+    state.SetItemsProcessed(int64_t(state.iterations()) * kWidth * kHeight);
+}
+
+void BM_JpegCoefficientRead(benchmark::State& state) {
+    const std::vector<uint8_t> bytes = jpeg_of(photo(3, 8), state);
+    for (auto _ : state) {
+        const imr::JpegCoefficients jpeg = imr::read_jpeg_coefficients("bench.jpg", bytes);
+        benchmark::DoNotOptimize(jpeg.components.size());
+    }
+    state.SetItemsProcessed(int64_t(state.iterations()) * kWidth * kHeight);
+}
+
+void jpeg_cases(benchmark::internal::Benchmark* b) {
+    b->ArgNames({"quality", "subsampling"})->Args({40, 420})->Args({40, 444})->Args({90, 420});
+    b->Unit(benchmark::kMillisecond);
+}
+#endif
+
 }  // namespace
 
 BENCHMARK(BM_ToPlanes)->Apply(cases);
 BENCHMARK(BM_FromPlanes)->Apply(cases);
 BENCHMARK(BM_FromPlanesInPlace)->Apply(cases);
 BENCHMARK(BM_AllocSamples)->Args({3, 8})->Args({3, 16})->Unit(benchmark::kMillisecond);
+#ifdef IMRESTORE_WITH_LIBJPEG
+BENCHMARK(BM_JpegProjection)->Apply(jpeg_cases);
+BENCHMARK(BM_JpegCoefficientRead)->Apply(jpeg_cases);
+#endif
 
 BENCHMARK_MAIN();

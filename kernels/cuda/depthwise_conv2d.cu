@@ -72,11 +72,11 @@ struct DepthwiseParams {
     int quads;            // NHWC8: 4-channel quads per pixel (stored channels / 4)
     int pad;              // pad_before
     int pad_after;
-    int mode;             // PadMode as int
-    int row_groups;       // NCHW: ceil(OH / R)
-    int runs;             // NHWC8: N * OH * ceil(OW / R); NCHW: N * C * row_groups * OW
-    int block_quads;      // NHWC8: QB
-    int runs_per_block;   // NHWC8: 256 / QB
+    int mode;                     // PadMode as int
+    int row_groups;               // NCHW: ceil(OH / R)
+    int runs;                     // NHWC8: N * OH * ceil(OW / R); NCHW: N * C * row_groups * OW
+    int block_quads;              // NHWC8: QB
+    int runs_per_block;           // NHWC8: 256 / QB
     FastDiv div_a, div_b, div_c;  // NCHW: OW, row_groups, C; NHWC8: runs per row, OH, QB
 };
 
@@ -147,7 +147,7 @@ __device__ __forceinline__ uint2 pack4(const float (&f)[4]) {
 
 template <class T, int K>
 __global__ void __launch_bounds__(DW_THREADS) depthwise_nhwc8_kernel(const __grid_constant__ DepthwiseParams p) {
-    constexpr int R = DwPixelsNhwc8<K>, S = K + R - 1;  // S: input quads a run reads per row
+    constexpr int R = DwPixelsNhwc8<K>, S = K + R - 1;              // S: input quads a run reads per row
     __shared__ __align__(16) float w_s[K * K][DW_BLOCK_QUADS * 4];  // [tap][channel of the block]
     __shared__ __align__(16) float b_s[DW_BLOCK_QUADS * 4];
     const int qb = p.block_quads, c_first = blockIdx.y * DW_BLOCK_QUADS * 4;
@@ -170,7 +170,7 @@ __global__ void __launch_bounds__(DW_THREADS) depthwise_nhwc8_kernel(const __gri
     int sx[S];
 #pragma unroll
     for (int j = 0; j < S; ++j) sx[j] = source_index(x0 + j - p.pad, p.w, p.pad_after, p.mode);
-    auto load_row = [&](int ky, uint2 (&raw)[S]) {
+    auto load_row = [&](int ky, uint2(&raw)[S]) {
         const int sy = source_index(y + ky - p.pad, p.h, p.pad_after, p.mode);
 #pragma unroll
         for (int j = 0; j < S; ++j)
@@ -184,7 +184,7 @@ __global__ void __launch_bounds__(DW_THREADS) depthwise_nhwc8_kernel(const __gri
     }
     // Row ky's taps applied to its S quads (zeros stand for padded zeros
     // and unused columns); a tap's weights loaded once for the R outputs.
-    auto accumulate = [&](int ky, const uint2 (&raw)[S]) {
+    auto accumulate = [&](int ky, const uint2(&raw)[S]) {
         float f[S][4];
 #pragma unroll
         for (int j = 0; j < S; ++j) unpack4<T>(raw[j], f[j]);

@@ -189,7 +189,7 @@ __global__ void __launch_bounds__(WM_THREADS) window_columns_kernel(const Window
         const int xk = NHWC8 ? x : x + k;
         width[k] = double(min(p.w - 1, xk + p.after) - max(0, xk - p.before) + 1);
     }
-    auto load = [&](int y, bool ok, double (&d)[QV]) {
+    auto load = [&](int y, bool ok, double(&d)[QV]) {
         if constexpr (QV == 4) {
             const float4 f = ok ? *reinterpret_cast<const float4*>(in + (long long)y * p.q) : make_float4(0, 0, 0, 0);
             d[0] = f.x, d[1] = f.y, d[2] = f.z, d[3] = f.w;
@@ -204,7 +204,7 @@ __global__ void __launch_bounds__(WM_THREADS) window_columns_kernel(const Window
     // reciprocals change only where the box is clipped at the top or bottom.
     double count[QV], inv[QV];
     int height = -1;
-    auto store = [&](int y, const double (&sum)[QV]) {
+    auto store = [&](int y, const double(&sum)[QV]) {
         const int hy = min(p.h - 1, y + p.after) - max(0, y - p.before) + 1;
         if (hy != height) {
             height = hy;
