@@ -27,13 +27,15 @@
 //     block's weights (64 channels x K * K taps, <= 12.5 KB) are copied to
 //     shared memory transposed to [tap][channel] first: a tap's 4 weights
 //     are one 16-byte shared load, applied to all R outputs.
-// Measured on the H200 (docs/performance.md, ncu): the first version (a
-// thread per output, weights from global memory, 64-bit index math) ran at
-// 8-19% of the floor; runs of 4 along rows, rows loaded one at a time, at
-// 43-50% (NHWC8: latency-bound, 16 warps an SM with one row's loads in
-// flight); runs of 2 with all rows loaded at once, at 31% (spills, twice
-// the index math per output); NCHW runs of 4 rows at 46%, bound by issuing
-// 108 instructions per output (integer divisions, padding checks).
+// Measured on the H200 (docs/performance.md, tenth session; ncu): the
+// first version (a thread per output, weights from global memory, 64-bit
+// index math) ran at 8-19% of the floor; runs of 4 along rows, rows loaded
+// one at a time, at 43-50% (NHWC8 latency-bound: 16 warps an SM with one
+// row's loads in flight); runs of 2 with all rows loaded at once, at 31%
+// (spills, twice the index math per output); NCHW runs of 4 rows at 46%,
+// issue-bound at 108 instructions per output (integer divisions, padding
+// checks). This version: NCHW 60-64%; NHWC8 41-46%, not yet understood
+// (its counters are the next measurement).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 

@@ -17,11 +17,12 @@
 // pass and the output (V: the pixel's vectors over 32, up to 4, i.e. 1024
 // channels cached; a pixel wider than that re-reads the rest from L1/L2),
 // and the group reduces its sums with xor shuffles. A group takes P pixels
-// at once (P V = 4: 64 bytes a lane), so their loads are in flight together
-// and their shuffle chains overlap: with one pixel a group, the 256- and
-// 512-channel rows ran at 37-39% of the floor, a pixel's load latency and
-// 10 dependent shuffles per pixel and too few bytes in flight per SM.
-// DRAM sees each element once each way for C <= 1024.
+// at once (2 where a lane holds one vector, else 1), so their loads are in
+// flight together and their shuffle chains overlap; its lanes' weights and
+// biases sit in registers, and one wave of blocks loops over the pixels.
+// Measured on the H200 (tenth session): one pixel a group, weights loaded
+// per element, ran the 256- and 512-channel rows at 37-39% of the floor;
+// this version at 60-74%. DRAM sees each element once each way for C <= 1024.
 // NCHW: a pixel's channels are H*W apart. A block is 32 consecutive pixels
 // x G channel groups (a warp per group: every load is 32 consecutive
 // values of one channel), each thread holding its ceil(C / G) channels of
