@@ -1060,7 +1060,8 @@ void OpsTest::run_cases(const std::vector<ImagePlanesCase>& cases) {
 }
 
 // ---------------------------------------------------------------- memory-bound ops
-// elementwise, activation, simple_gate and concat. Their inputs may start
+// elementwise, activation, simple_gate and concat (layer_norm, depthwise_conv2d
+// and window_mean, further down, take their inputs the same way, aligned). Their inputs may start
 // anywhere (`misaligned`: one element into the buffer, not 16-byte aligned:
 // the kernels' one-element paths), and NHWC8 inputs carry NaN in their
 // padding channels: no op may let those into its output, and every op
@@ -1440,10 +1441,15 @@ std::vector<LayerNormCase> layer_norm_cases() {
         {1, 200, 3, 5},
         {1, 300, 2, 3},
         {1, 1100, 2, 3},
-        // CUDA NCHW: 512 channels (64 a thread, the most it holds), 520
-        // (the three-pass kernel); NHWC8: 64 and 65 vectors (2 and 4 a lane).
+        // CUDA NCHW: 100 channels (8 groups of 13), 512 (16 groups of 32,
+        // the most a thread holds), 520 (the three-pass kernel); NHWC8: 13,
+        // 64 and 65 vectors (16 lanes; 32 lanes with 2 and 4 a lane).
+        {1, 100, 5, 7},
         {1, 512, 3, 7},
         {2, 520, 3, 5},
+        // CUDA NHWC8: more pixels than one wave of blocks takes (1200 blocks
+        // of 16 pixels), so the grid-stride loop runs a second time.
+        {1, 200, 160, 120},
         // Several CPU runs of pixels per row, many CUDA blocks.
         {1, 32, 128, 97},
         {2, 5, 300, 301},
@@ -1508,18 +1514,19 @@ void OpsTest::run_cases(const std::vector<LayerNormCase>& cases) {
             const Shape s{k.n, k.c, k.h, k.w};
             std::vector<float> values = normal(rng, s.count());
             for (float& v : values) v += k.offset;
-            const HostTensor x = host_tensor(values, s, type);
+            const DeviceInput dx = device_input(be, values, s, type);  // NHWC8 padding NaN
+            const HostTensor& x = dx.host;
             const std::vector<float> weight = normal(rng, size_t(k.c)), bias = normal(rng, size_t(k.c));
-            DeviceBuffer dx = to_device(be, x), dw = to_device(be, weight), db = to_device(be, bias);
+            DeviceBuffer dw = to_device(be, weight), db = to_device(be, bias);
             GuardedOutput out(be, s, type);
             imr::LayerNormArgs a;
-            a.input = x.view, a.input.data = dx.data(), a.output = out.tensor();
+            a.input = dx.tensor, a.output = out.tensor();
             a.weight = dw.tensor({1, k.c, 1, 1}), a.bias = db.tensor({1, k.c, 1, 1});
             a.eps = k.eps;
             ASSERT_NO_THROW(be.layer_norm(a));
             be.synchronize();
             const std::vector<float> got = out.download();
-            expect_unchanged(be, dx, x, "input");
+            expect_unchanged(be, dx);
             imr::LayerNormArgs host = a;
             host.input = x.view, host.output.data = nullptr;
             host.weight.data = const_cast<float*>(weight.data()), host.bias.data = const_cast<float*>(bias.data());
@@ -1573,11 +1580,12 @@ std::vector<DepthwiseCase> depthwise_conv2d_cases() {
         {2, 5, 9, 11, 5, 0, 0, Z, false},
         {1, 6, 8, 10, 3, 0, 2, P, true},
         {1, 6, 8, 10, 3, 2, 0, R, false},
-        // Wide pixels (CUDA NHWC8: several blocks of 8 vectors, the last
-        // partial; 3 vectors a block), widths that are not whole runs.
+        // Wide pixels (CUDA NHWC8: several blocks of 16 4-channel quads, the
+        // last partial; 6 quads a block), widths that are not whole runs.
         dw_same(2, 136, 11, 37, 3, Z, true),
         dw_same(1, 24, 7, 41, 5, P, true),
         {1, 72, 9, 30, 3, 0, 2, R, true},
+        dw_same(1, 72, 9, 13, 7, R, true),
         // Larger: many CUDA blocks, several CPU bands.
         dw_same(2, 16, 64, 97, 7, R, true),
         dw_same(1, 32, 131, 77, 3, Z, true),
@@ -1596,13 +1604,14 @@ void OpsTest::run_cases(const std::vector<DepthwiseCase>& cases) {
             SCOPED_TRACE(trace.str());
             std::mt19937_64 rng(seed);
             const Shape s{k.n, k.c, k.h, k.w};
-            const HostTensor x = host_tensor(normal(rng, s.count()), s, type);
+            const DeviceInput dx = device_input(be, normal(rng, s.count()), s, type);  // NHWC8 padding NaN
+            const HostTensor& x = dx.host;
             const std::vector<float> weight = normal(rng, size_t(k.c) * k.k * k.k);
             const std::vector<float> bias = k.bias ? normal(rng, size_t(k.c)) : std::vector<float>();
-            DeviceBuffer dx = to_device(be, x), dw = to_device(be, weight);
+            DeviceBuffer dw = to_device(be, weight);
             DeviceBuffer db = k.bias ? to_device(be, bias) : DeviceBuffer();
             imr::DepthwiseConv2dArgs a;
-            a.input = x.view, a.input.data = dx.data();
+            a.input = dx.tensor;
             a.kernel = k.k, a.pad_before = k.pad_before, a.pad_after = k.pad_after, a.pad_mode = k.mode;
             a.weight = dw.tensor({k.c, 1, k.k, k.k});
             if (k.bias) a.bias = db.tensor({1, k.c, 1, 1});
@@ -1612,7 +1621,7 @@ void OpsTest::run_cases(const std::vector<DepthwiseCase>& cases) {
             ASSERT_NO_THROW(be.depthwise_conv2d(a));
             be.synchronize();
             const std::vector<float> got = out.download();
-            expect_unchanged(be, dx, x, "input");
+            expect_unchanged(be, dx);
             imr::DepthwiseConv2dArgs host = a;
             host.input = x.view, host.output.data = nullptr, host.weight.data = const_cast<float*>(weight.data());
             if (k.bias) host.bias.data = const_cast<float*>(bias.data());
@@ -1650,14 +1659,16 @@ std::vector<WindowMeanCase> window_mean_cases() {
         {1, 3, 7, 5, 1024},
         {2, 2, 65, 1, 9},
         {1, 2, 1, 77, 12},
-        // Several CUDA chunks (32 outputs, or the window) along both axes;
+        // Several CUDA chunks (64 outputs, or 2 windows) along both axes;
         // several CPU bands.
         {1, 4, 40, 70, 33},
         {1, 9, 100, 150, 7},
         {1, 17, 37, 29, 64},
         // CUDA: rows of whole 4-element groups in NCHW (pass 2's 16-byte
-        // loads), 12 channels (a vector half padding) in NHWC8.
+        // loads), 12 channels (a vector half padding) in NHWC8; a window
+        // over 32 in several chunks along both axes.
         {2, 12, 33, 44, 6},
+        {1, 3, 150, 150, 33},
         // A large image of image-like values (mean 0.5): a float prefix sum
         // over its rows would lose ~W / window * 2^-24 of each box sum.
         {1, 3, 600, 800, 5, 0.5f, 0.1f},
@@ -1687,15 +1698,15 @@ void OpsTest::run_cases(const std::vector<WindowMeanCase>& cases) {
             const Shape s{k.n, k.c, k.h, k.w};
             std::vector<float> values = normal(rng, s.count(), k.scale);
             for (float& v : values) v += k.offset;
-            const HostTensor x = host_tensor(values, s, type);
-            DeviceBuffer dx = to_device(be, x);
+            const DeviceInput dx = device_input(be, values, s, type);  // NHWC8 padding NaN
+            const HostTensor& x = dx.host;
             GuardedOutput out(be, s, type);
             imr::WindowMeanArgs a;
-            a.input = x.view, a.input.data = dx.data(), a.output = out.tensor(), a.window = k.window;
+            a.input = dx.tensor, a.output = out.tensor(), a.window = k.window;
             ASSERT_NO_THROW(be.window_mean(a));
             be.synchronize();
             const std::vector<float> got = out.download();
-            expect_unchanged(be, dx, x, "input");
+            expect_unchanged(be, dx);
             imr::WindowMeanArgs host = a;
             host.input = x.view, host.output.data = nullptr;
             const std::vector<double> ref = imr::reference_window_mean(host);

@@ -121,7 +121,9 @@ public:
     // and bf16 NHWC8; elementwise, activation, simple_gate and concat
     // (memory-bound, computing in float) in every dtype, NCHW and NHWC8;
     // layer_norm, depthwise_conv2d and window_mean in f32 NCHW and f16/bf16
-    // NHWC8 (no shared memory or tensor cores: any architecture); convert
+    // NHWC8 (a few KB of static shared memory at most, no tensor cores: any
+    // architecture the build targets, sm_70 and later for __grid_constant__
+    // parameters); convert
     // between every dtype and layout.
     // The tensor-core rows are sized for the 164-227 KB of shared memory a
     // block may opt into on the A100/H100/H200: with the ~99 KB of sm_86/89

@@ -1,6 +1,7 @@
 // layer_norm on CUDA (semantics in kernels/ops/layer_norm.h): f32 NCHW, and
 // f16/bf16 NHWC8 (computed in float, rounded once on store; the padding
-// channels of the output written as zeros, those of the input never read).
+// channels of the output written as zeros, those of the input loaded with
+// their vector but never used).
 //
 // Floor: memory-bound. Per element, read it once and write it once (8 bytes
 // in f32, 4 in half) for ~8 FLOPs: a 12 MP image of 32 channels in f16 is
@@ -32,8 +33,8 @@
 // L1/L2) ran at 25-49% of the floor from 64 channels up, where a block's
 // pixels' channels no longer fit L1. Wider tensors (C > 512) take that
 // version still.
-// 256 threads per block: a multiple of 32 that keeps several blocks per SM
-// resident.
+// 256 threads per block (NCHW above 256 channels: 512, its 16 groups), a
+// multiple of 32 that keeps several blocks per SM resident.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -229,12 +230,15 @@ __global__ void __launch_bounds__(LN_THREADS) layer_norm_nhwc8_kernel(const Laye
             wt[k][e] = c < p.c ? __ldg(p.weight + c) : 0.f;
             bs[k][e] = c < p.c ? __ldg(p.bias + c) : 0.f;
         }
-    // The cached vectors normalized with the lane's weights (padding channels 0).
+    // The cached vectors normalized with the lane's weights; padding
+    // channels written as 0 by selection, not by their zero weight (a NaN in
+    // the input's padding, or an infinite (x - mean) * scale, times 0 is NaN).
     auto normalize = [&](const uint4& v, int k, float mean, float scale) {
         float f[8];
         unpack8<T>(v, f);
 #pragma unroll
-        for (int e = 0; e < 8; ++e) f[e] = (f[e] - mean) * scale * wt[k][e] + bs[k][e];
+        for (int e = 0; e < 8; ++e)
+            f[e] = (lane + k * L) * 8 + e < p.c ? (f[e] - mean) * scale * wt[k][e] + bs[k][e] : 0.f;
         return pack8<T>(f);
     };
     // No early return: every lane of the warp takes part in the shuffles,

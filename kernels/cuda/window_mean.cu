@@ -37,8 +37,8 @@
 // consecutive threads take consecutive rows, so a warp's loads are strided
 // by W but each thread's 32-byte sectors are reused over 8 steps from L1.
 // Pass 2 puts consecutive threads on consecutive 4-element groups of a row
-// (NCHW: x, where W is a multiple of 4, else one element; NHWC8: x * C8 +
-// c), one 16-byte scratch load per step, so its loads and stores are
+// (NCHW: x, where W is a multiple of 4 and the output 16-byte aligned, else
+// one element; NHWC8: x * C8 + c), one 16-byte scratch load per step, so its loads and stores are
 // coalesced. Both passes load kUnroll steps' entering and leaving elements
 // before adding any (the first version loaded one step at a time, a load's
 // latency per output). 256 threads per block, no shared memory.
@@ -170,7 +170,7 @@ __global__ void __launch_bounds__(WM_THREADS) window_rows_kernel(const WindowPar
 // Pass 2: column sums of the row sums, divided by the clipped box's pixels.
 // QV consecutive elements of a row a thread (4: one 16-byte scratch load;
 // NHWC8's q and Q are multiples of 8; NCHW takes 4 where W is a multiple
-// of 4, else 1).
+// of 4 and the output 16-byte aligned, else 1).
 template <class T, bool NHWC8, int QV>
 __global__ void __launch_bounds__(WM_THREADS) window_columns_kernel(const WindowParams p) {
     const long long t = (long long)blockIdx.x * WM_THREADS + threadIdx.x;
