@@ -16,10 +16,9 @@
 // consecutive outputs along its axis: it sums the first output's box
 // directly, then slides (add the element entering, subtract the one leaving:
 // 2 loads per output, the leaving one read `window` steps before). The
-// direct start costs <= window + 1 loads per chunk, <= ~1/2 per output. So DRAM
-// traffic is ~2 reads and 2 writes per element (the scratch's included),
-// twice the floor: the price of O(1) in the window with no shared-memory
-// halo (which a 1024-wide window would make larger than the tile).
+// direct start costs <= window + 1 loads per chunk, <= ~1/2 per output: O(1)
+// in the window with no shared-memory halo (which a 1024-wide window would
+// make larger than the tile). What that costs in bytes: "What bounds it".
 //
 // Error: the running sums are in double, restarted at every chunk, so their
 // drift (<= 2R slides of 2^-53 each) is ~2^-42 of the magnitudes summed for
@@ -38,8 +37,8 @@
 // by W but each thread's 32-byte sectors are reused over 8 steps from L1.
 // Pass 2 puts consecutive threads on consecutive 4-element groups of a row
 // (NCHW: x, where W is a multiple of 4 and the output 16-byte aligned, else
-// one element; NHWC8: x * C8 + c), one 16-byte scratch load per step, so its loads and stores are
-// coalesced. Both passes load kUnroll steps' entering and leaving elements
+// one element; NHWC8: x * C8 + c), one 16-byte scratch load per step, so
+// its loads and stores are coalesced. Both passes load kUnroll steps' entering and leaving elements
 // before adding any (the first version loaded one step at a time, a load's
 // latency per output). 256 threads per block, no shared memory.
 //
