@@ -75,11 +75,9 @@ struct DepthwiseParams {
     int pad;              // pad_before
     int pad_after;
     int mode;                     // PadMode as int
-    int row_groups;               // NCHW: ceil(OH / R)
-    int runs;                     // NHWC8: N * OH * ceil(OW / R); NCHW: N * C * row_groups * OW
-    int block_quads;              // NHWC8: QB
+    int runs;                     // NHWC8: N * OH * ceil(OW / R); NCHW: N * C * ceil(OH / R) * OW
     int runs_per_block;           // NHWC8: 256 / QB
-    FastDiv div_a, div_b, div_c;  // NCHW: OW, row_groups, C; NHWC8: runs per row, OH, QB
+    FastDiv div_a, div_b, div_c;  // NCHW: OW, ceil(OH / R), C; NHWC8: runs per row, OH, QB (their .d)
 };
 
 // Padded coordinate p -> source index in [0, size), or -1 for a zero. A p
@@ -100,7 +98,7 @@ __global__ void __launch_bounds__(DW_THREADS) depthwise_nchw_kernel(const __grid
     if (run >= p.runs) return;
     const int t = p.div_a.div(run), x = run - t * p.ow;
     const int plane = p.div_b.div(t);  // n * C + c
-    const int y0 = (t - plane * p.row_groups) * R, c = plane - p.div_c.div(plane) * p.c;
+    const int y0 = (t - plane * p.div_b.d) * R, c = plane - p.div_c.div(plane) * p.c;
     const T* in = static_cast<const T*>(p.in) + plane * p.h * p.w;
     T* out = static_cast<T*>(p.out) + (plane * p.oh + y0) * p.ow + x;
     int sx[K];
@@ -152,7 +150,7 @@ __global__ void __launch_bounds__(DW_THREADS) depthwise_nhwc8_kernel(const __gri
     constexpr int R = DwPixelsNhwc8<K>, S = K + R - 1;              // S: input quads a run reads per row
     __shared__ __align__(16) float w_s[K * K][DW_BLOCK_QUADS * 4];  // [tap][channel of the block]
     __shared__ __align__(16) float b_s[DW_BLOCK_QUADS * 4];
-    const int qb = p.block_quads, c_first = blockIdx.y * DW_BLOCK_QUADS * 4;
+    const int qb = p.div_c.d, c_first = blockIdx.y * DW_BLOCK_QUADS * 4;
     for (int i = threadIdx.x; i < K * K * qb * 4; i += DW_THREADS) {
         const int cl = i % (qb * 4), tap = i / (qb * 4), c = c_first + cl;
         w_s[tap][cl] = c < p.c ? __ldg(p.weight + c * K * K + tap) : 0.f;
@@ -165,7 +163,7 @@ __global__ void __launch_bounds__(DW_THREADS) depthwise_nhwc8_kernel(const __gri
     const int run = blockIdx.x * p.runs_per_block + run_in_block;
     if (run_in_block >= p.runs_per_block || q >= p.quads || run >= p.runs) return;
     const int row = p.div_a.div(run);  // n * OH + y
-    const int x0 = (run - row * ((p.ow + R - 1) / R)) * R;
+    const int x0 = (run - row * p.div_a.d) * R;
     const int n = p.div_b.div(row), y = row - n * p.oh;
     const uint2* in = static_cast<const uint2*>(p.in) + n * p.h * p.w * p.quads + q;
     uint2* out = static_cast<uint2*>(p.out) + (row * p.ow + x0) * p.quads + q;
@@ -233,19 +231,19 @@ void launch(DepthwiseParams p, bool nhwc8, int n, cudaStream_t stream) {
         if constexpr (sizeof(T) == 2) {
             constexpr int R = DwPixelsNhwc8<K>;
             const int runs_per_row = (p.ow + R - 1) / R;
-            p.block_quads = p.quads < DW_BLOCK_QUADS ? p.quads : DW_BLOCK_QUADS;
-            p.runs_per_block = DW_THREADS / p.block_quads;
+            const int block_quads = p.quads < DW_BLOCK_QUADS ? p.quads : DW_BLOCK_QUADS;
+            p.runs_per_block = DW_THREADS / block_quads;
             p.runs = n * p.oh * runs_per_row;
-            p.div_a = FastDiv(runs_per_row), p.div_b = FastDiv(p.oh), p.div_c = FastDiv(p.block_quads);
+            p.div_a = FastDiv(runs_per_row), p.div_b = FastDiv(p.oh), p.div_c = FastDiv(block_quads);
             const dim3 grid(unsigned((p.runs + p.runs_per_block - 1) / p.runs_per_block),
                             unsigned((p.quads + DW_BLOCK_QUADS - 1) / DW_BLOCK_QUADS));
             depthwise_nhwc8_kernel<T, K><<<grid, DW_THREADS, 0, stream>>>(p);
         }
     } else {
         constexpr int R = DwRowsNchw<K>;
-        p.row_groups = (p.oh + R - 1) / R;
-        p.runs = n * p.c * p.row_groups * p.ow;
-        p.div_a = FastDiv(p.ow), p.div_b = FastDiv(p.row_groups), p.div_c = FastDiv(p.c);
+        const int row_groups = (p.oh + R - 1) / R;
+        p.runs = n * p.c * row_groups * p.ow;
+        p.div_a = FastDiv(p.ow), p.div_b = FastDiv(row_groups), p.div_c = FastDiv(p.c);
         depthwise_nchw_kernel<T, K><<<unsigned((p.runs + DW_THREADS - 1) / DW_THREADS), DW_THREADS, 0, stream>>>(p);
     }
 }

@@ -111,16 +111,22 @@ __global__ void __launch_bounds__(32 * G) layer_norm_nchw_cached_kernel(const La
         x[j] = active && c < p.c ? widen(__ldg(in + (long long)c * p.plane)) : 0.f;
         sum += x[j];
     }
-    part[g][px] = sum;
-    __syncthreads();
-    if (g == 0) {
-        float s = 0.f;
+    // The pixel's total of `value` over its G groups, finish(total) for all
+    // of them. Each thread reads stat[] before it can reach the next call's
+    // first barrier, after which alone part[] and stat[] are written again.
+    auto block_total = [&](float value, auto finish) {
+        part[g][px] = value;
+        __syncthreads();
+        if (g == 0) {
+            float s = 0.f;
 #pragma unroll
-        for (int k = 0; k < G; ++k) s += part[k][px];
-        stat[px] = s / float(p.c);
-    }
-    __syncthreads();
-    const float mean = stat[px];
+            for (int k = 0; k < G; ++k) s += part[k][px];
+            stat[px] = finish(s);
+        }
+        __syncthreads();
+        return stat[px];
+    };
+    const float mean = block_total(sum, [&](float s) { return s / float(p.c); });
     float squares = 0.f;
 #pragma unroll
     for (int j = 0; j < CPT; ++j) {
@@ -128,17 +134,7 @@ __global__ void __launch_bounds__(32 * G) layer_norm_nchw_cached_kernel(const La
         const float d = x[j] - mean;
         if (c < p.c) squares += d * d;
     }
-    __syncthreads();  // every read of part[] and stat[] above is done
-    part[g][px] = squares;
-    __syncthreads();
-    if (g == 0) {
-        float s = 0.f;
-#pragma unroll
-        for (int k = 0; k < G; ++k) s += part[k][px];
-        stat[px] = 1.0f / sqrtf(s / float(p.c) + p.eps);
-    }
-    __syncthreads();
-    const float scale = stat[px];
+    const float scale = block_total(squares, [&](float s) { return 1.0f / sqrtf(s / float(p.c) + p.eps); });
     if (!active) return;
 #pragma unroll
     for (int j = 0; j < CPT; ++j) {
@@ -307,11 +303,14 @@ template <class T, int L, int V, int P>
 void launch_nhwc8(const LayerNormParams& p, cudaStream_t stream, int sm_count) {
     const long long pixels_per_block = (long long)(LN_THREADS / L) * P;
     const long long needed = (p.pixels + pixels_per_block - 1) / pixels_per_block;
-    int per_sm = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, layer_norm_nhwc8_kernel<T, L, V, P>, LN_THREADS, 0) !=
-            cudaSuccess ||
-        per_sm < 1)
-        per_sm = 1;
+    // Asked once per instantiation, not per call (NAFNet runs 72 layer norms
+    // an image); on a second GPU of another kind it only sizes the grid.
+    static const int per_sm = [] {
+        int n = 0;
+        const cudaError_t e =
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, layer_norm_nhwc8_kernel<T, L, V, P>, LN_THREADS, 0);
+        return e == cudaSuccess && n > 0 ? n : 1;
+    }();
     const long long wave = (long long)per_sm * (sm_count > 0 ? sm_count : 1);
     layer_norm_nhwc8_kernel<T, L, V, P><<<unsigned(needed < wave ? needed : wave), LN_THREADS, 0, stream>>>(p);
 }

@@ -92,7 +92,7 @@ constexpr int kUnroll = 4;
 
 // Eight elements of T at p, widened; or zeros.
 template <class T>
-__device__ __forceinline__ void load8(const T* p, bool ok, double (&d)[8]) {
+__device__ __forceinline__ void load_widened(const T* p, bool ok, double (&d)[8]) {
     float f[8];
     if (ok) {
         unpack8<T>(__ldg(reinterpret_cast<const uint4*>(p)), f);
@@ -105,7 +105,7 @@ __device__ __forceinline__ void load8(const T* p, bool ok, double (&d)[8]) {
 }
 // One element of T at p, widened; or zero.
 template <class T>
-__device__ __forceinline__ void load8(const T* p, bool ok, double (&d)[1]) {
+__device__ __forceinline__ void load_widened(const T* p, bool ok, double (&d)[1]) {
     d[0] = ok ? double(widen(__ldg(p))) : 0.0;
 }
 
@@ -134,7 +134,7 @@ __global__ void __launch_bounds__(WM_THREADS) window_rows_kernel(const WindowPar
     const int x_begin = chunk * p.chunk, x_end = min(p.w, x_begin + p.chunk);
     double sum[E] = {}, v[E];
     for (int x = max(0, x_begin - p.before); x <= min(p.w - 1, x_begin + p.after); ++x) {
-        load8<T>(in + x * step, true, v);
+        load_widened<T>(in + x * step, true, v);
 #pragma unroll
         for (int k = 0; k < E; ++k) sum[k] += v[k];
     }
@@ -153,8 +153,8 @@ __global__ void __launch_bounds__(WM_THREADS) window_rows_kernel(const WindowPar
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) {
             const int xx = x + u;
-            load8<T>(in + (xx + p.after) * step, xx < x_end && xx + p.after < p.w, enter[u]);
-            load8<T>(in + (xx - p.before - 1) * step, xx < x_end && xx - p.before - 1 >= 0, leave[u]);
+            load_widened<T>(in + (xx + p.after) * step, xx < x_end && xx + p.after < p.w, enter[u]);
+            load_widened<T>(in + (xx - p.before - 1) * step, xx < x_end && xx - p.before - 1 >= 0, leave[u]);
         }
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) {
