@@ -26,6 +26,10 @@ std::string try_fuse(ModelFile& m, size_t i, size_t j) {
         auto* c = std::get_if<Conv2dStage>(&m.stages[i]);
         if (!c || c->activation != Activation::None || !adds_nothing(m.stages[i])) return "";
         c->activation = Activation::ReLU;
+    } else if (std::holds_alternative<SimpleGateStage>(m.stages[j])) {
+        auto* d = std::get_if<DepthwiseConv2dStage>(&m.stages[i]);
+        if (!d || d->gate) return "";
+        d->gate = true;
     } else if (std::holds_alternative<AddStage>(m.stages[j]) && adds_nothing(m.stages[i])) {
         const std::string& mine = m.stage_name(i);
         if (in_j.size() != 2 || in_j[0] == in_j[1]) return "";  // add(x, x) is not a residual
@@ -36,7 +40,7 @@ std::string try_fuse(ModelFile& m, size_t i, size_t j) {
     } else {
         return "";
     }
-    // The convolution takes stage j's place (the inputs it now reads may be
+    // The convolution (plain or depthwise) takes stage j's place (the inputs it now reads may be
     // made between i and j) and its name (what j's readers read).
     Stage fused = m.stages[i];
     StageLinks links{m.links[j].name, in_i};

@@ -5,11 +5,16 @@
 // operations in the same order as the two stages did, so finite results are
 // the same; two differences: a NaN the convolution makes may leave a fused
 // ReLU as 0 (the kernels' max) where the separate stage keeps it, and in
-// fp16/bf16 the fused stage rounds once where the two rounded twice.
+// fp16/bf16 the fused stage rounds once where the two rounded twice (the
+// gate: the product of the two float sums, where the stages multiplied
+// their rounded values).
 //   conv2d (no activation, nothing added) -> activation relu
 //       => conv2d with activation relu
 //   conv2d / conv_transpose2d (nothing added) -> add (with any other tensor)
 //       => the convolution with that tensor as its second input (its residual)
+//   depthwise_conv2d -> simple_gate
+//       => depthwise_conv2d computing both halves and their product (its
+//          C-channel output never stored: NAFNet's gate after each depthwise)
 // where the convolution's output is read by that stage alone (and is not the
 // model's output). Repeated until nothing changes, so conv -> relu -> add
 // becomes one stage. `imrestore model` lists what was fused.

@@ -565,7 +565,20 @@ Result bench_conv(Gpu& g, const Options& o, std::mt19937& rng, const std::string
 // sampled outputs against float64 computed from that pattern here, and
 // against cuDNN's output at the same places.
 
-enum class GOp { Add, Mul, Relu, LeakyRelu, Gelu, Silu, SimpleGate, Concat, LayerNorm, Depthwise3x3, WindowMean };
+enum class GOp {
+    Add,
+    Mul,
+    Relu,
+    LeakyRelu,
+    Gelu,
+    Silu,
+    SimpleGate,
+    Concat,
+    LayerNorm,
+    Depthwise3x3,
+    Depthwise3x3Gate,
+    WindowMean
+};
 
 const char* gop_name(GOp op) {
     switch (op) {
@@ -589,6 +602,8 @@ const char* gop_name(GOp op) {
             return "layer_norm";
         case GOp::Depthwise3x3:
             return "depthwise3x3";
+        case GOp::Depthwise3x3Gate:
+            return "depthwise3x3+gate";
         case GOp::WindowMean:
             return "window_mean";
     }
@@ -628,6 +643,13 @@ const GraphOpCase kGraphOpCases[] = {
     {"nafnet-large", GOp::WindowMean, 32, 3008, 4000, 192, 4}, {"nafnet-large", GOp::WindowMean, 64, 1504, 2000, 96, 4},
     {"nafnet-large", GOp::WindowMean, 128, 752, 1000, 48, 6}, {"nafnet-large", GOp::WindowMean, 256, 376, 500, 24, 10},
     {"nafnet-large", GOp::WindowMean, 512, 188, 250, 12, 12},
+    // NAFNet-large's depthwise -> simple_gate as the runner fuses them
+    // (app/model_fusion.h): the two rows above it replaces, summed apart.
+    {"nafnet-large fused", GOp::Depthwise3x3Gate, 64, 3008, 4000, 0, 4},
+    {"nafnet-large fused", GOp::Depthwise3x3Gate, 128, 1504, 2000, 0, 4},
+    {"nafnet-large fused", GOp::Depthwise3x3Gate, 256, 752, 1000, 0, 6},
+    {"nafnet-large fused", GOp::Depthwise3x3Gate, 512, 376, 500, 0, 10},
+    {"nafnet-large fused", GOp::Depthwise3x3Gate, 1024, 188, 250, 0, 12},
     // Representative (no stand-alone activation or concat in the reference U-Nets).
     {"representative", GOp::Relu, 64, 3000, 4000, 0, 0}, {"representative", GOp::LeakyRelu, 64, 3000, 4000, 0, 0},
     {"representative", GOp::Gelu, 64, 3000, 4000, 0, 0}, {"representative", GOp::Silu, 64, 3000, 4000, 0, 0},
@@ -867,8 +889,10 @@ Result bench_graph_op(Gpu& g, const Options& o, imr::Backend& be, imr::BackendTi
             bytes = 2.0 * in.bytes();
             break;
         }
-        case GOp::Depthwise3x3: {
-            out = tensor(out_b, in_shape);
+        case GOp::Depthwise3x3:
+        case GOp::Depthwise3x3Gate: {
+            const bool gate = k.op == GOp::Depthwise3x3Gate;
+            out = tensor(out_b, gate ? Shape{1, k.c / 2, k.h, k.w} : in_shape);
             hw = randn(rng, size_t(k.c) * 9, 1.f / 3.f), hb = randn(rng, k.c, 0.1f);
             w_b.reset(4 * hw.size());
             b_b.reset(4 * size_t(k.c));
@@ -877,10 +901,11 @@ Result bench_graph_op(Gpu& g, const Options& o, imr::Backend& be, imr::BackendTi
             imr::DepthwiseConv2dArgs a;
             a.input = in, a.output = out, a.kernel = 3, a.pad_before = 1, a.pad_after = 1;
             a.pad_mode = imr::PadMode::Zero;  // NAFNet's (nn.Conv2d's default)
+            a.gate = gate;
             a.weight = imr::f32_nchw(static_cast<float*>(w_b.p), {k.c, 1, 3, 3});
             a.bias = imr::f32_vector(static_cast<float*>(b_b.p), k.c);
             ours = [&be, a] { be.depthwise_conv2d(a); };
-            ref = [&](int c, int y, int xx) {
+            auto dw = [&](int c, int y, int xx) {
                 double s = hb[c];
                 for (int ky = 0; ky < 3; ++ky)
                     for (int kx = 0; kx < 3; ++kx) {
@@ -890,8 +915,12 @@ Result bench_graph_op(Gpu& g, const Options& o, imr::Backend& be, imr::BackendTi
                     }
                 return s;
             };
-            flop_per_out = 19;
-            bytes = 2.0 * in.bytes();
+            ref = [dw, gate, half = k.c / 2](int c, int y, int xx) {
+                return gate ? dw(c, y, xx) * dw(c + half, y, xx) : dw(c, y, xx);
+            };
+            elems_out = double(out.shape.count());
+            flop_per_out = gate ? 2 * 19 + 1 : 19;
+            bytes = double(in.bytes()) + double(out.bytes());
             break;
         }
         case GOp::WindowMean: {

@@ -59,6 +59,7 @@ using namespace imr::cuda::tc;
 namespace {
 
 constexpr double kPeakTflops = 790.0;  // measured dense fp16/bf16 on the H200 (KINDS.md, anchors)
+constexpr double kCopyTBs = 4.23;      // device-to-device copy (read + write), measured by bench_gpu on the H200
 
 void ck(cudaError_t e, const char* what) {
     if (e != cudaSuccess) {
@@ -520,6 +521,22 @@ double flop_of(const BenchShape& s) {
     return 2.0 * s.n * s.h * s.w * double(s.cout) * s.cin * s.k * s.k;
 }
 
+// The bytes a convolution must move: its input, output (and residual, of the
+// output's layout) once each, and its packed weights.
+double bytes_of(const BenchShape& s) {
+    const double pix = double(s.n) * s.h * s.w;
+    const double in = s.in_nchw ? pix * s.cin * 4 : pix * tc_channel_stride(s.cin) * 2;
+    const double out = s.out_nchw ? pix * s.cout * 4 : pix * tc_channel_stride(s.cout) * 2;
+    return in + out * (s.residual ? 2 : 1) + double(tc_conv_weights_bytes(s.cout, s.cin, s.k));
+}
+
+// The shape's floor: its FLOPs at the tensor cores' peak or its bytes at the
+// copy bandwidth, whichever takes longer (the 1x1 layers of a U-Net's upper
+// levels are memory-bound: 32 -> 64 at 12 MP moves 2.3 GB for 0.05 TFLOP).
+double floor_ms_of(const BenchShape& s) {
+    return std::max(flop_of(s) / (kPeakTflops * 1e9), bytes_of(s) / (kCopyTBs * 1e9));
+}
+
 void run_bench(int runs, const std::string& only, bool net, bool use_cudnn, std::string& json) {
     Timer tm;
     cudnnHandle_t cudnn;
@@ -560,6 +577,17 @@ void run_bench(int runs, const std::string& only, bool net, bool use_cudnn, std:
         {"unet 1x1 192->96 3 MP n128 row", 1, 192, 1500, 2000, 96, 1, false, false, false, false, F, false,
          "k1_16x16_n128"},
         {"unet 1x1 96->192 3 MP (way up)", 1, 96, 1500, 2000, 192, 1, false, false, false, false, F, false},
+        // nafnet-large's 1x1 layers (weights/architectures.py; 12 MP padded to
+        // 4000 x 3008): per block at width c, c -> 2c twice (before the gates),
+        // c -> c on the window means and c -> c + the block's input twice.
+        // Memory-bound at 32-128 channels (%floor is the column to read).
+        {"nafnet 1x1 32->64 12 MP", 1, 32, 3008, 4000, 64, 1, false, false, false, false, F, true},
+        {"nafnet 1x1 32->32 + residual 12 MP", 1, 32, 3008, 4000, 32, 1, false, false, false, true, F, false},
+        {"nafnet 1x1 64->128 3 MP", 1, 64, 1504, 2000, 128, 1, false, false, false, false, F, true},
+        {"nafnet 1x1 64->64 + residual 3 MP", 1, 64, 1504, 2000, 64, 1, false, false, false, true, F, false},
+        {"nafnet 1x1 128->256 0.75 MP", 1, 128, 752, 1000, 256, 1, false, false, false, false, F, true},
+        {"nafnet 1x1 256->512 0.19 MP", 1, 256, 376, 500, 512, 1, false, false, false, false, F, true},
+        {"nafnet 1x1 512->1024 0.05 MP", 1, 512, 188, 250, 1024, 1, false, false, false, false, F, true},
         // The wgmma rows one warpgroup wide (N = the block's 96 or 128
         // channels), never picked yet: against the picked rows above.
         {"unet 96->96 3 MP wgmma wide", 1, 96, 1500, 2000, 96, 3, false, false, true, false, F, false,
@@ -607,8 +635,8 @@ void run_bench(int runs, const std::string& only, bool net, bool use_cudnn, std:
         {"unet 1x1 96->192 3 MP (way up) pipe", 1, 96, 1500, 2000, 192, 1, false, false, false, false, F, false,
          "k1_16x16_n96_wgmma_pipe"},
     };
-    std::printf("\n%-48s %-14s %9s %8s %6s | %9s %8s %6s  %s\n", "shape", "config", "ours ms", "TFLOP/s", "%peak",
-                "cuDNN ms", "TFLOP/s", "%peak", "rel diff vs cuDNN");
+    std::printf("\n%-48s %-14s %9s %8s %6s %6s | %9s %8s %6s %6s  %s\n", "shape", "config", "ours ms", "TFLOP/s",
+                "%peak", "%floor", "cuDNN ms", "TFLOP/s", "%peak", "%floor", "rel diff vs cuDNN");
     json += "  \"bench\": [\n";
     bool first = true;
     for (const BenchShape& s : shapes) {
@@ -668,18 +696,20 @@ void run_bench(int runs, const std::string& only, bool net, bool use_cudnn, std:
                 diff = num / den;
             }
         }
-        std::printf("%-48s %-14s %9.3f %8.1f %5.1f%% | %9.3f %8.1f %5.1f%%  %.2g (algo %s)\n", s.name,
-                    tc_conv2d_config_name(p), ms, tf, 100 * tf / kPeakTflops, cms, cms ? flop_of(s) / cms * 1e-9 : 0.0,
-                    cms ? 100 * flop_of(s) / cms * 1e-9 / kPeakTflops : 0.0, diff, algo.c_str());
+        const double fl = floor_ms_of(s);
+        std::printf("%-48s %-14s %9.3f %8.1f %5.1f%% %5.1f%% | %9.3f %8.1f %5.1f%% %5.1f%%  %.2g (algo %s)\n", s.name,
+                    tc_conv2d_config_name(p), ms, tf, 100 * tf / kPeakTflops, 100 * fl / ms, cms,
+                    cms ? flop_of(s) / cms * 1e-9 : 0.0, cms ? 100 * flop_of(s) / cms * 1e-9 / kPeakTflops : 0.0,
+                    cms ? 100 * fl / cms : 0.0, diff, algo.c_str());
         std::fflush(stdout);
         char buf[768];
-        std::snprintf(
-            buf, sizeof buf,
-            "%s    {\"shape\": \"%s\", \"dtype\": \"%s\", \"n\": %d, \"cin\": %d, \"h\": %d, \"w\": %d, "
-            "\"cout\": %d, \"k\": %d, \"config\": \"%s\", \"ms\": %.4f, \"tflops\": %.2f, "
-            "\"pct_of_790\": %.2f, \"cudnn_ms\": %.4f, \"cudnn_algo\": \"%s\", \"max_diff_vs_cudnn_rel\": %.3g}",
-            first ? "" : ",\n", s.name, dtype_name(s.dtype), s.n, s.cin, s.h, s.w, s.cout, s.k,
-            tc_conv2d_config_name(p), ms, tf, 100 * tf / kPeakTflops, cms, algo.c_str(), diff);
+        std::snprintf(buf, sizeof buf,
+                      "%s    {\"shape\": \"%s\", \"dtype\": \"%s\", \"n\": %d, \"cin\": %d, \"h\": %d, \"w\": %d, "
+                      "\"cout\": %d, \"k\": %d, \"config\": \"%s\", \"ms\": %.4f, \"tflops\": %.2f, "
+                      "\"pct_of_790\": %.2f, \"floor_ms\": %.4f, \"cudnn_ms\": %.4f, \"cudnn_algo\": \"%s\", "
+                      "\"max_diff_vs_cudnn_rel\": %.3g}",
+                      first ? "" : ",\n", s.name, dtype_name(s.dtype), s.n, s.cin, s.h, s.w, s.cout, s.k,
+                      tc_conv2d_config_name(p), ms, tf, 100 * tf / kPeakTflops, fl, cms, algo.c_str(), diff);
         json += buf;
         first = false;
     }

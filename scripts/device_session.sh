@@ -9,6 +9,7 @@
 #   scripts/device_session.sh validate          (a trained model's half precisions, recorded in its file)
 #   scripts/device_session.sh graph-ops         (issue 17's graph ops: tests, bench_gpu against cuDNN, counters)
 #   scripts/device_session.sh graph-models      (issue 17's large U-Nets against PyTorch, eager, graphs, compiled)
+#   scripts/device_session.sh nafnet-stages     (nafnet-large's stages one by one at 12 MP; its 1x1 shapes in bench_tc)
 #   scripts/device_session.sh stage|tests|bench (checks and timings over three calls)
 #
 # Prepared here first (git-excluded .carry/, see docs/performance.md, "The
@@ -145,6 +146,33 @@ graph-models) # issue 17's two large U-Nets at 12 MP against PyTorch (carry as g
     COMMIT=$(cat .carry/commit 2>/dev/null) PRECISIONS=${PRECISIONS:-fp16} MODEL_RUNS=${MODEL_RUNS:-5} \
         COMPILE_MODE=${COMPILE_MODE:-default} COMPILE_TIMEOUT=${COMPILE_TIMEOUT:-170} \
         bash bench/run_graph_bench.sh "$O" ${PHASES:-models compile} 2>&1 | tail -60 ;;
+nafnet-stages) # where nafnet-large's time goes (carry as graph-ops; after it in
+    # the same call, or alone): bench_tc built meanwhile; the model exported
+    # with fresh weights, `imrestore model` (the stages as fused), --bench 10
+    # of a 12 MP image in fp16 (each stage's median in the JSON); bench_tc's
+    # nafnet 1x1 rows (ours against cuDNN, %floor) and `ncu` on the 32 -> 64
+    # row (NCU_1X1: another row's name).
+    [ -d /tmp/g/build-gpu-slim ] || { mkdir -p /tmp/g && tar -xJf .carry/graph.tar.xz -C /tmp/g; }
+    export LD_LIBRARY_PATH=/tmp/g/build-gpu-slim/lib; B=/tmp/g/build-gpu-slim; c=$(cat .carry/commit 2>/dev/null)
+    [ -x /tmp/bench_tc ] || (nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -DIMR_BUILD_SM90A=1 -Ikernels/cuda \
+        bench/bench_tensor_core.cu kernels/cuda/conv2d_tensor_core.cu -lcudnn -o /tmp/bench_tc > /tmp/bench_tc_build.log 2>&1 &)
+    timeout 120 python3 weights/export_graph.py nafnet-large /tmp/nafnet-large.h5 > /tmp/export.log 2>&1 || tail -5 /tmp/export.log
+    python3 -c "import numpy as n; from PIL import Image; Image.fromarray((n.random.default_rng(1).random((3000,4000,3))*255).astype('uint8')).save('/tmp/p12.png')"
+    $B/imrestore model /tmp/nafnet-large.h5 > "$O/model-nafnet-large.txt" 2>&1; grep -E "stages|fused" "$O/model-nafnet-large.txt" | head -4
+    timeout 120 $B/imrestore /tmp/p12.png -o /tmp/o.png --force -m /tmp/nafnet-large.h5 -d cuda --precision fp16 --bench 10 --json \
+        > "$O/bench-nafnet-large.json" 2>/tmp/r.err; echo "nafnet-large fp16: $(bench_sum "$O/bench-nafnet-large.json") $(tail -1 /tmp/r.err)"
+    python3 bench/stage_classes.py "$O/bench-nafnet-large.json" "$O/model-nafnet-large.txt" 2>&1 | head -24
+    while [ ! -x /tmp/bench_tc ] && [ $SECONDS -lt 400 ]; do sleep 3; done; tail -2 /tmp/bench_tc_build.log
+    timeout 90 /tmp/bench_tc --bench --runs 20 --no-net --only nafnet --json "$O/bench_tc-nafnet.json" --commit "$c" > /tmp/tc.log 2>&1
+    sed -n '/^shape/,/^$/p' /tmp/tc.log | cut -c1-140
+    M=dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum,smsp__inst_executed.sum,sm__warps_active.avg.pct_of_peak_sustained_active
+    M=$M,smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio,smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio
+    M=$M,smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio
+    M=$M,smsp__issue_active.avg.pct_of_peak_sustained_active,l1tex__throughput.avg.pct_of_peak_sustained_active,launch__registers_per_thread
+    timeout 60 ncu --clock-control none -k regex:conv2d_tc -c 1 --metrics "$M" /tmp/bench_tc --bench --runs 1 --no-net --no-cudnn \
+        --only "${NCU_1X1:-nafnet 1x1 32->64}" > /tmp/ncu-1x1.log 2>&1
+    grep -E "conv2d_tc|dram__|gpu__time|inst_exec|warps_active|stalled|issue_active|throughput|registers" /tmp/ncu-1x1.log \
+        | sed -E 's/ +/ /g' | cut -c1-110 | head -16 ;;
 stage)  # a check-only session, call 1 of 3: the bigger *.h5 to /tmp/models (what call "tests" lacks)
     cp weights/*.h5 /tmp/models/ && ls -la /tmp/models ;;
 tests)  # call 2 of 3: the tree with the other *.h5; carry .carry/gpu.tar.xz (with test_ops and bench_gpu).
@@ -193,5 +221,5 @@ bench)  # call 3 of 3 (carry .carry/gpu.tar.xz, .carry/photo12mp.jpg): quiet tim
     timeout 120 /tmp/bgs/build-gpu-slim/bench_gpu --suite conv --json /tmp/rep/bench-conv.json > /tmp/rep/bench-conv.log 2>&1
     tail -6 /tmp/rep/bench-conv.log
     tar -cJf "$O/reports.tar.xz" -C /tmp rep; ls -la "$O" ;;
-*)  echo "usage: $0 train-denoise|train-deblock-q|verify|folder|validate|graph-ops|graph-models|stage|tests|bench" >&2; exit 2 ;;
+*)  echo "usage: $0 train-denoise|train-deblock-q|verify|folder|validate|graph-ops|graph-models|nafnet-stages|stage|tests|bench" >&2; exit 2 ;;
 esac

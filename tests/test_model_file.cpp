@@ -1523,6 +1523,37 @@ TEST(ModelFusion, FoldsReluAndAddIntoTheConvolutionBefore) {
     expect_matches_reference(out, reference_model(m, input, shape), "fused");
 }
 
+// The simple gate after a depthwise convolution folds into it (NAFNet's
+// every block): one stage writes the C/2 gated channels. The fused stage is
+// the runner's alone (a file cannot hold it), and the fused model computes
+// what the file's graph says.
+TEST(ModelFusion, FoldsTheSimpleGateIntoTheDepthwiseConvolutionBefore) {
+    unsigned seed;
+    auto rng = fresh_rng(&seed);
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    const ModelFile m = test::nafnet_block_model(rng);
+    validate_model(m, "nafnet");
+    std::vector<std::string> notes;
+    const ModelFile fused = fuse_stages(m, &notes);
+    ASSERT_EQ(notes, (std::vector<std::string>{"4 (simple_gate) into 3 (depthwise_conv2d)"}));
+    ASSERT_EQ(fused.stages.size(), m.stages.size() - 1);
+    const auto& dw = std::get<DepthwiseConv2dStage>(fused.stages[3]);
+    EXPECT_TRUE(dw.gate);
+    EXPECT_EQ(dw.channels_out(), dw.channels / 2);
+    EXPECT_NE(dw.describe().find("simple gate -> 6 channels"), std::string::npos) << dw.describe();
+    EXPECT_NO_THROW(validate_model(fused, "fused"));
+    EXPECT_THROW(write_model_file(::testing::TempDir() + "fused-gate.h5", fused), Error)
+        << "a fused stage is not a file's";
+
+    auto cpu = make_cpu_backend(2);
+    ModelRunner runner(m, *cpu);
+    const Shape shape{2, 3, 21, 17};
+    const std::vector<float> input = test::random_vector(rng, shape.count(), 0.5f);
+    std::vector<float> out(shape.count(), std::nanf(""));
+    runner.run(f32_nchw(input.data(), shape), f32_nchw(out.data(), shape), nullptr);
+    expect_matches_reference(out, reference_model(m, input, shape), "fused");
+}
+
 }  // namespace
 }  // namespace imr
 

@@ -1545,15 +1545,16 @@ struct DepthwiseCase {
     int pad_before = 0, pad_after = 0;
     PadMode mode = PadMode::Zero;
     bool bias = false;
+    bool gate = false;  // the fused simple gate: C/2 outputs, first half * second half
 };
 std::ostream& operator<<(std::ostream& o, const DepthwiseCase& k) {
     return o << "depthwise_conv2d N=" << k.n << " C=" << k.c << " H=" << k.h << " W=" << k.w << " K=" << k.k << " pad "
              << k.pad_before << "/" << k.pad_after << " " << imr::pad_mode_name(k.mode)
-             << (k.bias ? " bias" : " no bias");
+             << (k.bias ? " bias" : " no bias") << (k.gate ? " gate" : "");
 }
 // Size-keeping padding (what model files use): K/2 on each side.
-DepthwiseCase dw_same(int n, int c, int h, int w, int k, PadMode mode, bool bias) {
-    return {n, c, h, w, k, k / 2, k / 2, mode, bias};
+DepthwiseCase dw_same(int n, int c, int h, int w, int k, PadMode mode, bool bias, bool gate = false) {
+    return {n, c, h, w, k, k / 2, k / 2, mode, bias, gate};
 }
 std::vector<DepthwiseCase> depthwise_conv2d_cases() {
     const PadMode Z = PadMode::Zero, R = PadMode::Reflect, P = PadMode::Replicate;
@@ -1589,6 +1590,19 @@ std::vector<DepthwiseCase> depthwise_conv2d_cases() {
         // Larger: many CUDA blocks, several CPU bands.
         dw_same(2, 16, 64, 97, 7, R, true),
         dw_same(1, 32, 131, 77, 3, Z, true),
+        // The fused gate: C/2 a multiple of 8 (NAFNet's), of 4 but not 8 (a
+        // padding quad in CUDA's NHWC8 output), odd or 2 (the second half's
+        // quads unaligned there), 1; wide pixels (several blocks of quads);
+        // every K and pad mode; one padded side.
+        dw_same(2, 16, 13, 21, 3, Z, true, true),
+        dw_same(1, 24, 9, 11, 5, R, true, true),
+        dw_same(2, 6, 17, 23, 3, P, false, true),
+        dw_same(1, 4, 8, 9, 7, Z, true, true),
+        dw_same(3, 2, 5, 7, 1, Z, true, true),
+        dw_same(1, 136, 11, 37, 3, Z, true, true),
+        dw_same(1, 128, 7, 30, 3, R, true, true),
+        {1, 10, 8, 10, 3, 0, 2, P, true, true},
+        dw_same(1, 64, 67, 41, 3, Z, true, true),
     };
 }
 
@@ -1613,6 +1627,7 @@ void OpsTest::run_cases(const std::vector<DepthwiseCase>& cases) {
             imr::DepthwiseConv2dArgs a;
             a.input = dx.tensor;
             a.kernel = k.k, a.pad_before = k.pad_before, a.pad_after = k.pad_after, a.pad_mode = k.mode;
+            a.gate = k.gate;
             a.weight = dw.tensor({k.c, 1, k.k, k.k});
             if (k.bias) a.bias = db.tensor({1, k.c, 1, 1});
             const Shape os = a.out_shape();
@@ -1626,9 +1641,28 @@ void OpsTest::run_cases(const std::vector<DepthwiseCase>& cases) {
             host.input = x.view, host.output.data = nullptr, host.weight.data = const_cast<float*>(weight.data());
             if (k.bias) host.bias.data = const_cast<float*>(bias.data());
             const std::vector<double> ref = imr::reference_depthwise_conv2d(host);
-            // A dot product of K * K terms (plus the bias) in float: the accumulation bound.
+            const long terms = long(k.k) * k.k + 1;  // a dot product of K * K terms plus the bias, in float
+            if (!k.gate) {
+                worst_fraction = std::max(worst_fraction, expect_accurate(got, ref, {}, os, terms, type.dtype));
+                continue;
+            }
+            // The gate multiplies two such sums A and B in float: within
+            // acc * (max|A| * |B| + max|B| * |A|) of the product, plus the
+            // float product's and the store's roundings.
+            imr::DepthwiseConv2dArgs halves = host;
+            halves.gate = false, halves.output.shape = halves.out_shape();
+            const std::vector<double> both = imr::reference_depthwise_conv2d(halves);
+            const size_t plane = size_t(os.h) * os.w;
+            double max_a = 0, max_b = 0;
+            for (size_t i = 0; i < both.size(); ++i) {
+                double& m = int(i / plane % size_t(k.c)) < os.c ? max_a : max_b;  // channel c of [N, C, h, w]
+                m = std::max(m, std::abs(both[i]));
+            }
+            const double accumulate = accuracy_bound(DType::F32, terms, 1.0);
+            const double store = type.dtype == DType::F32 ? 0.0 : imr::unit_roundoff(type.dtype);
+            const double bound = (2 * accumulate + kFp32Unit + store) * max_a * max_b + 1e-30;
             worst_fraction =
-                std::max(worst_fraction, expect_accurate(got, ref, {}, os, long(k.k) * k.k + 1, type.dtype));
+                std::max(worst_fraction, expect_within(got, ref, std::vector<double>(got.size(), bound), os));
         }
     }
     std::cout << "[          ] depthwise_conv2d on " << be.name() << ": worst error " << worst_fraction
@@ -2052,6 +2086,12 @@ TEST_P(OpsTest, RejectsInvalidArgs) {
     imr::DepthwiseConv2dArgs dwbad = dw;
     dwbad.kernel = 2, dwbad.pad_before = 0, dwbad.weight.shape = {3, 1, 2, 2};
     refuses(Op::DepthwiseConv2d, "even kernel", [&] { be.depthwise_conv2d(dwbad); });
+    dwbad = dw;
+    dwbad.gate = true, dwbad.output.shape = {2, 1, 8, 8};
+    refuses(Op::DepthwiseConv2d, "the gate on an odd channel count (3)", [&] { be.depthwise_conv2d(dwbad); });
+    dwbad = dw;
+    dwbad.gate = true;
+    refuses(Op::DepthwiseConv2d, "the gate with an output of all the channels", [&] { be.depthwise_conv2d(dwbad); });
     dwbad = dw;
     dwbad.kernel = 9, dwbad.pad_before = dwbad.pad_after = 4, dwbad.pad_mode = PadMode::Zero;
     dwbad.weight.shape = {3, 1, 9, 9};

@@ -45,6 +45,7 @@ DepthwiseConv2dStage DepthwiseConv2dStage::load(LayerReader& r, const std::vecto
 }
 
 void DepthwiseConv2dStage::write(LayerWriter& w) const {
+    if (gate) throw Error("depthwise_conv2d: a stage with the simple gate fused in is the runner's, not a file's");
     w.tensor("weight", weight, {channels, 1, kernel, kernel});
     if (!bias.empty()) w.tensor("bias", bias, {channels});
     w.string_attribute("padding", pad_mode_name(padding));
@@ -56,17 +57,20 @@ void DepthwiseConv2dStage::validate(const std::string& at) const {
         throw Error(at + ": kernel must be odd, 1..7, found " + std::to_string(kernel));
     check_tensor(at, "weight", weight, size_t(channels) * kernel * kernel, {channels, 1, kernel, kernel});
     if (!bias.empty()) check_tensor(at, "bias", bias, size_t(channels), {channels});
+    if (gate && channels % 2 != 0) throw Error(at + ": the fused simple gate needs an even channel count");
 }
 
 std::string DepthwiseConv2dStage::describe() const {
     const std::string k = std::to_string(kernel);
     return std::string(kOp) + " " + std::to_string(channels) + " channels, " + k + "x" + k + " each, " +
-           pad_mode_name(padding) + " padding" + (bias.empty() ? ", no bias" : ", bias");
+           pad_mode_name(padding) + " padding" + (bias.empty() ? ", no bias" : ", bias") +
+           (gate ? ", simple gate -> " + std::to_string(channels / 2) + " channels" : "");
 }
 
 DepthwiseConv2dArgs DepthwiseConv2dStage::args(const Tensor& input) const {
     DepthwiseConv2dArgs a;
     a.input = input, a.kernel = kernel, a.pad_before = kernel / 2, a.pad_after = kernel / 2, a.pad_mode = padding;
+    a.gate = gate;
     return a;
 }
 

@@ -13,6 +13,9 @@
 // channels and scale kept; window K, radius K//2.
 // Refused: weight missing or not [C, 1, K, K] with K odd 1..7; bias not [C];
 // an unknown padding; before format v3.
+// `gate` is not in files: the runner's fusion pass (app/model_fusion.h) sets
+// it where a simple_gate reads this stage's output alone, so the stage
+// writes C/2 channels, the first half times the second, in one pass.
 #pragma once
 
 #include "layer.h"
@@ -24,6 +27,7 @@ struct DepthwiseConv2dStage {
     static constexpr int kMinInputs = 1, kMaxInputs = 1;
     int channels = 0, kernel = 3;
     PadMode padding = PadMode::Reflect;
+    bool gate = false;          // fused: out = first half * second half (C/2 channels)
     std::vector<float> weight;  // [channels, 1, K, K]
     std::vector<float> bias;    // [channels], or empty
 
@@ -32,10 +36,10 @@ struct DepthwiseConv2dStage {
     void validate(const std::string& at) const;
     int min_format_version() const { return 3; }
     int channels_in(int = 0) const { return channels; }
-    int channels_out() const { return channels; }
+    int channels_out() const { return gate ? channels / 2 : channels; }
     Geometry geometry() const { return {kernel / 2, kernel, 1, 1}; }
     size_t parameter_count() const { return weight.size() + bias.size(); }
-    double flops_per_pixel() const { return 2.0 * double(parameter_count()); }
+    double flops_per_pixel() const { return 2.0 * double(parameter_count()) + (gate ? channels / 2 : 0); }
     bool adds_model_input() const { return false; }
     std::string describe() const;
     std::vector<double> reference(const ReferenceIO& io) const;

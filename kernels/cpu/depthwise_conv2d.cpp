@@ -9,7 +9,8 @@
 // buffer, then each output row is K * K passes of `out[x] += w * row[x + kx]`
 // over contiguous floats, which the compiler vectorizes (AVX2 FMA); the
 // padded band (<= 22 rows) stays in L1/L2. Parallel over (plane, band) with
-// OpenMP.
+// OpenMP. With the gate, a task computes its band of output channel c and
+// of channel c + C/2 (into a thread buffer) and multiplies them.
 #include <algorithm>
 #include <vector>
 
@@ -31,7 +32,7 @@ void CpuBackend::depthwise_conv2d(const DepthwiseConv2dArgs& a) {
     check_args(a);
     check_supported(*this, Op::DepthwiseConv2d, {&a.input, &a.output});
     const Shape& s = a.input.shape;
-    const Shape o = a.out_shape();
+    const Shape o = a.out_shape();  // with the gate: C/2 channels
     const int k = a.kernel, wp = s.w + a.pad_before + a.pad_after;
     const float* input = a.input.as<const float>();
     float* output = a.output.as<float>();
@@ -40,31 +41,29 @@ void CpuBackend::depthwise_conv2d(const DepthwiseConv2dArgs& a) {
     std::vector<int> columns(static_cast<size_t>(wp));  // padded column -> source column or -1
     for (int x = 0; x < wp; ++x) columns[size_t(x)] = source_index(x - a.pad_before, s.w, a.pad_mode);
     const int bands = (o.h + kBandRows - 1) / kBandRows;
-    const long tasks = long(s.n) * s.c * bands;
+    const long tasks = long(o.n) * o.c * bands;
 #pragma omp parallel num_threads(threads)
     {
         std::vector<float> padded(size_t(kBandRows + k - 1) * wp);
-#pragma omp for schedule(static)
-        for (long t = 0; t < tasks; ++t) {
-            const long p = t / bands;  // plane n * C + c
-            const int c = int(p % s.c);
-            const int y0 = int(t % bands) * kBandRows, rows = std::min(kBandRows, o.h - y0);
-            const float* src = input + size_t(p) * s.h * s.w;
+        std::vector<float> second(a.gate ? size_t(kBandRows) * o.w : 0);  // the gate's second half
+        // Rows y0 .. y0 + rows - 1 of input channel c of image n into dst (rows of o.w floats).
+        const auto band = [&](int n, int c, int y0, int rows, float* dst) {
+            const float* src = input + (size_t(n) * s.c + c) * s.h * s.w;
             // Padded rows y0 .. y0 + rows + K - 2 of this plane.
             for (int r = 0; r < rows + k - 1; ++r) {
-                float* dst = padded.data() + size_t(r) * wp;
+                float* row = padded.data() + size_t(r) * wp;
                 const int sy = source_index(y0 + r - a.pad_before, s.h, a.pad_mode);
                 if (sy < 0) {
-                    std::fill(dst, dst + wp, 0.0f);
+                    std::fill(row, row + wp, 0.0f);
                     continue;
                 }
                 const float* line = src + size_t(sy) * s.w;
-                for (int x = 0; x < wp; ++x) dst[x] = columns[size_t(x)] < 0 ? 0.0f : line[columns[size_t(x)]];
+                for (int x = 0; x < wp; ++x) row[x] = columns[size_t(x)] < 0 ? 0.0f : line[columns[size_t(x)]];
             }
             const float* w = weight + size_t(c) * k * k;
             const float b = bias ? bias[c] : 0.0f;
             for (int r = 0; r < rows; ++r) {
-                float* __restrict out = output + (size_t(p) * o.h + y0 + r) * o.w;
+                float* __restrict out = dst + size_t(r) * o.w;
                 std::fill(out, out + o.w, b);
                 for (int ky = 0; ky < k; ++ky) {
                     const float* __restrict line = padded.data() + size_t(r + ky) * wp;
@@ -74,6 +73,18 @@ void CpuBackend::depthwise_conv2d(const DepthwiseConv2dArgs& a) {
                     }
                 }
             }
+        };
+#pragma omp for schedule(static)
+        for (long t = 0; t < tasks; ++t) {
+            const long p = t / bands;  // output plane n * C_out + c
+            const int n = int(p / o.c), c = int(p % o.c);
+            const int y0 = int(t % bands) * kBandRows, rows = std::min(kBandRows, o.h - y0);
+            float* __restrict out = output + (size_t(p) * o.h + y0) * o.w;
+            band(n, c, y0, rows, out);
+            if (!a.gate) continue;
+            band(n, c + o.c, y0, rows, second.data());
+            const float* __restrict g = second.data();
+            for (size_t i = 0; i < size_t(rows) * o.w; ++i) out[i] *= g[i];
         }
     }
 }

@@ -16,6 +16,7 @@ void check_args(const DepthwiseConv2dArgs& a) {
     if (!positive(in) || a.kernel <= 0) fail("sizes must be positive");
     if (a.kernel % 2 == 0 || a.kernel > kDepthwiseMaxKernel)
         fail("kernel must be odd and at most " + std::to_string(kDepthwiseMaxKernel));
+    if (a.gate && in.c % 2 != 0) fail("the gate needs an even channel count");
     if (a.pad_before < 0 || a.pad_after < 0) fail("padding must not be negative");
     if (a.pad_mode != PadMode::Zero && a.pad_mode != PadMode::Reflect && a.pad_mode != PadMode::Replicate)
         fail("unknown padding mode");
@@ -41,7 +42,7 @@ void check_args(const DepthwiseConv2dArgs& a) {
 std::vector<double> reference_depthwise_conv2d(const DepthwiseConv2dArgs& a) {
     check_reference_args(a);
     const Shape& s = a.input.shape;
-    const Shape o = a.out_shape();
+    const Shape o = {s.n, s.c, a.out_shape().h, a.out_shape().w};  // before the gate
     const int k = a.kernel;
     const std::vector<double> input = reference_values(a.input);
     // One plane at a time through the shared padding (pad_planes) and a
@@ -66,7 +67,16 @@ std::vector<double> reference_depthwise_conv2d(const DepthwiseConv2dArgs& a) {
                 row[x] = sum;
             }
         }
-    return out;
+    if (!a.gate) return out;
+    const size_t plane = size_t(o.h) * o.w;
+    const int half = s.c / 2;
+    std::vector<double> gated(a.out_shape().count());
+    for (int n = 0; n < s.n; ++n)
+        for (int c = 0; c < half; ++c)
+            for (size_t i = 0; i < plane; ++i)
+                gated[(size_t(n) * half + c) * plane + i] =
+                    out[(size_t(n) * s.c + c) * plane + i] * out[(size_t(n) * s.c + c + half) * plane + i];
+    return gated;
 }
 
 }  // namespace imr

@@ -20,21 +20,28 @@ namespace imr {
 // W + pb + pa - K + 1]. pad_before = pad_after = K/2 keeps the size (what
 // model files use; torch's padding=K//2 with zero padding). K is odd, 1..7
 // (the model format's range, so kernels may unroll the taps).
+// With `gate` (C even; the fusion pass's depthwise_conv2d -> simple_gate,
+// app/model_fusion.h) the output has C/2 channels,
+//   out[n][c][y][x] = dw[n][c][y][x] * dw[n][c + C/2][y][x]
+// where dw is the convolution above: NAFNet's SimpleGate applied to it
+// without writing and reading back the C-channel tensor in between.
 // Types: input and output share one dtype and layout (any the backend
 // supports); weight and bias are f32 NCHW. Kernels compute in float and round
-// the output once to its type.
+// the output once to its type (with `gate`: the product, in float).
 struct DepthwiseConv2dArgs {
     Tensor input;    // [N, C, H, W]
     int kernel = 0;  // K
     int pad_before = 0, pad_after = 0;
     PadMode pad_mode = PadMode::Zero;
-    Tensor output;  // out_shape(), input's type; must not overlap input
-    Tensor weight;  // f32 NCHW [C, 1, K, K]
-    Tensor bias;    // optional: f32 NCHW [1, C, 1, 1]
+    bool gate = false;  // out = first half * second half of the channels
+    Tensor output;      // out_shape(), input's type; must not overlap input
+    Tensor weight;      // f32 NCHW [C, 1, K, K]
+    Tensor bias;        // optional: f32 NCHW [1, C, 1, 1]
 
     Shape out_shape() const {
         const Shape& in = input.shape;
-        return {in.n, in.c, in.h + pad_before + pad_after - kernel + 1, in.w + pad_before + pad_after - kernel + 1};
+        return {in.n, gate ? in.c / 2 : in.c, in.h + pad_before + pad_after - kernel + 1,
+                in.w + pad_before + pad_after - kernel + 1};
     }
 };
 
@@ -42,7 +49,7 @@ struct DepthwiseConv2dArgs {
 constexpr int kDepthwiseMaxKernel = 7;
 
 // Throws imr::Error naming the op and its shapes if the arguments cannot run
-// (non-positive sizes, K even or outside 1..7, negative padding, kernel larger
+// (non-positive sizes, K even or outside 1..7, an odd C with `gate`, negative padding, kernel larger
 // than the padded image, reflect padding wider than the image allows, null or
 // misshapen tensors, weights not f32 NCHW, mixed input/output types,
 // overlapping input and output). Every backend calls it first.
