@@ -123,13 +123,14 @@ graph-ops) # issue 17's graph ops (carry .carry/graph.tar.xz: the slim build's i
     M=$M,smsp__issue_active.avg.pct_of_peak_sustained_active,smsp__sass_inst_executed_op_local_ld.sum
     IFS=';' read -ra cases <<< "${NCU_CASES:-depthwise3x3 64x4000x3008 f16;layer_norm 256x500x376 f16}"
     for k in "${!cases[@]}"; do
-        kernel=${cases[$k]%% *}; kernel=${kernel%3x3}  # the op's name begins its kernels' names
+        kernel=${cases[$k]%% *}; kernel=${kernel%%3x3*}  # the op's name begins its kernels' names
         timeout 60 ncu --clock-control none -k "regex:$kernel" -c 2 --metrics "$M" $B/bench_gpu --suite graph-ops --runs 1 \
             --no-cudnn --only "${cases[$k]}" > "$O/ncu-$k.log" 2>&1
         grep -E "kernel|dram__|gpu__time|inst_exec|warps_active|stalled|sectors|throughput|issue_active|local" "$O/ncu-$k.log" \
             | sed -E 's/ +/ /g' | cut -c1-100 | head -28
     done
-    left=$((560 - SECONDS))  # memcheck only with time for it (timeout 0 would mean none)
+    left=$((560 - SECONDS))  # memcheck only with time for it (timeout 0 would mean none), at most MEMCHECK_MAX s
+    [ "$left" -gt "${MEMCHECK_MAX:-560}" ] && left=$MEMCHECK_MAX
     if [ "$left" -ge 30 ]; then
         timeout "$left" env IMRESTORE_TEST_SKIP_GPU_ONLY=1 compute-sanitizer --tool memcheck --error-exitcode 1 \
             $B/tests/test_ops --gtest_filter="${F%:}" > "$O/memcheck.log" 2>&1
