@@ -588,6 +588,23 @@ void run_bench(int runs, const std::string& only, bool net, bool use_cudnn, std:
         {"nafnet 1x1 128->256 0.75 MP", 1, 128, 752, 1000, 256, 1, false, false, false, false, F, true},
         {"nafnet 1x1 256->512 0.19 MP", 1, 256, 376, 500, 512, 1, false, false, false, false, F, true},
         {"nafnet 1x1 512->1024 0.05 MP", 1, 512, 188, 250, 1024, 1, false, false, false, false, F, true},
+        // The occupancy rows (several blocks an SM, 3 stages) on the same shapes.
+        {"nafnet 1x1 32->64 12 MP n64_2blk", 1, 32, 3008, 4000, 64, 1, false, false, false, false, F, false,
+         "k1_16x16_n64_2blk"},
+        {"nafnet 1x1 32->64 12 MP n64_4blk", 1, 32, 3008, 4000, 64, 1, false, false, false, false, F, false,
+         "k1_8x16_n64_4blk"},
+        {"nafnet 1x1 32->32 + residual 12 MP n32_2blk", 1, 32, 3008, 4000, 32, 1, false, false, false, true, F, false,
+         "k1_16x16_n32_2blk"},
+        {"nafnet 1x1 32->32 + residual 12 MP n64_4blk", 1, 32, 3008, 4000, 32, 1, false, false, false, true, F, false,
+         "k1_8x16_n64_4blk"},
+        {"nafnet 1x1 64->128 3 MP n128_2blk", 1, 64, 1504, 2000, 128, 1, false, false, false, false, F, false,
+         "k1_8x16_n128_2blk"},
+        {"nafnet 1x1 64->64 + residual 3 MP n64_4blk", 1, 64, 1504, 2000, 64, 1, false, false, false, true, F, false,
+         "k1_8x16_n64_4blk"},
+        {"nafnet 1x1 128->256 0.75 MP n128_2blk", 1, 128, 752, 1000, 256, 1, false, false, false, false, F, false,
+         "k1_8x16_n128_2blk"},
+        {"nafnet 1x1 256->512 0.19 MP n128_2blk", 1, 256, 376, 500, 512, 1, false, false, false, false, F, false,
+         "k1_8x16_n128_2blk"},
         // The wgmma rows one warpgroup wide (N = the block's 96 or 128
         // channels), never picked yet: against the picked rows above.
         {"unet 96->96 3 MP wgmma wide", 1, 96, 1500, 2000, 96, 3, false, false, true, false, F, false,

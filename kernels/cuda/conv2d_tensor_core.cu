@@ -135,6 +135,17 @@ using K3N96W16 = TileConfig<3, 8, 2, 2, 6, 16>;
 using K1N64 = TileConfig<1, 8, 1, 4, 8, 32>;   // Cout <= 64
 using K1N96 = TileConfig<1, 4, 2, 4, 6, 16>;   // Cout 65..96, and 96k (K3N96's reason: a U-Net's ways down and up)
 using K1N128 = TileConfig<1, 4, 2, 4, 8, 16>;  // Cout > 96 (but K1N96's multiples)
+// 1x1 for the memory-bound layers (a U-Net's upper levels, 32-128 channels,
+// where a tile's few MMAs cannot hide its loads): smaller warp tiles (2 m16
+// tiles, <= 128 registers), three stages and 2-4 blocks per SM, so more
+// tiles' loads are in flight per SM. The picked K1N64 holds one block of 8
+// warps an SM (250 registers; ncu at nafnet's 32 -> 64, 12 MP: 12% of the
+// warps an SM holds active, waits on memory dominating, 37% of the byte
+// floor; H200, 2026-12-03). Tests and benchmarks only until measured.
+using K1N32B2 = TileConfig<1, 8, 1, 2, 4, 16, 3, 2>;   // Cout <= 32, 16 x 16 pixels
+using K1N64B2 = TileConfig<1, 8, 1, 2, 8, 16, 3, 2>;   // Cout <= 64, 16 x 16 pixels
+using K1N64B4 = TileConfig<1, 4, 1, 2, 8, 16, 3, 4>;   // Cout <= 64, 8 x 16 pixels, 4 warps
+using K1N128B2 = TileConfig<1, 4, 2, 2, 8, 16, 3, 2>;  // 128 channels a block, 8 x 16 pixels
 // The 3x3 shapes on warpgroup MMA (sm_90a; the planner's pick on an H100 or
 // H200 where the build has sm_90a code). Same tiles, warps, stages and
 // blocks per SM as their mma.sync twins, so the two differ only in how the
@@ -1550,6 +1561,10 @@ const ConfigRow kConfigs[] = {
     IMR_TC_ROW("k1_16x32_n64", K1N64, 64),
     IMR_TC_ROW("k1_16x16_n96", K1N96, 96),
     IMR_TC_ROW("k1_16x16_n128", K1N128, 1024),
+    IMR_TC_ROW("k1_16x16_n32_2blk", K1N32B2, 0),
+    IMR_TC_ROW("k1_16x16_n64_2blk", K1N64B2, 0),
+    IMR_TC_ROW("k1_8x16_n64_4blk", K1N64B4, 0),
+    IMR_TC_ROW("k1_8x16_n128_2blk", K1N128B2, 0),
     // Warpgroup MMA (sm_90a): where they are picked, pick_config takes the
     // twin (same kernel size and max_cout) of the mma.sync row it picked;
     // max_cout 0: tests and benchmarks only (the 1x1 rows measured slower).

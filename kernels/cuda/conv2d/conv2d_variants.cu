@@ -186,6 +186,10 @@ constexpr Conv2dVariant kConv2dVariants[] = {
     IMR_TENSOR_CORE_ROWS("k1_16x32_n64", 1),
     IMR_TENSOR_CORE_ROWS("k1_16x16_n96", 1),
     IMR_TENSOR_CORE_ROWS("k1_16x16_n128", 1),
+    IMR_TENSOR_CORE_ROWS("k1_16x16_n32_2blk", 1),
+    IMR_TENSOR_CORE_ROWS("k1_16x16_n64_2blk", 1),
+    IMR_TENSOR_CORE_ROWS("k1_8x16_n64_4blk", 1),
+    IMR_TENSOR_CORE_ROWS("k1_8x16_n128_2blk", 1),
     // Warpgroup MMA (sm_90a; conv2d_tensor_core.cu says which tc_conv2d
     // picks over their mma.sync twins above: the four 3x3 rows of Cout > 32,
     // on an sm_90 GPU; the others are for tests and benchmarks).
