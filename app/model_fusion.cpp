@@ -8,9 +8,11 @@ namespace imr {
 namespace {
 
 // Whether stage s is a convolution that adds nothing yet (no residual, no
-// model input), and so can take an add into its epilogue.
+// model input) and computes no gate (whose product an activation or an add
+// would have to follow), and so can take an activation or an add into its
+// epilogue.
 bool adds_nothing(const Stage& s) {
-    if (const auto* c = std::get_if<Conv2dStage>(&s)) return !c->adds_input && !c->add_model_input;
+    if (const auto* c = std::get_if<Conv2dStage>(&s)) return !c->adds_input && !c->add_model_input && !c->gate;
     if (const auto* t = std::get_if<ConvTranspose2dStage>(&s)) return !t->adds_input;
     return false;
 }
@@ -28,8 +30,14 @@ std::string try_fuse(ModelFile& m, size_t i, size_t j) {
         c->activation = Activation::ReLU;
     } else if (std::holds_alternative<SimpleGateStage>(m.stages[j])) {
         auto* d = std::get_if<DepthwiseConv2dStage>(&m.stages[i]);
-        if (!d || d->gate) return "";
-        d->gate = true;
+        auto* c = std::get_if<Conv2dStage>(&m.stages[i]);
+        if (d && !d->gate) {
+            d->gate = true;
+        } else if (c && c->stride == 1 && c->activation == Activation::None && adds_nothing(m.stages[i])) {
+            c->gate = true;
+        } else {
+            return "";
+        }
     } else if (std::holds_alternative<AddStage>(m.stages[j]) && adds_nothing(m.stages[i])) {
         const std::string& mine = m.stage_name(i);
         if (in_j.size() != 2 || in_j[0] == in_j[1]) return "";  // add(x, x) is not a residual

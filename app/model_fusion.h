@@ -12,9 +12,11 @@
 //       => conv2d with activation relu
 //   conv2d / conv_transpose2d (nothing added) -> add (with any other tensor)
 //       => the convolution with that tensor as its second input (its residual)
-//   depthwise_conv2d -> simple_gate
-//       => depthwise_conv2d computing both halves and their product (its
-//          C-channel output never stored: NAFNet's gate after each depthwise)
+//   depthwise_conv2d -> simple_gate, conv2d (stride 1, no activation,
+//   nothing added) -> simple_gate
+//       => the convolution computing both halves and their product (its
+//          C-channel output never stored: NAFNet's gates after each
+//          depthwise and each second 1x1 expansion)
 // where the convolution's output is read by that stage alone (and is not the
 // model's output). Repeated until nothing changes, so conv -> relu -> add
 // becomes one stage. `imrestore model` lists what was fused.

@@ -116,13 +116,18 @@ struct Case {
     int n, cin, h, w, cout, k, pb, pa;
     TcPad pad;
     bool bias, relu, residual, in_nchw, out_nchw;
+    bool res_mul = false;  // the residual multiplies (channel attention) instead of adding
+    bool gate = false;     // the simple gate in the epilogue: cout / 2 outputs (TcConvParams::gate)
 };
 
 std::string describe(const Case& c, TcDType t) {
     char s[256];
     std::snprintf(s, sizeof s, "%s %dx%dx%dx%d -> %d k%d pad %d/%d %s%s%s%s in %s out %s", dtype_name(t), c.n, c.cin,
                   c.h, c.w, c.cout, c.k, c.pb, c.pa, pad_name(c.pad), c.bias ? " bias" : "", c.relu ? " relu" : "",
-                  c.residual ? " residual" : "", c.in_nchw ? "nchw-f32" : "nhwc", c.out_nchw ? "nchw-f32" : "nhwc");
+                  c.residual ? (c.res_mul ? " x residual" : " residual")
+                  : c.gate   ? " gate"
+                             : "",
+                  c.in_nchw ? "nchw-f32" : "nhwc", c.out_nchw ? "nchw-f32" : "nhwc");
     return s;
 }
 
@@ -149,6 +154,7 @@ std::vector<CaseResult> run_case(const Case& c, TcDType t, std::mt19937& rng, bo
     std::uniform_real_distribution<float> U(-1.f, 1.f);
     const int ho = c.h + c.pb + c.pa - c.k + 1, wo = c.w + c.pb + c.pa - c.k + 1;
     const int cs_in = tc_channel_stride(c.cin), cs_out = tc_channel_stride(c.cout), kk = c.k * c.k;
+    const int oc = c.gate ? c.cout / 2 : c.cout, cs_oc = tc_channel_stride(oc);  // the output's channels
     const float wscale = 1.f / std::sqrt(float(c.cin * kk));
     // Logical NCHW values; xr/wr/rr: as the kernel sees them (rounded).
     std::vector<float> x(size_t(c.n) * c.cin * c.h * c.w), w(size_t(c.cout) * c.cin * kk), b(c.cout),
@@ -180,7 +186,7 @@ std::vector<CaseResult> run_case(const Case& c, TcDType t, std::mt19937& rng, bo
     ck(cudaMemcpy(dw.p, w.data(), w.size() * 4, cudaMemcpyHostToDevice), "upload w");
     ck(cudaMemcpy(db.p, b.data(), b.size() * 4, cudaMemcpyHostToDevice), "upload b");
     DevBuf<uint8_t> dpacked(tc_conv_weights_bytes(c.cout, c.cin, c.k));
-    tc_conv_prepare_weights(dw.p, c.cout, c.cin, c.k, t, dpacked.p, nullptr);
+    tc_conv_prepare_weights(dw.p, c.cout, c.cin, c.k, t, dpacked.p, nullptr, c.gate);
     const size_t out_bytes = c.out_nchw ? r.size() * 4 : size_t(c.n) * ho * wo * cs_out * 2;
     DevBuf<uint8_t> dres(out_bytes), dout(out_bytes);
     if (c.out_nchw) {
@@ -208,7 +214,7 @@ std::vector<CaseResult> run_case(const Case& c, TcDType t, std::mt19937& rng, bo
                                              : std::ldexp(1.0, -8);
     const double tiny = (!c.out_nchw && t == TcDType::F16) ? std::ldexp(1.0, -24) : 1e-30;
     const double g = (double(c.cin) * kk + 2) * std::ldexp(1.0, -23);
-    std::vector<double> ref(r.size()), tol(r.size());
+    std::vector<double> ref(r.size()), tol(r.size()), mags(r.size());
     for (int n = 0; n < c.n; ++n)
         for (int co = 0; co < c.cout; ++co)
             for (int y = 0; y < ho; ++y)
@@ -229,10 +235,27 @@ std::vector<CaseResult> run_case(const Case& c, TcDType t, std::mt19937& rng, bo
                     if (c.bias) acc += b[co], mag += std::fabs(b[co]);
                     if (c.relu) acc = std::max(acc, 0.0);
                     const size_t i = ((size_t(n) * c.cout + co) * ho + y) * wo + xx;
-                    if (c.residual) acc += rr[i], mag += std::fabs(rr[i]);
-                    ref[i] = acc;
+                    if (c.residual && c.res_mul)  // the sum's error scales with |r|; one more fp32 rounding
+                        acc *= rr[i], mag = mag * std::fabs(rr[i]) + std::fabs(acc);
+                    else if (c.residual)
+                        acc += rr[i], mag += std::fabs(rr[i]);
+                    ref[i] = acc, mags[i] = mag;
                     tol[i] = u_out * std::fabs(acc) + g * mag + tiny;
                 }
+    if (c.gate) {  // channel co times co + cout/2: each sum's error times the other's magnitude, one fp32 rounding
+        const size_t plane = size_t(ho) * wo;
+        std::vector<double> gref(size_t(c.n) * oc * plane), gtol(gref.size());
+        for (int n = 0; n < c.n; ++n)
+            for (int co = 0; co < oc; ++co)
+                for (size_t q = 0; q < plane; ++q) {
+                    const size_t a = (size_t(n) * c.cout + co) * plane + q, b2 = a + size_t(oc) * plane;
+                    const size_t o = (size_t(n) * oc + co) * plane + q;
+                    gref[o] = ref[a] * ref[b2];
+                    gtol[o] = (u_out + std::ldexp(1.0, -24)) * std::fabs(gref[o]) +
+                              g * (mags[a] * std::fabs(ref[b2]) + mags[b2] * std::fabs(ref[a])) + tiny;
+                }
+        ref = std::move(gref), tol = std::move(gtol);
+    }
 
     TcConvParams p;
     p.n = c.n, p.h = c.h, p.w = c.w, p.in_channels = c.cin, p.out_channels = c.cout, p.kernel = c.k;
@@ -241,6 +264,7 @@ std::vector<CaseResult> run_case(const Case& c, TcDType t, std::mt19937& rng, bo
     p.output_layout = c.out_nchw ? TcLayout::NchwF32 : TcLayout::NhwcHalf;
     p.input = din.p, p.output = dout.p, p.weights = dpacked.p;
     p.bias = c.bias ? db.p : nullptr, p.relu = c.relu, p.residual = c.residual ? dres.p : nullptr;
+    p.residual_multiplies = c.res_mul, p.gate = c.gate;
 
     std::vector<CaseResult> results;
     std::vector<uint8_t> out(out_bytes);
@@ -268,16 +292,16 @@ std::vector<CaseResult> run_case(const Case& c, TcDType t, std::mt19937& rng, bo
         for (int n = 0; n < c.n; ++n)
             for (int y = 0; y < ho; ++y)
                 for (int xx = 0; xx < wo; ++xx)
-                    for (int co = 0; co < cs_out; ++co) {
-                        const size_t nhwc = ((size_t(n) * ho + y) * wo + xx) * cs_out + co;
-                        if (co >= c.cout) {  // the stride's padding: NHWC only
+                    for (int co = 0; co < cs_oc; ++co) {
+                        const size_t nhwc = ((size_t(n) * ho + y) * wo + xx) * cs_oc + co;
+                        if (co >= oc) {  // the stride's padding: NHWC only
                             if (c.out_nchw) break;
                             uint16_t bits;
                             std::memcpy(&bits, out.data() + nhwc * 2, 2);
                             if (bits != 0) res.padding_nonzero = true;
                             continue;
                         }
-                        const size_t i = ((size_t(n) * c.cout + co) * ho + y) * wo + xx;
+                        const size_t i = ((size_t(n) * oc + co) * ho + y) * wo + xx;
                         double got;
                         if (c.out_nchw) {
                             float f;
@@ -329,6 +353,19 @@ std::vector<Case> test_cases(bool quick) {
         {1, 96, 33, 40, 192, 3, 1, 1, R, true, true, true, false, false},     // n96 x2 tiles (192), residual
         {1, 192, 18, 34, 96, 1, 0, 0, Z, false, false, false, false, false},  // 1x1 n96: a way down's 192 -> 96
         {2, 96, 17, 35, 192, 1, 0, 0, Z, true, false, true, false, false},    // 1x1 n96 x2 (96 -> 192), residual
+        // The residual multiplying (channel attention): 1x1 at NAFNet's
+        // widths (n32, n64 rows), 3x3, the taps row, fp32 out.
+        {1, 32, 37, 45, 32, 1, 0, 0, Z, true, false, true, false, false, true},
+        {2, 64, 19, 23, 64, 1, 0, 0, Z, true, true, true, false, false, true},
+        {1, 24, 21, 26, 40, 3, 1, 1, R, true, false, true, false, false, true},
+        {1, 16, 17, 19, 2, 3, 1, 1, Z, true, false, true, false, false, true},
+        {1, 12, 13, 15, 20, 3, 1, 1, P, false, true, true, false, true, true},
+        // The simple gate in the epilogue (1x1, cout a multiple of 16):
+        // NAFNet's 32 -> 64 -> 32, wider (several channel blocks), 16 -> 8.
+        {1, 32, 37, 45, 64, 1, 0, 0, Z, true, false, false, false, false, false, true},
+        {2, 64, 19, 23, 128, 1, 0, 0, Z, true, false, false, false, false, false, true},
+        {1, 40, 11, 13, 256, 1, 0, 0, Z, false, false, false, false, false, false, true},
+        {1, 8, 9, 35, 16, 1, 0, 0, Z, true, false, false, false, false, false, true},
     };
     if (!quick) return all;
     return {all[0], all[1], all[4], all[5], all[6], all[13], all[16], all[17]};
@@ -440,6 +477,7 @@ struct BenchShape {
     TcDType dtype;
     bool cudnn;
     const char* force = nullptr;  // a configuration by name (null: as tc_conv2d picks)
+    bool gate = false;            // the simple gate in the epilogue (cout / 2 channels written)
 };
 
 // cuDNN fp16 NHWC convolution (tensor-op math), its fastest algorithm.
@@ -526,7 +564,7 @@ double flop_of(const BenchShape& s) {
 double bytes_of(const BenchShape& s) {
     const double pix = double(s.n) * s.h * s.w;
     const double in = s.in_nchw ? pix * s.cin * 4 : pix * tc_channel_stride(s.cin) * 2;
-    const double out = s.out_nchw ? pix * s.cout * 4 : pix * tc_channel_stride(s.cout) * 2;
+    const double out = s.out_nchw ? pix * s.cout * 4 : pix * tc_channel_stride(s.gate ? s.cout / 2 : s.cout) * 2;
     return in + out * (s.residual ? 2 : 1) + double(tc_conv_weights_bytes(s.cout, s.cin, s.k));
 }
 
@@ -588,23 +626,23 @@ void run_bench(int runs, const std::string& only, bool net, bool use_cudnn, std:
         {"nafnet 1x1 128->256 0.75 MP", 1, 128, 752, 1000, 256, 1, false, false, false, false, F, true},
         {"nafnet 1x1 256->512 0.19 MP", 1, 256, 376, 500, 512, 1, false, false, false, false, F, true},
         {"nafnet 1x1 512->1024 0.05 MP", 1, 512, 188, 250, 1024, 1, false, false, false, false, F, true},
-        // The occupancy rows (several blocks an SM, 3 stages) on the same shapes.
+        // The second expansion of each block with its simple gate fused (c -> 2c -> c).
+        {"nafnet 1x1 32->64 + gate 12 MP", 1, 32, 3008, 4000, 64, 1, false, false, false, false, F, false, nullptr,
+         true},
+        {"nafnet 1x1 64->128 + gate 3 MP", 1, 64, 1504, 2000, 128, 1, false, false, false, false, F, false, nullptr,
+         true},
+        // The first 1x1 rows (one block of 8 warps an SM) and a 16 x 16 twin
+        // of the picked 64-channel row, on the same shapes: against the picks above.
+        {"nafnet 1x1 32->64 12 MP first row", 1, 32, 3008, 4000, 64, 1, false, false, false, false, F, false,
+         "k1_16x32_n64"},
         {"nafnet 1x1 32->64 12 MP n64_2blk", 1, 32, 3008, 4000, 64, 1, false, false, false, false, F, false,
          "k1_16x16_n64_2blk"},
-        {"nafnet 1x1 32->64 12 MP n64_4blk", 1, 32, 3008, 4000, 64, 1, false, false, false, false, F, false,
-         "k1_8x16_n64_4blk"},
-        {"nafnet 1x1 32->32 + residual 12 MP n32_2blk", 1, 32, 3008, 4000, 32, 1, false, false, false, true, F, false,
-         "k1_16x16_n32_2blk"},
-        {"nafnet 1x1 32->32 + residual 12 MP n64_4blk", 1, 32, 3008, 4000, 32, 1, false, false, false, true, F, false,
-         "k1_8x16_n64_4blk"},
-        {"nafnet 1x1 64->128 3 MP n128_2blk", 1, 64, 1504, 2000, 128, 1, false, false, false, false, F, false,
-         "k1_8x16_n128_2blk"},
-        {"nafnet 1x1 64->64 + residual 3 MP n64_4blk", 1, 64, 1504, 2000, 64, 1, false, false, false, true, F, false,
-         "k1_8x16_n64_4blk"},
-        {"nafnet 1x1 128->256 0.75 MP n128_2blk", 1, 128, 752, 1000, 256, 1, false, false, false, false, F, false,
-         "k1_8x16_n128_2blk"},
-        {"nafnet 1x1 256->512 0.19 MP n128_2blk", 1, 256, 376, 500, 512, 1, false, false, false, false, F, false,
-         "k1_8x16_n128_2blk"},
+        {"nafnet 1x1 32->32 + residual 12 MP first row", 1, 32, 3008, 4000, 32, 1, false, false, false, true, F, false,
+         "k1_16x32_n64"},
+        {"nafnet 1x1 64->128 3 MP first row", 1, 64, 1504, 2000, 128, 1, false, false, false, false, F, false,
+         "k1_16x16_n128"},
+        {"nafnet 1x1 256->512 0.19 MP first row", 1, 256, 376, 500, 512, 1, false, false, false, false, F, false,
+         "k1_16x16_n128"},
         // The wgmma rows one warpgroup wide (N = the block's 96 or 128
         // channels), never picked yet: against the picked rows above.
         {"unet 96->96 3 MP wgmma wide", 1, 96, 1500, 2000, 96, 3, false, false, true, false, F, false,
@@ -675,7 +713,7 @@ void run_bench(int runs, const std::string& only, bool net, bool use_cudnn, std:
         fill_random_f32_kernel<<<256, 256, 0, tm.stream>>>(w32.p, w32.n, 2, 1.f / std::sqrt(float(s.cin * s.k * s.k)));
         fill_random_f32_kernel<<<1, 256, 0, tm.stream>>>(bias.p, bias.n, 3, 0.1f);
         if (s.residual) fill_random_f32_kernel<<<4096, 256, 0, tm.stream>>>(res.p, res.n, 4, 1.f);
-        tc_conv_prepare_weights(w32.p, s.cout, s.cin, s.k, s.dtype, packed.p, tm.stream);
+        tc_conv_prepare_weights(w32.p, s.cout, s.cin, s.k, s.dtype, packed.p, tm.stream, s.gate);
         TcConvParams p;
         p.n = s.n, p.h = s.h, p.w = s.w, p.in_channels = s.cin, p.out_channels = s.cout, p.kernel = s.k;
         p.pad_before = p.pad_after = s.k / 2, p.dtype = s.dtype;
@@ -683,7 +721,7 @@ void run_bench(int runs, const std::string& only, bool net, bool use_cudnn, std:
         p.output_layout = s.out_nchw ? TcLayout::NchwF32 : TcLayout::NhwcHalf;
         p.input = in.p, p.output = out.p, p.weights = packed.p, p.bias = bias.p, p.relu = s.relu;
         p.residual = s.residual ? res.p : nullptr;
-        p.force_config = s.force;
+        p.force_config = s.force, p.gate = s.gate;
         const double ms = tm.median_ms([&] { tc_conv2d(p, tm.stream); }, 3, runs);
         const double tf = flop_of(s) / ms * 1e-9;
         double cms = 0, diff = -1;

@@ -1554,6 +1554,41 @@ TEST(ModelFusion, FoldsTheSimpleGateIntoTheDepthwiseConvolutionBefore) {
     expect_matches_reference(out, reference_model(m, input, shape), "fused");
 }
 
+// The simple gate after a 1x1 expansion folds into it too (NAFNet's second
+// gate of each block), and only where nothing follows the sums first: not
+// after a convolution with a ReLU or a residual.
+TEST(ModelFusion, FoldsTheSimpleGateIntoThePlainConvolutionBefore) {
+    unsigned seed;
+    auto rng = fresh_rng(&seed);
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    Conv2dStage expand = test::random_conv2d(rng, 3, 8, 1, PadMode::Zero, true);
+    SimpleGateStage gate;
+    gate.channels = 8;
+    Conv2dStage relu_expand = test::random_conv2d(rng, 4, 8, 1, PadMode::Zero, true);
+    relu_expand.activation = Activation::ReLU;
+    SimpleGateStage gate2 = gate;
+    Conv2dStage last = test::random_conv2d(rng, 4, 3, 3, PadMode::Replicate, true);
+    last.add_model_input = true;
+    ModelFile m = test::model_of("gates", {expand, gate, relu_expand, gate2, last});
+    m.format_version = m.min_format_version();
+    validate_model(m, "gates");
+    std::vector<std::string> notes;
+    const ModelFile fused = fuse_stages(m, &notes);
+    ASSERT_EQ(notes, (std::vector<std::string>{"1 (simple_gate) into 0 (conv2d)"})) << "not after a ReLU";
+    EXPECT_TRUE(std::get<Conv2dStage>(fused.stages[0]).gate);
+    EXPECT_EQ(std::get<Conv2dStage>(fused.stages[0]).channels_out(), 4);
+    EXPECT_NO_THROW(validate_model(fused, "fused"));
+    EXPECT_THROW(write_model_file(::testing::TempDir() + "fused-conv-gate.h5", fused), Error);
+
+    auto cpu = make_cpu_backend(2);
+    ModelRunner runner(m, *cpu);
+    const Shape shape{2, 3, 17, 22};
+    const std::vector<float> input = test::random_vector(rng, shape.count(), 0.5f);
+    std::vector<float> out(shape.count(), std::nanf(""));
+    runner.run(f32_nchw(input.data(), shape), f32_nchw(out.data(), shape), nullptr);
+    expect_matches_reference(out, reference_model(m, input, shape), "fused");
+}
+
 }  // namespace
 }  // namespace imr
 

@@ -287,6 +287,28 @@ double expect_accurate(const std::vector<float>& out, const std::vector<double>&
     return bound > 0 ? r.max_abs_err / bound : 0;
 }
 
+// ---------------------------------------------------------------- per-element bounds
+// For ops whose error is not the accumulation bound's (layer_norm,
+// window_mean, the gated depthwise, a multiplying residual): |out - ref| <=
+// bound[i] at every element, each bound derived for its op below. Returns the worst error as a fraction of its bound.
+double expect_within(const std::vector<float>& out, const std::vector<double>& ref, const std::vector<double>& bound,
+                     const Shape& s) {
+    size_t worst = 0, beyond = 0, nonfinite = 0, first_nonfinite = 0;
+    double worst_fraction = 0;
+    for (size_t i = 0; i < out.size(); ++i) {
+        if (!std::isfinite(out[i]) && nonfinite++ == 0) first_nonfinite = i;
+        const double err = std::abs(double(out[i]) - ref[i]);
+        const double fraction = err == 0 ? 0.0 : err / bound[i];
+        if (!(fraction <= worst_fraction)) worst_fraction = fraction, worst = i;  // NaN is the worst
+        beyond += !(err <= bound[i]);
+    }
+    EXPECT_EQ(nonfinite, 0u) << "NaN/Inf in the output (unwritten or overflowed), first at "
+                             << where(s, first_nonfinite);
+    EXPECT_EQ(beyond, 0u) << beyond << " of " << out.size() << " elements beyond their bound; worst " << where(s, worst)
+                          << ": got " << out[worst] << ", float64 " << ref[worst] << ", bound " << bound[worst];
+    return worst_fraction;
+}
+
 // ---------------------------------------------------------------- cases
 struct ResidualCase {
     int n, c, h, w, hidden;
@@ -357,6 +379,8 @@ struct ConvCase {
     // The fused epilogue: activation after the bias, then an output-shaped residual.
     Activation act = Activation::None;
     bool residual = false;
+    bool multiply = false;  // the residual multiplies (ResidualOp::Multiply: channel attention)
+    bool gate = false;      // the simple gate: Cout/2 outputs, first half * second half
 
     double macs() const {
         const double ho = h + pad_before + pad_after - k + 1, wo = w + pad_before + pad_after - k + 1;
@@ -369,7 +393,8 @@ std::ostream& operator<<(std::ostream& o, const ConvCase& k) {
       << " pad " << k.pad_before << "/" << k.pad_after << " " << imr::pad_mode_name(k.mode)
       << (k.bias ? " bias" : " no bias");
     if (k.act != Activation::None) o << " " << imr::activation_name(k.act);
-    if (k.residual) o << " + residual";
+    if (k.residual) o << (k.multiply ? " * residual" : " + residual");
+    if (k.gate) o << " gate";
     if (k.gpu_mode) o << (k.gpu_only ? " (GPU MODE conv2d_v2 benchmark shape)" : " (GPU MODE conv2d_v2 test shape)");
     return o;
 }
@@ -389,6 +414,16 @@ ConvCase fused(ConvCase c, Activation act, bool residual, bool gpu_only = false)
     c.act = act, c.residual = residual, c.gpu_only = gpu_only;
     return c;
 }
+// The same case with a multiplying residual.
+ConvCase multiplied(ConvCase c, Activation act) {
+    c.act = act, c.residual = c.multiply = true;
+    return c;
+}
+// The same case with the simple gate.
+ConvCase gated(ConvCase c) {
+    c.gate = true;
+    return c;
+}
 std::vector<ConvCase> conv2d_cases() {
     const PadMode Z = PadMode::Zero, R = PadMode::Reflect, P = PadMode::Replicate;
     const Activation ReLU = Activation::ReLU, None = Activation::None;
@@ -405,6 +440,21 @@ std::vector<ConvCase> conv2d_cases() {
         fused(same(1, 96, 96, 17, 11, 3, P, true), ReLU, true),
         fused(same(2, 64, 64, 128, 96, 3, Z, true), ReLU, false, true),
         fused(same(1, 64, 12, 256, 200, 3, Z, true), None, true, true),
+        // The multiplying residual (channel attention's 1x1 on the means:
+        // the picked 32- and 64-channel 1x1 rows), 3x3, a narrow output.
+        multiplied(same(1, 32, 32, 23, 37, 1, Z, true), None),
+        multiplied(same(2, 64, 64, 11, 19, 1, Z, true), None),
+        multiplied(same(1, 8, 20, 13, 17, 3, R, true), ReLU),
+        multiplied(same(2, 16, 3, 9, 14, 3, P, false), None),
+        // The simple gate: 1x1 of a multiple of 16 channels (on CUDA's
+        // tensor cores in the epilogue), wider (several channel blocks), and
+        // where the pairing cannot take it (6 channels, 3x3: the sums, then
+        // simple_gate).
+        gated(same(1, 32, 64, 23, 37, 1, Z, true)),
+        gated(same(2, 16, 32, 13, 19, 1, Z, true)),
+        gated(same(1, 24, 256, 7, 9, 1, Z, false)),
+        gated(same(2, 5, 6, 11, 14, 1, Z, true)),
+        gated(same(1, 8, 16, 12, 10, 3, R, true)),
         // Every pad mode with size-keeping padding, odd and even K, batches > 1.
         same(2, 3, 5, 17, 23, 3, Z, true),
         same(2, 3, 5, 17, 23, 3, R, true),
@@ -689,11 +739,13 @@ void OpsTest::run_cases(const std::vector<ConvCase>& cases) {
             a.weight = dw.tensor({k.cout, k.cin, k.k, k.k});
             if (k.bias) a.bias = db.tensor({1, k.cout, 1, 1});
             a.activation = k.act;
+            a.gate = k.gate;
             const Shape os = a.out_shape();
             a.output = Tensor{nullptr, os, type.dtype, type.layout};  // its type: the reference checks the residual's
             const HostTensor res = k.residual ? host_tensor(normal(rng, os.count()), os, type) : HostTensor();
             DeviceBuffer dres = k.residual ? to_device(be, res) : DeviceBuffer();
             if (k.residual) a.residual = res.view, a.residual.data = dres.data();
+            if (k.multiply) a.residual_op = imr::ResidualOp::Multiply;
 
             Conv2dArgs host = a;
             host.input = x.view, host.weight.data = const_cast<float*>(w.data());
@@ -733,8 +785,45 @@ void OpsTest::run_cases(const std::vector<ConvCase>& cases) {
                     // Every case: the accuracy bound; GPU MODE test shapes also by the benchmark's own rule.
                     // The TF32 rows round the f32 operands of their products.
                     const double unit = way_.rfind("igemm_tf32", 0) == 0 ? kTf32Unit : 0;
-                    const double fraction =
-                        expect_accurate(got, ref, index, os, long(k.cin) * k.k * k.k, type.dtype, unit);
+                    const long reduction = long(k.cin) * k.k * k.k;
+                    double fraction = 0;
+                    if (k.gate) {
+                        // Two sums A and B in float, multiplied in float:
+                        // within acc * (max|A| |B| + max|B| |A|) of the
+                        // product, plus the product's and the store's roundings.
+                        EXPECT_FALSE(sampled) << "a gated case must be small enough for a full reference";
+                        Conv2dArgs sums = host;
+                        sums.gate = false, sums.output.shape = sums.out_shape();
+                        const std::vector<double> both = imr::reference_conv2d(sums);
+                        const size_t plane = size_t(os.h) * os.w;
+                        double max_a = 0, max_b = 0;
+                        for (size_t i = 0; i < both.size(); ++i) {
+                            double& m = int(i / plane % size_t(k.cout)) < os.c ? max_a : max_b;
+                            m = std::max(m, std::abs(both[i]));
+                        }
+                        const double store = type.dtype == DType::F32 ? 0.0 : imr::unit_roundoff(type.dtype);
+                        const double bound =
+                            (2 * accuracy_bound(DType::F32, reduction, 1.0, unit) + kFp32Unit + store) * max_a * max_b +
+                            1e-30;
+                        fraction = expect_within(got, ref, std::vector<double>(got.size(), bound), os);
+                    } else if (!k.multiply) {
+                        fraction = expect_accurate(got, ref, index, os, reduction, type.dtype, unit);
+                    } else {
+                        // The sum's error (the bound of max |sum|) scaled by
+                        // max |r|, the product's fp32 rounding and the store's.
+                        EXPECT_FALSE(sampled) << "a multiplying case must be small enough for a full reference";
+                        Conv2dArgs plain = host;
+                        plain.residual = {};
+                        const std::vector<double> sums = imr::reference_conv2d(plain);
+                        double max_sum = 0, max_r = 0, max_ref = 0;
+                        for (double v : sums) max_sum = std::max(max_sum, std::abs(v));
+                        for (double v : logical_values(res.view)) max_r = std::max(max_r, std::abs(v));
+                        for (double v : ref) max_ref = std::max(max_ref, std::abs(v));
+                        const double store = type.dtype == DType::F32 ? 0.0 : imr::unit_roundoff(type.dtype);
+                        const double bound = accuracy_bound(DType::F32, reduction, max_sum * max_r, unit) +
+                                             (kFp32Unit + store) * max_ref;
+                        fraction = expect_within(got, ref, std::vector<double>(got.size(), bound), os);
+                    }
                     worst_fraction = std::max(worst_fraction, fraction);
                     worst_by_way[way_] = std::max(worst_by_way[way_], fraction);
                     if (k.gpu_mode && !k.gpu_only && unit == 0) {  // the benchmark's rule is fp32's
@@ -1383,28 +1472,6 @@ void OpsTest::run_cases(const std::vector<ConcatCase>& cases) {
     report_skipped("concat", skipped, be);
 }
 
-// ---------------------------------------------------------------- per-element bounds
-// For ops whose error is not the accumulation bound's (layer_norm,
-// window_mean): |out - ref| <= bound[i] at every element, each bound derived
-// for its op below. Returns the worst error as a fraction of its bound.
-double expect_within(const std::vector<float>& out, const std::vector<double>& ref, const std::vector<double>& bound,
-                     const Shape& s) {
-    size_t worst = 0, beyond = 0, nonfinite = 0, first_nonfinite = 0;
-    double worst_fraction = 0;
-    for (size_t i = 0; i < out.size(); ++i) {
-        if (!std::isfinite(out[i]) && nonfinite++ == 0) first_nonfinite = i;
-        const double err = std::abs(double(out[i]) - ref[i]);
-        const double fraction = err == 0 ? 0.0 : err / bound[i];
-        if (!(fraction <= worst_fraction)) worst_fraction = fraction, worst = i;  // NaN is the worst
-        beyond += !(err <= bound[i]);
-    }
-    EXPECT_EQ(nonfinite, 0u) << "NaN/Inf in the output (unwritten or overflowed), first at "
-                             << where(s, first_nonfinite);
-    EXPECT_EQ(beyond, 0u) << beyond << " of " << out.size() << " elements beyond their bound; worst " << where(s, worst)
-                          << ": got " << out[worst] << ", float64 " << ref[worst] << ", bound " << bound[worst];
-    return worst_fraction;
-}
-
 // ---------------------------------------------------------------- layer_norm
 struct LayerNormCase {
     int n, c, h, w;
@@ -1884,6 +1951,12 @@ TEST_P(OpsTest, RejectsInvalidArgs) {
     bad = conv;
     bad.residual = bad.output;
     refuses(Op::Conv2d, "output aliasing the residual", [&] { be.conv2d(bad); });
+    bad = conv;
+    bad.gate = true, bad.output.shape = {2, 1, 6, 6};
+    refuses(Op::Conv2d, "the gate on an odd channel count (3)", [&] { be.conv2d(bad); });
+    bad = conv;
+    bad.gate = true;
+    refuses(Op::Conv2d, "the gate with an output of all the channels", [&] { be.conv2d(bad); });
 
     EXPECT_THROW(be.force_variant(Op::Conv2d, "no-such-kernel"), imr::Error) << "unknown kernel variant";
     if (const std::unique_ptr<imr::PreparedWeights> prepared = be.prepare(conv)) {

@@ -4,8 +4,10 @@ namespace imr {
 
 namespace {
 
-// window_mean into scratch 1, the 1x1 convolution of that into scratch 2,
-// the input times that into the output.
+// window_mean into the scratch, then the 1x1 convolution of that with the
+// input as its multiplying residual, into the output: x * (W mean + b),
+// the product in the convolution's epilogue (on the tensor cores; a pass
+// after the fp32 kernels), so the scale is never stored.
 class PreparedChannelAttention : public PreparedStage {
 public:
     PreparedChannelAttention(const ChannelAttentionStage& s, Backend& backend, TensorType type)
@@ -15,28 +17,25 @@ public:
         conv_.out_channels = c, conv_.kernel = 1;
         conv_.weight = weight_.tensor({c, c, 1, 1}), conv_.bias = bias_.tensor({1, c, 1, 1});
         conv_.output = conv_.input;
+        conv_.residual_op = ResidualOp::Multiply;
         packed_ = backend.prepare(conv_);
         conv_.prepared = packed_.get();
     }
     TensorType type() const override { return type_; }
     size_t scratch_bytes(const Shape& in, TensorType type) const override {
-        return 2 * Tensor{nullptr, in, type.dtype, type.layout}.bytes();
+        return Tensor{nullptr, in, type.dtype, type.layout}.bytes();
     }
     void run(Backend& backend, const StageIO& io) override {
         const Tensor& x = io.inputs[0];
-        Tensor mean = x, scale = x;
+        Tensor mean = x;
         mean.data = io.scratch;
-        scale.data = static_cast<char*>(io.scratch) + x.bytes();
         WindowMeanArgs w;
         w.input = x, w.window = window_, w.output = mean;
         backend.window_mean(w);
         Conv2dArgs c = conv_;
-        c.input = mean, c.output = scale;
-        c.plan_pixels = plan_pixels(io, scale.shape);
+        c.input = mean, c.residual = x, c.output = io.output;
+        c.plan_pixels = plan_pixels(io, io.output.shape);
         backend.conv2d(c);
-        ElementwiseArgs m;
-        m.lhs = x, m.rhs = scale, m.op = ElementwiseOp::Mul, m.output = io.output;
-        backend.elementwise(m);
     }
 
 private:
@@ -110,10 +109,9 @@ std::vector<double> ChannelAttentionStage::reference(const ReferenceIO& io) cons
 }
 
 std::unique_ptr<PreparedStage> ChannelAttentionStage::prepare(Backend& backend, Precision precision) const {
-    for (Op op : {Op::WindowMean, Op::Conv2d, Op::Elementwise}) require(backend, op);
+    for (Op op : {Op::WindowMean, Op::Conv2d}) require(backend, op);
     TensorType type = activation_type(backend, Op::Conv2d, precision);
-    for (Op op : {Op::WindowMean, Op::Elementwise})
-        if (!backend.supports(op, type.dtype, type.layout)) type = {};
+    if (!backend.supports(Op::WindowMean, type.dtype, type.layout)) type = {};
     if (type != TensorType{}) {
         try {
             return std::make_unique<PreparedChannelAttention>(*this, backend, type);

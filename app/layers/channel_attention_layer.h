@@ -3,7 +3,8 @@
 // 1x1 convolution of their means over a fixed window around it, so the
 // receptive field stays finite and tiles stay exact (global pooling would
 // make every output pixel depend on the whole image). The ops:
-// kernels/ops/window_mean.h, kernels/ops/conv2d.h (1x1), kernels/ops/elementwise.h.
+// kernels/ops/window_mean.h, kernels/ops/conv2d.h (1x1, the input as its
+// multiplying residual).
 //
 // In a model file (this comment is the normative spec of the stage; the file
 // around it: weights/README.md): op = "channel_attention" and

@@ -27,7 +27,7 @@ public:
           bias_(upload(backend, s.bias)) {
         base_.weight = weight_.tensor({s.out_channels, base_.input.shape.c, base_.kernel, base_.kernel});
         if (!s.bias.empty()) base_.bias = bias_.tensor({1, s.out_channels, 1, 1});
-        base_.output = Tensor{nullptr, {1, s.out_channels, 1, 1}, type.dtype, type.layout};
+        base_.output = Tensor{nullptr, {1, s.channels_out(), 1, 1}, type.dtype, type.layout};
         base_.tf32 = tf32;
         packed_ = backend.prepare(base_);
         base_.prepared = packed_.get();
@@ -142,6 +142,7 @@ Conv2dStage Conv2dStage::load(LayerReader& r, const std::vector<int>& inputs) {
 }
 
 void Conv2dStage::write(LayerWriter& w) const {
+    if (gate) throw Error("conv2d: a stage with the simple gate fused in is the runner's, not a file's");
     w.tensor("weight", weight, {out_channels, in_channels, kernel, kernel});
     if (!bias.empty()) w.tensor("bias", bias, {out_channels});
     if (stride == 1) w.string_attribute("padding", pad_mode_name(padding));  // blocks are never padded
@@ -160,6 +161,10 @@ void Conv2dStage::validate(const std::string& at) const {
         throw Error(at + ": stride " + std::to_string(stride) + " with a " + std::to_string(kernel) + "x" +
                     std::to_string(kernel) + " kernel: expected 1, or the kernel size when that is 2..8");
     if (adds_input && add_model_input) throw Error(at + ": adds a second input and the model input");
+    if (gate &&
+        (stride != 1 || out_channels % 2 != 0 || activation != Activation::None || adds_input || add_model_input))
+        throw Error(at +
+                    ": the fused simple gate needs stride 1, an even channel count, no activation and nothing added");
 }
 
 std::string Conv2dStage::describe() const {
@@ -173,6 +178,7 @@ std::string Conv2dStage::describe() const {
     if (activation != Activation::None) s += std::string(", ") + activation_name(activation);
     if (add_model_input) s += ", + model input";
     if (adds_input) s += ", + input 2";
+    if (gate) s += ", simple gate -> " + std::to_string(out_channels / 2) + " channels";
     return s;
 }
 
@@ -184,6 +190,7 @@ Conv2dArgs Conv2dStage::args(const Tensor& input) const {
     a.pad_before = pad_before(), a.pad_after = pad_after();
     a.pad_mode = padding;
     a.activation = activation;
+    a.gate = gate;
     return a;
 }
 

@@ -40,6 +40,10 @@
 // add_model_input in a format v1 file; stride other than 1 or K (K in 2..8);
 // stride or a second input before format v3; a second input together with
 // add_model_input.
+// `gate` is not in files: the runner's fusion pass (app/model_fusion.h) sets
+// it where a simple_gate reads a stride-1 stage's output alone (nothing
+// added, no activation), so the stage writes Cout/2 channels, the first
+// half times the second.
 #pragma once
 
 #include "layer.h"
@@ -57,6 +61,7 @@ struct Conv2dStage {
     std::vector<float> bias;    // [out_channels], or empty for none
     Activation activation = Activation::None;
     bool add_model_input = false;
+    bool gate = false;  // fused: out = first half * second half (Cout/2 channels)
 
     int pad_before() const { return stride > 1 ? 0 : (kernel - 1) / 2; }
     int pad_after() const { return stride > 1 ? 0 : kernel - 1 - pad_before(); }
@@ -68,13 +73,13 @@ struct Conv2dStage {
         return stride > 1 || adds_input ? 3 : activation != Activation::None || add_model_input ? 2 : 1;
     }
     int channels_in(int k = 0) const { return k == 0 ? in_channels : out_channels; }
-    int channels_out() const { return out_channels; }
+    int channels_out() const { return gate ? out_channels / 2 : out_channels; }
     Geometry geometry() const {
         return stride > 1 ? Geometry{0, kernel, stride, 1}
                           : Geometry{std::max(pad_before(), pad_after()), kernel, 1, 1};
     }
     size_t parameter_count() const { return weight.size() + bias.size(); }
-    double flops_per_pixel() const { return 2.0 * double(parameter_count()); }
+    double flops_per_pixel() const { return 2.0 * double(parameter_count()) + (gate ? out_channels / 2 : 0); }
     bool adds_model_input() const { return add_model_input; }
     std::string describe() const;
     std::vector<double> reference(const ReferenceIO& io) const;

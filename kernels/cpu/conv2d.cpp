@@ -239,7 +239,30 @@ void CpuBackend::conv2d(const Conv2dArgs& a) {
     check_supported(*this, Op::Conv2d, {&a.input, &a.output, &a.residual});
     const int forced = forced_variant(Op::Conv2d);
     const int v = forced >= 0 && forced < kVariantCount ? forced : plan_conv2d(a);
-    kConv2dVariants[v].run(a, threads_, conv_scratch_);
+    if (a.gate) {
+        // The gate: the Cout sums into a buffer, then simple_gate (the same
+        // float operations as the two stages).
+        Conv2dArgs sums = a;
+        sums.gate = false;
+        std::vector<float> buffer(sums.out_shape().count());
+        sums.output = f32_nchw(buffer.data(), sums.out_shape());
+        kConv2dVariants[v].run(sums, threads_, conv_scratch_);
+        SimpleGateArgs g;
+        g.input = sums.output, g.output = a.output;
+        return simple_gate(g);
+    }
+    if (!a.residual || a.residual_op == ResidualOp::Add) return kConv2dVariants[v].run(a, threads_, conv_scratch_);
+    // A multiplying residual: the kernels' epilogues add, so the convolution
+    // runs without it and the output is multiplied after (the same float
+    // operations as a convolution and a mul stage).
+    Conv2dArgs plain = a;
+    plain.residual = {};
+    kConv2dVariants[v].run(plain, threads_, conv_scratch_);
+    float* out = a.output.as<float>();
+    const float* r = a.residual.as<const float>();
+    const long count = long(a.output.shape.count());
+#pragma omp parallel for num_threads(threads_) schedule(static)
+    for (long i = 0; i < count; ++i) out[i] *= r[i];
 }
 
 }  // namespace imr::cpu

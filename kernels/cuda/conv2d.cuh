@@ -40,6 +40,7 @@ struct Conv2dPrepared : PreparedWeights {
     float* winograd_u = nullptr;
     DType tc_dtype = DType::F32;  // F16 or BF16 when tc_weights is set
     void* tc_weights = nullptr;
+    bool tc_gate = false;  // tc_weights packed for the gate (tc_conv_prepare_weights' gate)
     // The GPU the weights were packed on (current where it is made: prepare
     // selects the backend's), so the last owner frees them there, whatever
     // GPU its thread has current (a compute worker of another GPU).
@@ -54,6 +55,11 @@ struct Conv2dPrepared : PreparedWeights {
 // output's: a first layer reads f32 and writes half, a last one the reverse);
 // F32 when both are f32 (the CUDA-core kernels).
 DType conv2d_compute_dtype(const Conv2dArgs& a);
+// Whether a gated conv2d (Conv2dArgs::gate) runs with the gate in the
+// tensor-core epilogue: half in and out, 1x1, Cout a multiple of 16 (the
+// pairing of tc_gate_channel). Else CudaBackend::conv2d convolves into its
+// scratch and runs simple_gate after.
+bool gates_natively(const Conv2dArgs& a);
 // Null for layers with nothing to prepare; queues the transform or packing on `stream`.
 std::unique_ptr<PreparedWeights> prepare_conv2d(const Conv2dArgs& a, cudaStream_t stream);
 

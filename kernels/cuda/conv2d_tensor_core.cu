@@ -131,21 +131,26 @@ using K3N96 = TileConfig<3, 4, 2, 4, 6, 16>;
 // thread: K3N48's warp shape, two warp columns): twice the warps per SM to
 // hide latency, more ldmatrix per mma. Tests and benchmarks only (A/B).
 using K3N96W16 = TileConfig<3, 8, 2, 2, 6, 16>;
-// 1x1: no halo, the same warp shapes.
-using K1N64 = TileConfig<1, 8, 1, 4, 8, 32>;   // Cout <= 64
-using K1N96 = TileConfig<1, 4, 2, 4, 6, 16>;   // Cout 65..96, and 96k (K3N96's reason: a U-Net's ways down and up)
-using K1N128 = TileConfig<1, 4, 2, 4, 8, 16>;  // Cout > 96 (but K1N96's multiples)
-// 1x1 for the memory-bound layers (a U-Net's upper levels, 32-128 channels,
-// where a tile's few MMAs cannot hide its loads): smaller warp tiles (2 m16
-// tiles, <= 128 registers), three stages and 2-4 blocks per SM, so more
-// tiles' loads are in flight per SM. The picked K1N64 holds one block of 8
-// warps an SM (250 registers; ncu at nafnet's 32 -> 64, 12 MP: 12% of the
-// warps an SM holds active, waits on memory dominating, 37% of the byte
-// floor; H200, 2026-12-03). Tests and benchmarks only until measured.
-using K1N32B2 = TileConfig<1, 8, 1, 2, 4, 16, 3, 2>;   // Cout <= 32, 16 x 16 pixels
-using K1N64B2 = TileConfig<1, 8, 1, 2, 8, 16, 3, 2>;   // Cout <= 64, 16 x 16 pixels
-using K1N64B4 = TileConfig<1, 4, 1, 2, 8, 16, 3, 4>;   // Cout <= 64, 8 x 16 pixels, 4 warps
-using K1N128B2 = TileConfig<1, 4, 2, 2, 8, 16, 3, 2>;  // 128 channels a block, 8 x 16 pixels
+// 1x1: no halo. The picked rows are for the memory-bound layers (a U-Net's
+// upper levels, 32-128 channels, where a tile's few MMAs cannot hide its
+// loads): 2 m16 tiles a warp (<= 128 registers), three stages and 2-4
+// blocks an SM, so more tiles' loads are in flight per SM. The first 1x1
+// rows (4 m16 tiles a warp, two stages) held one block of 8 warps an SM
+// (250 registers; ncu at nafnet's 32 -> 64, 12 MP: 12% of the warps an SM
+// holds active, waits on memory dominating). H200, 2026-12-03, against
+// those rows (bench_tc, % of the byte floor): 32 -> 64 at 12 MP 0.917 ms
+// (60%) / 1.475 (37%), 32 -> 32 + residual 0.731 (75%) / 1.793 (31%),
+// 64 -> 128 at 3 MP 0.504 (54%) / 0.699 (39%), 128 -> 256 and 256 -> 512 at
+// 0.75 and 0.19 MP within 5% either way.
+using K1N32B2 = TileConfig<1, 8, 1, 2, 4, 16, 3, 2>;  // Cout <= 32: 16 x 16 pixels, 8 warps, 2 blocks an SM
+using K1N64B4 = TileConfig<1, 4, 1, 2, 8, 16, 3, 4>;  // Cout 33..64: 8 x 16 pixels, 4 warps, 4 blocks
+using K1N96 = TileConfig<1, 4, 2, 4, 6, 16>;  // Cout 65..96, and 96k (K3N96's reason: a U-Net's ways down and up)
+using K1N128B2 = TileConfig<1, 4, 2, 2, 8, 16, 3, 2>;  // Cout > 96 (but K1N96's multiples): 8 x 16 pixels, 2 blocks
+// The first rows, kept to compare (tests and benchmarks only), and a
+// 16 x 16 twin of K1N64B4 with 8 warps and 2 blocks an SM (32 -> 64: 1.051 ms).
+using K1N64 = TileConfig<1, 8, 1, 4, 8, 32>;
+using K1N128 = TileConfig<1, 4, 2, 4, 8, 16>;
+using K1N64B2 = TileConfig<1, 8, 1, 2, 8, 16, 3, 2>;
 // The 3x3 shapes on warpgroup MMA (sm_90a; the planner's pick on an H100 or
 // H200 where the build has sm_90a code). Same tiles, warps, stages and
 // blocks per SM as their mma.sync twins, so the two differ only in how the
@@ -216,6 +221,8 @@ struct KernelParams {
     int cout, cout8, cs_out, ho, wo;
     int pad_before, pad_after, pad;  // pad: TcPad as int
     int in_nchw, out_nchw, relu;
+    int res_mul;                // the residual multiplies (TcConvParams::residual_multiplies)
+    int gate;                   // TcConvParams::gate: cs_out is then the stride of cout / 2
     int ck, nchunks, resident;  // channels per chunk, chunks, weights resident
     int tiles_x, tiles_y, tiles;
     int as, ws;  // shared row strides in halves: halo (ck + 8), weights (K*K*ck + 8)
@@ -597,6 +604,12 @@ __host__ __device__ constexpr int residual_tiles_at_once(int mt, int nt, int reg
     return ri;
 }
 
+// The residual applied to v (after bias and ReLU, in fp32): added, or
+// multiplied where the parameters say so.
+__device__ __forceinline__ float with_residual(const KernelParams& p, float v, float r) {
+    return p.res_mul ? v * r : v + r;
+}
+
 // Bias, ReLU, residual, conversion and store of the block's accumulators.
 // bias_r: this lane's bias values (0 past cout). Within each row group the
 // residual loads are issued before the stores so their latencies overlap.
@@ -617,6 +630,25 @@ __device__ __forceinline__ void epilogue(const KernelParams& p, const float (&ac
             return ((size_t(t.n) * p.ho + t.y0 + py) * p.wo + t.x0 + (m - py * Cfg::TW) + (lane >> 2)) * p.cs_out +
                    co_l;
         };
+        if (p.gate) {
+            // n8 tiles j and j + 1 give this lane gated channels co_w0 / 2 +
+            // 4 j + 2 l and that + 1 (tc_gate_channel): one pair store.
+            const int g_l = co_w0 / 2 + (lane & 3) * 2;
+#pragma unroll
+            for (int i = 0; i < Cfg::MT; ++i) {
+                T* o = out + first(i) - co_l + g_l;
+#pragma unroll
+                for (int h = 0; h < 2; ++h)
+#pragma unroll
+                    for (int j = 0; j + 1 < Cfg::NT; j += 2) {
+                        const float g0 = (acc[i][j][2 * h] + bias_r[j][0]) * (acc[i][j][2 * h + 1] + bias_r[j][1]);
+                        const float g1 =
+                            (acc[i][j + 1][2 * h] + bias_r[j + 1][0]) * (acc[i][j + 1][2 * h + 1] + bias_r[j + 1][1]);
+                        *reinterpret_cast<T2*>(o + size_t(h) * 8 * p.cs_out + j * 4) = Ops::pair(g0, g1);
+                    }
+            }
+            return;
+        }
         if (!p.residual) {
 #pragma unroll
             for (int i = 0; i < Cfg::MT; ++i) {
@@ -665,7 +697,7 @@ __device__ __forceinline__ void epilogue(const KernelParams& p, const float (&ac
                         if (p.relu) v0 = fmaxf(v0, 0.f), v1 = fmaxf(v1, 0.f);
                         const float2 rv = Ops::unpair(r[ii][h][j]);  // as the general path: after ReLU, in fp32
                         *reinterpret_cast<T2*>(out + at[ii] + size_t(h) * 8 * p.cs_out + j * 8) =
-                            Ops::pair(v0 + rv.x, v1 + rv.y);
+                            Ops::pair(with_residual(p, v0, rv.x), with_residual(p, v1, rv.y));
                     }
         }
         return;
@@ -686,6 +718,15 @@ __device__ __forceinline__ void epilogue(const KernelParams& p, const float (&ac
                     v[j][e] = acc[i][j][2 * h + e] + bias_r[j][e];
                     if (p.relu) v[j][e] = fmaxf(v[j][e], 0.f);
                 }
+            if (p.gate) {  // as in the common case above, with the channels checked
+                T* __restrict__ out = static_cast<T*>(p.out) + ((size_t(t.n) * p.ho + oy) * p.wo + ox) * p.cs_out;
+#pragma unroll
+                for (int j = 0; j + 1 < Cfg::NT; j += 2)
+                    if (co_l + j * 8 < p.cout)  // both tiles of the pair (cout is a multiple of 16)
+                        *reinterpret_cast<T2*>(out + co_w0 / 2 + j * 4 + (lane & 3) * 2) =
+                            Ops::pair(v[j][0] * v[j][1], v[j + 1][0] * v[j + 1][1]);
+                continue;
+            }
             if (!p.out_nchw) {
                 const size_t pix = ((size_t(t.n) * p.ho + oy) * p.wo + ox) * p.cs_out;
                 if (p.residual) {
@@ -697,7 +738,8 @@ __device__ __forceinline__ void epilogue(const KernelParams& p, const float (&ac
                         r[j] = co < p.cs_out ? Ops::unpair(*reinterpret_cast<const T2*>(res + co)) : float2{0.f, 0.f};
                     }
 #pragma unroll
-                    for (int j = 0; j < Cfg::NT; ++j) v[j][0] += r[j].x, v[j][1] += r[j].y;
+                    for (int j = 0; j < Cfg::NT; ++j)
+                        v[j][0] = with_residual(p, v[j][0], r[j].x), v[j][1] = with_residual(p, v[j][1], r[j].y);
                 }
                 T* __restrict__ out = static_cast<T*>(p.out) + pix;
 #pragma unroll
@@ -722,7 +764,8 @@ __device__ __forceinline__ void epilogue(const KernelParams& p, const float (&ac
                             r[j][e] = co < p.cout ? __ldg(res + co * plane) : 0.f;
                         }
 #pragma unroll
-                    for (int j = 0; j < Cfg::NT; ++j) v[j][0] += r[j][0], v[j][1] += r[j][1];
+                    for (int j = 0; j < Cfg::NT; ++j)
+                        v[j][0] = with_residual(p, v[j][0], r[j][0]), v[j][1] = with_residual(p, v[j][1], r[j][1]);
                 }
                 float* __restrict__ out = static_cast<float*>(p.out) + base;
 #pragma unroll
@@ -791,7 +834,7 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) conv2d_tc_kerne
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
             const int co = co0 + wn0 + j * 8 + (lane & 3) * 2 + e;
-            bias_r[j][e] = p.bias && co < p.cout ? __ldg(p.bias + co) : 0.f;
+            bias_r[j][e] = p.bias && co < p.cout ? __ldg(p.bias + (p.gate ? tc_gate_channel(co, p.cout) : co)) : 0.f;
         }
 
     // Per-lane ldmatrix row offsets (halves). A (16 x 16, rows = pixels): lanes
@@ -1050,7 +1093,7 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) conv2d_tc_fold_
 
     const int raw_elems = p.cin * Cfg::HP;
     const size_t plane = size_t(p.h) * p.w;
-    const bool staged_ok = !p.out_nchw && !p.residual && co0 + Cfg::BN <= p.cout;
+    const bool staged_ok = !p.out_nchw && !p.residual && !p.gate && co0 + Cfg::BN <= p.cout;
     auto issue = [&](int j) {  // the raw halo of the block's j-th tile
         const TileCoord t = tile_coord<Cfg>(p, blockIdx.x + j * gridDim.x);
         const float* in = static_cast<const float*>(p.in) + size_t(t.n) * p.cin * plane;
@@ -1094,7 +1137,7 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) conv2d_tc_fold_
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
             const int co = co0 + wn0 + j * 8 + (lane & 3) * 2 + e;
-            bias_r[j][e] = p.bias && co < p.cout ? __ldg(p.bias + co) : 0.f;
+            bias_r[j][e] = p.bias && co < p.cout ? __ldg(p.bias + (p.gate ? tc_gate_channel(co, p.cout) : co)) : 0.f;
         }
     // ldmatrix rows as in the main kernel, A's rows being im2col rows.
     uint32_t a_addr[MT], b_addr[(NT + 1) / 2];
@@ -1310,7 +1353,7 @@ __global__ void __launch_bounds__(TapsCfg::THREADS, 2) conv2d_tc_taps_kernel(con
 #pragma unroll
                 for (int tap = 0; tap < 9; ++tap) s += q[(tap * Cfg::G + j) * Cfg::PS + (tap / 3) * Cfg::HW + tap % 3];
                 if (p.relu) s = fmaxf(s, 0.f);
-                v[j] = s + r[j];
+                v[j] = p.residual ? with_residual(p, s, r[j]) : s;
             }
             if (p.out_nchw) {
                 float* out = static_cast<float*>(p.out) + nchw0;
@@ -1331,13 +1374,14 @@ __global__ void __launch_bounds__(TapsCfg::THREADS, 2) conv2d_tc_taps_kernel(con
 
 // ---- weight packing: fp32 [cout][cin][k][k] -> T [cout8][cin16/16][k*k][16]
 template <class T>
-__global__ void pack_weights_kernel(const float* w, int cout, int cin, int k, T* out) {
+__global__ void pack_weights_kernel(const float* w, int cout, int cin, int k, int gate, T* out) {
     const int cout8 = (cout + 7) / 8 * 8, cin16 = (cin + 15) / 16 * 16, kk = k * k;
     const size_t total = size_t(cout8) * kk * cin16;
     for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total; i += size_t(gridDim.x) * blockDim.x) {
         const int tap = int(i / 16 % kk);
         const int ci = int(i / (16 * kk) % (cin16 / 16)) * 16 + int(i % 16);
-        const int co = int(i / (size_t(cin16) * kk));
+        const int column = int(i / (size_t(cin16) * kk));
+        const int co = gate ? tc_gate_channel(column, cout) : column;
         const float v = co < cout && ci < cin ? w[(size_t(co) * cin + ci) * kk + tap] : 0.f;
         out[i] = TypeOps<T>::from_float(v);
     }
@@ -1367,6 +1411,10 @@ void check_params(const TcConvParams& p) {
     if (!p.input || !p.output || !p.weights) bad("null input, output or weights: " + shape);
     if (p.output == p.input || (p.residual && p.output == p.residual))
         bad("output aliases input or residual: " + shape);
+    if (p.gate &&
+        (p.kernel != 1 || p.out_channels % 16 != 0 || p.relu || p.residual || p.output_layout != TcLayout::NhwcHalf))
+        bad("the gate is for 1x1 convolutions of a multiple of 16 channels, NHWC output, no ReLU or residual: " +
+            shape);
     if (size_t(p.n) * p.h * p.w * tc_channel_stride(std::max(p.in_channels, p.out_channels)) >= (size_t(1) << 40) ||
         size_t(p.h + p.pad_before + p.pad_after) * (p.w + p.pad_before + p.pad_after) >= (size_t(1) << 31))
         bad("tensor too large: " + shape);  // the kernels index pixels within an image in 32 bits
@@ -1428,7 +1476,8 @@ KernelParams base_params(const TcConvParams& a) {
     p.ho = a.out_h(), p.wo = a.out_w();
     p.pad_before = a.pad_before, p.pad_after = a.pad_after, p.pad = int(a.pad);
     p.in_nchw = a.input_layout == TcLayout::NchwF32, p.out_nchw = a.output_layout == TcLayout::NchwF32;
-    p.relu = a.relu;
+    p.relu = a.relu, p.res_mul = a.residual_multiplies, p.gate = a.gate;
+    if (a.gate) p.cs_out = tc_channel_stride(a.out_channels / 2);
     return p;
 }
 
@@ -1558,13 +1607,13 @@ const ConfigRow kConfigs[] = {
     IMR_TC_ROW("k3_16x32_n48_wide_warps", K3N48Wide, 0),  // max_cout 0: never picked, tests and benchmarks only
     IMR_TC_ROW("k3_16x16_n8_w4", K3N8W4, 0),
     IMR_TC_ROW("k3_16x16_n96_w16", K3N96W16, 0),
-    IMR_TC_ROW("k1_16x32_n64", K1N64, 64),
+    IMR_TC_ROW("k1_16x16_n32_2blk", K1N32B2, 32),
+    IMR_TC_ROW("k1_8x16_n64_4blk", K1N64B4, 64),
     IMR_TC_ROW("k1_16x16_n96", K1N96, 96),
-    IMR_TC_ROW("k1_16x16_n128", K1N128, 1024),
-    IMR_TC_ROW("k1_16x16_n32_2blk", K1N32B2, 0),
+    IMR_TC_ROW("k1_8x16_n128_2blk", K1N128B2, 1024),
+    IMR_TC_ROW("k1_16x32_n64", K1N64, 0),
+    IMR_TC_ROW("k1_16x16_n128", K1N128, 0),
     IMR_TC_ROW("k1_16x16_n64_2blk", K1N64B2, 0),
-    IMR_TC_ROW("k1_8x16_n64_4blk", K1N64B4, 0),
-    IMR_TC_ROW("k1_8x16_n128_2blk", K1N128B2, 0),
     // Warpgroup MMA (sm_90a): where they are picked, pick_config takes the
     // twin (same kernel size and max_cout) of the mma.sync row it picked;
     // max_cout 0: tests and benchmarks only (the 1x1 rows measured slower).
@@ -1659,17 +1708,18 @@ size_t tc_conv_weights_bytes(int out_channels, int in_channels, int kernel) {
 }
 
 void tc_conv_prepare_weights(const float* weights_f32, int out_channels, int in_channels, int kernel, TcDType dtype,
-                             void* packed, cudaStream_t stream) {
+                             void* packed, cudaStream_t stream, bool gate) {
     if (!weights_f32 || !packed || out_channels < 1 || in_channels < 1 || (kernel != 1 && kernel != 3))
         bad("prepare_weights: bad shape or null pointer");
+    if (gate && out_channels % 16 != 0) bad("prepare_weights: the gate's channels must be a multiple of 16");
     const size_t total = tc_conv_weights_bytes(out_channels, in_channels, kernel) / 2;
     const int blocks = int(std::min<size_t>((total + 255) / 256, 4096));
     if (dtype == TcDType::F16)
-        pack_weights_kernel<__half>
-            <<<blocks, 256, 0, stream>>>(weights_f32, out_channels, in_channels, kernel, static_cast<__half*>(packed));
+        pack_weights_kernel<__half><<<blocks, 256, 0, stream>>>(weights_f32, out_channels, in_channels, kernel, gate,
+                                                                static_cast<__half*>(packed));
     else
         pack_weights_kernel<__nv_bfloat16><<<blocks, 256, 0, stream>>>(weights_f32, out_channels, in_channels, kernel,
-                                                                       static_cast<__nv_bfloat16*>(packed));
+                                                                       gate, static_cast<__nv_bfloat16*>(packed));
     check_cuda(cudaGetLastError(), "prepare_weights launch");
 }
 

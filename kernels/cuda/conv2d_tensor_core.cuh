@@ -47,11 +47,17 @@ struct TcConvParams {
     TcLayout input_layout = TcLayout::NhwcHalf;
     TcLayout output_layout = TcLayout::NhwcHalf;  // the residual has the output's layout and type
     const void* input = nullptr;
-    void* output = nullptr;              // must not alias input or residual
-    const void* weights = nullptr;       // tc_conv_prepare_weights of the same shape and dtype
-    const float* bias = nullptr;         // optional, [out_channels]
-    bool relu = false;                   // max(0, .) after the bias
-    const void* residual = nullptr;      // optional, output-shaped, added after the activation
+    void* output = nullptr;            // must not alias input or residual
+    const void* weights = nullptr;     // tc_conv_prepare_weights of the same shape and dtype
+    const float* bias = nullptr;       // optional, [out_channels]
+    bool relu = false;                 // max(0, .) after the bias
+    const void* residual = nullptr;    // optional, output-shaped, added after the activation
+    bool residual_multiplies = false;  // the residual multiplies instead (channel attention's x * scale)
+    // NAFNet's simple gate in the epilogue: the out_channels sums (after the
+    // bias) are paired, and out_channels / 2 channels written, channel c =
+    // sum c * sum c + out_channels / 2. out_channels a multiple of 16, NHWC
+    // output, no ReLU or residual; the weights packed with gate = true.
+    bool gate = false;
     const char* force_config = nullptr;  // tests and benchmarks: a configuration by name (null: picked by shape)
     // The current device's multiprocessors and opt-in shared memory per block
     // (cudaDevAttrMultiProcessorCount, ...MaxSharedMemoryPerBlockOptin): a
@@ -74,12 +80,26 @@ bool tc_wgmma_picked(int arch);
 size_t tc_conv_weights_bytes(int out_channels, int in_channels, int kernel);
 
 // Packs fp32 weights [cout, cin, k, k] (device memory) into `packed` (device
-// memory of tc_conv_weights_bytes), rounded to dtype, on `stream`.
+// memory of tc_conv_weights_bytes), rounded to dtype, on `stream`. With
+// `gate`, for TcConvParams::gate: output column n holds channel
+// tc_gate_channel(n, cout), so that each lane's pair of accumulator columns
+// in two neighbouring n8 tiles is (channel g, g + cout/2) and (g + 1, g + 1
+// + cout/2): two gated channels side by side, stored as one pair.
 void tc_conv_prepare_weights(const float* weights_f32, int out_channels, int in_channels, int kernel, TcDType dtype,
-                             void* packed, cudaStream_t stream);
+                             void* packed, cudaStream_t stream, bool gate = false);
+
+// The channel a gate-packed output column n holds (cout a multiple of 16):
+// in each 16 columns (two n8 tiles) the lane pair 2l, 2l + 1 of tile 2t + s
+// is gated channel 8t + 2l + s and its partner cout/2 later.
+__host__ __device__ constexpr int tc_gate_channel(int n, int cout) {
+    const int tile = n / 8, l = (n % 8) / 2, second = n % 2;
+    const int g = 8 * (tile / 2) + 2 * l + tile % 2;
+    return second ? g + cout / 2 : g;
+}
 
 // Runs the convolution on `stream`:
 //   output = relu?(conv(pad(input), weights) + bias) + residual
+// (* residual with residual_multiplies; in fp32, rounded once to the output)
 // Throws std::invalid_argument naming the problem when the parameters cannot
 // run (sizes, kernel, reflect padding not smaller than the image, nulls,
 // aliasing), std::runtime_error when the launch fails.

@@ -12,8 +12,9 @@ namespace {
 // The conv2d epilogue after the bias: activation, then the residual at (n, c, y, x).
 double epilogue(const Conv2dArgs& a, double v, int n, int c, int y, int x) {
     if (a.activation == Activation::ReLU) v = v > 0 ? v : 0.0;
-    if (a.residual) v += reference_value(a.residual, n, c, y, x);
-    return v;
+    if (!a.residual) return v;
+    const double r = reference_value(a.residual, n, c, y, x);
+    return a.residual_op == ResidualOp::Multiply ? v * r : v + r;
 }
 
 }  // namespace
@@ -49,6 +50,8 @@ void check_args(const Conv2dArgs& a) {
     };
     if (!positive(in) || a.out_channels <= 0 || a.kernel <= 0) fail("sizes must be positive");
     if (a.pad_before < 0 || a.pad_after < 0) fail("padding must not be negative");
+    if (a.gate && (a.out_channels % 2 != 0 || a.activation != Activation::None || a.residual))
+        fail("the gate needs an even channel count, and no activation or residual");
     Shape out = a.out_shape();
     if (out.h <= 0 || out.w <= 0) fail("kernel is larger than the padded image");
     // Reflect mirrors without repeating the edge, so it can extend by at most size-1.
@@ -82,6 +85,16 @@ std::vector<double> reference_conv2d(const Conv2dArgs& a) {
         correlate_padded(padded, s.n, s.c, s.h + a.pad_before + a.pad_after, s.w + a.pad_before + a.pad_after,
                          a.weight.as<const float>(), a.bias.as<const float>(), a.out_channels, a.kernel);
     const Shape o = a.out_shape();
+    if (a.gate) {  // the sums' first half times their second (no activation or residual with it)
+        const size_t plane = size_t(o.h) * o.w;
+        std::vector<double> gated(o.count());
+        for (int n = 0; n < o.n; ++n)
+            for (int c = 0; c < o.c; ++c)
+                for (size_t i = 0; i < plane; ++i)
+                    gated[(size_t(n) * o.c + c) * plane + i] = out[(size_t(n) * a.out_channels + c) * plane + i] *
+                                                               out[(size_t(n) * a.out_channels + c + o.c) * plane + i];
+        return gated;
+    }
     for (int n = 0; n < o.n; ++n)
         for (int c = 0; c < o.c; ++c)
             for (int y = 0; y < o.h; ++y)
@@ -93,6 +106,11 @@ std::vector<double> reference_conv2d(const Conv2dArgs& a) {
 }
 
 double reference_conv2d_at(const Conv2dArgs& a, int n, int co, int y, int x) {
+    if (a.gate) {
+        Conv2dArgs sums = a;
+        sums.gate = false;
+        return reference_conv2d_at(sums, n, co, y, x) * reference_conv2d_at(sums, n, co + a.out_channels / 2, y, x);
+    }
     const Shape& s = a.input.shape;
     const int k = a.kernel;
     const float* weight = a.weight.as<const float>();

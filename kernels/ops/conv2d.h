@@ -26,6 +26,14 @@ const char* pad_mode_name(PadMode mode);
 // bias [1, Cout, 1, 1] when bias is present, then the activation, then
 // `residual` (output-shaped) when it is present:
 //   output = activation(conv(input) + bias) + residual
+// or, with residual_op Multiply, activation(conv(input) + bias) * residual
+// (NAFNet's channel attention: x times the 1x1 convolution of its local
+// means, without writing and reading back the scale).
+// With `gate` (Cout even; no activation or residual: the fusion pass's
+// conv2d -> simple_gate, app/model_fusion.h) the output has Cout/2
+// channels, output[c] = (conv + bias)[c] * (conv + bias)[c + Cout/2]:
+// NAFNet's SimpleGate after the 1x1 expansion, without storing the Cout
+// channels in between.
 // With no padding, bias, activation or residual this is GPU MODE's
 // conv2d_v2: output [N, Cout, H-K+1, W-K+1]. pad_before + pad_after = K-1
 // keeps the image size (what model files use). Fusing the activation and the
@@ -35,6 +43,9 @@ const char* pad_mode_name(PadMode mode);
 // and output may differ in both (a first layer reading the f32 NCHW batch
 // and writing f16 NHWC8, a last one writing f32 NCHW) where the backend
 // supports each (Backend::supports) and one of its kernels takes the pair.
+// What the residual does to the convolution's output.
+enum class ResidualOp { Add, Multiply };
+
 struct Conv2dArgs {
     Tensor input;  // [N, Cin, H, W]
     int out_channels = 0;
@@ -46,6 +57,8 @@ struct Conv2dArgs {
     Tensor bias;    // optional: f32 NCHW [1, Cout, 1, 1]
     Activation activation = Activation::None;
     Tensor residual;                            // optional, out_shape(); must not overlap output
+    ResidualOp residual_op = ResidualOp::Add;   // with a residual: added, or multiplied
+    bool gate = false;                          // out_channels / 2 outputs: first half x second half
     const PreparedWeights* prepared = nullptr;  // optional: Backend::prepare of these weights
     // Allows an f32 call to round the products' operands to TF32 (10
     // mantissa bits; --precision tf32) where the backend has such kernels
@@ -62,7 +75,7 @@ struct Conv2dArgs {
 
     Shape out_shape() const {
         const Shape& in = input.shape;
-        return {in.n, out_channels, in.h + pad_before + pad_after - kernel + 1,
+        return {in.n, gate ? out_channels / 2 : out_channels, in.h + pad_before + pad_after - kernel + 1,
                 in.w + pad_before + pad_after - kernel + 1};
     }
 };

@@ -169,8 +169,8 @@ constexpr Conv2dVariant kConv2dVariants[] = {
     {"winograd_2x2_3x3_48", F32, SM80, 0, 0, 0, 0, -3, 1, launch_winograd, nullptr},
     // Tensor cores (mma.sync, fp32 accumulation; conv2d_tensor_core.cu's
     // table, which says what each configuration is for; tc_conv2d picks one
-    // by kernel size and Cout). The first eight 3x3 rows and the three 1x1
-    // rows are what it picks (or, on sm_90, the wgmma twins below), the
+    // by kernel size and Cout). The first eight 3x3 rows and the first four
+    // 1x1 rows are what it picks (or, on sm_90, the wgmma twins below), the
     // others are alternatives for tests and benchmarks.
     IMR_TENSOR_CORE_ROWS("k3_14x14_taps_n3", 3),
     IMR_TENSOR_CORE_ROWS("k3_16x16_n8", 3),
@@ -183,13 +183,13 @@ constexpr Conv2dVariant kConv2dVariants[] = {
     IMR_TENSOR_CORE_ROWS("k3_16x32_n48_wide_warps", 3),
     IMR_TENSOR_CORE_ROWS("k3_16x16_n8_w4", 3),
     IMR_TENSOR_CORE_ROWS("k3_16x16_n96_w16", 3),
-    IMR_TENSOR_CORE_ROWS("k1_16x32_n64", 1),
-    IMR_TENSOR_CORE_ROWS("k1_16x16_n96", 1),
-    IMR_TENSOR_CORE_ROWS("k1_16x16_n128", 1),
     IMR_TENSOR_CORE_ROWS("k1_16x16_n32_2blk", 1),
-    IMR_TENSOR_CORE_ROWS("k1_16x16_n64_2blk", 1),
     IMR_TENSOR_CORE_ROWS("k1_8x16_n64_4blk", 1),
+    IMR_TENSOR_CORE_ROWS("k1_16x16_n96", 1),
     IMR_TENSOR_CORE_ROWS("k1_8x16_n128_2blk", 1),
+    IMR_TENSOR_CORE_ROWS("k1_16x32_n64", 1),
+    IMR_TENSOR_CORE_ROWS("k1_16x16_n128", 1),
+    IMR_TENSOR_CORE_ROWS("k1_16x16_n64_2blk", 1),
     // Warpgroup MMA (sm_90a; conv2d_tensor_core.cu says which tc_conv2d
     // picks over their mma.sync twins above: the four 3x3 rows of Cout > 32,
     // on an sm_90 GPU; the others are for tests and benchmarks).
@@ -311,6 +311,8 @@ tc::TcConvParams tc_params(const Conv2dArgs& a, const GpuInfo& gpu) {
     p.input_layout = a.input.dtype == DType::F32 ? tc::TcLayout::NchwF32 : tc::TcLayout::NhwcHalf;
     p.output_layout = a.output.dtype == DType::F32 ? tc::TcLayout::NchwF32 : tc::TcLayout::NhwcHalf;
     p.input = a.input.data, p.output = a.output.data, p.residual = a.residual.data;
+    p.residual_multiplies = a.residual && a.residual_op == ResidualOp::Multiply;
+    p.gate = a.gate;
     p.bias = a.bias.as<const float>(), p.relu = a.activation == Activation::ReLU;
     p.sm_count = gpu.sm_count, p.smem_optin = gpu.smem_optin, p.arch = gpu.arch;
     return p;
@@ -347,7 +349,7 @@ void run_tensor_core(const Conv2dArgs& a, const Conv2dVariant& var, const GpuInf
     p.force_config = var.tc_config;  // the row's configuration, not tc's pick
     TcPackedTemp temp{nullptr, stream};
     const auto* prep = dynamic_cast<const Conv2dPrepared*>(a.prepared);
-    if (prep && prep->tc_weights && prep->tc_dtype == var.dtype) {
+    if (prep && prep->tc_weights && prep->tc_dtype == var.dtype && prep->tc_gate == a.gate) {
         p.weights = prep->tc_weights;
     } else {  // not prepared (or for the other type): packed for this call
         const size_t bytes = tc::tc_conv_weights_bytes(a.out_channels, a.input.shape.c, a.kernel);
@@ -361,7 +363,7 @@ void run_tensor_core(const Conv2dArgs& a, const Conv2dVariant& var, const GpuInf
         }
         try {
             tc::tc_conv_prepare_weights(a.weight.as<const float>(), a.out_channels, a.input.shape.c, a.kernel, p.dtype,
-                                        temp.ptr, stream);
+                                        temp.ptr, stream, a.gate);
         } catch (const std::exception& e) {
             throw Error(context(a) + ": " + e.what());
         }
@@ -375,6 +377,11 @@ void run_tensor_core(const Conv2dArgs& a, const Conv2dVariant& var, const GpuInf
 }
 
 }  // namespace
+
+bool gates_natively(const Conv2dArgs& a) {
+    return a.gate && conv2d_compute_dtype(a) != DType::F32 && a.output.dtype != DType::F32 && a.kernel == 1 &&
+           a.out_channels % 16 == 0;
+}
 
 DType conv2d_compute_dtype(const Conv2dArgs& a) {
     return a.input.dtype != DType::F32 ? a.input.dtype : a.output.dtype;
@@ -458,6 +465,12 @@ Conv2dPlan plan_conv2d(const Conv2dArgs& a, const GpuInfo& gpu, const std::strin
     return plan;
 }
 
+// out[i] *= r[i]: a multiplying residual after an fp32 kernel (grid-stride).
+__global__ void multiply_in_place_kernel(float* out, const float* r, size_t count) {
+    for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count; i += size_t(gridDim.x) * blockDim.x)
+        out[i] *= __ldg(r + i);
+}
+
 void conv2d(const Conv2dArgs& a, cudaStream_t stream, const GpuInfo& gpu, const std::string& forced) {
     check_args(a);
     if (a.prepared) {
@@ -473,10 +486,13 @@ void conv2d(const Conv2dArgs& a, cudaStream_t stream, const GpuInfo& gpu, const 
     const Conv2dVariant& var = kConv2dVariants[plan.variant];
     if (var.tc_config) return run_tensor_core(a, var, gpu, stream);
 
+    // The fp32 kernels' epilogues add the residual; a multiplying one is
+    // applied by a pass after them (the tensor-core kernels fuse it).
+    const bool multiply_after = a.residual && a.residual_op == ResidualOp::Multiply;
     ConvParams p{};
     p.in = a.input.as<const float>(), p.weight = a.weight.as<const float>(), p.bias = a.bias.as<const float>();
     p.out = a.output.as<float>();
-    p.residual = a.residual.as<const float>(), p.relu = a.activation == Activation::ReLU;
+    p.residual = multiply_after ? nullptr : a.residual.as<const float>(), p.relu = a.activation == Activation::ReLU;
     p.cin = a.input.shape.c, p.h = a.input.shape.h, p.w = a.input.shape.w, p.cout = a.out_channels, p.k = a.kernel,
     p.pad_before = a.pad_before;
     p.ho = o.h, p.wo = o.w, p.howo = o.h * o.w, p.npix = o.n * o.h * o.w;
@@ -493,6 +509,13 @@ void conv2d(const Conv2dArgs& a, cudaStream_t stream, const GpuInfo& gpu, const 
         if (const cudaError_t err = cudaMemsetAsync(a.output.data, 0, a.output.bytes(), stream); err != cudaSuccess)
             throw_cuda(context(a), "cudaMemsetAsync(output) for the split reduction", err);
     var.launch(p, a, plan.split_k, stream);
+    if (multiply_after) {
+        const size_t count = o.count();
+        const unsigned blocks = unsigned(std::min<size_t>((count + 255) / 256, 65535));
+        multiply_in_place_kernel<<<blocks, 256, 0, stream>>>(a.output.as<float>(), a.residual.as<const float>(), count);
+        if (const cudaError_t err = cudaGetLastError(); err != cudaSuccess)
+            throw_cuda(context(a), "the residual's multiply launch", err);
+    }
 }
 
 std::unique_ptr<PreparedWeights> CudaBackend::prepare(const Conv2dArgs& a) {
@@ -518,10 +541,11 @@ std::unique_ptr<PreparedWeights> CudaBackend::prepare(const Conv2dArgs& a) {
             throw OutOfMemory(context(a) + ": cudaMalloc of " + std::to_string(bytes) + " bytes for packed weights");
         throw_cuda(context(a), "cudaMalloc(packed weights)", err);
     }
+    prep->tc_gate = gates_natively(a);
     try {
         tc::tc_conv_prepare_weights(a.weight.as<const float>(), a.out_channels, a.input.shape.c, a.kernel,
                                     prep->tc_dtype == DType::BF16 ? tc::TcDType::BF16 : tc::TcDType::F16,
-                                    prep->tc_weights, stream_);
+                                    prep->tc_weights, stream_, prep->tc_gate);
     } catch (const std::exception& e) {
         throw Error(context(a) + ": " + e.what());
     }
@@ -532,7 +556,18 @@ void CudaBackend::conv2d(const Conv2dArgs& a) {
     use_device();
     check_args(a);
     check_supported(*this, Op::Conv2d, {&a.input, &a.output, &a.residual});
-    cuda::conv2d(a, stream_, {sm_count_, arch_, smem_optin_}, forced_variant_name(Op::Conv2d));
+    const GpuInfo gpu{sm_count_, arch_, smem_optin_};
+    if (!a.gate || gates_natively(a)) return cuda::conv2d(a, stream_, gpu, forced_variant_name(Op::Conv2d));
+    // A gate no tensor-core epilogue takes (f32, or channels the pairing
+    // cannot split): the Cout sums into the scratch, then simple_gate.
+    Conv2dArgs sums = a;
+    sums.gate = false;
+    sums.output = Tensor{nullptr, sums.out_shape(), a.output.dtype, a.output.layout};
+    sums.output.data = scratch(sums.output.bytes());
+    cuda::conv2d(sums, stream_, gpu, forced_variant_name(Op::Conv2d));
+    SimpleGateArgs g;
+    g.input = sums.output, g.output = a.output;
+    simple_gate(g);
 }
 
 }  // namespace imr::cuda
