@@ -626,6 +626,27 @@ void run_bench(int runs, const std::string& only, bool net, bool use_cudnn, std:
         {"nafnet 1x1 128->256 0.75 MP", 1, 128, 752, 1000, 256, 1, false, false, false, false, F, true},
         {"nafnet 1x1 256->512 0.19 MP", 1, 256, 376, 500, 512, 1, false, false, false, false, F, true},
         {"nafnet 1x1 512->1024 0.05 MP", 1, 512, 188, 250, 1024, 1, false, false, false, false, F, true},
+        // drunet-large's ways down (space_to_depth then these 1x1) and up
+        // (these 1x1 then depth_to_space), deep in Cin or Cout: the picked
+        // 1x1 row against the first one (chunked weights, streamed per tile).
+        {"drunet 1x1 256->128 3 MP (down)", 1, 256, 1500, 2000, 128, 1, false, false, false, false, F, false},
+        {"drunet 1x1 256->128 3 MP (down) first row", 1, 256, 1500, 2000, 128, 1, false, false, false, false, F, false,
+         "k1_16x16_n128"},
+        {"drunet 1x1 512->256 0.75 MP (down)", 1, 512, 750, 1000, 256, 1, false, false, false, false, F, false},
+        {"drunet 1x1 512->256 0.75 MP (down) first row", 1, 512, 750, 1000, 256, 1, false, false, false, false, F,
+         false, "k1_16x16_n128"},
+        {"drunet 1x1 1024->512 0.19 MP (down)", 1, 1024, 375, 500, 512, 1, false, false, false, false, F, false},
+        {"drunet 1x1 1024->512 0.19 MP (down) first row", 1, 1024, 375, 500, 512, 1, false, false, false, false, F,
+         false, "k1_16x16_n128"},
+        {"drunet 1x1 128->256 3 MP (up)", 1, 128, 1500, 2000, 256, 1, false, false, false, false, F, false},
+        {"drunet 1x1 128->256 3 MP (up) first row", 1, 128, 1500, 2000, 256, 1, false, false, false, false, F, false,
+         "k1_16x16_n128"},
+        {"drunet 1x1 256->512 0.75 MP (up)", 1, 256, 750, 1000, 512, 1, false, false, false, false, F, false},
+        {"drunet 1x1 256->512 0.75 MP (up) first row", 1, 256, 750, 1000, 512, 1, false, false, false, false, F, false,
+         "k1_16x16_n128"},
+        {"drunet 1x1 512->1024 0.19 MP (up)", 1, 512, 375, 500, 1024, 1, false, false, false, false, F, false},
+        {"drunet 1x1 512->1024 0.19 MP (up) first row", 1, 512, 375, 500, 1024, 1, false, false, false, false, F, false,
+         "k1_16x16_n128"},
         // The second expansion of each block with its simple gate fused (c -> 2c -> c).
         {"nafnet 1x1 32->64 + gate 12 MP", 1, 32, 3008, 4000, 64, 1, false, false, false, false, F, false, nullptr,
          true},

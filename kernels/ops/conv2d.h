@@ -33,7 +33,9 @@ const char* pad_mode_name(PadMode mode);
 // conv2d -> simple_gate, app/model_fusion.h) the output has Cout/2
 // channels, output[c] = (conv + bias)[c] * (conv + bias)[c + Cout/2]:
 // NAFNet's SimpleGate after the 1x1 expansion, without storing the Cout
-// channels in between.
+// channels in between (where a backend has no kernel with the gate in its
+// epilogue it stores the sums in the output's type and gates them after, as
+// the two stages would: in half precision two roundings more).
 // With no padding, bias, activation or residual this is GPU MODE's
 // conv2d_v2: output [N, Cout, H-K+1, W-K+1]. pad_before + pad_after = K-1
 // keeps the image size (what model files use). Fusing the activation and the
