@@ -7,7 +7,8 @@
 // ReLU as 0 (the kernels' max) where the separate stage keeps it, and in
 // fp16/bf16 the fused stage rounds once where the two rounded twice (the
 // gate: the product of the two float sums, where the stages multiplied
-// their rounded values).
+// their rounded values; a conv2d whose backend cannot gate in the kernel's
+// epilogue runs as the two stages, Backend::conv2d_gates_in_epilogue).
 //   conv2d (no activation, nothing added) -> activation relu
 //       => conv2d with activation relu
 //   conv2d / conv_transpose2d (nothing added) -> add (with any other tensor)

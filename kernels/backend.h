@@ -81,6 +81,11 @@ public:
     // Whether conv2d has kernels that honour Conv2dArgs::tf32 (TF32 tensor
     // cores: CUDA, sm_80 and later); elsewhere the flag changes nothing.
     virtual bool has_tf32_conv2d() const { return false; }
+    // Whether conv2d computes Conv2dArgs::gate in its kernel's epilogue for
+    // these arguments (CUDA: tensor cores, 1x1, Cout a multiple of 16). Where
+    // not, conv2d stores the Cout sums in a buffer of its own and gates them
+    // after; a model layer then does that itself in its planned scratch.
+    virtual bool conv2d_gates_in_epilogue(const Conv2dArgs&) const { return false; }
     // Another backend on the same device with its own queue (a CUDA stream),
     // memory and scratch, for running a second model pass beside this one's:
     // one thread may use each. `threads`: a host backend's thread count (0:

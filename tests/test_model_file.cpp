@@ -1556,7 +1556,8 @@ TEST(ModelFusion, FoldsTheSimpleGateIntoTheDepthwiseConvolutionBefore) {
 
 // The simple gate after a 1x1 expansion folds into it too (NAFNet's second
 // gate of each block), and only where nothing follows the sums first: not
-// after a convolution with a ReLU or a residual.
+// after a convolution with a ReLU. On the CPU the layer gates after the
+// convolution, in its planned scratch.
 TEST(ModelFusion, FoldsTheSimpleGateIntoThePlainConvolutionBefore) {
     unsigned seed;
     auto rng = fresh_rng(&seed);

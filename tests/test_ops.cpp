@@ -1959,9 +1959,18 @@ TEST_P(OpsTest, RejectsInvalidArgs) {
     bad = conv;
     bad.gate = true, bad.output.shape = {2, 1, 6, 6};
     refuses(Op::Conv2d, "the gate on an odd channel count (3)", [&] { be.conv2d(bad); });
-    bad = conv;
-    bad.gate = true;
+    Conv2dArgs pair = conv;  // 2 output channels: a valid count for the gate
+    pair.out_channels = 2, pair.gate = true;
+    pair.weight = weight.tensor({2, 3, 3, 3}), pair.bias = bias.tensor({1, 2, 1, 1});
+    pair.output = output.tensor({2, 1, 6, 6});
+    ASSERT_NO_THROW(be.conv2d(pair)) << "the valid gated baseline must run";
+    be.synchronize();
+    bad = pair;
+    bad.output.shape = {2, 2, 6, 6};
     refuses(Op::Conv2d, "the gate with an output of all the channels", [&] { be.conv2d(bad); });
+    bad = pair;
+    bad.activation = Activation::ReLU;
+    refuses(Op::Conv2d, "the gate after a ReLU", [&] { be.conv2d(bad); });
 
     EXPECT_THROW(be.force_variant(Op::Conv2d, "no-such-kernel"), imr::Error) << "unknown kernel variant";
     if (const std::unique_ptr<imr::PreparedWeights> prepared = be.prepare(conv)) {
@@ -2167,8 +2176,14 @@ TEST_P(OpsTest, RejectsInvalidArgs) {
     dwbad = dw;
     dwbad.gate = true, dwbad.output.shape = {2, 1, 8, 8};
     refuses(Op::DepthwiseConv2d, "the gate on an odd channel count (3)", [&] { be.depthwise_conv2d(dwbad); });
-    dwbad = dw;
-    dwbad.gate = true;
+    imr::DepthwiseConv2dArgs dwpair = dw;  // 2 channels: a valid count for the gate
+    dwpair.input.shape.c = 2, dwpair.gate = true;
+    dwpair.weight = weight.tensor({2, 1, 3, 3}), dwpair.bias = bias.tensor({1, 2, 1, 1});
+    dwpair.output = output.tensor({2, 1, 8, 8});
+    ASSERT_NO_THROW(be.depthwise_conv2d(dwpair)) << "the valid gated baseline must run";
+    be.synchronize();
+    dwbad = dwpair;
+    dwbad.output.shape = {2, 2, 8, 8};
     refuses(Op::DepthwiseConv2d, "the gate with an output of all the channels", [&] { be.depthwise_conv2d(dwbad); });
     dwbad = dw;
     dwbad.kernel = 9, dwbad.pad_before = dwbad.pad_after = 4, dwbad.pad_mode = PadMode::Zero;

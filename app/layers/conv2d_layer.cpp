@@ -29,10 +29,15 @@ public:
         if (!s.bias.empty()) base_.bias = bias_.tensor({1, s.out_channels, 1, 1});
         base_.output = Tensor{nullptr, {1, s.channels_out(), 1, 1}, type.dtype, type.layout};
         base_.tf32 = tf32;
+        // A fused gate the backend's kernel cannot take (f32, a 3x3, odd
+        // channel counts): the layer convolves into its scratch (which the
+        // runner's memory plan counts) and runs simple_gate after.
+        gate_after_ = s.gate && !backend.conv2d_gates_in_epilogue(base_);
+        if (gate_after_) base_.gate = false, base_.output.shape.c = s.out_channels;
         packed_ = backend.prepare(base_);
         base_.prepared = packed_.get();
         const TensorType f32{};
-        if (type != f32) {  // does a kernel take the f32 NCHW batch in, or write it out?
+        if (type != f32 && !gate_after_) {  // does a kernel take the f32 NCHW batch in, or write it out?
             reads_f32_ = stride_ == 1 && takes(backend, f32, type);  // space_to_depth keeps the type
             writes_f32_ = takes(backend, type, f32);
         }
@@ -41,6 +46,7 @@ public:
     bool reads_f32() const override { return reads_f32_; }
     bool writes_f32() const override { return writes_f32_; }
     size_t scratch_bytes(const Shape& in, TensorType type) const override {
+        if (gate_after_) return sums(Tensor{nullptr, in, type.dtype, type.layout}).bytes();
         if (stride_ == 1) return 0;
         return blocks(Tensor{nullptr, in, type.dtype, type.layout}).bytes();
     }
@@ -58,10 +64,23 @@ public:
             backend.pixel_shuffle(s);
             a.input = s.output;
         }
+        if (!gate_after_) return backend.conv2d(a);
+        SimpleGateArgs g;  // stride 1, the stage's own type at both ends: the scratch holds the sums
+        g.input = sums(io.output), g.output = io.output;
+        g.input.data = io.scratch;
+        a.output = g.input;
         backend.conv2d(a);
+        backend.simple_gate(g);
     }
 
 private:
+    // The un-gated sums a stride-1 convolution of `in` makes: its type, no data.
+    Tensor sums(const Tensor& in) const {
+        Tensor t = in;
+        t.data = nullptr;
+        t.shape.c = base_.out_channels;
+        return t;
+    }
     // The space_to_depth(stride) of `in`: its type, no data.
     Tensor blocks(const Tensor& in) const {
         Tensor t = in;
@@ -86,6 +105,7 @@ private:
     }
     TensorType type_;
     int stride_;
+    bool gate_after_ = false;  // simple_gate after the convolution, from the scratch
     bool reads_f32_ = false, writes_f32_ = false;
     Conv2dArgs base_;
     bool add_model_input_;
@@ -228,6 +248,7 @@ std::vector<double> Conv2dStage::reference(const ReferenceIO& io) const {
 
 std::unique_ptr<PreparedStage> Conv2dStage::prepare(Backend& backend, Precision precision) const {
     require(backend, Op::Conv2d);
+    if (gate) require(backend, Op::SimpleGate);
     if (stride > 1) require(backend, Op::PixelShuffle);
     const TensorType type = activation_type(backend, Op::Conv2d, precision);
     if (type != TensorType{} && (stride == 1 || backend.supports(Op::PixelShuffle, type.dtype, type.layout))) {

@@ -16,12 +16,15 @@
 // mirror; replicate: clamp), never a padded copy.
 //
 // Pipeline: persistent blocks (grid = what fits on the SMs), each walking its
-// tiles; the work items (tile, chunk) are loaded by cp.async two stages deep,
-// the next item's load in flight while the current one is multiplied. When all
+// tiles; the work items (tile, chunk) are loaded by cp.async STAGES deep (2,
+// or 3 for the memory-bound 1x1 rows), the next items' loads in flight while
+// the current one is multiplied. When all
 // of Cin fits one chunk, the weights of the block's BN channels are loaded
 // once and stay resident (48 -> 48: 42 KB), and a stage holds only the halo.
-// Epilogue from the accumulator registers: bias, ReLU, residual, conversion
-// and store (NHWC T pairs or fp32 NCHW).
+// Epilogue from the accumulator registers: bias, ReLU, residual (added, or
+// multiplying), conversion and store (NHWC T pairs or fp32 NCHW); or, for a
+// gated 1x1, the product of each lane's paired channels (tc_gate_channel),
+// stored as gated pairs.
 //
 // Two special kernels for a network's ends (below the main kernel): the fold
 // kernel for fp32 NCHW input of Cin <= 3 (every 3x3 row uses it for such
@@ -610,8 +613,9 @@ __device__ __forceinline__ float with_residual(const KernelParams& p, float v, f
     return p.res_mul ? v * r : v + r;
 }
 
-// Bias, ReLU, residual, conversion and store of the block's accumulators.
-// bias_r: this lane's bias values (0 past cout). Within each row group the
+// Bias, ReLU, residual, conversion and store of the block's accumulators
+// (or the gate's products). bias_r: this lane's bias values, those of its
+// columns' channels (tc_gate_channel's under the gate), 0 past cout. Within each row group the
 // residual loads are issued before the stores so their latencies overlap.
 template <class Cfg, class T>
 __device__ __forceinline__ void epilogue(const KernelParams& p, const float (&acc)[Cfg::MT][Cfg::NT][4],
@@ -1527,6 +1531,8 @@ void launch_persistent(const KernelParams& p, const DeviceInfo& dev, int threads
 
 template <class Cfg, class T>
 void launch(const TcConvParams& a, cudaStream_t stream) {
+    // The gate pairs each warp's n8 tiles two by two (every 1x1 row has an even NT).
+    if (a.gate && Cfg::NT % 2 != 0) bad("the gate needs an even number of n8 tiles a warp");
     KernelParams p = base_params(a);
     const DeviceInfo dev = device_info(a);
     set_tiles(p, Cfg::TH, Cfg::TW);

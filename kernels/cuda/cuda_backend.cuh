@@ -37,6 +37,7 @@ public:
     std::string description() const override { return description_; }
     bool is_host_memory() const override { return false; }
     bool has_tf32_conv2d() const override { return arch_ >= 80; }  // the igemm_tf32_* rows
+    bool conv2d_gates_in_epilogue(const Conv2dArgs& a) const override;
 
     void* alloc(size_t bytes) override {
         use_device();
@@ -153,7 +154,9 @@ public:
     std::unique_ptr<BackendTimer> make_timer() override;
 
     // Grow-only device memory an op keeps between calls (window_mean's
-    // float row sums: 4 bytes per stored element of its input), at least
+    // float row sums: 4 bytes per stored element of its input; conv2d's sums
+    // where a gate is not in its kernel's epilogue, for direct callers: a
+    // model layer gates in its own planned scratch then), at least
     // `bytes`. One per backend: ops run one at a time on its stream, and a
     // larger request frees the old block only after the queued work ends.
     void* scratch(size_t bytes);

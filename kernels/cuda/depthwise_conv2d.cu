@@ -24,7 +24,8 @@
 //     block's 256 threads are QB quads (the pixel's, up to 16; blockIdx.y
 //     picks which 16 for wider pixels) x 256 / QB runs, quads fastest, so
 //     each load of a warp covers neighbouring pixels' channels whole. The
-//     block's weights (64 channels x K * K taps, <= 12.5 KB) are copied to
+//     block's weights (64 channels x K * K taps, <= 12.5 KB; twice that for the
+//     gate's two halves) are copied to
 //     shared memory transposed to [tap][channel] first: a tap's 4 weights
 //     are one 16-byte shared load, applied to all R outputs.
 // Measured on the H200 (docs/performance.md, tenth session; ncu): the

@@ -552,6 +552,10 @@ std::unique_ptr<PreparedWeights> CudaBackend::prepare(const Conv2dArgs& a) {
     return prep;
 }
 
+bool CudaBackend::conv2d_gates_in_epilogue(const Conv2dArgs& a) const {
+    return gates_natively(a);
+}
+
 void CudaBackend::conv2d(const Conv2dArgs& a) {
     use_device();
     check_args(a);
