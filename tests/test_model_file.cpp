@@ -1523,6 +1523,17 @@ TEST(ModelFusion, FoldsReluAndAddIntoTheConvolutionBefore) {
     expect_matches_reference(out, reference_model(m, input, shape), "fused");
 }
 
+// The model as the CPU runner runs it (fused) against its file's graph in
+// float64, stage by stage.
+void expect_fused_run_matches_reference(const ModelFile& m, Shape shape, std::mt19937& rng) {
+    auto cpu = make_cpu_backend(2);
+    ModelRunner runner(m, *cpu);
+    const std::vector<float> input = test::random_vector(rng, shape.count(), 0.5f);
+    std::vector<float> out(shape.count(), std::nanf(""));
+    runner.run(f32_nchw(input.data(), shape), f32_nchw(out.data(), shape), nullptr);
+    expect_matches_reference(out, reference_model(m, input, shape), "fused");
+}
+
 // The simple gate after a depthwise convolution folds into it (NAFNet's
 // every block): one stage writes the C/2 gated channels. The fused stage is
 // the runner's alone (a file cannot hold it), and the fused model computes
@@ -1545,13 +1556,7 @@ TEST(ModelFusion, FoldsTheSimpleGateIntoTheDepthwiseConvolutionBefore) {
     EXPECT_THROW(write_model_file(::testing::TempDir() + "fused-gate.h5", fused), Error)
         << "a fused stage is not a file's";
 
-    auto cpu = make_cpu_backend(2);
-    ModelRunner runner(m, *cpu);
-    const Shape shape{2, 3, 21, 17};
-    const std::vector<float> input = test::random_vector(rng, shape.count(), 0.5f);
-    std::vector<float> out(shape.count(), std::nanf(""));
-    runner.run(f32_nchw(input.data(), shape), f32_nchw(out.data(), shape), nullptr);
-    expect_matches_reference(out, reference_model(m, input, shape), "fused");
+    expect_fused_run_matches_reference(m, {2, 3, 21, 17}, rng);
 }
 
 // The simple gate after a 1x1 expansion folds into it too (NAFNet's second
@@ -1581,13 +1586,7 @@ TEST(ModelFusion, FoldsTheSimpleGateIntoThePlainConvolutionBefore) {
     EXPECT_NO_THROW(validate_model(fused, "fused"));
     EXPECT_THROW(write_model_file(::testing::TempDir() + "fused-conv-gate.h5", fused), Error);
 
-    auto cpu = make_cpu_backend(2);
-    ModelRunner runner(m, *cpu);
-    const Shape shape{2, 3, 17, 22};
-    const std::vector<float> input = test::random_vector(rng, shape.count(), 0.5f);
-    std::vector<float> out(shape.count(), std::nanf(""));
-    runner.run(f32_nchw(input.data(), shape), f32_nchw(out.data(), shape), nullptr);
-    expect_matches_reference(out, reference_model(m, input, shape), "fused");
+    expect_fused_run_matches_reference(m, {2, 3, 17, 22}, rng);
 }
 
 }  // namespace
