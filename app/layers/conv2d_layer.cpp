@@ -37,7 +37,10 @@ public:
         packed_ = backend.prepare(base_);
         base_.prepared = packed_.get();
         const TensorType f32{};
-        if (type != f32 && !gate_after_) {  // does a kernel take the f32 NCHW batch in, or write it out?
+        // Does a kernel take the f32 NCHW batch in, or write it out? (Not
+        // with a gate: its epilogue writes half, and gating after keeps the
+        // stage's type at both ends, which its scratch is sized for.)
+        if (type != f32 && !s.gate) {
             reads_f32_ = stride_ == 1 && takes(backend, f32, type);  // space_to_depth keeps the type
             writes_f32_ = takes(backend, type, f32);
         }
