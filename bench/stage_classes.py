@@ -53,9 +53,9 @@ def main():
         name, op = parts[1], parts[2]
         listed_op, what = lines.get(name, (op, ""))
         rows.append((name, stage_class(op, listed_op, what), v["median_ms"], what))
-    total = sum(r[2] for r in rows)
     if not rows:
         sys.exit(f"{sys.argv[1]}: no stage timings (was it run with --bench?)")
+    total = sum(r[2] for r in rows)
     classes = {}
     for _, cls, ms, _ in rows:
         n, t = classes.get(cls, (0, 0.0))

@@ -309,6 +309,21 @@ double expect_within(const std::vector<float>& out, const std::vector<double>& r
     return worst_fraction;
 }
 
+// The bound of a gated output (simple_gate's product of channel c and c +
+// C/2, both sums in float): `sums` is the un-gated float64 output [N, C, h,
+// w] of `gated`'s size; within acc * (max|A| |B| + max|B| |A|) <= 2 acc
+// max|A| max|B| of the product, plus `roundings` (relative units: the
+// product's and the stores') of max|A| max|B|.
+double gate_bound(const std::vector<double>& sums, const Shape& gated, double acc, double roundings) {
+    const size_t plane = size_t(gated.h) * gated.w;
+    double max_a = 0, max_b = 0;
+    for (size_t i = 0; i < sums.size(); ++i) {
+        double& m = int(i / plane % size_t(2 * gated.c)) < gated.c ? max_a : max_b;  // channel of [N, C, h, w]
+        m = std::max(m, std::abs(sums[i]));
+    }
+    return (2 * acc + roundings) * max_a * max_b + 1e-30;
+}
+
 // ---------------------------------------------------------------- cases
 struct ResidualCase {
     int n, c, h, w, hidden;
@@ -788,28 +803,18 @@ void OpsTest::run_cases(const std::vector<ConvCase>& cases) {
                     const long reduction = long(k.cin) * k.k * k.k;
                     double fraction = 0;
                     if (k.gate) {
-                        // Two sums A and B in float, multiplied in float:
-                        // within acc * (max|A| |B| + max|B| |A|) of the
-                        // product, plus the product's and the store's
-                        // roundings; where the gate is not in the kernel's
-                        // epilogue (CUDA: f32, 3x3, channels the pairing
-                        // cannot split) A and B are stored in the output's
-                        // type first, as the two stages would: two roundings more.
+                        // The product's and the store's roundings; where
+                        // the gate is not in the kernel's epilogue (CUDA:
+                        // f32, 3x3, channels the pairing cannot split) A and
+                        // B are stored in the output's type first, as the two
+                        // stages would: two roundings more.
                         EXPECT_FALSE(sampled) << "a gated case must be small enough for a full reference";
                         Conv2dArgs sums = host;
                         sums.gate = false, sums.output.shape = sums.out_shape();
-                        const std::vector<double> both = imr::reference_conv2d(sums);
-                        const size_t plane = size_t(os.h) * os.w;
-                        double max_a = 0, max_b = 0;
-                        for (size_t i = 0; i < both.size(); ++i) {
-                            double& m = int(i / plane % size_t(k.cout)) < os.c ? max_a : max_b;
-                            m = std::max(m, std::abs(both[i]));
-                        }
                         const double store = type.dtype == DType::F32 ? 0.0 : imr::unit_roundoff(type.dtype);
                         const double bound =
-                            (2 * accuracy_bound(DType::F32, reduction, 1.0, unit) + kFp32Unit + 3 * store) * max_a *
-                                max_b +
-                            1e-30;
+                            gate_bound(imr::reference_conv2d(sums), os,
+                                       accuracy_bound(DType::F32, reduction, 1.0, unit), kFp32Unit + 3 * store);
                         fraction = expect_within(got, ref, std::vector<double>(got.size(), bound), os);
                     } else if (!k.multiply) {
                         fraction = expect_accurate(got, ref, index, os, reduction, type.dtype, unit);
@@ -1718,21 +1723,12 @@ void OpsTest::run_cases(const std::vector<DepthwiseCase>& cases) {
                 worst_fraction = std::max(worst_fraction, expect_accurate(got, ref, {}, os, terms, type.dtype));
                 continue;
             }
-            // The gate multiplies two such sums A and B in float: within
-            // acc * (max|A| * |B| + max|B| * |A|) of the product, plus the
-            // float product's and the store's roundings.
+            // The gate multiplies two such sums in float, rounded once to the output.
             imr::DepthwiseConv2dArgs halves = host;
             halves.gate = false, halves.output.shape = halves.out_shape();
-            const std::vector<double> both = imr::reference_depthwise_conv2d(halves);
-            const size_t plane = size_t(os.h) * os.w;
-            double max_a = 0, max_b = 0;
-            for (size_t i = 0; i < both.size(); ++i) {
-                double& m = int(i / plane % size_t(k.c)) < os.c ? max_a : max_b;  // channel c of [N, C, h, w]
-                m = std::max(m, std::abs(both[i]));
-            }
-            const double accumulate = accuracy_bound(DType::F32, terms, 1.0);
             const double store = type.dtype == DType::F32 ? 0.0 : imr::unit_roundoff(type.dtype);
-            const double bound = (2 * accumulate + kFp32Unit + store) * max_a * max_b + 1e-30;
+            const double bound = gate_bound(imr::reference_depthwise_conv2d(halves), os,
+                                            accuracy_bound(DType::F32, terms, 1.0), kFp32Unit + store);
             worst_fraction =
                 std::max(worst_fraction, expect_within(got, ref, std::vector<double>(got.size(), bound), os));
         }
