@@ -465,6 +465,14 @@ std::vector<ConvCase> conv2d_cases() {
         // tensor cores in the epilogue), wider (several channel blocks), and
         // where the pairing cannot take it (6 channels, 3x3: the sums, then
         // simple_gate).
+        // 1x1 at the U-Nets' deep widths: the planner's cuBLASLt rows (bias,
+        // ReLU, an added residual; Cin 136: 8 channels past a 16-channel
+        // slice of the packed weights), and ReLU then a residual, which only
+        // the tensor-core rows take.
+        fused(same(2, 128, 256, 9, 13, 1, Z, true), None, true),
+        fused(same(1, 256, 128, 7, 11, 1, Z, true), ReLU, false),
+        same(1, 136, 128, 6, 7, 1, Z, false),
+        fused(same(1, 128, 128, 5, 9, 1, Z, true), ReLU, true),
         gated(same(1, 32, 64, 23, 37, 1, Z, true)),
         gated(same(2, 16, 32, 13, 19, 1, Z, true)),
         gated(same(1, 24, 256, 7, 9, 1, Z, false)),
@@ -714,8 +722,8 @@ void OpsTest::run_cases(const std::vector<ConvCase>& cases) {
             type_pairs.push_back({f32, type}), type_pairs.push_back({type, f32});
     for (const auto& [in_type, type] : type_pairs) {
         // The half type the kernel computes in (that of its input or output):
-        // an f32 input and the weights (which prepare packs in that type) are
-        // drawn as values of that type, so the kernel's own rounding of them
+        // an f32 input, the weights and the bias (which prepare packs in that
+        // type) are drawn as values of that type, so the kernel's own rounding of them
         // is exact and the bound stays that of the output.
         const DType compute = in_type.dtype != DType::F32 ? in_type.dtype : type.dtype;
         auto round_to_compute = [&](std::vector<float>& values) {
@@ -743,7 +751,8 @@ void OpsTest::run_cases(const std::vector<ConvCase>& cases) {
             const HostTensor x = host_tensor(x_values, in, in_type);
             std::vector<float> w = normal(rng, size_t(k.cout) * k.cin * k.k * k.k);
             round_to_compute(w);
-            const std::vector<float> bias = k.bias ? normal(rng, size_t(k.cout)) : std::vector<float>();
+            std::vector<float> bias = k.bias ? normal(rng, size_t(k.cout)) : std::vector<float>();
+            round_to_compute(bias);  // as the weights: a kernel may take the bias in its type (cuBLASLt's 1x1 rows)
 
             DeviceBuffer dx = to_device(be, x), dw = to_device(be, w);
             DeviceBuffer db = k.bias ? to_device(be, bias) : DeviceBuffer();

@@ -40,7 +40,8 @@ struct Conv2dPrepared : PreparedWeights {
     float* winograd_u = nullptr;
     DType tc_dtype = DType::F32;  // F16 or BF16 when tc_weights is set
     void* tc_weights = nullptr;
-    bool tc_gate = false;  // tc_weights packed for the gate (tc_conv_prepare_weights' gate)
+    bool tc_gate = false;     // tc_weights packed for the gate (tc_conv_prepare_weights' gate)
+    void* tc_bias = nullptr;  // the bias in tc_dtype, for the cuBLASLt 1x1 rows (null: no bias, or none of them runs)
     // The GPU the weights were packed on (current where it is made: prepare
     // selects the backend's), so the last owner frees them there, whatever
     // GPU its thread has current (a compute worker of another GPU).

@@ -204,4 +204,13 @@ template <int CP>
 void launch_direct(const ConvParams& p, const Conv2dArgs& a, int split, cudaStream_t stream);
 void launch_winograd(const ConvParams& p, const Conv2dArgs& a, int split, cudaStream_t stream);
 
+// ---- a 1x1 convolution as one cuBLASLt GEMM (cublaslt_1x1.cu: what it takes and why)
+bool cublaslt_1x1_applies(const Conv2dArgs& a);
+// Queues it on `stream`; packed_weights: tc_conv_prepare_weights' (no gate)
+// in the input's half type, half_bias: the bias in that type (round_bias;
+// null without a bias). NotApplicable where cuBLASLt finds no algorithm.
+void cublaslt_1x1(const Conv2dArgs& a, const void* packed_weights, const void* half_bias, cudaStream_t stream);
+// Queues the rounding of a.bias (f32, Cout) into `out`, Cout values of `dtype` (F16 or BF16).
+void round_bias(const Conv2dArgs& a, DType dtype, void* out, cudaStream_t stream);
+
 }  // namespace imr::cuda::conv2d_detail

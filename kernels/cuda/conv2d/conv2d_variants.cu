@@ -113,6 +113,9 @@ struct Conv2dVariant {
     // sm_90 GPU, sm_90a code), which min_arch alone cannot say (sm_100 has
     // no wgmma).
     bool wgmma = false;
+    // A half-precision 1x1 row run as one cuBLASLt GEMM (cublaslt_1x1.cu),
+    // on the tensor-core rows' packed weights; launch null.
+    bool cublas = false;
 };
 
 static_assert(multistage_smem_bytes(128, 128, MS_BK, MS_STAGES) <= 52 * 1024, "3 x 16 x 264 floats = 51 KB");
@@ -204,6 +207,10 @@ constexpr Conv2dVariant kConv2dVariants[] = {
     IMR_TENSOR_CORE_WGMMA_ROWS("k1_16x16_n64_wgmma", 1),
     IMR_TENSOR_CORE_WGMMA_ROWS("k1_16x16_n96_wgmma", 1),
     IMR_TENSOR_CORE_WGMMA_ROWS("k1_16x16_n128_wgmma", 1),
+    // 1x1 as a cuBLASLt GEMM (cublaslt_1x1.cu): the planner's pick for the
+    // deep layers (kCublasMinChannels).
+    {"cublaslt_1x1_f16", DType::F16, SM80, 0, 0, 0, 0, -1, 1, nullptr, nullptr, nullptr, false, false, true},
+    {"cublaslt_1x1_bf16", DType::BF16, SM80, 0, 0, 0, 0, -1, 1, nullptr, nullptr, nullptr, false, false, true},
 };
 #undef IMR_TENSOR_CORE_ROWS
 #undef IMR_TENSOR_CORE_WGMMA_ROWS
@@ -233,6 +240,8 @@ constexpr bool table_is_consistent() {
 static_assert(table_is_consistent(), "a `smaller` that names no row or another math, or a name used twice");
 
 // The rows the planner names (checked to exist at compile time).
+constexpr int C_F16 = row("cublaslt_1x1_f16"), C_BF16 = row("cublaslt_1x1_bf16");
+static_assert(C_F16 >= 0 && C_BF16 >= 0, "the planner names a row the table does not have");
 constexpr int V_DIRECT4 = row("direct_small_cout_4"), V_DIRECT16 = row("direct_small_cout_16"),
               V_WINOGRAD = row("winograd_2x2_3x3_48"), V_128x128 = row("igemm_multistage_128x128"),
               V_64x256 = row("igemm_multistage_64x256"), V_48x256 = row("igemm_multistage_48x256"),
@@ -251,6 +260,23 @@ int grid_rows(const Conv2dVariant& v, const Conv2dArgs& a);
 // what a first layer reading the RGB(A) batch needs.
 constexpr int kTcMaxF32InputChannels = 16;
 constexpr int kTcMaxChannels = 1024;  // tc_conv2d's limit on Cin and Cout
+// The planner runs a half-precision 1x1 convolution on cuBLASLt (where
+// cublaslt_1x1_applies) when both its channel counts are at least this: the
+// U-Nets' deep layers, compute-bound GEMMs where the tensor-core rows reach
+// 16-23% of 790 TFLOP/s (bench_tc, 2026-12-03). The shallow ones (32-64
+// channels at full resolution) are memory-bound, and the k1 rows' fused
+// gate and multiplying residual are there at 50-75% of their byte floor.
+constexpr int kCublasMinChannels = 128;
+// Whether the planner takes the cuBLASLt rows at all: the environment
+// variable IMRESTORE_CUBLASLT (0: never; an A/B switch for benchmarks),
+// else on.
+bool cublaslt_wanted() {
+    static const bool on = [] {
+        const char* v = std::getenv("IMRESTORE_CUBLASLT");
+        return !(v && std::string(v) == "0");
+    }();
+    return on;
+}
 
 // A tensor-core row runs its dtype: half NHWC8 in and out, or the f32 NCHW
 // batch in (few channels) and/or f32 NCHW out, with its kernel size.
@@ -268,6 +294,7 @@ bool applies(const Conv2dVariant& v, const Conv2dArgs& a, const GpuInfo& gpu) {
     if (gpu.arch < v.min_arch) return false;
     if (v.wgmma && !tc::tc_wgmma_runs(gpu.arch)) return false;
     if (v.tc_config) return tensor_core_applies(v, a);
+    if (v.cublas) return conv2d_compute_dtype(a) == v.dtype && cublaslt_1x1_applies(a);
     const TensorType f32{};
     if (a.input.type() != f32 || a.output.type() != f32) return false;
     if (grid_rows(v, a) > 65535) return false;
@@ -277,7 +304,7 @@ bool applies(const Conv2dVariant& v, const Conv2dArgs& a, const GpuInfo& gpu) {
 }
 
 int grid_rows(const Conv2dVariant& v, const Conv2dArgs& a) {
-    if (v.tc_config) return 0;  // persistent blocks
+    if (v.tc_config || v.cublas) return 0;  // persistent blocks; cuBLASLt's own
     const long long ho = a.out_shape().h;
     if (v.launch == launch_winograd) return int(std::min<long long>((ho + WG_TH - 1) / WG_TH, INT_MAX));
     if (v.bm == 0) return int(std::min<long long>((ho + DT_TY - 1) / DT_TY, INT_MAX));
@@ -344,36 +371,62 @@ struct TcPackedTemp {
     }
 };
 
+// The call's weights packed for the tensor-core kernels (and cuBLASLt's
+// 1x1): its prepared ones where they are of this dtype and gate packing,
+// else packed now into `temp`.
+const void* packed_weights(const Conv2dArgs& a, DType dtype, TcPackedTemp& temp) {
+    const auto* prep = dynamic_cast<const Conv2dPrepared*>(a.prepared);
+    if (prep && prep->tc_weights && prep->tc_dtype == dtype && prep->tc_gate == a.gate) return prep->tc_weights;
+    const size_t bytes = tc::tc_conv_weights_bytes(a.out_channels, a.input.shape.c, a.kernel);
+    const cudaError_t err = cudaMallocAsync(&temp.ptr, bytes, temp.stream);
+    if (err != cudaSuccess) {
+        cudaGetLastError();
+        temp.ptr = nullptr;
+        if (err == cudaErrorMemoryAllocation)
+            throw OutOfMemory(context(a) + ": " + std::to_string(bytes) + " bytes for the packed weights");
+        throw_cuda(context(a), "cudaMallocAsync(packed weights)", err);
+    }
+    try {
+        tc::tc_conv_prepare_weights(a.weight.as<const float>(), a.out_channels, a.input.shape.c, a.kernel,
+                                    dtype == DType::BF16 ? tc::TcDType::BF16 : tc::TcDType::F16, temp.ptr, temp.stream,
+                                    a.gate);
+    } catch (const std::exception& e) {
+        throw Error(context(a) + ": " + e.what());
+    }
+    return temp.ptr;
+}
+
 void run_tensor_core(const Conv2dArgs& a, const Conv2dVariant& var, const GpuInfo& gpu, cudaStream_t stream) {
     tc::TcConvParams p = tc_params(a, gpu);
     p.force_config = var.tc_config;  // the row's configuration, not tc's pick
     TcPackedTemp temp{nullptr, stream};
-    const auto* prep = dynamic_cast<const Conv2dPrepared*>(a.prepared);
-    if (prep && prep->tc_weights && prep->tc_dtype == var.dtype && prep->tc_gate == a.gate) {
-        p.weights = prep->tc_weights;
-    } else {  // not prepared (or for the other type): packed for this call
-        const size_t bytes = tc::tc_conv_weights_bytes(a.out_channels, a.input.shape.c, a.kernel);
-        const cudaError_t err = cudaMallocAsync(&temp.ptr, bytes, stream);
-        if (err != cudaSuccess) {
-            cudaGetLastError();
-            temp.ptr = nullptr;
-            if (err == cudaErrorMemoryAllocation)
-                throw OutOfMemory(context(a) + ": " + std::to_string(bytes) + " bytes for the packed weights");
-            throw_cuda(context(a), "cudaMallocAsync(packed weights)", err);
-        }
-        try {
-            tc::tc_conv_prepare_weights(a.weight.as<const float>(), a.out_channels, a.input.shape.c, a.kernel, p.dtype,
-                                        temp.ptr, stream, a.gate);
-        } catch (const std::exception& e) {
-            throw Error(context(a) + ": " + e.what());
-        }
-        p.weights = temp.ptr;
-    }
+    p.weights = packed_weights(a, var.dtype, temp);
     try {
         tc::tc_conv2d(p, stream);
     } catch (const std::exception& e) {
         throw Error(context(a) + " on " + var.name + ": " + e.what());
     }
+}
+
+// The call's bias in `dtype` for the cuBLASLt rows: its prepared copy, else
+// rounded now into `temp`; null without a bias.
+const void* half_bias(const Conv2dArgs& a, DType dtype, TcPackedTemp& temp) {
+    if (!a.bias) return nullptr;
+    const auto* prep = dynamic_cast<const Conv2dPrepared*>(a.prepared);
+    if (prep && prep->tc_bias && prep->tc_dtype == dtype) return prep->tc_bias;
+    const size_t bytes = size_t(a.out_channels) * 2;
+    if (const cudaError_t err = cudaMallocAsync(&temp.ptr, bytes, temp.stream); err != cudaSuccess) {
+        cudaGetLastError();
+        temp.ptr = nullptr;
+        throw_cuda(context(a), "cudaMallocAsync(half bias)", err);
+    }
+    round_bias(a, dtype, temp.ptr, temp.stream);
+    return temp.ptr;
+}
+
+void run_cublaslt(const Conv2dArgs& a, const Conv2dVariant& var, cudaStream_t stream) {
+    TcPackedTemp weights{nullptr, stream}, bias{nullptr, stream};
+    cublaslt_1x1(a, packed_weights(a, var.dtype, weights), half_bias(a, var.dtype, bias), stream);
 }
 
 }  // namespace
@@ -407,7 +460,11 @@ Conv2dPlan plan_for_pixels(const Conv2dArgs& a, const GpuInfo& gpu, const std::s
         if (!applies(kConv2dVariants[v], a, gpu))
             throw NotApplicable(context(a) + ": variant " + forced + " cannot run this shape, type or GPU");
     } else if (conv2d_compute_dtype(a) != DType::F32) {
-        v = tensor_core_row(a, gpu);
+        const int cublas = conv2d_compute_dtype(a) == DType::BF16 ? C_BF16 : C_F16;
+        v = cublaslt_wanted() && std::min(a.input.shape.c, a.out_channels) >= kCublasMinChannels &&
+                    applies(kConv2dVariants[cublas], a, gpu)
+                ? cublas
+                : tensor_core_row(a, gpu);
         if (!applies(kConv2dVariants[v], a, gpu))
             throw NotApplicable(context(a) + ": no tensor-core kernel takes " + a.input.type().str() + " -> " +
                                 a.output.type().str() + " with this shape on sm_" + std::to_string(gpu.arch));
@@ -485,6 +542,7 @@ void conv2d(const Conv2dArgs& a, cudaStream_t stream, const GpuInfo& gpu, const 
     const Conv2dPlan plan = plan_conv2d(a, gpu, forced);
     const Conv2dVariant& var = kConv2dVariants[plan.variant];
     if (var.tc_config) return run_tensor_core(a, var, gpu, stream);
+    if (var.cublas) return run_cublaslt(a, var, stream);
 
     // The fp32 kernels' epilogues add the residual; a multiplying one is
     // applied by a pass after them (the tensor-core kernels fuse it).
@@ -524,8 +582,11 @@ std::unique_ptr<PreparedWeights> CudaBackend::prepare(const Conv2dArgs& a) {
     if (conv2d_compute_dtype(a) == DType::F32) return prepare_conv2d(a, stream_);
     // A half-precision layer: only where a tensor-core row takes its types
     // and kernel size (else NotApplicable: its layer computes in f32).
-    bool runs = false;
-    for (const Conv2dVariant& v : kConv2dVariants) runs = runs || (v.tc_config && applies(v, a, gpu));
+    bool runs = false, cublas = false;
+    for (const Conv2dVariant& v : kConv2dVariants) {
+        runs = runs || ((v.tc_config || v.cublas) && applies(v, a, gpu));
+        cublas = cublas || (v.cublas && applies(v, a, gpu));
+    }
     if (!runs)
         throw NotApplicable(context(a) + ": no tensor-core kernel takes " + a.input.type().str() + " -> " +
                             a.output.type().str() + " with this kernel size and these channels on sm_" +
@@ -548,6 +609,15 @@ std::unique_ptr<PreparedWeights> CudaBackend::prepare(const Conv2dArgs& a) {
                                     prep->tc_weights, stream_, prep->tc_gate);
     } catch (const std::exception& e) {
         throw Error(context(a) + ": " + e.what());
+    }
+    if (cublas && a.bias) {  // the bias in the half type too, for the cuBLASLt rows
+        const size_t bias_bytes = size_t(a.out_channels) * 2;
+        if (const cudaError_t err = cudaMalloc(&prep->tc_bias, bias_bytes); err != cudaSuccess) {
+            cudaGetLastError();
+            prep->tc_bias = nullptr;
+            throw_cuda(context(a), "cudaMalloc(half bias)", err);
+        }
+        round_bias(a, prep->tc_dtype, prep->tc_bias, stream_);
     }
     return prep;
 }

@@ -307,6 +307,7 @@ Conv2dPrepared::~Conv2dPrepared() {
     cudaSetDevice(device);
     if (winograd_u) cudaFree(winograd_u);
     if (tc_weights) cudaFree(tc_weights);
+    if (tc_bias) cudaFree(tc_bias);
     cudaSetDevice(current);  // the caller's, as it was
 }
 
