@@ -476,6 +476,7 @@ std::vector<ConvCase> conv2d_cases() {
         gated(same(1, 32, 64, 23, 37, 1, Z, true)),
         gated(same(2, 16, 32, 13, 19, 1, Z, true)),
         gated(same(1, 24, 256, 7, 9, 1, Z, false)),
+        gated(same(1, 128, 256, 5, 7, 1, Z, true)),  // CUDA: cuBLASLt's GEMM, then simple_gate
         gated(same(2, 5, 6, 11, 14, 1, Z, true)),
         gated(same(1, 8, 16, 12, 10, 3, R, true)),
         // Every pad mode with size-keeping padding, odd and even K, batches > 1.

@@ -58,8 +58,9 @@ struct Conv2dPrepared : PreparedWeights {
 DType conv2d_compute_dtype(const Conv2dArgs& a);
 // Whether a gated conv2d (Conv2dArgs::gate) runs with the gate in the
 // tensor-core epilogue: half in and out, 1x1, Cout a multiple of 16 (the
-// pairing of tc_gate_channel). Else CudaBackend::conv2d convolves into its
-// scratch and runs simple_gate after.
+// pairing of tc_gate_channel), and not a deep layer the planner sends to
+// cuBLASLt. Else CudaBackend::conv2d convolves into its scratch and runs
+// simple_gate after (a model layer: into its own planned scratch).
 bool gates_natively(const Conv2dArgs& a);
 // Null for layers with nothing to prepare; queues the transform or packing on `stream`.
 std::unique_ptr<PreparedWeights> prepare_conv2d(const Conv2dArgs& a, cudaStream_t stream);
