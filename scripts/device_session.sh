@@ -10,6 +10,7 @@
 #   scripts/device_session.sh graph-ops         (issue 17's graph ops: tests, bench_gpu against cuDNN, counters)
 #   scripts/device_session.sh graph-models      (issue 17's large U-Nets against PyTorch, eager, graphs, compiled)
 #   scripts/device_session.sh nafnet-stages     (nafnet-large's stages one by one at 12 MP; its 1x1 shapes in bench_tc)
+#   scripts/device_session.sh unet-cublaslt     (the bundled U-Net denoisers: half against fp32, tiled, cuBLASLt on/off)
 #   scripts/device_session.sh stage|tests|bench (checks and timings over three calls)
 #
 # Prepared here first (git-excluded .carry/, see docs/performance.md, "The
@@ -174,6 +175,46 @@ nafnet-stages) # where nafnet-large's time goes (carry as graph-ops; after it in
         --only "${NCU_1X1:-nafnet 1x1 32->64}" > /tmp/ncu-1x1.log 2>&1
     grep -E "conv2d_tc|dram__|gpu__time|inst_exec|warps_active|stalled|issue_active|throughput|registers" /tmp/ncu-1x1.log \
         | sed -E 's/ +/ /g' | cut -c1-110 | head -16 ;;
+unet-cublaslt) # the bundled U-Net denoisers with their deep 1x1 layers on cuBLASLt
+    # (carry .carry/imr.tar.xz: the slim build's imrestore and lib/; the tree with
+    # weights/denoise-unet*.h5 only, the other *.h5 moved out to stay under 64 MiB):
+    # a 12 MP noisy photo (samples/coffee.png upscaled, sigma 15, seed 7) in
+    # fp32, fp16 and bf16 with IMRESTORE_CUBLASLT=1 (the default) and 0, tiled
+    # (--tile 1000) and not, compared level by level; --bench 10 both ways.
+    mkdir -p /tmp/g && tar -xJf .carry/imr.tar.xz -C /tmp/g
+    cub=$(python3 -c "import nvidia.cublas,os;print(os.path.dirname(nvidia.cublas.__file__)+'/lib')" 2>/dev/null)
+    export LD_LIBRARY_PATH=/tmp/g/build-gpu-slim/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib:$cub
+    X=/tmp/g/build-gpu-slim/imrestore
+    python3 -c "
+import numpy as n; from PIL import Image
+a = Image.open('samples/coffee.png').convert('RGB').resize((4000, 3000), Image.BICUBIC)
+x = n.asarray(a).astype(n.float64) + n.random.default_rng(7).normal(0, 15, (3000, 4000, 3))
+Image.fromarray(n.clip(n.rint(x), 0, 255).astype('uint8')).save('/tmp/n12.png')"
+    for m in denoise-unet denoise-unet-s; do
+        IMRESTORE_CUBLASLT=1 $X /tmp/n12.png -o /tmp/$m-fp32.png --force -m weights/$m.h5 -d cuda --precision fp32 -q
+        for p in fp16 bf16; do
+            IMRESTORE_CUBLASLT=1 $X /tmp/n12.png -o /tmp/$m-$p.png --force -m weights/$m.h5 -d cuda --precision $p -q
+            IMRESTORE_CUBLASLT=0 $X /tmp/n12.png -o /tmp/$m-$p-own.png --force -m weights/$m.h5 -d cuda --precision $p -q
+            IMRESTORE_CUBLASLT=1 $X /tmp/n12.png -o /tmp/$m-$p-tiled.png --force -m weights/$m.h5 -d cuda --precision $p \
+                --tile 1000 -q
+        done
+        for cb in 1 0; do
+            IMRESTORE_CUBLASLT=$cb $X /tmp/n12.png -o /tmp/o.png --force -m weights/$m.h5 -d cuda --precision fp16 \
+                --bench 10 --json > "$O/bench-$m-cublaslt$cb.json" 2>/dev/null
+        done
+        python3 -c "
+import sys, json, numpy as n; from PIL import Image
+m, O = sys.argv[1], sys.argv[2]
+L = lambda t: n.asarray(Image.open(f'/tmp/{m}-{t}.png')).astype(int)
+def cmp(a, b, name):
+    d = abs(L(a) - L(b)); print(f'{m}: {name}: max {d.max()} levels, >1 level {int((d > 1).sum())}, differing {int((d > 0).sum())} of {d.size}')
+for p in ('fp16', 'bf16'):
+    cmp(p, 'fp32', f'{p} (cuBLASLt) vs fp32'); cmp(p + '-own', 'fp32', f'{p} (own rows) vs fp32')
+    cmp(p, p + '-own', f'{p} cuBLASLt vs own rows'); cmp(p + '-tiled', p, f'{p} tiled 1000 vs untiled')
+for cb in (1, 0):
+    b = json.load(open(f'{O}/bench-{m}-cublaslt{cb}.json'))['bench_ms']
+    print(f'{m}: fp16 stages summed, cuBLASLt={cb}: {sum(v[\"median_ms\"] for k, v in b.items() if k.startswith(\"stage \")):.2f} ms')" "$m" "$O"
+    done ;;
 stage)  # a check-only session, call 1 of 3: the bigger *.h5 to /tmp/models (what call "tests" lacks)
     cp weights/*.h5 /tmp/models/ && ls -la /tmp/models ;;
 tests)  # call 2 of 3: the tree with the other *.h5; carry .carry/gpu.tar.xz (with test_ops and bench_gpu).
@@ -222,5 +263,5 @@ bench)  # call 3 of 3 (carry .carry/gpu.tar.xz, .carry/photo12mp.jpg): quiet tim
     timeout 120 /tmp/bgs/build-gpu-slim/bench_gpu --suite conv --json /tmp/rep/bench-conv.json > /tmp/rep/bench-conv.log 2>&1
     tail -6 /tmp/rep/bench-conv.log
     tar -cJf "$O/reports.tar.xz" -C /tmp rep; ls -la "$O" ;;
-*)  echo "usage: $0 train-denoise|train-deblock-q|verify|folder|validate|graph-ops|graph-models|nafnet-stages|stage|tests|bench" >&2; exit 2 ;;
+*)  echo "usage: $0 train-denoise|train-deblock-q|verify|folder|validate|graph-ops|graph-models|nafnet-stages|unet-cublaslt|stage|tests|bench" >&2; exit 2 ;;
 esac
