@@ -1771,16 +1771,18 @@ std::vector<WindowMeanCase> window_mean_cases() {
         {1, 3, 7, 5, 1024},
         {2, 2, 65, 1, 9},
         {1, 2, 1, 77, 12},
-        // Several CUDA chunks (64 outputs, or 2 windows) along both axes;
-        // several CPU bands.
+        // Several CUDA chunks (of at least 2 windows; the last one shorter)
+        // along both axes; several CPU bands.
         {1, 4, 40, 70, 33},
         {1, 9, 100, 150, 7},
         {1, 17, 37, 29, 64},
-        // CUDA: rows of whole 4-element groups in NCHW (pass 2's 16-byte
-        // loads), 12 channels (a vector half padding) in NHWC8; a window
-        // over 32 in several chunks along both axes.
+        // 12 channels (a vector half padding, an odd channel pair of it
+        // real) in NHWC8, batches; windows over 32 in several chunks along
+        // both axes, on both sides of CUDA's channel-pair limit (64: its
+        // rows pass one channel a thread above it, a pair below).
         {2, 12, 33, 44, 6},
         {1, 3, 150, 150, 33},
+        {1, 12, 300, 400, 65},
         // A large image of image-like values (mean 0.5): a float prefix sum
         // over its rows would lose ~W / window * 2^-24 of each box sum.
         {1, 3, 600, 800, 5, 0.5f, 0.1f},
@@ -1792,7 +1794,7 @@ std::vector<WindowMeanCase> window_mean_cases() {
 
 // The bound: every kernel sums in double (error ~2^-42 of the summed
 // magnitudes at most) and rounds the mean to float once (u |ref|); CUDA's
-// two passes also round each row sum to float in its scratch, an error of at
+// two passes also round each column sum to float in its scratch, an error of at
 // most u * (sum of |x| over the box) / count = u * (the box mean of |x|).
 // So |out - ref| <= u (2 * mean_box |x| + |ref|), the factor 2 covering the
 // double sums; an f16/bf16 output adds its rounding of the float result.

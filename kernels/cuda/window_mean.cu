@@ -1,6 +1,7 @@
 // window_mean on CUDA (semantics in kernels/ops/window_mean.h): f32 NCHW, and
-// f16/bf16 NHWC8 (the output's padding channels written as zeros, the
-// input's never used).
+// f16/bf16 NHWC8 (the output's padding channels written as zeros; the
+// input's are summed into the scratch's padding lanes, which never reach a
+// real output channel).
 //
 // Floor: memory-bound, one read and one write per element (8 bytes in f32,
 // 4 in half) and a few FLOPs whatever the window: a 12 MP image of 32
@@ -20,7 +21,8 @@
 // elements it loaded in its own ring in shared memory (one word a step: a
 // float, two halves, or in pass 2 two floats), so every element of the input and of the
 // scratch is read from memory once, plus each chunk's direct start (`window`
-// loads, at most 1/2 of the chunk's, usually far less: see chunking below).
+// loads; chunks are at least 2 windows long where the axis allows, but for
+// the last, remainder chunk: see chunking below).
 // No thread reads another's ring, so the passes need no barrier.
 //
 // Bytes, half precision: 2 (in) + 4 (scratch) + 4 (scratch) + 2 (out) = 12
@@ -38,12 +40,12 @@
 // slots 36% busy: latency-bound, its rings allowing no more warps).
 //
 // Error: the running sums are in double, restarted at every chunk, so their
-// drift (<= 2R slides of 2^-53 each) is ~2^-42 of the magnitudes summed for
-// the largest window and does not grow with the image; the scratch rounds
-// each column sum to float once (2^-24 of |v|), the mean is rounded once to
-// float and then to the output type. In all: |out - mean| <= 2^-24 *
-// (sum of |in| over the box) / count + the output's rounding, independent
-// of the image size and the window.
+// drift is at most 2R slides of 2^-53 each of the magnitudes summed (R, the
+// chunk, grows with the image: a few thousand steps at 12 MP, ~2^-41); the
+// scratch rounds each column sum to float once (2^-24 of |v|), the mean is
+// rounded once to float (2^-24 of |mean|) and then to the output type. In
+// all: |out - mean| <= 2^-24 * ((sum of |in| over the box) / count +
+// |mean|) + the output's rounding, whatever the window.
 //
 // Thread layout (element (l, y, q) of a tensor is at (l * H + y) * Q + q:
 // NCHW: l = n * C + c, q = x, Q = W; NHWC8: l = n, q = x * C8 + c,
@@ -60,7 +62,8 @@
 // would not fit the block's shared memory (window 192: 768 bytes a
 // thread, 256 threads, one block per SM on an H200; window 1024: 32
 // threads). Chunking: enough chunks along the axis that the pass has about
-// two waves of resident threads, but no chunk shorter than 2 windows.
+// two waves of resident threads, but no chunk shorter than 2 windows (the
+// last, remainder chunk aside; an axis shorter than 2 windows is one chunk).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 

@@ -551,7 +551,14 @@ void conv2d(const Conv2dArgs& a, cudaStream_t stream, const GpuInfo& gpu, const 
     const Conv2dPlan plan = plan_conv2d(a, gpu, forced);
     const Conv2dVariant& var = kConv2dVariants[plan.variant];
     if (var.tc_config) return run_tensor_core(a, var, gpu, stream);
-    if (var.cublas) return run_cublaslt(a, var, stream);
+    if (var.cublas) {
+        try {
+            return run_cublaslt(a, var, stream);
+        } catch (const NotApplicable&) {  // no cuBLASLt algorithm: the tensor-core row, unless one was forced
+            if (!forced.empty()) throw;
+            return run_tensor_core(a, kConv2dVariants[tensor_core_row(a, gpu)], gpu, stream);
+        }
+    }
 
     // The fp32 kernels' epilogues add the residual; a multiplying one is
     // applied by a pass after them (the tensor-core kernels fuse it).
@@ -591,11 +598,11 @@ std::unique_ptr<PreparedWeights> CudaBackend::prepare(const Conv2dArgs& a) {
     if (conv2d_compute_dtype(a) == DType::F32) return prepare_conv2d(a, stream_);
     // A half-precision layer: only where a tensor-core row takes its types
     // and kernel size (else NotApplicable: its layer computes in f32).
-    bool runs = false, cublas = false;
-    for (const Conv2dVariant& v : kConv2dVariants) {
-        runs = runs || ((v.tc_config || v.cublas) && applies(v, a, gpu));
-        cublas = cublas || (v.cublas && applies(v, a, gpu));
-    }
+    // (The cuBLASLt rows count where the planner takes them: deep layers.)
+    const bool cublas = runs_on_cublaslt(a);
+    bool runs = false;
+    for (const Conv2dVariant& v : kConv2dVariants)
+        runs = runs || ((v.tc_config || (v.cublas && cublas)) && applies(v, a, gpu));
     if (!runs)
         throw NotApplicable(context(a) + ": no tensor-core kernel takes " + a.input.type().str() + " -> " +
                             a.output.type().str() + " with this kernel size and these channels on sm_" +

@@ -31,11 +31,20 @@
 //
 // Numerics: fp32 accumulation (CUBLAS_COMPUTE_32F, never the fast 16-bit
 // modes), one rounding to the output type: the accumulation bound the
-// tensor-core rows meet (the op tests hold both to it).
+// tensor-core rows meet (the op tests hold both to it, with weights and bias
+// drawn as values of the half type). The bias is rounded to the half type
+// first (cublasLt.h: a half D takes only a bias of D's type), an error of up
+// to u |bias| that the tensor-core rows, which add the f32 bias, do not
+// have; the bundled U-Nets' layers that run here have no bias.
+//
+// Where cuBLASLt has no algorithm for a shape (the heuristic finds none),
+// cublaslt_1x1 throws NotApplicable and conv2d runs the tensor-core row.
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <string>
@@ -143,11 +152,24 @@ void cublaslt_1x1(const Conv2dArgs& a, const void* packed_weights, const void* h
     // its layer shapes on its first image). No workspace: cuBLASLt then
     // needs no memory outside the runner's plan.
     const uint64_t planned = a.plan_pixels > 0 ? uint64_t(a.plan_pixels) : pixels;
+    // The pointers' alignment (up to 256 bytes, the heuristic's default
+    // assumption): a view that starts at a 16-byte multiple only must not
+    // get an algorithm that needs more.
+    const auto alignment = [](const void* p) {
+        uint32_t bytes = 256;
+        while (bytes > 1 && reinterpret_cast<uintptr_t>(p) % bytes != 0) bytes /= 2;
+        return bytes;
+    };
+    const void* c_ptr = a.residual ? a.residual.data : a.output.data;
+    const uint32_t align[4] = {alignment(packed_weights), alignment(a.input.data), alignment(c_ptr),
+                               alignment(a.output.data)};
     static std::mutex mutex;
-    static std::map<std::tuple<int, int, int, int, uint64_t, int, bool>, cublasLtMatmulAlgo_t> algos;
+    static std::map<std::tuple<int, int, int, int, uint64_t, int, bool, uint32_t>, cublasLtMatmulAlgo_t> algos;
     int device = 0;
     check_cuda(cudaGetDevice(&device), context(a), "cudaGetDevice");
-    const auto key = std::make_tuple(device, int(type), cin, cout, planned, int(epilogue), bool(a.residual));
+    const uint32_t least_aligned = std::min(std::min(align[0], align[1]), std::min(align[2], align[3]));
+    const auto key =
+        std::make_tuple(device, int(type), cin, cout, planned, int(epilogue), bool(a.residual), least_aligned);
     cublasLtMatmulAlgo_t algo;
     {
         std::lock_guard<std::mutex> lock(mutex);
@@ -165,23 +187,35 @@ void cublaslt_1x1(const Conv2dArgs& a, const void* packed_weights, const void* h
             check(cublasLtMatmulPreferenceSetAttribute(q.pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &no_split,
                                                        sizeof(no_split)),
                   a, "REDUCTION_SCHEME_MASK");
+            const cublasLtMatmulPreferenceAttributes_t align_attr[4] = {
+                CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+            for (int i = 0; i < 4; ++i)  // the key's least alignment for all four: one cached pick serves any
+                check(
+                    cublasLtMatmulPreferenceSetAttribute(q.pref, align_attr[i], &least_aligned, sizeof(least_aligned)),
+                    a, "MIN_ALIGNMENT");
             cublasLtMatmulHeuristicResult_t result{};
             int found = 0;
-            check(cublasLtMatmulAlgoGetHeuristic(handle, d.op, d.a, q.b, q.c, q.c, q.pref, 1, &result, &found), a,
-                  "heuristic");
-            if (found < 1) throw NotApplicable(context(a) + ": cuBLASLt has no algorithm for this GEMM");
+            const cublasStatus_t status =
+                cublasLtMatmulAlgoGetHeuristic(handle, d.op, d.a, q.b, q.c, q.c, q.pref, 1, &result, &found);
+            if (status == CUBLAS_STATUS_NOT_SUPPORTED || (status == CUBLAS_STATUS_SUCCESS && found < 1))
+                throw NotApplicable(context(a) + ": cuBLASLt has no algorithm for this GEMM");
+            check(status, a, "heuristic");
+            if (result.state != CUBLAS_STATUS_SUCCESS || result.workspaceSize != 0)
+                throw NotApplicable(context(a) + ": cuBLASLt's algorithm for this GEMM needs a workspace");
             it = algos.emplace(key, result.algo).first;
         }
         algo = it->second;
     }
-    if (planned != pixels) {  // the image's algorithm must also take this tile's size
+    if (planned != pixels) {  // the image's algorithm must also take this tile's size, with no workspace
         cublasLtMatmulHeuristicResult_t result{};
         check(cublasLtMatmulAlgoCheck(handle, d.op, d.a, d.b, d.c, d.c, &algo, &result), a,
               "check of the planned algorithm on this tile's size");
+        if (result.workspaceSize != 0)
+            throw Error(context(a) + ": cuBLASLt's algorithm for the whole image needs a workspace on this tile");
     }
     const float alpha = 1.0f, beta = a.residual ? 1.0f : 0.0f;
-    const void* c = a.residual ? a.residual.data : a.output.data;
-    check(cublasLtMatmul(handle, d.op, &alpha, packed_weights, d.a, a.input.data, d.b, &beta, c, d.c, a.output.data,
+    check(cublasLtMatmul(handle, d.op, &alpha, packed_weights, d.a, a.input.data, d.b, &beta, c_ptr, d.c, a.output.data,
                          d.c, &algo, nullptr, 0, stream),
           a, "matmul");
 }
