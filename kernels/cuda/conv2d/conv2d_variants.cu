@@ -36,6 +36,8 @@
 // A reduction too long for a grid of only ~1.5 waves may be split over two
 // igemm blocks (atomic add of exactly two partial sums onto zero: the result
 // does not depend on their order, so it stays deterministic).
+#include <cuda_fp16.h>
+
 #include <algorithm>
 #include <climits>
 #include <cstdint>
@@ -361,31 +363,34 @@ int tensor_core_row(const Conv2dArgs& a, const GpuInfo& gpu) {
     throw Error(context(a) + ": the tensor-core configuration " + config + " has no row in the variant table");
 }
 
-// The weights packed for a tensor-core kernel, freed (stream-ordered) however
-// the call that packed them per call leaves.
-struct TcPackedTemp {
+// Device memory a call makes for itself (weights packed, a bias rounded for
+// it), freed (stream-ordered) however the call leaves.
+struct CallTemp {
     void* ptr = nullptr;
     cudaStream_t stream;
-    ~TcPackedTemp() {
+    ~CallTemp() {
         if (ptr) cudaFreeAsync(ptr, stream);
+    }
+    // `bytes` of it on the stream; OutOfMemory naming `what` where none is left.
+    void* allocate(size_t bytes, const Conv2dArgs& a, const char* what) {
+        if (const cudaError_t err = cudaMallocAsync(&ptr, bytes, stream); err != cudaSuccess) {
+            cudaGetLastError();
+            ptr = nullptr;
+            if (err == cudaErrorMemoryAllocation)
+                throw OutOfMemory(context(a) + ": " + std::to_string(bytes) + " bytes for " + what);
+            throw_cuda(context(a), "cudaMallocAsync", err);
+        }
+        return ptr;
     }
 };
 
 // The call's weights packed for the tensor-core kernels (and cuBLASLt's
 // 1x1): its prepared ones where they are of this dtype and gate packing,
 // else packed now into `temp`.
-const void* packed_weights(const Conv2dArgs& a, DType dtype, TcPackedTemp& temp) {
+const void* packed_weights(const Conv2dArgs& a, DType dtype, CallTemp& temp) {
     const auto* prep = dynamic_cast<const Conv2dPrepared*>(a.prepared);
     if (prep && prep->tc_weights && prep->tc_dtype == dtype && prep->tc_gate == a.gate) return prep->tc_weights;
-    const size_t bytes = tc::tc_conv_weights_bytes(a.out_channels, a.input.shape.c, a.kernel);
-    const cudaError_t err = cudaMallocAsync(&temp.ptr, bytes, temp.stream);
-    if (err != cudaSuccess) {
-        cudaGetLastError();
-        temp.ptr = nullptr;
-        if (err == cudaErrorMemoryAllocation)
-            throw OutOfMemory(context(a) + ": " + std::to_string(bytes) + " bytes for the packed weights");
-        throw_cuda(context(a), "cudaMallocAsync(packed weights)", err);
-    }
+    temp.allocate(tc::tc_conv_weights_bytes(a.out_channels, a.input.shape.c, a.kernel), a, "the packed weights");
     try {
         tc::tc_conv_prepare_weights(a.weight.as<const float>(), a.out_channels, a.input.shape.c, a.kernel,
                                     dtype == DType::BF16 ? tc::TcDType::BF16 : tc::TcDType::F16, temp.ptr, temp.stream,
@@ -399,7 +404,7 @@ const void* packed_weights(const Conv2dArgs& a, DType dtype, TcPackedTemp& temp)
 void run_tensor_core(const Conv2dArgs& a, const Conv2dVariant& var, const GpuInfo& gpu, cudaStream_t stream) {
     tc::TcConvParams p = tc_params(a, gpu);
     p.force_config = var.tc_config;  // the row's configuration, not tc's pick
-    TcPackedTemp temp{nullptr, stream};
+    CallTemp temp{nullptr, stream};
     p.weights = packed_weights(a, var.dtype, temp);
     try {
         tc::tc_conv2d(p, stream);
@@ -410,22 +415,16 @@ void run_tensor_core(const Conv2dArgs& a, const Conv2dVariant& var, const GpuInf
 
 // The call's bias in `dtype` for the cuBLASLt rows: its prepared copy, else
 // rounded now into `temp`; null without a bias.
-const void* half_bias(const Conv2dArgs& a, DType dtype, TcPackedTemp& temp) {
+const void* half_bias(const Conv2dArgs& a, DType dtype, CallTemp& temp) {
     if (!a.bias) return nullptr;
     const auto* prep = dynamic_cast<const Conv2dPrepared*>(a.prepared);
     if (prep && prep->tc_bias && prep->tc_dtype == dtype) return prep->tc_bias;
-    const size_t bytes = size_t(a.out_channels) * 2;
-    if (const cudaError_t err = cudaMallocAsync(&temp.ptr, bytes, temp.stream); err != cudaSuccess) {
-        cudaGetLastError();
-        temp.ptr = nullptr;
-        throw_cuda(context(a), "cudaMallocAsync(half bias)", err);
-    }
-    round_bias(a, dtype, temp.ptr, temp.stream);
+    round_bias(a, dtype, temp.allocate(size_t(a.out_channels) * sizeof(__half), a, "the half bias"), temp.stream);
     return temp.ptr;
 }
 
 void run_cublaslt(const Conv2dArgs& a, const Conv2dVariant& var, cudaStream_t stream) {
-    TcPackedTemp weights{nullptr, stream}, bias{nullptr, stream};
+    CallTemp weights{nullptr, stream}, bias{nullptr, stream};
     cublaslt_1x1(a, packed_weights(a, var.dtype, weights), half_bias(a, var.dtype, bias), stream);
 }
 
@@ -627,10 +626,13 @@ std::unique_ptr<PreparedWeights> CudaBackend::prepare(const Conv2dArgs& a) {
         throw Error(context(a) + ": " + e.what());
     }
     if (cublas && a.bias) {  // the bias in the half type too, for the cuBLASLt rows
-        const size_t bias_bytes = size_t(a.out_channels) * 2;
+        const size_t bias_bytes = size_t(a.out_channels) * sizeof(__half);  // bf16 too: 2 bytes
         if (const cudaError_t err = cudaMalloc(&prep->tc_bias, bias_bytes); err != cudaSuccess) {
             cudaGetLastError();
             prep->tc_bias = nullptr;
+            if (err == cudaErrorMemoryAllocation)
+                throw OutOfMemory(context(a) + ": cudaMalloc of " + std::to_string(bias_bytes) +
+                                  " bytes for the half bias");
             throw_cuda(context(a), "cudaMalloc(half bias)", err);
         }
         round_bias(a, prep->tc_dtype, prep->tc_bias, stream_);
