@@ -35,9 +35,9 @@
 //
 // Measured (H200, f16, nafnet-large's shapes at 12 MP, 2026-12-03): window
 // 12-96 at 19-22% of the floor (0.114-0.931 ms; the previous version
-// 15-17%); window 192 at 13.9%, unchanged (2.607 ms: ncu, pass 1 0.73 ms at
-// 3.2 TB/s, pass 2 1.87 ms at 1.2 TB/s with 8 warps an SM and the issue
-// slots 36% busy: latency-bound, its rings allowing no more warps).
+// 15-17%); window 192 at 13.9%, unchanged (2.607 ms: ncu, pass 1 0.91 ms at
+// 2.6 TB/s, pass 2 1.69 ms at 1.4 TB/s with 8 warps an SM and the issue
+// slots 43% busy: latency-bound, its rings allowing no more warps).
 //
 // Error: the running sums are in double, restarted at every chunk, so their
 // drift is at most 2R slides of 2^-53 each of the magnitudes summed (R, the

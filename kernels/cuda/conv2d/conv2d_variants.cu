@@ -591,6 +591,21 @@ void conv2d(const Conv2dArgs& a, cudaStream_t stream, const GpuInfo& gpu, const 
     }
 }
 
+namespace {
+// `bytes` of device memory that prepared weights own (freed by
+// ~Conv2dPrepared); OutOfMemory naming `what` where none is left.
+void* prepared_alloc(size_t bytes, const Conv2dArgs& a, const char* what) {
+    void* p = nullptr;
+    if (const cudaError_t err = cudaMalloc(&p, bytes); err != cudaSuccess) {
+        cudaGetLastError();
+        if (err == cudaErrorMemoryAllocation)
+            throw OutOfMemory(context(a) + ": cudaMalloc of " + std::to_string(bytes) + " bytes for " + what);
+        throw_cuda(context(a), "cudaMalloc", err);
+    }
+    return p;
+}
+}  // namespace
+
 std::unique_ptr<PreparedWeights> CudaBackend::prepare(const Conv2dArgs& a) {
     use_device();
     const GpuInfo gpu{sm_count_, arch_, smem_optin_};
@@ -609,14 +624,8 @@ std::unique_ptr<PreparedWeights> CudaBackend::prepare(const Conv2dArgs& a) {
     auto prep = std::make_unique<Conv2dPrepared>();
     prep->cout = a.out_channels, prep->cin = a.input.shape.c, prep->kernel = a.kernel;
     prep->tc_dtype = conv2d_compute_dtype(a);
-    const size_t bytes = tc::tc_conv_weights_bytes(a.out_channels, a.input.shape.c, a.kernel);
-    if (const cudaError_t err = cudaMalloc(&prep->tc_weights, bytes); err != cudaSuccess) {
-        cudaGetLastError();
-        prep->tc_weights = nullptr;
-        if (err == cudaErrorMemoryAllocation)
-            throw OutOfMemory(context(a) + ": cudaMalloc of " + std::to_string(bytes) + " bytes for packed weights");
-        throw_cuda(context(a), "cudaMalloc(packed weights)", err);
-    }
+    prep->tc_weights =
+        prepared_alloc(tc::tc_conv_weights_bytes(a.out_channels, a.input.shape.c, a.kernel), a, "packed weights");
     prep->tc_gate = gates_natively(a);
     try {
         tc::tc_conv_prepare_weights(a.weight.as<const float>(), a.out_channels, a.input.shape.c, a.kernel,
@@ -626,15 +635,7 @@ std::unique_ptr<PreparedWeights> CudaBackend::prepare(const Conv2dArgs& a) {
         throw Error(context(a) + ": " + e.what());
     }
     if (cublas && a.bias) {  // the bias in the half type too, for the cuBLASLt rows
-        const size_t bias_bytes = size_t(a.out_channels) * sizeof(__half);  // bf16 too: 2 bytes
-        if (const cudaError_t err = cudaMalloc(&prep->tc_bias, bias_bytes); err != cudaSuccess) {
-            cudaGetLastError();
-            prep->tc_bias = nullptr;
-            if (err == cudaErrorMemoryAllocation)
-                throw OutOfMemory(context(a) + ": cudaMalloc of " + std::to_string(bias_bytes) +
-                                  " bytes for the half bias");
-            throw_cuda(context(a), "cudaMalloc(half bias)", err);
-        }
+        prep->tc_bias = prepared_alloc(size_t(a.out_channels) * sizeof(__half), a, "the half bias");  // bf16: 2 too
         round_bias(a, prep->tc_dtype, prep->tc_bias, stream_);
     }
     return prep;

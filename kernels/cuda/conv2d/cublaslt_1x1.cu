@@ -43,12 +43,13 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <tuple>
+#include <utility>
 
 #include "conv2d_kernels.cuh"
 #include "cuda/cuda_backend.cuh"
@@ -63,11 +64,9 @@ void check(cublasStatus_t status, const Conv2dArgs& a, const char* what) {
 
 // One handle per device, made on first use and kept for the process (a
 // handle is safe to share between threads; each call brings its stream).
-cublasLtHandle_t handle_for_device(const Conv2dArgs& a) {
+cublasLtHandle_t handle_for_device(int device, const Conv2dArgs& a) {
     static std::mutex mutex;
     static std::map<int, cublasLtHandle_t> handles;
-    int device = 0;
-    check_cuda(cudaGetDevice(&device), context(a), "cudaGetDevice");
     std::lock_guard<std::mutex> lock(mutex);
     cublasLtHandle_t& h = handles[device];
     if (!h) check(cublasLtCreate(&h), a, "handle creation");
@@ -141,7 +140,9 @@ void cublaslt_1x1(const Conv2dArgs& a, const void* packed_weights, const void* h
     check(cublasLtMatrixLayoutCreate(&d.a, type, uint64_t(cin), uint64_t(cout), int64_t(cin16)), a, "A layout");
     check(cublasLtMatrixLayoutCreate(&d.b, type, uint64_t(cin), pixels, int64_t(cin)), a, "B layout");
     check(cublasLtMatrixLayoutCreate(&d.c, type, uint64_t(cout), pixels, int64_t(cout)), a, "C/D layout");
-    const cublasLtHandle_t handle = handle_for_device(a);
+    int device = 0;
+    check_cuda(cudaGetDevice(&device), context(a), "cudaGetDevice");
+    const cublasLtHandle_t handle = handle_for_device(device, a);
 
     // The algorithm: the heuristic's pick for the planned pixels
     // (Conv2dArgs::plan_pixels: a whole image's, where this call is a tile
@@ -155,22 +156,21 @@ void cublaslt_1x1(const Conv2dArgs& a, const void* packed_weights, const void* h
     // The pointers' alignment (up to 256 bytes, the heuristic's default
     // assumption): a view that starts at a 16-byte multiple only must not
     // get an algorithm that needs more.
-    const auto alignment = [](const void* p) {
-        uint32_t bytes = 256;
-        while (bytes > 1 && reinterpret_cast<uintptr_t>(p) % bytes != 0) bytes /= 2;
-        return bytes;
-    };
     const void* c_ptr = a.residual ? a.residual.data : a.output.data;
-    const uint32_t align[4] = {alignment(packed_weights), alignment(a.input.data), alignment(c_ptr),
-                               alignment(a.output.data)};
+    uint32_t least_aligned = 256;
+    for (const void* p :
+         {packed_weights, static_cast<const void*>(a.input.data), c_ptr, static_cast<const void*>(a.output.data)})
+        while (least_aligned > 1 && reinterpret_cast<uintptr_t>(p) % least_aligned != 0) least_aligned /= 2;
+    // device, type, Cin, Cout, planned pixels, epilogue, residual, least alignment
+    using AlgoKey = std::tuple<int, int, int, int, uint64_t, int, bool, uint32_t>;
     static std::mutex mutex;
-    static std::map<std::tuple<int, int, int, int, uint64_t, int, bool, uint32_t>, cublasLtMatmulAlgo_t> algos;
-    int device = 0;
-    check_cuda(cudaGetDevice(&device), context(a), "cudaGetDevice");
-    const uint32_t least_aligned = std::min(std::min(align[0], align[1]), std::min(align[2], align[3]));
-    const auto key =
-        std::make_tuple(device, int(type), cin, cout, planned, int(epilogue), bool(a.residual), least_aligned);
+    static std::map<AlgoKey, cublasLtMatmulAlgo_t> algos;
+    // Tile sizes whose check of the image's algorithm passed (a tiled image
+    // has a few sizes; each is checked once, not on every call).
+    static std::set<std::pair<AlgoKey, uint64_t>> checked;
+    const AlgoKey key(device, int(type), cin, cout, planned, int(epilogue), bool(a.residual), least_aligned);
     cublasLtMatmulAlgo_t algo;
+    bool tile_checked = true;
     {
         std::lock_guard<std::mutex> lock(mutex);
         auto it = algos.find(key);
@@ -206,13 +206,16 @@ void cublaslt_1x1(const Conv2dArgs& a, const void* packed_weights, const void* h
             it = algos.emplace(key, result.algo).first;
         }
         algo = it->second;
+        tile_checked = planned == pixels || checked.count({key, pixels}) > 0;
     }
-    if (planned != pixels) {  // the image's algorithm must also take this tile's size, with no workspace
+    if (!tile_checked) {  // the image's algorithm must also take this tile's size, with no workspace
         cublasLtMatmulHeuristicResult_t result{};
         check(cublasLtMatmulAlgoCheck(handle, d.op, d.a, d.b, d.c, d.c, &algo, &result), a,
               "check of the planned algorithm on this tile's size");
         if (result.workspaceSize != 0)
             throw Error(context(a) + ": cuBLASLt's algorithm for the whole image needs a workspace on this tile");
+        std::lock_guard<std::mutex> lock(mutex);
+        checked.insert({key, pixels});
     }
     const float alpha = 1.0f, beta = a.residual ? 1.0f : 0.0f;
     check(cublasLtMatmul(handle, d.op, &alpha, packed_weights, d.a, a.input.data, d.b, &beta, c_ptr, d.c, a.output.data,
