@@ -46,7 +46,8 @@ train-denoise | train-deblock-q)
     cp "weights/data/shards/train-$k.tar" /tmp/shards/ && cp weights/data/shards/heldout-mini.tar /tmp/shards/heldout.tar
     if [ $mode = train-denoise ]; then
         export ARCH=drunet ARCH_KW='{"widths":[48,96,192,384],"blocks":3}' NAME=denoise-drunet
-        A="--init-from $root/weights/denoise-unet.h5 --lr 2e-4 --sigma-power 1.5 --ckpt-max-mib 40"
+        # DENOISE_ARGS: this run's recipe (the eighth session's by default)
+        A="--init-from $root/weights/denoise-unet.h5 ${DENOISE_ARGS:---lr 2e-4 --sigma-power 1.5} --ckpt-max-mib 40"
     else
         export TASK=deblock ARCH=drunet ARCH_KW='{"widths":[32,64,128,256],"blocks":2,"level_input":"jpeg_quality"}' NAME=deblock-q
         A="--init-from $root/weights/deblock.h5 --lr 2e-4 --batch 64 --jpeg-q 5,95 --jpeg-444 0.3 --jpeg-prior 0.33,60,95 --jpeg-workers 6"

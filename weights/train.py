@@ -1106,7 +1106,15 @@ def describe(args, results, rf, model=None):
 
 
 def loss_text(args):
+    if args.loss == "psnr":
+        # The held-out figure is a mean of per-photo PSNRs: each patch's -PSNR weighs a
+        # patch at noise 5 as much as one at 50, where MSE lets the noisiest dominate.
+        return f"PSNR (mean over the batch of each patch's 10 log10(MSE + {PSNR_LOSS_EPS:g}))"
     return "MSE" if args.loss == "mse" else f"Charbonnier (eps {args.charbonnier_eps:g})"
+
+
+# The PSNR loss's floor: 50 dB, so a clean patch (noise 0) cannot pull without bound.
+PSNR_LOSS_EPS = 1e-5
 
 
 def git_commit():
@@ -1212,8 +1220,12 @@ def parse_args(argv=None):
     ap.add_argument("--warmup-steps", type=int, default=300)
     ap.add_argument("--weight-decay", type=float, default=0.0)
     ap.add_argument("--clip", type=float, default=1.0, help="gradient norm clipping")
-    ap.add_argument("--loss", choices=("charbonnier", "mse"), default="charbonnier",
-                    help="training loss of this call (mse: what PSNR measures, for a final fine-tune)")
+    ap.add_argument("--loss", choices=("charbonnier", "mse", "psnr"), default="charbonnier",
+                    help="training loss of this call (mse: what PSNR measures, for a final fine-tune; psnr: each "
+                         "patch's PSNR, so that every noise level counts alike, as in the held-out mean)")
+    ap.add_argument("--ema", type=float, default=0.0, metavar="DECAY",
+                    help="keep an exponential moving average of the weights (e.g. 0.999) and end the call with "
+                         "it: the evaluation, checkpoint and model file are the average's (default 0: off)")
     ap.add_argument("--charbonnier-eps", type=float, default=1e-3)
     ap.add_argument("--sigma-power", type=float, default=1.0,
                     help="denoise: sigma = 55 * u^P with u uniform (1: uniform; above 1: low levels more often)")
@@ -1720,6 +1732,8 @@ def train(args, model, opt, state, patches, feeder, val, gen_dev, gen_cpu, devic
     last_eval = prev_seconds
     steps0, loss_acc, loss_n = state["step"], torch.zeros((), device=device), 0
     lr = 0.0
+    params = [p for p in model.parameters()]
+    ema = [p.detach().clone() for p in params] if args.ema > 0 else None
     while True:
         now = time.time()
         elapsed = now - t_loop - paused
@@ -1751,12 +1765,16 @@ def train(args, model, opt, state, patches, feeder, val, gen_dev, gen_cpu, devic
         diff = out.float() - clean
         if args.loss == "mse":
             loss = (diff * diff).mean()
+        elif args.loss == "psnr":
+            loss = 10.0 * torch.log10((diff * diff).mean(dim=(1, 2, 3)) + PSNR_LOSS_EPS).mean()
         else:
             loss = torch.sqrt(diff * diff + args.charbonnier_eps ** 2).mean()
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
         opt.step()
+        if ema is not None:
+            torch._foreach_lerp_(ema, params, 1.0 - args.ema)
         loss_acc += loss.detach()
         loss_n += 1
         state["step"] += 1
@@ -1783,6 +1801,14 @@ def train(args, model, opt, state, patches, feeder, val, gen_dev, gen_cpu, devic
         torch.cuda.synchronize()
     state["train_seconds"] = prev_seconds + (time.time() - t_loop - paused)
     vin, vout = validate(model, val, device, amp)
+    if ema is not None:  # the call ends with the average: say what it is worth on the same patches
+        with torch.no_grad():
+            for p, e in zip(params, ema):
+                p.copy_(e)
+        raw = vout
+        vin, vout = validate(model, val, device, amp)
+        call["ema"] = {"decay": args.ema, "val_psnr_last_weights": raw, "val_psnr_average": vout}
+        log(f"weight average (decay {args.ema:g}): val PSNR {raw:.3f} dB (last weights) -> {vout:.3f} dB (average)")
     state["val"] = {"step": state["step"], "input_psnr": vin, "output_psnr": vout}
     call["train_seconds"] = round(state["train_seconds"] - prev_seconds, 1)
     call["last_lr"] = lr
@@ -1913,7 +1939,8 @@ def provenance_text(args, state, nparams, model=None):
         + f"{len(calls)} call(s), {wall:.0f} s of training in total ("
         + ", ".join(f"steps {c['start_step']}-{c['end_step']} on {c['device']} in {c.get('precision', '?')}"
                     + (", torch.compile" if c.get("compile_seconds") else "")
-                    + (f", {c['loss']} loss" if c.get("loss", "").startswith("MSE") else "")
+                    + (f", {c['loss']} loss" if c.get("loss", "").startswith(("MSE", "PSNR")) else "")
+                    + (f", ending with the weights' moving average (decay {c['ema']['decay']:g})" if c.get("ema") else "")
                     + (f", {c['train_seconds']:.0f} s" if "train_seconds" in c else "")
                     + (f", training photos from {c['shard']}" if c.get("shard") else "")
                     + (f", {c['degradation']}" if c.get("degradation", degradation_text(args.task))
