@@ -26,6 +26,8 @@ mode=${1:-}
 O=${OUT:-/tmp/out}
 mkdir -p "$O" /tmp/models /tmp/shards
 root=$(pwd)
+# The tool links cuBLASLt: on the host it is in the CUDA toolkit or PyTorch's nvidia-cublas wheel.
+cuda_libs="/usr/local/cuda/lib64:/usr/local/cuda/lib:$(python3 -c "import nvidia.cublas, os; print(os.path.dirname(nvidia.cublas.__file__) + '/lib')" 2>/dev/null)"
 # A --bench --json report's model time (its stages' medians summed), precision and status.
 bench_sum() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); b=r.get('bench_ms',{}); print('%.2f' % sum(v['median_ms'] for k,v in b.items() if k.startswith('stage ')), r['precision']['used'], r['files'][0].get('status'))" "$1"; }
 case $mode in
@@ -64,7 +66,7 @@ verify) # one call after the trainings (carry .carry/gpu.tar.xz with test_ops, .
     mkdir -p /tmp/bgs && tar -xJf .carry/gpu.tar.xz -C /tmp/bgs
     (nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -DIMR_BUILD_SM90A=1 -Ikernels/cuda bench/bench_tensor_core.cu \
         kernels/cuda/conv2d_tensor_core.cu -lcudnn -o /tmp/bench_tc > /tmp/bench_tc_build.log 2>&1 &)
-    export LD_LIBRARY_PATH=/tmp/bgs/build-gpu-slim/lib; B=/tmp/bgs/build-gpu-slim; c=$(cat .carry/commit 2>/dev/null)
+    export LD_LIBRARY_PATH=/tmp/bgs/build-gpu-slim/lib:$cuda_libs; B=/tmp/bgs/build-gpu-slim; c=$(cat .carry/commit 2>/dev/null)
     timeout 170 $B/tests/test_ops --gtest_filter='*Conv2d/cuda' > "$O/test_ops-conv2d.log" 2>&1; echo "test_ops Conv2d/cuda rc $?"
     grep -E "worst error|\[  (PASSED|FAILED) |Failure" "$O/test_ops-conv2d.log" | cut -c1-300 | head -8
     while [ ! -x /tmp/bench_tc ] && [ $SECONDS -lt 260 ]; do sleep 3; done; tail -2 /tmp/bench_tc_build.log
@@ -82,7 +84,7 @@ folder) # the folder against its codec floor and the GPU default's timing (carry
     # bench_folder.sh twice with `denoise` (issue 16's folder goal: 64 copies
     # of a 12 MP JPEG), then --bench 20 of denoise-unet and denoise at 12 MP.
     mkdir -p /tmp/bgs && tar -xJf .carry/imr.tar.xz -C /tmp/bgs
-    export LD_LIBRARY_PATH=/tmp/bgs/build-gpu-slim/lib; X=/tmp/bgs/build-gpu-slim/imrestore
+    export LD_LIBRARY_PATH=/tmp/bgs/build-gpu-slim/lib:$cuda_libs; X=/tmp/bgs/build-gpu-slim/imrestore
     for k in 1 2; do
         OUT="$O/folder-$k" SETS=big COPIES_BIG=64 BIG_PHOTO=.carry/photo12mp.jpg timeout 100 \
             scripts/bench_folder.sh $X -d cuda -m denoise 2>&1 | head -3
@@ -98,7 +100,7 @@ validate) # a trained model's half precisions (carry .carry/imr.tar.xz and
     # 34 held-out photos at its task's degradations; the file with the
     # precisions that hold the bound comes back as $OUT/$MODEL.h5.
     mkdir -p /tmp/bgs /tmp/heldout && tar -xJf .carry/imr.tar.xz -C /tmp/bgs
-    export LD_LIBRARY_PATH=/tmp/bgs/build-gpu-slim/lib; X=/tmp/bgs/build-gpu-slim/imrestore; m=${MODEL:-denoise-unet}
+    export LD_LIBRARY_PATH=/tmp/bgs/build-gpu-slim/lib:$cuda_libs; X=/tmp/bgs/build-gpu-slim/imrestore; m=${MODEL:-denoise-unet}
     python3 -c "
 import sys; sys.path.insert(0, 'weights/data')
 from shards import read_shard
@@ -113,7 +115,7 @@ graph-ops) # issue 17's graph ops (carry .carry/graph.tar.xz: the slim build's i
     # instructions, stalls; NCU_CASES, default a depthwise and a layer_norm case),
     # then memcheck over the same op tests.
     mkdir -p /tmp/g && tar -xJf .carry/graph.tar.xz -C /tmp/g
-    export LD_LIBRARY_PATH=/tmp/g/build-gpu-slim/lib; B=/tmp/g/build-gpu-slim; c=$(cat .carry/commit 2>/dev/null)
+    export LD_LIBRARY_PATH=/tmp/g/build-gpu-slim/lib:$cuda_libs; B=/tmp/g/build-gpu-slim; c=$(cat .carry/commit 2>/dev/null)
     F=$(for o in ${OPS:-LayerNorm DepthwiseConv2d WindowMean Concat Activation}; do printf 'Backends/OpsTest.%s/cuda:' "$o"; done)
     timeout 150 $B/tests/test_ops --gtest_filter="${F%:}" > "$O/test_ops.log" 2>&1; echo "test_ops rc $?"
     grep -E "worst|PASSED|FAILED|Failure|elements beyond" "$O/test_ops.log" | head -12
@@ -156,7 +158,7 @@ nafnet-stages) # where nafnet-large's time goes (carry as graph-ops; after it in
     # nafnet 1x1 rows (ours against cuDNN, %floor) and `ncu` on the 32 -> 64
     # row (NCU_1X1: another row's name).
     [ -d /tmp/g/build-gpu-slim ] || { mkdir -p /tmp/g && tar -xJf .carry/graph.tar.xz -C /tmp/g; }
-    export LD_LIBRARY_PATH=/tmp/g/build-gpu-slim/lib; B=/tmp/g/build-gpu-slim; c=$(cat .carry/commit 2>/dev/null)
+    export LD_LIBRARY_PATH=/tmp/g/build-gpu-slim/lib:$cuda_libs; B=/tmp/g/build-gpu-slim; c=$(cat .carry/commit 2>/dev/null)
     [ -x /tmp/bench_tc ] || (nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -DIMR_BUILD_SM90A=1 -Ikernels/cuda \
         bench/bench_tensor_core.cu kernels/cuda/conv2d_tensor_core.cu -lcudnn -o /tmp/bench_tc > /tmp/bench_tc_build.log 2>&1 &)
     timeout 120 python3 weights/export_graph.py nafnet-large /tmp/nafnet-large.h5 > /tmp/export.log 2>&1 || tail -5 /tmp/export.log
@@ -183,8 +185,7 @@ unet-cublaslt) # the bundled U-Net denoisers with their deep 1x1 layers on cuBLA
     # fp32, fp16 and bf16 with IMRESTORE_CUBLASLT=1 (the default) and 0, tiled
     # (--tile 1000) and not, compared level by level; --bench 10 both ways.
     mkdir -p /tmp/g && tar -xJf .carry/imr.tar.xz -C /tmp/g
-    cub=$(python3 -c "import nvidia.cublas,os;print(os.path.dirname(nvidia.cublas.__file__)+'/lib')" 2>/dev/null)
-    export LD_LIBRARY_PATH=/tmp/g/build-gpu-slim/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib:$cub
+    export LD_LIBRARY_PATH=/tmp/g/build-gpu-slim/lib:$cuda_libs
     X=/tmp/g/build-gpu-slim/imrestore
     python3 -c "
 import numpy as n; from PIL import Image
@@ -232,7 +233,7 @@ tests)  # call 2 of 3: the tree with the other *.h5; carry .carry/gpu.tar.xz (wi
     cp /tmp/models/*.h5 weights/ 2>/dev/null
     [ -e /work/main ] || { mkdir -p /work && ln -s "$root" /work/main; }
     rm -rf build-gpu && ln -s /tmp/bgs/build-gpu-slim build-gpu
-    export LD_LIBRARY_PATH=/tmp/bgs/build-gpu-slim/lib
+    export LD_LIBRARY_PATH=/tmp/bgs/build-gpu-slim/lib:$cuda_libs
     if [ "${CLI_ONLY:-0}" != 1 ]; then
         timeout 240 build-gpu/tests/test_ops --gtest_filter='*Conv2d/cuda' > "$O/test_ops-conv2d.log" 2>&1; echo "test_ops Conv2d/cuda rc $?"
         grep -E "worst error|\[  (PASSED|FAILED) |Failure" "$O/test_ops-conv2d.log" | cut -c1-600 | head -8
@@ -248,7 +249,7 @@ bench)  # call 3 of 3 (carry .carry/gpu.tar.xz, .carry/photo12mp.jpg): quiet tim
     # (mma.sync); three models at 12 MP both ways; bench_gpu's conv suite
     # (the fp32 seed shapes).
     [ -d /tmp/bgs/build-gpu-slim ] || { mkdir -p /tmp/bgs && tar -xJf .carry/gpu.tar.xz -C /tmp/bgs; }
-    export LD_LIBRARY_PATH=/tmp/bgs/build-gpu-slim/lib; X=/tmp/bgs/build-gpu-slim/imrestore
+    export LD_LIBRARY_PATH=/tmp/bgs/build-gpu-slim/lib:$cuda_libs; X=/tmp/bgs/build-gpu-slim/imrestore
     mkdir -p /tmp/rep && cp /tmp/models/*.h5 weights/ 2>/dev/null
     c=$(cat .carry/commit 2>/dev/null)
     IMRESTORE_WGMMA=1 timeout 150 /tmp/bench_tc --bench --runs 20 --json /tmp/rep/bench_tc-wgmma.json --commit "$c" > /tmp/rep/bench_tc-wgmma.log 2>&1
