@@ -21,6 +21,7 @@
 #include "eval/noise_estimate.h"
 #include "image/image_io.h"
 #include "image/jpeg_projection.h"
+#include "image/neutral_gray.h"
 #include "image_test_files.h"
 #include "metadata_test_files.h"
 #include "model_file.h"
@@ -433,6 +434,69 @@ TEST(Cli, LevelsGivenOrEstimatedReachTheModel) {
     RunResult range = run(noise_model, in, "--noise-level 300");
     EXPECT_EQ(range.code, 2);
     EXPECT_NE(range.err.find("0..255"), std::string::npos) << range.err;
+}
+
+// A gray photo stays gray (image/neutral_gray.h): an RGB PNG with R = G = B
+// and its JPEG (neutral chroma) through a denoiser, the JPEG through a
+// deblocker too, each said per file in --json. The output is the channel
+// mean of what the model made: a copy with one sample tinted is restored in
+// color, and away from that sample the gray output is its channel mean. A
+// color photo is left as the model made it.
+TEST(Cli, GrayPhotosStayGray) {
+    ScratchDir dir("cli-neutral-gray");
+    fs::create_directories(dir / "in");
+    const Image gray = read_image(sample("camera.png"));  // one channel
+    ASSERT_EQ(gray.color_channels(), 1);
+    Image rgb;
+    rgb.width = gray.width, rgb.height = gray.height, rgb.channels = 3;
+    rgb.allocate();
+    for (size_t i = 0; i < size_t(gray.width) * gray.height; ++i)
+        for (int c = 0; c < 3; ++c) rgb.set_sample(i * 3 + c, gray.sample(i));
+    write_image(dir / "in/gray.png", rgb);
+    WriteOptions q40;
+    q40.jpeg_quality = 40;
+    write_image(dir / "in/grayjpeg.jpg", rgb, q40);
+    ASSERT_TRUE(is_neutral_rgb(read_image(dir / "in/grayjpeg.jpg")));  // libjpeg: zero chroma decodes to R = G = B
+    Image tinted = rgb;  // one sample off: no longer gray, so restored as color
+    tinted.set_sample(0, uint16_t(rgb.sample(0) == 255 ? 254 : rgb.sample(0) + 1));
+    write_image(dir / "in/tinted.png", tinted);
+    write_image(dir / "in/color.png", read_image(sample("chelsea.png")));
+    const std::string flags = " --format png -d cpu --json";
+    RunResult r = imrestore(q(dir / "in") + " -o " + q(dir / "out") + flags + " -m denoise-fast", dir);
+    ASSERT_EQ(r.code, 0) << r.err;
+    RunResult j = imrestore(
+        q(dir / "in/grayjpeg.jpg") + " -o " + q(dir / "gray-deblocked.png") + flags + " -m deblock-fast", dir);
+    ASSERT_EQ(j.code, 0) << j.err;
+    auto kept_gray = [](const RunResult& run, const std::string& name) {
+        const nlohmann::json report = nlohmann::json::parse(run.out);  // kept: the loop reads into it
+        for (const auto& f : report["files"])
+            if (f["input"].get<std::string>().find(name) != std::string::npos) return f.value("kept_gray", false);
+        ADD_FAILURE() << name << " is not in the report";
+        return false;
+    };
+    EXPECT_TRUE(kept_gray(r, "gray.png"));
+    EXPECT_TRUE(kept_gray(r, "grayjpeg.jpg"));
+    EXPECT_FALSE(kept_gray(r, "tinted.png"));
+    EXPECT_FALSE(kept_gray(r, "color.png"));
+    EXPECT_TRUE(kept_gray(j, "grayjpeg.jpg"));
+    for (const fs::path& out : {dir / "out/gray.png", dir / "gray-deblocked.png"}) {
+        SCOPED_TRACE(out.string());
+        EXPECT_TRUE(is_neutral_rgb(read_image(out)));
+    }
+    // The tinted photo differs from the gray one in one sample: its output,
+    // made by the same model, is color, and the gray output is its channel
+    // mean wherever the one changed sample's receptive field does not reach.
+    const Image color_out = read_image(dir / "out/tinted.png"), gray_out = read_image(dir / "out/gray.png");
+    EXPECT_FALSE(is_neutral_rgb(color_out));
+    size_t far = 0, equal = 0;
+    for (int y = 100; y < color_out.height; ++y)
+        for (int x = 100; x < color_out.width; ++x, ++far) {
+            const size_t i = (size_t(y) * color_out.width + x) * 3;
+            const uint32_t sum = uint32_t(color_out.sample(i)) + color_out.sample(i + 1) + color_out.sample(i + 2);
+            equal += gray_out.sample(i) == (sum + 1) / 3;
+        }
+    EXPECT_EQ(equal, far);
+    EXPECT_FALSE(is_neutral_rgb(read_image(dir / "out/color.png")));
 }
 
 // A deblocking model's output for a JPEG input is projected onto the file's

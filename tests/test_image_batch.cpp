@@ -12,7 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "error.h"
 #include "image/image_batch.h"
+#include "image/neutral_gray.h"
 #include "image_test_files.h"
 
 using imr::Image;
@@ -182,3 +184,45 @@ TEST(ImageBatchReference, FromPlanesMatchesPlainLoops) {
 }
 
 }  // namespace
+
+// A gray photo stays gray (app/image/neutral_gray.h): is_neutral_rgb tells an
+// RGB(A) image whose R, G and B agree everywhere, and make_neutral_rgb sets
+// each pixel's three to their mean, rounded to nearest (checked against the
+// mean in double), alpha untouched; gray images and color photos are not
+// neutral, one differing sample anywhere (the last pixel included) is enough.
+TEST(NeutralGray, DetectsGrayRgbAndMakesOutputsGray) {
+    std::mt19937 rng(std::random_device{}());
+    for (int depth : {8, 16})
+        for (int channels : {1, 2, 3, 4})
+            for (auto [w, h] : kSizes) {
+                SCOPED_TRACE(std::to_string(w) + "x" + std::to_string(h) + "x" + std::to_string(channels) + " " +
+                             std::to_string(depth) + "-bit");
+                Image img = random_image(rng, w, h, channels, depth);
+                const bool rgb = channels >= 3;
+                // A random color image (two pixels at least differ, but a 1x1 may by chance be gray).
+                const std::vector<uint16_t> before = img.samples_u16();
+                bool gray_by_chance = rgb;
+                for (size_t i = 0; rgb && i < size_t(w) * h; ++i)
+                    gray_by_chance &= before[i * channels] == before[i * channels + 1] &&
+                                      before[i * channels + 1] == before[i * channels + 2];
+                EXPECT_EQ(imr::is_neutral_rgb(img), gray_by_chance);
+                if (!rgb) {
+                    EXPECT_THROW(imr::make_neutral_rgb(img), imr::Error);
+                    continue;
+                }
+                imr::make_neutral_rgb(img);
+                const std::vector<uint16_t> after = img.samples_u16();
+                for (size_t i = 0; i < size_t(w) * h; ++i) {
+                    const double mean =
+                        (double(before[i * channels]) + before[i * channels + 1] + before[i * channels + 2]) / 3.0;
+                    for (int c = 0; c < 3; ++c)
+                        ASSERT_EQ(after[i * channels + c], uint16_t(std::floor(mean + 0.5))) << "pixel " << i;
+                    if (channels == 4) ASSERT_EQ(after[i * channels + 3], before[i * channels + 3]) << "pixel " << i;
+                }
+                EXPECT_TRUE(imr::is_neutral_rgb(img));
+                // One sample off, at the last pixel: no longer neutral.
+                const size_t last = (size_t(w) * h - 1) * channels + 1;
+                img.set_sample(last, uint16_t(after[last] == 0 ? 1 : after[last] - 1));
+                EXPECT_FALSE(imr::is_neutral_rgb(img));
+            }
+}

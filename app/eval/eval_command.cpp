@@ -18,6 +18,7 @@
 #include "image/image_batch.h"
 #include "image/jpeg_projection.h"
 #include "image/jpeg_quality.h"
+#include "image/neutral_gray.h"
 #include "jobs/file_report.h"
 #include "jobs/plan_jobs.h"
 #include "jobs/run_each_file.h"
@@ -83,6 +84,7 @@ struct Entry {
     std::vector<uint8_t> jpeg;  // the degraded image's JPEG file, for --jpeg-projection (empty: none)
     std::string jpeg_name;      // what messages call it
     bool jpeg_projected = false;
+    bool kept_gray = false;  // the degraded image was neutral RGB, so the output was made so (neutral_gray.h)
     std::map<std::string, double> psnr, ssim;
 };
 
@@ -320,6 +322,7 @@ std::string json(const Report& r, const EvalOptions& o, const PlannedJobs& plan,
             image["channels"] = e.clean.channels;
             if (!e.drawn.empty()) image["degradation"] = e.drawn;
             if (e.jpeg_projected) image["jpeg_projected"] = true;
+            if (e.kept_gray) image["kept_gray"] = true;
             image["psnr"] = scores(e.psnr);
             image["ssim"] = scores(e.ssim);
         }
@@ -418,6 +421,10 @@ int run_eval(const EvalOptions& o) {
             r.time.total_ms += ms, ++r.time.images;
             r.time.megapixels += double(e.degraded.width) * e.degraded.height / 1e6;
             Image restored = planes_to_image(out.data(), channels, e.degraded, 8);
+            if (is_neutral_rgb(e.degraded)) {  // as restoring does (image/neutral_gray.h), before the projection
+                make_neutral_rgb(restored);
+                e.kept_gray = true;
+            }
             if (!e.jpeg.empty()) {
                 try {
                     project_onto_jpeg(restored, read_jpeg_coefficients(e.jpeg_name, e.jpeg));

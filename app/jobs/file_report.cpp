@@ -62,6 +62,7 @@ Json file_json(const FileResult& f) {
               {"warnings", f.warnings}};
     if (!f.precision.empty()) j["precision"] = f.precision;
     if (f.jpeg_projected) j["jpeg_projected"] = true;
+    if (f.kept_gray) j["kept_gray"] = true;
     if (!f.levels.empty()) {
         Json& levels = j["levels"] = Json::array();
         for (const FileResult::Level& l : f.levels)

@@ -26,6 +26,9 @@ struct FileResult {
     // Restore with PipelineOptions::jpeg_projection: the output was projected
     // onto its JPEG's quantization cells (image/jpeg_projection.h).
     bool jpeg_projected = false;
+    // Restore, a restored file: the input was RGB with R = G = B at every
+    // pixel, and the output was made so too (image/neutral_gray.h).
+    bool kept_gray = false;
     // A level a model took as an extra input (restore with a model that
     // takes noise_level / jpeg_quality), or that degrade --estimate-noise
     // measured: on the user's scale (noise_level: sigma 0..255;

@@ -19,6 +19,7 @@
 #include "image/image_batch.h"
 #include "image/jpeg_projection.h"
 #include "image/jpeg_quality.h"
+#include "image/neutral_gray.h"
 #include "jobs/output_folders.h"
 #include "pipeline/compute_lanes.h"
 #include "pipeline/host_tiles.h"
@@ -50,6 +51,7 @@ struct Decoded {
     std::vector<std::string> warnings;  // of reading (metadata dropped)
     ImageLevels levels;                 // the model's extra inputs for it (PipelineOptions::levels)
     JpegBytes jpeg;                     // the JPEG file itself (PipelineOptions::jpeg_projection), else null
+    bool neutral = false;               // RGB with R = G = B everywhere: the output is made so too (neutral_gray.h)
     double ms = 0, to_nchw_ms = 0, levels_ms = 0;
 };
 
@@ -63,6 +65,7 @@ struct Pending {
     std::vector<std::string> warnings;
     ImageLevels levels;
     JpegBytes jpeg;
+    bool neutral;  // Decoded::neutral
 };
 
 // Standard input, whole (one image; "-" in messages).
@@ -142,6 +145,7 @@ struct WriteOutcome {
     std::string error;                  // empty: written
     std::vector<std::string> warnings;  // metadata that could not be written
     bool jpeg_projected = false;        // FileResult::jpeg_projected
+    bool kept_gray = false;             // FileResult::kept_gray
 };
 
 struct Written {
@@ -296,6 +300,7 @@ private:
         Precision precision = Precision::Fp32;  // what its batch was computed in
         std::vector<FileResult::Level> levels;  // the levels its model was given (--noise-level, estimated)
         bool jpeg_projected = false;
+        bool kept_gray = false;
         bool done = false;
     };
     Slot& slot(size_t seq) { return window_[seq - base_]; }
@@ -340,6 +345,7 @@ private:
             }
             if (options_.jpeg_projection && is_jpeg(bytes))
                 d.jpeg = std::make_shared<const std::vector<uint8_t>>(std::move(bytes));
+            d.neutral = is_neutral_rgb(d.image);  // before the model: a restore in its samples overwrites them
             items_per_image(d.image, runner_.model().channels);  // throws if the channels cannot map
             // Refuse what cannot be written (16-bit or alpha to JPEG, ...) before any compute.
             check_can_write(to_stdout ? "-." + options_.stdout_format : job.output, d.image.channels, d.image.bit_depth,
@@ -395,6 +401,7 @@ private:
         if (status == FileResult::Status::Restored) r.precision = precision_name(s.precision);
         r.levels = std::move(s.levels);
         r.jpeg_projected = s.jpeg_projected;
+        r.kept_gray = s.kept_gray;
         if (image)
             r.width = image->width, r.height = image->height, r.channels = image->channels,
             r.bit_depth = image->bit_depth;
@@ -438,7 +445,7 @@ private:
         }
         const bool tiled = d.tiled;
         pending_.push_back({i, std::move(d.image), std::move(d.planes), d.floats, tiled, d.samples,
-                            std::move(d.warnings), std::move(d.levels), std::move(d.jpeg)});
+                            std::move(d.warnings), std::move(d.levels), std::move(d.jpeg), d.neutral});
         if (tiled) flush();
     }
 
@@ -737,13 +744,14 @@ private:
             dims.bit_depth = p.image.bit_depth;
             const std::string path = slot(p.job).job.output, input = slot(p.job).job.input;
             const bool restored = p.samples;
-            writing_.push_back({p.job, dims, std::move(p.warnings),
-                                std::async(std::launch::async,
-                                           [this, path, input, source = std::move(p.image), planes = std::move(planes),
-                                            made = std::move(r.image), restored, jpeg = std::move(p.jpeg)]() mutable {
-                                               return convert_and_write(path, std::move(source), std::move(planes),
-                                                                        std::move(made), restored, input, jpeg);
-                                           })});
+            writing_.push_back(
+                {p.job, dims, std::move(p.warnings),
+                 std::async(std::launch::async, [this, path, input, source = std::move(p.image),
+                                                 planes = std::move(planes), made = std::move(r.image), restored,
+                                                 jpeg = std::move(p.jpeg), neutral = p.neutral]() mutable {
+                     return convert_and_write(path, std::move(source), std::move(planes), std::move(made), restored,
+                                              input, jpeg, neutral);
+                 })});
         }
         if (batch.size() > 1) pool_.give(std::move(r.output));
     }
@@ -751,10 +759,12 @@ private:
     // On a worker thread: the model's output planes back to an image (or
     // the image a tiled run made, or the source itself where it was
     // `restored` in its samples) with the source's metadata (moved, not
-    // copied), projected onto its JPEG's cells where `jpeg` holds the input
-    // file, then encoded and written.
+    // copied), made neutral again where the input was (`neutral`), projected
+    // onto its JPEG's cells where `jpeg` holds the input file, then encoded
+    // and written. Neutral first: a neutral JPEG's chroma coefficients are
+    // all zero, so the projection keeps the output neutral.
     WriteOutcome convert_and_write(const std::string& path, Image source, HostBuffer planes, Image made, bool restored,
-                                   const std::string& input, const JpegBytes& jpeg) {
+                                   const std::string& input, const JpegBytes& jpeg, bool neutral) {
         auto t = std::chrono::steady_clock::now();
         Image image;
         WriteOutcome outcome;
@@ -774,6 +784,10 @@ private:
                 image.metadata = std::move(source.metadata);
             }
             source.release_samples();  // not needed to encode: a huge photo's input goes now
+            if (neutral) {
+                make_neutral_rgb(image);
+                outcome.kept_gray = true;
+            }
         } catch (const std::exception& e) {
             outcome.error = path + ": " + e.what();
             return outcome;
@@ -833,6 +847,7 @@ private:
         if (!error.empty()) report_.megapixels -= double(w.source.width) * w.source.height / 1e6;
         w.warnings.insert(w.warnings.end(), outcome.warnings.begin(), outcome.warnings.end());
         slot(w.job).jpeg_projected = outcome.jpeg_projected && error.empty();
+        slot(w.job).kept_gray = outcome.kept_gray && error.empty();
         finish(w.job, error.empty() ? FileResult::Status::Restored : FileResult::Status::Failed, error, &w.source,
                std::move(w.warnings));
     }
