@@ -21,6 +21,7 @@
 #include "eval/validate_precision.h"
 #include "image/jpeg_projection.h"
 #include "image/jpeg_quality.h"
+#include "image/neutral_gray.h"
 #include "jobs/file_report.h"
 #include "jobs/plan_jobs.h"
 #include "model_registry.h"
@@ -88,6 +89,7 @@ struct Options {
     bool noise_level_given = false;        // else it is estimated per image
     int jpeg_quality = 0;                  // --jpeg-quality Q (1..100); 0: not given (read from each JPEG)
     std::string jpeg_projection = "auto";  // --jpeg-projection auto|on|off (jpeg_projection_wanted)
+    std::string keep_gray = "auto";        // --keep-gray auto|on|off (keep_gray_wanted)
     std::string model_to_show;             // `imrestore model X`
     ValidatePrecisionOptions validate;     // `imrestore model X --validate-precision DIR [--write OUT.h5]`
     bool models_json = false;              // `imrestore models --json`
@@ -206,7 +208,7 @@ private:
 // What a restore report says before its files: model, device, precision,
 // batch, shard (with --json-lines before the listing is over: without its counts).
 void add_run_header(Json& doc, const JobStream& jobs, const ModelRunner& runner, const ModelChoice& choice,
-                    double strength, bool jpeg_projection) {
+                    double strength, bool jpeg_projection, bool keep_gray) {
     const ModelFile& model = runner.model();
     const Backend& backend = runner.backend();
     doc["model"] = {{"name", model.name}, {"path", model.path}, {"selected_by", choice.selected_by}};
@@ -230,6 +232,8 @@ void add_run_header(Json& doc, const JobStream& jobs, const ModelRunner& runner,
     doc["strength"] = {{"value", strength}, {"applies_to", model.extra_inputs.empty() ? "blend" : "level"}};
     // --jpeg-projection: whether JPEG inputs' outputs are projected (each file's "jpeg_projected" says where it was).
     doc["jpeg_projection"] = jpeg_projection;
+    // --keep-gray: whether gray RGB inputs' outputs are kept gray (each file's "kept_gray" says where it was).
+    doc["keep_gray"] = keep_gray;
     doc["shard"] = shard_json(jobs.shard(), jobs.selected(), jobs.listed(), jobs.finished());
 }
 
@@ -254,9 +258,10 @@ void add_run_summary(Json& doc, const PipelineReport& r) {
 
 // --json: the whole report, once the run is over (every file's entry held until then).
 std::string report_json(const JobStream& jobs, const ModelRunner& runner, const ModelChoice& choice, double strength,
-                        bool jpeg_projection, const PipelineReport& r, const std::vector<FileResult>& results) {
+                        bool jpeg_projection, bool keep_gray, const PipelineReport& r,
+                        const std::vector<FileResult>& results) {
     Json doc = json_document();
-    add_run_header(doc, jobs, runner, choice, strength, jpeg_projection);
+    add_run_header(doc, jobs, runner, choice, strength, jpeg_projection, keep_gray);
     Json& files = doc["files"] = Json::array();
     for (const FileResult& f : results) files.push_back(file_json(f));
     add_run_summary(doc, r);
@@ -407,6 +412,7 @@ int run_restore(const Options& o) {
     ModelFile model = load_model_file(resolve_model(choice.name));
     const LevelPlan levels = plan_levels(o, model);
     const bool jpeg_projection = jpeg_projection_wanted(o.jpeg_projection, model.task);
+    const bool keep_gray = keep_gray_wanted(o.keep_gray, model.task);
     settings.extra_inputs = levels.fixed;
     ModelRunner runner(model, *backend, settings);
     bool chatty = !o.quiet && !o.json && !o.json_lines;
@@ -443,6 +449,7 @@ int run_restore(const Options& o) {
     p.blend = levels.blend;
     p.levels = levels.per_image;
     p.jpeg_projection = jpeg_projection;
+    p.keep_gray = keep_gray;
     p.cancel = &g_cancel;
     std::signal(SIGPIPE, SIG_IGN);  // a closed output pipe is an error of that write (EPIPE), not death
     std::signal(SIGINT, on_interrupt);
@@ -450,7 +457,7 @@ int run_restore(const Options& o) {
 
     if (o.json_lines) {
         Json start = json_record("start");
-        add_run_header(start, jobs, runner, choice, o.strength, jpeg_projection);
+        add_run_header(start, jobs, runner, choice, o.strength, jpeg_projection, keep_gray);
         std::cout << json_line(start) << std::flush;
     }
     Progress progress(!o.quiet && isatty(STDERR_FILENO));
@@ -474,7 +481,7 @@ int run_restore(const Options& o) {
 
     int restored = report.count(FileResult::Status::Restored), failed = report.count(FileResult::Status::Failed);
     if (o.json) {
-        std::cout << report_json(jobs, runner, choice, o.strength, jpeg_projection, report, results);
+        std::cout << report_json(jobs, runner, choice, o.strength, jpeg_projection, keep_gray, report, results);
     } else if (o.json_lines) {
         Json end = json_record("summary");
         end["shard"] = shard_json(jobs.shard(), jobs.selected(), jobs.listed(), jobs.finished());
@@ -615,6 +622,12 @@ void setup(CLI::App& app, Options& o) {
                    "coefficient within its quantization step of the file's), which the original photo is one of: "
                    "no farther from it than the model's output; auto: for models whose task is deblock, off for the "
                    "others (noise or blur besides the artifacts would be kept)")
+        ->check(CLI::IsMember({"auto", "on", "off"}))
+        ->capture_default_str();
+    app.add_option("--keep-gray", o.keep_gray,
+                   "Keep a gray photo gray: an RGB input with R = G = B at every pixel gets each output pixel's R, G "
+                   "and B set to their mean (where the model would leave specks of color); auto: for the tasks that "
+                   "restore an image's own colors (denoise, deblock, deblur, photo, sharpen)")
         ->check(CLI::IsMember({"auto", "on", "off"}))
         ->capture_default_str();
     app.add_option("--png-compression", o.png_compression,

@@ -12,13 +12,13 @@
 # and those that do not. -g: bash-completion sources this file in a function.
 declare -gA _imrestore_valued=(
     [restore]='-o --output -m --model -d --device --precision -b --batch --format --suffix --codec --bit-depth --quality
-        --strength --noise-level --jpeg-quality --jpeg-projection --png-compression -j --threads --tile --max-memory --max-pixels
+        --strength --noise-level --jpeg-quality --jpeg-projection --keep-gray --png-compression -j --threads --tile --max-memory --max-pixels
         --bench --kernel --shard --shard-count'
     [models]=''
     [model]='--validate-precision --write -d --device'
     [degrade]='-o --output --blur --noise --jpeg --subsampling --mix --seed --format --shard --shard-count'
     [eval]='-m --model -d --device -j --threads --blur --noise --jpeg --subsampling --mix --seed --degraded
-        --baselines --jpeg-projection --shard --shard-count'
+        --baselines --jpeg-projection --keep-gray --shard --shard-count'
 )
 declare -gA _imrestore_flags=(
     [restore]='-h --help --version -r --recursive -f --force --strip --tta --timing --json --json-lines -q --quiet'
@@ -87,7 +87,7 @@ _imrestore_add_values() {
         ;;
     --format) for name in $_imrestore_output_formats; do [[ $name == "$value"* ]] && candidates+=("$name"); done ;;
     --precision) for name in fp32 tf32 bf16 fp16 auto; do [[ $name == "$value"* ]] && candidates+=("$name"); done ;;
-    --jpeg-projection) for name in auto on off; do [[ $name == "$value"* ]] && candidates+=("$name"); done ;;
+    --jpeg-projection | --keep-gray) for name in auto on off; do [[ $name == "$value"* ]] && candidates+=("$name"); done ;;
     --codec) for name in auto opencv stb; do [[ $name == "$value"* ]] && candidates+=("$name"); done ;;
     --bit-depth) for name in 0 8 16; do [[ $name == "$value"* ]] && candidates+=("$name"); done ;;
     --subsampling) for name in 420 444; do [[ $name == "$value"* ]] && candidates+=("$name"); done ;;

@@ -497,6 +497,14 @@ TEST(Cli, GrayPhotosStayGray) {
         }
     EXPECT_EQ(equal, far);
     EXPECT_FALSE(is_neutral_rgb(read_image(dir / "out/color.png")));
+    // --keep-gray off: the model's own output, with its specks of color.
+    RunResult off = imrestore(
+        q(dir / "in/gray.png") + " -o " + q(dir / "gray-off.png") + flags + " -m denoise-fast --keep-gray off", dir);
+    ASSERT_EQ(off.code, 0) << off.err;
+    EXPECT_EQ(nlohmann::json::parse(off.out)["keep_gray"], false);
+    EXPECT_FALSE(kept_gray(off, "gray.png"));
+    EXPECT_FALSE(is_neutral_rgb(read_image(dir / "gray-off.png")));
+    EXPECT_EQ(nlohmann::json::parse(r.out)["keep_gray"], true);
 }
 
 // A deblocking model's output for a JPEG input is projected onto the file's

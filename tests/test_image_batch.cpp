@@ -191,7 +191,9 @@ TEST(ImageBatchReference, FromPlanesMatchesPlainLoops) {
 // mean in double), alpha untouched; gray images and color photos are not
 // neutral, one differing sample anywhere (the last pixel included) is enough.
 TEST(NeutralGray, DetectsGrayRgbAndMakesOutputsGray) {
-    std::mt19937 rng(std::random_device{}());
+    const unsigned seed = std::random_device{}();
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    std::mt19937 rng(seed);
     for (int depth : {8, 16})
         for (int channels : {1, 2, 3, 4})
             for (auto [w, h] : kSizes) {
@@ -225,4 +227,23 @@ TEST(NeutralGray, DetectsGrayRgbAndMakesOutputsGray) {
                 img.set_sample(last, uint16_t(after[last] == 0 ? 1 : after[last] - 1));
                 EXPECT_FALSE(imr::is_neutral_rgb(img));
             }
+}
+
+// --keep-gray: auto keeps gray for the tasks that restore an image's own
+// colors, not for a model of another task (a colorizer); on and off say so
+// for any task; another mode is refused, naming the option.
+TEST(NeutralGray, KeepGrayFollowsTheModelsTask) {
+    for (const char* task : {"denoise", "deblock", "deblur", "photo", "sharpen"}) {
+        EXPECT_TRUE(imr::keep_gray_wanted("auto", task)) << task;
+        EXPECT_FALSE(imr::keep_gray_wanted("off", task)) << task;
+    }
+    EXPECT_FALSE(imr::keep_gray_wanted("auto", "colorize"));
+    EXPECT_FALSE(imr::keep_gray_wanted("auto", ""));
+    EXPECT_TRUE(imr::keep_gray_wanted("on", "colorize"));
+    try {
+        imr::keep_gray_wanted("yes", "denoise");
+        ADD_FAILURE() << "--keep-gray yes was taken";
+    } catch (const imr::Error& e) {
+        EXPECT_NE(std::string(e.what()).find("--keep-gray yes"), std::string::npos) << e.what();
+    }
 }

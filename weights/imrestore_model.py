@@ -1140,8 +1140,9 @@ def restore_uint8(model, image, extra_inputs=None):
     [H, W] (gray) or [H, W, 3] (RGB). Samples / 255 -> model -> clamp to [0, 1]
     -> * 255, round to nearest. A gray image through a 3-channel model is
     replicated to R=G=B and the result is the mean of R, G, B; an RGB image
-    through a 1-channel model runs each channel on its own. extra_inputs: as
-    apply_model's."""
+    through a 1-channel model runs each channel on its own. (An RGB image with
+    R = G = B everywhere the CLI also keeps gray, --keep-gray; not done here.)
+    extra_inputs: as apply_model's."""
     img = np.asarray(image)
     if img.dtype != np.uint8:
         raise ModelError("restore_uint8: image must be uint8")

@@ -1224,8 +1224,10 @@ def parse_args(argv=None):
                     help="training loss of this call (mse: what PSNR measures, for a final fine-tune; psnr: each "
                          "patch's PSNR, so that every noise level counts alike, as in the held-out mean)")
     ap.add_argument("--ema", type=float, default=0.0, metavar="DECAY",
-                    help="keep an exponential moving average of the weights (e.g. 0.999) and end the call with "
-                         "it: the evaluation, checkpoint and model file are the average's (default 0: off)")
+                    help="keep an exponential moving average of the weights (0 <= DECAY < 1, e.g. 0.999) and end "
+                         "the call with it: the final evaluation, checkpoint and model file are the average's; the "
+                         "checkpoints and evaluations during the call are of the last weights, and a resumed call "
+                         "starts a new average (default 0: off)")
     ap.add_argument("--charbonnier-eps", type=float, default=1e-3)
     ap.add_argument("--sigma-power", type=float, default=1.0,
                     help="denoise: sigma = 55 * u^P with u uniform (1: uniform; above 1: low levels more often)")
@@ -1278,6 +1280,8 @@ def parse_args(argv=None):
         ap.error("--patch must be a multiple of 16")
     if args.export_only and not args.resume:
         ap.error("--export-only needs --resume")
+    if not 0.0 <= args.ema < 1.0:
+        raise SystemExit(f"train.py: --ema {args.ema:g}: the decay must be at least 0 and below 1 (0: off)")
     if args.init_from and args.resume:
         ap.error("--init-from starts a new run from a model file; --resume continues a checkpoint: not both")
     if args.init_from and args.arch == "unshuffle":

@@ -56,6 +56,12 @@ CLI::App* add_eval_command(CLI::App& app, EvalOptions& o) {
                     "that JPEG's quantization cells, as for restoring (auto: for models whose task is deblock)")
         ->check(CLI::IsMember({"auto", "on", "off"}))
         ->capture_default_str();
+    cmd->add_option("--keep-gray", o.keep_gray,
+                    "Keep the model's output for a gray RGB image (R = G = B at every pixel, as a JPEG whose chroma "
+                    "was rounded to neutral is) gray, as for restoring (auto: for the tasks that restore an image's "
+                    "own colors)")
+        ->check(CLI::IsMember({"auto", "on", "off"}))
+        ->capture_default_str();
     cmd->add_flag("-r,--recursive", o.recursive, "Descend into subfolders of folder inputs");
     add_shard_options(cmd, o.shard);
     cmd->add_flag("--json", o.json, "Print a machine-readable report on stdout (nothing else goes there)");
@@ -199,6 +205,7 @@ struct Report {
     std::vector<std::string> notes;
     ModelTime time;
     bool jpeg_projection = false;  // the model's outputs for JPEG-degraded images projected (--jpeg-projection)
+    bool keep_gray = false;        // gray RGB images' outputs kept gray (--keep-gray)
     std::map<std::string, double> mean_psnr, mean_ssim;
     int measured = 0, failed = 0;
 };
@@ -290,6 +297,7 @@ std::string json(const Report& r, const EvalOptions& o, const PlannedJobs& plan,
                     {"device_description", backend.description()},
                     {"tta", o.tta},
                     {"jpeg_projection", r.jpeg_projection},
+                    {"keep_gray", r.keep_gray},
                     {"time_ms", r.time.total_ms},
                     {"first_call_ms", r.time.first_ms},
                     {"images", r.time.images},
@@ -390,6 +398,7 @@ int run_eval(const EvalOptions& o) {
     }
     ModelRunner runner(model, *backend, settings);
     const bool jpeg_projection = r.jpeg_projection = jpeg_projection_wanted(o.jpeg_projection, model.task);
+    r.keep_gray = keep_gray_wanted(o.keep_gray, model.task);
 
     if (!o.quiet)
         if (const std::string shard = shard_note(plan); !shard.empty()) std::cerr << shard << "\n";
@@ -421,7 +430,7 @@ int run_eval(const EvalOptions& o) {
             r.time.total_ms += ms, ++r.time.images;
             r.time.megapixels += double(e.degraded.width) * e.degraded.height / 1e6;
             Image restored = planes_to_image(out.data(), channels, e.degraded, 8);
-            if (is_neutral_rgb(e.degraded)) {  // as restoring does (image/neutral_gray.h), before the projection
+            if (r.keep_gray && is_neutral_rgb(e.degraded)) {  // as restoring does (neutral_gray.h), before projecting
                 make_neutral_rgb(restored);
                 e.kept_gray = true;
             }

@@ -32,6 +32,7 @@ struct EvalOptions {
     bool recursive = false, json = false, quiet = false;
     bool tta = false;                      // --tta: RunnerOptions::tta, as for the restore command
     std::string jpeg_projection = "auto";  // --jpeg-projection, as for the restore command
+    std::string keep_gray = "auto";        // --keep-gray, as for the restore command
     ShardOptions shard;
 };
 

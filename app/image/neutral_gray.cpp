@@ -1,6 +1,8 @@
 #include "image/neutral_gray.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <string>
 
 #include "error.h"
@@ -33,6 +35,14 @@ void make_neutral_rgb(Image& image) {
             s[0] = s[1] = s[2] = mean;
         }
     });
+}
+
+bool keep_gray_wanted(const std::string& mode, const std::string& task) {
+    if (mode != "auto" && mode != "on" && mode != "off")
+        throw Error("--keep-gray " + mode + ": expected auto, on or off");
+    static const char* const kOwnColorTasks[] = {"denoise", "deblock", "deblur", "photo", "sharpen"};
+    return mode == "on" || (mode == "auto" && std::find(std::begin(kOwnColorTasks), std::end(kOwnColorTasks), task) !=
+                                                  std::end(kOwnColorTasks));
 }
 
 }  // namespace imr

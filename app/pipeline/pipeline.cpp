@@ -345,7 +345,8 @@ private:
             }
             if (options_.jpeg_projection && is_jpeg(bytes))
                 d.jpeg = std::make_shared<const std::vector<uint8_t>>(std::move(bytes));
-            d.neutral = is_neutral_rgb(d.image);  // before the model: a restore in its samples overwrites them
+            d.neutral =
+                options_.keep_gray && is_neutral_rgb(d.image);   // before a restore in its samples overwrites them
             items_per_image(d.image, runner_.model().channels);  // throws if the channels cannot map
             // Refuse what cannot be written (16-bit or alpha to JPEG, ...) before any compute.
             check_can_write(to_stdout ? "-." + options_.stdout_format : job.output, d.image.channels, d.image.bit_depth,
@@ -761,8 +762,10 @@ private:
     // `restored` in its samples) with the source's metadata (moved, not
     // copied), made neutral again where the input was (`neutral`), projected
     // onto its JPEG's cells where `jpeg` holds the input file, then encoded
-    // and written. Neutral first: a neutral JPEG's chroma coefficients are
-    // all zero, so the projection keeps the output neutral.
+    // and written. Neutral first: where the file's chroma coefficients are
+    // zero (what a neutral JPEG almost always has; at high quality a small
+    // one can still decode to neutral), the projection moves R, G and B
+    // alike, so the output stays neutral.
     WriteOutcome convert_and_write(const std::string& path, Image source, HostBuffer planes, Image made, bool restored,
                                    const std::string& input, const JpegBytes& jpeg, bool neutral) {
         auto t = std::chrono::steady_clock::now();

@@ -62,6 +62,10 @@ struct PipelineOptions {
     // file's bytes go along from decode to write (a few MB a photo); a JPEG
     // the projection does not take is written as restored, with a warning.
     bool jpeg_projection = false;
+    // An RGB input with R = G = B everywhere gets an output so too
+    // (image/neutral_gray.h, keep_gray_wanted), on the writer's thread
+    // before the projection; each file's FileResult::kept_gray says so.
+    bool keep_gray = false;
     // How an image reaches the model: as its own samples, converted to the
     // model's planes and back by the backend (ModelRunner::run_samples: on
     // a GPU one byte a sample crosses the bus instead of four, and no CPU
