@@ -76,6 +76,37 @@ def val_psnr(out, step, which):
     return float(found[which])
 
 
+def check_gray():
+    """--gray: crops made gray have R = G = B = the BT.601 luma of the colour
+    crop they replace (against float64, within the one level a float32 tie
+    can round the other way), on the device path (torch) and the JPEG
+    workers' (numpy) alike; a share of 0.5 leaves colour crops too, and no
+    share draws nothing (the same crops as before)."""
+    import train
+    torch.manual_seed(7)
+    photos = [torch.randint(0, 256, (3, 41, 53), dtype=torch.uint8), torch.randint(0, 256, (3, 37, 37), dtype=torch.uint8)]
+    pp = train.PhotoPatches(photos, 16, torch.device("cpu"))
+    pp.to_device()
+    colour = pp.crops(64, torch.Generator().manual_seed(3))
+    if not torch.equal(colour, pp.crops(64, torch.Generator().manual_seed(3), gray=0.0)):
+        fail("--gray 0 changed the crops")
+    gray = pp.crops(64, torch.Generator().manual_seed(3), gray=1.0)
+    if not (torch.equal(gray[:, 0], gray[:, 1]) and torch.equal(gray[:, 1], gray[:, 2])):
+        fail("--gray 1: a crop is not gray")
+    c = colour.double()
+    ref = torch.round(0.299 * c[:, 0] + 0.587 * c[:, 1] + 0.114 * c[:, 2])
+    d = (gray[:, 0].double() - ref).abs()
+    if d.max() > 1 or (d > 0).double().mean() > 0.01:
+        fail(f"--gray: luma off by up to {d.max():g} from float64 on {(d > 0).double().mean():.3%} of pixels")
+    np_gray = torch.from_numpy(train.gray_u8(colour.numpy()))
+    if (np_gray.int() - gray.int()).abs().max() > 1:
+        fail("--gray: the JPEG workers' gray differs from the device path's by more than one level")
+    half = pp.crops(256, torch.Generator().manual_seed(4), gray=0.5)
+    is_gray = (half[:, 0] == half[:, 1]).flatten(1).all(1) & (half[:, 1] == half[:, 2]).flatten(1).all(1)
+    if not 0.35 < is_gray.double().mean() < 0.65:
+        fail(f"--gray 0.5: {is_gray.double().mean():.0%} of the crops are gray")
+
+
 def check_jpeg_prior():
     """--jpeg-prior: a JPEG worker's job with a prior quality makes the target
     that JPEG of the patch and the input a JPEG of the target (both on the
@@ -89,7 +120,7 @@ def check_jpeg_prior():
     buf = np.zeros((1, 2, 2, 3, size, size), np.uint8)
     train._W.update(flat=photo.reshape(-1), buf=buf, size=size)
     y0, x0, q, prior = 3, 5, 30, 90
-    train._jpeg_job(0, [(0, h, w, y0, x0, 0, 0, 0, q, prior, 0), (0, h, w, y0, x0, 1, 0, 0, q, 0, 0)])
+    train._jpeg_job(0, [(0, h, w, y0, x0, 0, 0, 0, q, prior, 0, 0), (0, h, w, y0, x0, 1, 0, 0, q, 0, 0, 0)])
     patch = torch.from_numpy(np.ascontiguousarray(photo[:, y0:y0 + size, x0:x0 + size]))
     target = train.jpeg_u8(patch, prior)
     if not np.array_equal(buf[0, 0, 0], target.numpy()) or not np.array_equal(buf[0, 1, 0],
@@ -105,7 +136,7 @@ def check_jpeg_prior():
     # quality (full-resolution chroma), unlike the 4:2:0 one.
     from PIL import Image
     import io
-    train._jpeg_job(0, [(0, h, w, y0, x0, 0, 0, 0, q, 0, 1)])
+    train._jpeg_job(0, [(0, h, w, y0, x0, 0, 0, 0, q, 0, 1, 0)])
     pil = io.BytesIO()
     Image.fromarray(patch.permute(1, 2, 0).numpy()).save(pil, "JPEG", quality=q, subsampling=0)
     want = np.asarray(Image.open(io.BytesIO(pil.getvalue())).convert("RGB")).transpose(2, 0, 1)
@@ -115,6 +146,13 @@ def check_jpeg_prior():
         fail("--jpeg-444: the 4:4:4 JPEG equals the 4:2:0 one (the check would not tell)")
     if not np.array_equal(buf[0, 0, 0], patch.numpy()):
         fail("--jpeg-444: the target is not the patch itself")
+    # --gray: a job flagged gray has the gray patch as its target and that
+    # patch's JPEG as its input.
+    train._jpeg_job(0, [(0, h, w, y0, x0, 0, 0, 0, q, 0, 0, 1)])
+    gray = torch.from_numpy(train.gray_u8(patch.numpy()))
+    if not np.array_equal(buf[0, 0, 0], gray.numpy()) or not np.array_equal(buf[0, 1, 0],
+                                                                             train.jpeg_u8(gray, q).numpy()):
+        fail("--gray: the JPEG job's target is not the gray patch, or its input not its JPEG")
     r = subprocess.run([sys.executable, TRAIN, "--task", "deblock", "--out", "/nonexistent", "--jpeg-444", "1.5"],
                        capture_output=True, text=True)
     if r.returncode != 2 or "--jpeg-444" not in r.stderr:
@@ -254,7 +292,7 @@ def main():
         # a step moves the raw weights by about the lr (visible in float16), the
         # average by a millionth of that, so the file must hold the start weights.
         out3 = run(common + data + ["--max-steps", "1", "--init-from", h5, "--loss", "psnr", "--ema", "0.999999",
-                                    "--out", d3], "call 3 (--init-from, --loss psnr, --ema)")
+                                    "--gray", "0.5", "--out", d3], "call 3 (--init-from, --loss psnr, --ema, --gray)")
         if "initialized from" not in out3:
             fail("call 3: no 'initialized from' line")
         if "weight average (decay 0.999999)" not in out3:
@@ -263,7 +301,8 @@ def main():
         prov = m3["provenance"]
         if "started from the weights of " + NAME + ".h5" not in prov:
             fail(f"call 3: the provenance does not name the file it started from: {prov[:300]}")
-        if "PSNR (mean over the batch" not in prov or "moving average (decay 0.999999)" not in prov:
+        if ("PSNR (mean over the batch" not in prov or "moving average (decay 0.999999)" not in prov
+                or "50% of the patches made gray first (--gray)" not in prov):
             fail(f"call 3: the provenance does not name the PSNR loss and the average: {prov[-600:]}")
         start = {st["name"]: st["weight"] for st in file_model["stages"] if st.get("weight") is not None}
         for st in m3["stages"]:
@@ -279,6 +318,7 @@ def main():
 
         check_level_input(common, data, h5, tmp)
     check_jpeg_prior()
+    check_gray()
     print(f"PASS: trained 3 steps, resumed from the compact checkpoint (val PSNR {end1:.2f} -> {start2:.2f} dB "
           f"across it), 2 more, int8 checkpoint (relative RMS weight error {ck2['compact']['rel_rms_error']:.1e}) "
           "loads; curve of 2 calls; a new run --init-from the float16 model file")

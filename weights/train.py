@@ -90,6 +90,28 @@ JPEG_444 = 0.0
 def set_jpeg_444(share):
     global JPEG_444
     JPEG_444 = float(share)
+
+
+# --gray P: the share of training patches made gray before they are degraded
+# (each pixel's R, G, B set to its BT.601 luma, rounded), so a network also
+# sees black-and-white photos: its training photos are all color, and it gave
+# gray ones specks of color (weights/README.md, "Gray photos kept gray").
+# Per call (each call's degradation text says its share); 0: never.
+GRAY = 0.0
+
+
+def set_gray(share):
+    global GRAY
+    GRAY = float(share)
+
+
+def gray_u8(x):
+    """Patches x (uint8 [..., 3, H, W], torch or numpy) with R = G = B = the BT.601 luma, rounded."""
+    y = 0.299 * x[..., 0, :, :].astype(np.float32) if isinstance(x, np.ndarray) else 0.299 * x[..., 0, :, :].float()
+    y = y + 0.587 * x[..., 1, :, :] + 0.114 * x[..., 2, :, :]
+    if isinstance(x, np.ndarray):
+        return np.repeat(np.clip(np.rint(y), 0, 255).astype(np.uint8)[..., None, :, :], 3, axis=-3)
+    return y.round().clamp(0, 255).to(torch.uint8).unsqueeze(-3).expand_as(x).contiguous()
 BLUR_S = (0.4, 2.2)  # deblur: blur sigma uniform in [0.4, 2.2] px ...
 BLUR_NOISE_MAX = 4.0  # ... then noise sigma uniform in [0, 4]
 # Standard evaluation levels per task: (label, blur s, noise s, jpeg q).
@@ -659,14 +681,19 @@ class PhotoPatches:
         aug = torch.rand(n, 3, generator=gen, device=dev) < 0.5
         return pid, y0, x0, aug
 
-    def crops(self, n, gen):
-        """uint8 [n,3,size,size] on the device, randomly flipped / transposed."""
+    def crops(self, n, gen, gray=0.0):
+        """uint8 [n,3,size,size] on the device, randomly flipped / transposed; a
+        share `gray` of them made gray (training's --gray; never the validation's)."""
         pid, y0, x0, aug = self.params(n, gen)
         h, w, off = self.h[pid], self.w[pid], self.off[pid]
         v = lambda t: t.view(-1, 1, 1, 1)  # noqa: E731
         idx = (v(off) + self.c.view(1, 3, 1, 1) * v(h * w) + (v(y0) + self.ar.view(1, 1, -1, 1)) * v(w)
                + v(x0) + self.ar.view(1, 1, 1, -1))
-        return augment(self.flat[idx], aug)
+        x = augment(self.flat[idx], aug)
+        if gray > 0:  # drawn only then, so runs without it keep their random sequence
+            g = torch.rand(n, generator=gen, device=x.device) < gray
+            x = torch.where(g.view(-1, 1, 1, 1), gray_u8(x), x)
+        return x
 
 
 def augment(x, aug):
@@ -690,7 +717,7 @@ def _jpeg_worker_init():
 
 def _jpeg_job(slot, jobs):
     flat, buf, size = _W["flat"], _W["buf"], _W["size"]
-    for k, (off, h, w, y0, x0, a0, a1, a2, q, prior, s444) in enumerate(jobs):
+    for k, (off, h, w, y0, x0, a0, a1, a2, q, prior, s444, gray) in enumerate(jobs):
         img = flat[off:off + 3 * h * w].reshape(3, h, w)
         p = img[:, y0:y0 + size, x0:x0 + size]
         if a0:
@@ -699,7 +726,7 @@ def _jpeg_job(slot, jobs):
             p = p[:, ::-1, :]
         if a2:
             p = p.transpose(0, 2, 1)
-        p = torch.from_numpy(np.ascontiguousarray(p))
+        p = torch.from_numpy(np.ascontiguousarray(gray_u8(p) if gray else p))
         if prior:  # the patch was a JPEG already (--jpeg-prior): the target keeps its blocking
             p = jpeg_u8(p, prior)
         buf[slot, 0, k] = p.numpy()
@@ -750,9 +777,12 @@ class JpegFeeder:
         s444 = torch.zeros(self.batch, dtype=torch.bool)
         if JPEG_444 > 0:  # drawn only then, as the prior
             s444 = torch.rand(self.batch, generator=self.gen) < JPEG_444
+        gray = torch.zeros(self.batch, dtype=torch.bool)
+        if GRAY > 0:  # drawn only then, as the prior
+            gray = torch.rand(self.batch, generator=self.gen) < GRAY
         off, h, w = p.off_cpu[pid], p.h_cpu[pid], p.w_cpu[pid]
         cols = ([t.tolist() for t in (off, h, w, y0, x0)] + [aug[:, k].tolist() for k in range(3)]
-                + [q.tolist(), prior.tolist(), s444.tolist()])
+                + [q.tolist(), prior.tolist(), s444.tolist(), gray.tolist()])
         jobs = list(zip(*cols))
         slot = self.free.pop()
         self.pending.append((self.pool.apply_async(_jpeg_job, (slot, jobs)), q))
@@ -800,13 +830,13 @@ def make_batch(task, patches, feeder, batch, size, margin, gen, sigma_power=1.0)
     jpeg_quality; none for the other tasks)."""
     dev = patches.device
     if task == "photo":  # patches with a margin, degraded whole, cropped
-        big = patches.crops(batch, gen).float() / 255.0
+        big = patches.crops(batch, gen, GRAY).float() / 255.0
         crop = lambda t: t[:, :, margin:margin + size, margin:margin + size]  # noqa: E731
         return crop(photo_mix(big, gen)), crop(big), {}
     if task == "deblock":
         d, c, q = feeder.next()
         return d.float() / 255.0, c.float() / 255.0, {"jpeg_quality": q.float() / 100.0}
-    clean = patches.crops(batch, gen).float() / 255.0
+    clean = patches.crops(batch, gen, GRAY).float() / 255.0
     if task == "denoise":
         sigma = torch.rand(batch, generator=gen, device=dev) ** sigma_power * NOISE_MAX
         return add_noise(clean, sigma, gen), clean, {"noise_level": sigma / 255.0}
@@ -1140,6 +1170,11 @@ def subsampling_text():
 
 
 def degradation_text(task, sigma_power=1.0):
+    text = degradation_of_task(task, sigma_power)
+    return text + (f"; {100 * GRAY:g}% of the patches made gray first (--gray)" if GRAY > 0 else "")
+
+
+def degradation_of_task(task, sigma_power):
     if task == "denoise":
         if sigma_power != 1.0:
             return f"noise sigma {NOISE_MAX:g} * u^{sigma_power:g}, u uniform [0, 1), per patch"
@@ -1268,6 +1303,9 @@ def parse_args(argv=None):
     ap.add_argument("--jpeg-444", type=float, default=None, metavar="P",
                     help="deblock: the share of training patches JPEG'd 4:4:4 (full-resolution chroma) instead of "
                          "4:2:0 (default 0; kept in the checkpoint)")
+    ap.add_argument("--gray", type=float, default=0.0, metavar="P",
+                    help="the share of training patches made gray (R = G = B = their luma) before they are degraded, "
+                         "so the network also learns black-and-white photos (default 0; per call)")
     ap.add_argument("--cpu-threads", type=int, default=2, help="torch CPU threads (on CUDA)")
     ap.add_argument("--license", default=None, help="license attribute of the .h5")
     ap.add_argument("--weight-dtype", choices=("auto", "float32", "float16"), default="auto",
@@ -1294,6 +1332,9 @@ def parse_args(argv=None):
         if not 1 <= lo <= hi <= 100:
             ap.error(f"--jpeg-q {args.jpeg_q}: expected 1 <= LO <= HI <= 100")
         set_jpeg_q((lo, hi))  # for the whole run (the JPEG workers are forked after)
+    if not 0 <= args.gray <= 1:
+        ap.error(f"--gray {args.gray:g}: expected a share 0..1")
+    set_gray(args.gray)  # before the JPEG workers are forked
     if args.jpeg_prior is not None:
         if args.task not in (None, "deblock"):
             ap.error(f"--jpeg-prior is for --task deblock (its training JPEGs), not {args.task}")
