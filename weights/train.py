@@ -1319,7 +1319,7 @@ def parse_args(argv=None):
     if args.export_only and not args.resume:
         ap.error("--export-only needs --resume")
     if not 0.0 <= args.ema < 1.0:
-        raise SystemExit(f"train.py: --ema {args.ema:g}: the decay must be at least 0 and below 1 (0: off)")
+        ap.error(f"--ema {args.ema:g}: the decay must be at least 0 and below 1 (0: off)")
     if args.init_from and args.resume:
         ap.error("--init-from starts a new run from a model file; --resume continues a checkpoint: not both")
     if args.init_from and args.arch == "unshuffle":
