@@ -192,6 +192,20 @@ void allow_smem(void (*kernel)(ConvParams), size_t bytes, const Conv2dArgs& a);
 // the shapes, which every layer of every tile would otherwise pay for.
 void check_launched(const Conv2dArgs& a, const char* kernel);
 [[noreturn]] void unknown_pad_mode(const Conv2dArgs& a);
+// Device memory a call makes for itself (weights packed or transformed, a
+// bias rounded for it), freed (stream-ordered) however the call leaves.
+struct CallTemp {
+    void* ptr = nullptr;
+    cudaStream_t stream;
+    ~CallTemp() {
+        if (ptr) cudaFreeAsync(ptr, stream);
+    }
+    // `bytes` of it on the stream; OutOfMemory naming `what` where none is left.
+    void* allocate(size_t bytes, const Conv2dArgs& a, const char* what);
+};
+// `bytes` of device memory that prepared weights own (freed by
+// ~Conv2dPrepared); OutOfMemory naming `what` where none is left.
+void* prepared_alloc(size_t bytes, const Conv2dArgs& a, const char* what);
 
 // ---- each family's launchers, in its file; the variant table points at them
 using Launch = void (*)(const ConvParams&, const Conv2dArgs&, int split, cudaStream_t);

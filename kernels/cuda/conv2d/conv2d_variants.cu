@@ -74,6 +74,28 @@ void check_launched(const Conv2dArgs& a, const char* kernel) {
     throw Error(context(a) + ": unknown pad mode");
 }
 
+void* CallTemp::allocate(size_t bytes, const Conv2dArgs& a, const char* what) {
+    if (const cudaError_t err = cudaMallocAsync(&ptr, bytes, stream); err != cudaSuccess) {
+        cudaGetLastError();
+        ptr = nullptr;
+        if (err == cudaErrorMemoryAllocation)
+            throw OutOfMemory(context(a) + ": " + std::to_string(bytes) + " bytes for " + what);
+        throw_cuda(context(a), "cudaMallocAsync", err);
+    }
+    return ptr;
+}
+
+void* prepared_alloc(size_t bytes, const Conv2dArgs& a, const char* what) {
+    void* p = nullptr;
+    if (const cudaError_t err = cudaMalloc(&p, bytes); err != cudaSuccess) {
+        cudaGetLastError();
+        if (err == cudaErrorMemoryAllocation)
+            throw OutOfMemory(context(a) + ": cudaMalloc of " + std::to_string(bytes) + " bytes for " + what);
+        throw_cuda(context(a), "cudaMalloc", err);
+    }
+    return p;
+}
+
 }  // namespace conv2d_detail
 
 namespace {
@@ -363,27 +385,6 @@ int tensor_core_row(const Conv2dArgs& a, const GpuInfo& gpu) {
     throw Error(context(a) + ": the tensor-core configuration " + config + " has no row in the variant table");
 }
 
-// Device memory a call makes for itself (weights packed, a bias rounded for
-// it), freed (stream-ordered) however the call leaves.
-struct CallTemp {
-    void* ptr = nullptr;
-    cudaStream_t stream;
-    ~CallTemp() {
-        if (ptr) cudaFreeAsync(ptr, stream);
-    }
-    // `bytes` of it on the stream; OutOfMemory naming `what` where none is left.
-    void* allocate(size_t bytes, const Conv2dArgs& a, const char* what) {
-        if (const cudaError_t err = cudaMallocAsync(&ptr, bytes, stream); err != cudaSuccess) {
-            cudaGetLastError();
-            ptr = nullptr;
-            if (err == cudaErrorMemoryAllocation)
-                throw OutOfMemory(context(a) + ": " + std::to_string(bytes) + " bytes for " + what);
-            throw_cuda(context(a), "cudaMallocAsync", err);
-        }
-        return ptr;
-    }
-};
-
 // The call's weights packed for the tensor-core kernels (and cuBLASLt's
 // 1x1): its prepared ones where they are of this dtype and gate packing,
 // else packed now into `temp`.
@@ -590,21 +591,6 @@ void conv2d(const Conv2dArgs& a, cudaStream_t stream, const GpuInfo& gpu, const 
             throw_cuda(context(a), "the residual's multiply launch", err);
     }
 }
-
-namespace {
-// `bytes` of device memory that prepared weights own (freed by
-// ~Conv2dPrepared); OutOfMemory naming `what` where none is left.
-void* prepared_alloc(size_t bytes, const Conv2dArgs& a, const char* what) {
-    void* p = nullptr;
-    if (const cudaError_t err = cudaMalloc(&p, bytes); err != cudaSuccess) {
-        cudaGetLastError();
-        if (err == cudaErrorMemoryAllocation)
-            throw OutOfMemory(context(a) + ": cudaMalloc of " + std::to_string(bytes) + " bytes for " + what);
-        throw_cuda(context(a), "cudaMalloc", err);
-    }
-    return p;
-}
-}  // namespace
 
 std::unique_ptr<PreparedWeights> CudaBackend::prepare(const Conv2dArgs& a) {
     use_device();

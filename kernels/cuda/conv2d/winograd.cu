@@ -255,30 +255,14 @@ void launch_winograd_kernel(const ConvParams& p, const Conv2dArgs& a, cudaStream
 // stream-ordered temporary for this call.
 void launch_winograd(const ConvParams& p0, const Conv2dArgs& a, int, cudaStream_t stream) {
     ConvParams p = p0;
-    // The per-call transformed weights, freed (stream-ordered) however this
-    // function leaves.
-    struct Temp {
-        float* ptr = nullptr;
-        cudaStream_t stream;
-        ~Temp() {
-            if (ptr) cudaFreeAsync(ptr, stream);
-        }
-    } temp{nullptr, stream};
+    CallTemp temp{nullptr, stream};  // the per-call transformed weights
     if (const auto* prep = dynamic_cast<const Conv2dPrepared*>(a.prepared); prep && prep->winograd_u) {
         p.wino_u = prep->winograd_u;
     } else {
-        const size_t bytes = winograd_u_floats(a.out_channels, a.input.shape.c) * sizeof(float);
-        const cudaError_t err = cudaMallocAsync(reinterpret_cast<void**>(&temp.ptr), bytes, stream);
-        if (err != cudaSuccess) {
-            cudaGetLastError();
-            temp.ptr = nullptr;
-            if (err == cudaErrorMemoryAllocation)
-                throw OutOfMemory(context(a) + ": " + std::to_string(bytes) + " bytes for the Winograd weights");
-            throw_cuda(context(a), "cudaMallocAsync(Winograd weights)", err);
-        }
-        transform_winograd_weights(a.weight.as<const float>(), temp.ptr, a.out_channels, a.input.shape.c, stream,
-                                   context(a));
-        p.wino_u = temp.ptr;
+        auto* u = static_cast<float*>(temp.allocate(winograd_u_floats(a.out_channels, a.input.shape.c) * sizeof(float),
+                                                    a, "the Winograd weights"));
+        transform_winograd_weights(a.weight.as<const float>(), u, a.out_channels, a.input.shape.c, stream, context(a));
+        p.wino_u = u;
     }
     switch (a.pad_mode) {
         case PadMode::Zero:
@@ -322,16 +306,8 @@ std::unique_ptr<PreparedWeights> prepare_conv2d(const Conv2dArgs& a, cudaStream_
     prep->cout = a.out_channels, prep->cin = a.input.shape.c, prep->kernel = 3;
     const std::string ctx =
         "conv2d weights [" + std::to_string(a.out_channels) + "," + std::to_string(a.input.shape.c) + ",3,3]";
-    const size_t bytes = winograd_u_floats(a.out_channels, a.input.shape.c) * sizeof(float);
-    cudaError_t err = cudaMalloc(reinterpret_cast<void**>(&prep->winograd_u), bytes);
-    if (err != cudaSuccess) {
-        cudaGetLastError();
-        prep->winograd_u = nullptr;
-        if (err == cudaErrorMemoryAllocation)
-            throw OutOfMemory(ctx + ": cudaMalloc of " + std::to_string(bytes) +
-                              " bytes for the Winograd weights failed");
-        throw_cuda(ctx, "cudaMalloc(Winograd weights)", err);
-    }
+    prep->winograd_u = static_cast<float*>(
+        prepared_alloc(winograd_u_floats(a.out_channels, a.input.shape.c) * sizeof(float), a, "the Winograd weights"));
     transform_winograd_weights(a.weight.as<const float>(), prep->winograd_u, a.out_channels, a.input.shape.c, stream,
                                ctx);
     return prep;
