@@ -66,7 +66,9 @@ BUDGIE = "BuddiesOfBudgie/budgie-backgrounds"
 POP = "pop-os/wallpapers"
 ELEMENTARY = "elementary/wallpapers"
 KDE = "KDE/plasma-workspace-wallpapers"
-REPOS = (BUDGIE, POP, ELEMENTARY, KDE)
+FEDORA = "fedoradesign/backgrounds"  # Fedora's supplemental wallpapers: photos in older commits only
+SOLUS = "getsolus/artwork"
+REPOS = (BUDGIE, POP, ELEMENTARY, KDE, FEDORA, SOLUS)
 KDE_OLD = "b76da38ddbff8b9a0384904bc649a1dc7228273e"  # the last commit with KDE's older photos
 
 # License strings, from each package's /usr/share/doc/PKG/copyright, or where
@@ -110,6 +112,22 @@ def kde(name, folder, size, lic, author):
 
 def elementary(name, split, commit, file, lic, author):
     return ("elementary-" + name, split, f"{ELEMENTARY}@{commit}", file, f"{lic}; {author}")
+
+
+def fedora(name, commit, file, lic, author, credits):
+    """A photo of Fedora's extras; `credits` names the file (and commit) that
+    gives its author and license: the release's Attribution-Extras, or for
+    Fedora 26 the photo's own .desktop entry (X-KDE-PluginInfo-License)."""
+    return ("fedora-" + name, "train", f"{FEDORA}@{commit}", "extras/" + file,
+            f"{lic} (fedoradesign/backgrounds {credits}; license texts in the repository root), {author}")
+
+
+SOLUS_COMMIT = "935b24ac299470d3aea8bddf8f4e3e969a9b1abd"
+
+
+def solus(name, file, lic, author):
+    return ("solus-" + name, "train", f"{SOLUS}@{SOLUS_COMMIT}", "backgrounds/" + file,
+            f"{lic} (getsolus/artwork Attribution, commit 935b24a), {author}")
 
 
 # (name, split, origin, path, license): origin is a Debian package of PACKAGES or
@@ -296,6 +314,80 @@ SOURCES = [
     kde("walmendinger-horn", "WalmendingerHorn", "2560x1440", "LGPL-3", "Robert Fitsy"),
     kde("water", "Water", "2560x1600", "LGPL-3", "Andreas Kainz"),
     kde("whisker-grass", "Whisker_Grass", "1920x1200", "GPL-2+", "Orlin R. Bertsch"),
+    # --- fedoradesign/backgrounds: the photos of Fedora 26-31's supplemental wallpapers
+    # (read from the commits that still hold them; illustrations and the zen stones, which may
+    # be rendered, left out). Training only: the held-out set stays as it was measured.
+    fedora("blue-mystic", "1aacd09dafab12cf72e603f0a30964af7baa9ee5", "blue-mystic.jpg", "CC0-1.0", "Clyde He",
+           "Attribution-Extras at 1aacd09"),
+    fedora("bluerose", "9ed8feab439ae04b5d384e66cbb44bffee4cf11b", "bluerose.jpg", "CC0-1.0", "espasmo",
+           "extras/bluerose.desktop at 9ed8fea"),
+    fedora("cresent-moon", "a5136cd249f4a173022941400f08bce836113d90", "cresent-moon.png", "CC0-1.0", "rheslop",
+           "Attribution-Extras at c494615"),
+    fedora("galactic-mountains", "fc5d91c5007272a302d0081c85db5d8e72529e3d", "galactic-mountains.jpg", "Free-Art-1.3", "Juskteez Vu",
+           "Attribution-Extras at fc5d91c"),
+    fedora("grand-park", "fc5d91c5007272a302d0081c85db5d8e72529e3d", "grand-park.jpg", "CC-BY-SA-4.0", "Alec Isomin",
+           "Attribution-Extras at fc5d91c"),
+    fedora("great-oak-in-claremont", "1aacd09dafab12cf72e603f0a30964af7baa9ee5", "great-oak-in-claremont.jpg", "CC-BY-SA-4.0", "n8inup",
+           "Attribution-Extras at 1aacd09"),
+    fedora("stora-horredesjoen", "c4946156a1d47a26fe49ea78f2b9337998f876ac", "origin/jeena-stora-horredesjoen.jpg", "CC-BY-SA-4.0", "Jeena Paradies",
+           "Attribution-Extras at c494615"),
+    fedora("jelly", "fc5d91c5007272a302d0081c85db5d8e72529e3d", "jelly.jpg", "CC-BY-SA-4.0", "ikilledmypc",
+           "Attribution-Extras at fc5d91c"),
+    fedora("lonely-tree-in-kenya", "1aacd09dafab12cf72e603f0a30964af7baa9ee5", "lonely-tree-in-kenya.jpg", "CC-BY-SA-4.0", "lhirlimann",
+           "Attribution-Extras at 1aacd09"),
+    fedora("milky-way", "9ed8feab439ae04b5d384e66cbb44bffee4cf11b", "milky-way.jpg", "CC-BY-4.0", "European Southern Observatory",
+           "extras/milky-way.desktop at 9ed8fea"),
+    fedora("morning-at-sea", "fc5d91c5007272a302d0081c85db5d8e72529e3d", "morning-at-sea.jpg", "CC0-1.0", "Tapio Haaja",
+           "Attribution-Extras at fc5d91c"),
+    fedora("mountains-of-north-iran", "1aacd09dafab12cf72e603f0a30964af7baa9ee5", "mountains-of-north-iran.jpg", "CC-BY-SA-4.0", "ahalman",
+           "Attribution-Extras at 1aacd09"),
+    fedora("mushroom-family", "1aacd09dafab12cf72e603f0a30964af7baa9ee5", "mushroom-family.jpg", "CC-BY-SA-4.0", "ahalman",
+           "Attribution-Extras at 1aacd09"),
+    fedora("nature-mirror", "fc5d91c5007272a302d0081c85db5d8e72529e3d", "nature-mirror.jpg", "CC0-1.0", "dhanvi",
+           "Attribution-Extras at fc5d91c"),
+    fedora("phare-du-petit-minou", "fc5d91c5007272a302d0081c85db5d8e72529e3d", "phare-du-petit-minou.jpg", "CC0-1.0", "William Bout",
+           "Attribution-Extras at fc5d91c"),
+    fedora("pink-house", "1aacd09dafab12cf72e603f0a30964af7baa9ee5", "pink-house.jpg", "CC0-1.0", "Everaldo Coelho",
+           "Attribution-Extras at 1aacd09"),
+    fedora("purple-dream", "a5136cd249f4a173022941400f08bce836113d90", "purple-dream.jpg", "CC0-1.0", "gnokii",
+           "Attribution-Extras at c494615"),
+    fedora("raindrops", "9ed8feab439ae04b5d384e66cbb44bffee4cf11b", "raindrops.png", "CC-BY-SA-4.0", "zdenek",
+           "extras/raindrops.desktop at 9ed8fea"),
+    fedora("rajasthan", "9ed8feab439ae04b5d384e66cbb44bffee4cf11b", "rajasthan.png", "CC-BY-SA-4.0", "komcy",
+           "extras/rajasthan.desktop at 9ed8fea"),
+    fedora("serenity", "fc5d91c5007272a302d0081c85db5d8e72529e3d", "serenity.jpg", "CC-BY-SA-4.0", "bbarve",
+           "Attribution-Extras at fc5d91c"),
+    fedora("snow-on-balanced-rock", "1aacd09dafab12cf72e603f0a30964af7baa9ee5", "snow-on-balanced-rock.jpg", "CC-BY-SA-4.0", "n8inup",
+           "Attribution-Extras at 1aacd09"),
+    fedora("sunset-in-pennsylvania", "9ed8feab439ae04b5d384e66cbb44bffee4cf11b", "sunset-in-pennsylvania.jpg", "CC-BY-SA-4.0", "john252",
+           "extras/sunset-in-pennsylvania.desktop at 9ed8fea"),
+    fedora("sunset-on-skye", "1aacd09dafab12cf72e603f0a30964af7baa9ee5", "sunset-on-skye.jpg", "CC-BY-SA-4.0", "noe38330",
+           "Attribution-Extras at 1aacd09"),
+    fedora("swimming-penguin", "fc5d91c5007272a302d0081c85db5d8e72529e3d", "swimming-penguin.jpg", "CC-BY-SA-4.0", "Dirk Straube",
+           "Attribution-Extras at fc5d91c"),
+    fedora("sydney", "9ed8feab439ae04b5d384e66cbb44bffee4cf11b", "sydney.jpg", "CC-BY-SA-4.0", "potato8989",
+           "extras/sydney.desktop at 9ed8fea"),
+    fedora("the-mushrooms", "fc5d91c5007272a302d0081c85db5d8e72529e3d", "the-mushrooms.jpg", "CC-BY-SA-4.0", "Magdalena Irla",
+           "Attribution-Extras at fc5d91c"),
+    fedora("watt", "fc5d91c5007272a302d0081c85db5d8e72529e3d", "watt.jpg", "CC-BY-SA-4.0", "Dirk Straube",
+           "Attribution-Extras at fc5d91c"),
+    fedora("where-does-it-end", "a5136cd249f4a173022941400f08bce836113d90", "where-does-it-end?.jpg", "CC0-1.0", "gnokii",
+           "Attribution-Extras at c494615"),
+    # --- getsolus/artwork: Solus's wallpapers, photos from Wikimedia Commons and Flickr
+    # (its digital art and tile patterns left out). Training only.
+    solus("as08-16-2593", "AS08-16-2593.jpg", "public domain", "NASA"),
+    solus("twigonometry", "Twigonometry.jpg", "CC-BY-4.0", "Alan Diggs (https://www.deviantart.com/schyken)"),
+    solus("boats-on-the-river", "boats-on-the-river.jpg", "CC-BY-SA-4.0", "Rbrechko (https://commons.wikimedia.org/wiki/User:Rbrechko)"),
+    solus("circumpolar-trails-sunset", "circumpolar-trails-sunset.jpg", "CC-BY-SA-4.0", "Antoine Lamielle (https://commons.wikimedia.org/wiki/User:0x010C)"),
+    solus("komodo-dragon", "komodo-dragon.jpg", "CC-BY-SA-4.0", "Charles J. Sharp (https://www.sharpphotography.co.uk/)"),
+    solus("lower-antelope-canyon", "lower-antelope-canyon.jpg", "CC-BY-SA-4.0", "King of Hearts (https://commons.wikimedia.org/wiki/User:King_of_Hearts)"),
+    solus("matador-rocks", "matador-rocks.jpg", "CC-BY-SA-4.0", "Mica Semrick"),
+    solus("mount-batok-java", "mount-batok-java.jpg", "CC-BY-SA-4.0", "Jakub Hałun (https://halun.pl/)"),
+    solus("red-cherry-leaves", "red-cherry-leaves.jpg", "CC-BY-SA-4.0", "W.carter (https://flickr.com/photos/141281588@N05/)"),
+    solus("rosa-kent", "rosa-kent.jpg", "CC-BY-SA-4.0", "Dominicus Johannes Bergsma (https://commons.wikimedia.org/wiki/User:Famberhorst)"),
+    solus("sebkha-d-oran", "sebkha-d-oran.jpg", "CC-BY-SA-4.0", "Terki Hassaine Samir"),
+    solus("vents-du-sud", "vents-du-sud.jpg", "CC-BY-4.0", "Christian Ferrer (https://flickr.com/photos/152043517@N06/)"),
+    solus("wild-golden-eagle", "wild-golden-eagle.jpg", "CC-BY-SA-4.0", "Giles Laurent (https://gileslaurent.com/)"),
 ]
 
 # SHA-256 of each source file, checked on every run (filled from the first
@@ -418,6 +510,47 @@ SOURCE_SHA256 = {
     "kde-walmendinger-horn": "c5fcdf2cc84a785a5a99272839f85c5435038bc2509948538d131c377dbea816",
     "kde-water": "8dc1b72294ae7a2d7fb513a7ced25717db5fee93c12aa709835146b469e78073",
     "kde-whisker-grass": "fe6cb814844d12b8d43bcc4180c32b83fa77a30bd5df6bb070d39ce933f7985b",
+    "fedora-blue-mystic": "3ca73ff99483fe686ad3da00dae3fdb323f7f41e2f29379ad8192650c5948bf2",
+    "fedora-bluerose": "1678838d0cf3727ff974f208382e42dfc3f4d5779397a67c3666471b2d6dae25",
+    "fedora-cresent-moon": "a0369e50fab747b358d1baf155c84675d7fab4fb169e8ebb1c8a13486ef2f6ea",
+    "fedora-galactic-mountains": "29e86fd5ff5af8b65eac51f55d705e0fb5d040372f14d96d141be4f3d1cc4476",
+    "fedora-grand-park": "2413b7be7877bc61c24e097ef4836626e7e4bed70ec6332083f871cbdf5b456b",
+    "fedora-great-oak-in-claremont": "9f78b1d51823f696e80e0d318481e42db9c9238394f42d22cc655ff0ed76b8b8",
+    "fedora-stora-horredesjoen": "293ca1a955bccc63a3ab213343b310066b52321ca8bf521de76f3cc2a93362ea",
+    "fedora-jelly": "fabf0bbbce135a08abc7c5212d321720da4bec1f7171c4f83abe88e948b9e90d",
+    "fedora-lonely-tree-in-kenya": "9d9d31144436681446c230bbcb2568681c739ab8c6386b5542aca7f2877d4a20",
+    "fedora-milky-way": "469da6db7acb094ffcc84d1d7d291d68263a9ed15f5e5affd4e271dddb4be55d",
+    "fedora-morning-at-sea": "2937112796b2d4b1fe141d6fa35a1e02af6d0fd897c185b0f765da2716114f5b",
+    "fedora-mountains-of-north-iran": "8b6deeb25b79f712c54302d863f78c1d08c5045030331137eb555956c7ac5e0a",
+    "fedora-mushroom-family": "fce8fad5504f7e53526f9d19ca72d7729028876592da240490fdbf24bbc51d6e",
+    "fedora-nature-mirror": "d6460ae6654442f6901448cb1f2c5d7873652e4f4b2b02060b7ea34b82eb768d",
+    "fedora-phare-du-petit-minou": "d4f9e0187bb544fbc95139fc4aeed28e002638fdff7ac6c08a539e3d09d8eeec",
+    "fedora-pink-house": "ab69673053362feb43904c12169e09dc3472da0fc738b2024bc764409fc91cfd",
+    "fedora-purple-dream": "ad67f74714be44f78c53aae7f9cd134f3b48b7d8a9f3571729abb92cc4b60278",
+    "fedora-raindrops": "3ab6bc991f7d939e78d7d851a887059c6864dea3d0a3c96c8fed3aba947e9187",
+    "fedora-rajasthan": "2f45e6eea979a88bb146200f3e629b0dd6490f6c07c2f7bafa41bfdd2989cada",
+    "fedora-serenity": "5dd7dc76311754501855a8eb2f2285992500c97f17f688667cdee0220db207b4",
+    "fedora-snow-on-balanced-rock": "df7dc9fa57b723c7be6af533ae1e6f281d3713c2fe81e9e36868b91553ab513a",
+    "fedora-sunset-in-pennsylvania": "9d15872ac1d7d02a1e3b847c14023f06f1f4343f059652e42f454ba35aace720",
+    "fedora-sunset-on-skye": "4643acf6fac1936a735dc26884c5aef10f17a02f744107b0fee323327e67dda6",
+    "fedora-swimming-penguin": "fd190b212dc02a5823aaacbebbd00eebd1d227949c3e2be2a41ace102c2e947e",
+    "fedora-sydney": "aa09783b8c03087d513267b08759c5b9413854dc74f99c6186ea58c689402c1c",
+    "fedora-the-mushrooms": "2dc90f5a8b251214cad0704608b630176b90d012a16e2e4ca4a434356210de3c",
+    "fedora-watt": "e7f1228c120b2ea27c4e062407e57f3c9ee4b349dd034f7d93dadbc0234762e4",
+    "fedora-where-does-it-end": "6f40a9f9dd052693e43a75bda92656526866cf36331fa32013624d4d31dc990d",
+    "solus-as08-16-2593": "fba41cbbeee629aa15f977a124c17ef4a7e1de1e83ae37e576364f991953a15a",
+    "solus-twigonometry": "07222c02547f69cddf98e846a9ec5ab0e4a4bb791b0cb488fe5d4784969a3495",
+    "solus-boats-on-the-river": "3f817cfaf27d318332e98e0d298fa0ea5be3bad7bb09a2e2ba402fb60c537b07",
+    "solus-circumpolar-trails-sunset": "fcf8c3c08a68e87b1d0c8b69b8c7f73addad53f45630dbc69fcd117810f1a131",
+    "solus-komodo-dragon": "a33988a05cf921a0f1805b4d0c369f4fbcf997ef328eebfb68d7ee44efd35f66",
+    "solus-lower-antelope-canyon": "bab711e25de50e0ce86b1f5ac90671411d7187573b94464473604faf207e4b34",
+    "solus-matador-rocks": "de716689e05c00623a6fa5e097da7076ea544f9904375539ffd58544aaf62e26",
+    "solus-mount-batok-java": "a90aae899f53399540f4e4e1332957e47d1110b33c540f060a4938a54536549a",
+    "solus-red-cherry-leaves": "800090a875e832ed7dac6fed606d00670e2f3a08fb757c13fc7b29ff28b1885a",
+    "solus-rosa-kent": "0af506643ae42db92059d5702ef7e539cd5847c580a08a28dcc0d874b83deb80",
+    "solus-sebkha-d-oran": "89e21f85f39c78d5103f8745f0f912bb40cd9a8c8a163c3200d12ec18c6fa776",
+    "solus-vents-du-sud": "43de38ae68ecea971353be165c4d29ef9ebe8d8b67d937b707b3d6b68d0e0aee",
+    "solus-wild-golden-eagle": "d06d12a639163b2e0de2fcefece4455d93497066466b2800902555b0db348b99",
 }
 
 
