@@ -4,6 +4,7 @@
 # daemons across calls). Run from the repository root on the device:
 #
 #   scripts/device_session.sh train-denoise|train-deblock-q   (a call that is the training)
+#   scripts/device_session.sh train-denoise-l5  (one call of the five-level denoiser's training from scratch)
 #   scripts/device_session.sh verify            (tests and timings in one call, after the trainings)
 #   scripts/device_session.sh folder            (the folder against its codec floor; model timings)
 #   scripts/device_session.sh validate          (a trained model's half precisions, recorded in its file)
@@ -56,6 +57,24 @@ train-denoise | train-deblock-q)
     fi
     SHARD_DIR=/tmp/shards TOTAL_MINUTES=${MINUTES:-8.5} MINUTES=${MINUTES:-8.5} FINAL=1 TRAIN_ARGS="$A" \
         bash weights/train_unet.sh "$O" "$k" 2>&1 | tail -25
+    ls -la "$O" ;;
+train-denoise-l5) # the five-level denoiser from scratch, one call of several (weights/README.md,
+    # "Fifteenth session"): widths 48-96-192-256-256, 3 blocks a level, receptive
+    # field 572 against denoise-unet's 276 at the same 1.8 MFLOP per pixel.
+    # Carry weights/data/shards/train-KK.tar (TRAIN_SHARD: 0 on the first call,
+    # then the one the last call's log names), weights/data/shards/heldout-mini.tar
+    # and, after the first call, .carry/l5/ holding the last call's returned
+    # denoise-l5.ckpt.partN (int8 under --ckpt-max-mib 20: 17 MB, so a training
+    # shard and the tree without *.h5 fit beside it). The cosine spans
+    # TOTAL_MINUTES (36) of training over all calls; FINAL=1 on the last: the
+    # PSNR loss and a weight average there, and the model file comes back first.
+    k=$(printf '%02d' "$((10#${TRAIN_SHARD:?TRAIN_SHARD: the shard of this call}))")
+    cp "weights/data/shards/train-$k.tar" /tmp/shards/ && cp weights/data/shards/heldout-mini.tar /tmp/shards/heldout.tar
+    A="--lr 3e-4 --patch 192 --batch 16 --sigma-power 1.5 --ckpt-max-mib 20"
+    [ "${FINAL:-0}" = 1 ] && A="$A --loss psnr --ema 0.9995"
+    ARCH=drunet ARCH_KW='{"widths":[48,96,192,256,256],"blocks":3}' NAME=denoise-l5 SHARD_DIR=/tmp/shards \
+        TOTAL_MINUTES=${TOTAL_MINUTES:-36} MINUTES=${MINUTES:-8.5} FINAL=${FINAL:-0} TRAIN_ARGS="$A ${L5_ARGS:-}" \
+        bash weights/train_unet.sh "$O" "$k" "$root/.carry/l5" 2>&1 | tail -25
     ls -la "$O" ;;
 verify) # one call after the trainings (carry .carry/gpu.tar.xz with test_ops, .carry/photo12mp.jpg;
     # the tree with denoise.h5 and denoise-unet-s.h5 only): every conv2d way
@@ -265,5 +284,5 @@ bench)  # call 3 of 3 (carry .carry/gpu.tar.xz, .carry/photo12mp.jpg): quiet tim
     timeout 120 /tmp/bgs/build-gpu-slim/bench_gpu --suite conv --json /tmp/rep/bench-conv.json > /tmp/rep/bench-conv.log 2>&1
     tail -6 /tmp/rep/bench-conv.log
     tar -cJf "$O/reports.tar.xz" -C /tmp rep; ls -la "$O" ;;
-*)  echo "usage: $0 train-denoise|train-deblock-q|verify|folder|validate|graph-ops|graph-models|nafnet-stages|unet-cublaslt|stage|tests|bench" >&2; exit 2 ;;
+*)  echo "usage: $0 train-denoise|train-deblock-q|train-denoise-l5|verify|folder|validate|graph-ops|graph-models|nafnet-stages|unet-cublaslt|stage|tests|bench" >&2; exit 2 ;;
 esac
