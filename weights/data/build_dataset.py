@@ -51,7 +51,9 @@ MANIFEST = os.path.join(HERE, "MANIFEST.tsv")
 PACKAGES = {
     "lomiri-wallpapers-16.04": "20.04.0-2",
     "lomiri-wallpapers-20.04": "20.04.0-2",
+    "lxqt-themes": "1.2.0-1",
     "mate-backgrounds": "1.26.0-1",
+    "palapeli-data": "4:22.12.3-1",
     "plasma-workspace-wallpapers": "4:5.27.5-2",
     "python3-skimage": "0.19.3-8",
     "python3-sklearn": "1.2.1+dfsg-1",
@@ -76,6 +78,9 @@ KDE_OLD = "b76da38ddbff8b9a0384904bc649a1dc7228273e"  # the last commit with KDE
 L_PLASMA = ("GPL-2+ (debian/copyright, Files: *); LGPL-3 per the wallpaper's "
             "metadata.json")
 L_MATE = "GPL-2+ (debian/copyright, per-file entry)"
+L_LXQT = ("CC-BY-SA-3.0 (the package's wallpapers/License: 'Copyright 2022: LXQt Project Team, Licensed "
+          "under CC BY-SA 3.0'; debian/copyright Files: * LGPL-2.1+)")
+L_PALAPELI = "per the puzzle's .desktop file (X-KDE-PluginInfo-License, -Author, -Website); package GPL-2+"
 L_SKIMAGE_CC0T = ("CC0-1.0 (CC0Textures, per skimage/data/_fetchers.py); "
                   "package BSD-3-Clause")
 L_SKLEARN = ("CC-BY-2.0, by danielbuechele / vultilion on Flickr (per "
@@ -94,6 +99,8 @@ L_ELEM_BY2 = ("CC-BY-2.0: listed under 'Licensed under Attribution 2.0 Generic' 
 SK = "/usr/lib/python3/dist-packages/skimage/data/"
 LW16 = "/usr/share/backgrounds/"
 MATE = "/usr/share/backgrounds/mate/nature/"
+LXQT = "/usr/share/lxqt/wallpapers/"
+PALAPELI = "/usr/share/palapeli/collection/"
 PL = "/usr/share/wallpapers/"
 
 
@@ -373,6 +380,29 @@ SOURCES = [
            "Attribution-Extras at fc5d91c"),
     fedora("where-does-it-end", "a5136cd249f4a173022941400f08bce836113d90", "where-does-it-end?.jpg", "CC0-1.0", "gnokii",
            "Attribution-Extras at c494615"),
+    # --- lxqt-themes: LXQt's wallpapers, the photos (its renders and logo images left out). Training only.
+    ("lxqt-after-the-rain", "train", "lxqt-themes", LXQT + "after-the-rain.jpg", L_LXQT + ", stefonarch"),
+    ("lxqt-appleflower", "train", "lxqt-themes", LXQT + "appleflower.png", L_LXQT + ", stefonarch"),
+    ("lxqt-beam", "train", "lxqt-themes", LXQT + "beam.png", L_LXQT + ", stefonarch"),
+    ("lxqt-butterfly", "train", "lxqt-themes", LXQT + "butterfly.png", L_LXQT + ", stefonarch"),
+    ("lxqt-butterfly-wimer", "train", "lxqt-themes", LXQT + "Butterfly-Kenneth-Wimer.jpg", L_LXQT + ", Kenneth Wimer"),
+    ("lxqt-cloud", "train", "lxqt-themes", LXQT + "cloud.png", L_LXQT + ", LXQt Project Team"),
+    ("lxqt-drop", "train", "lxqt-themes", LXQT + "drop.png", L_LXQT + ", stefonarch"),
+    ("lxqt-flowers", "train", "lxqt-themes", LXQT + "flowers.png", L_LXQT + ", stefonarch"),
+    ("lxqt-fog", "train", "lxqt-themes", LXQT + "fog.jpg", L_LXQT + ", stefonarch"),
+    ("lxqt-not-windows", "train", "lxqt-themes", LXQT + "this-is-not-windows.jpg", L_LXQT + ", stefonarch"),
+    ("lxqt-valendas", "train", "lxqt-themes", LXQT + "Valendas.png", L_LXQT + ", LXQt Project Team"),
+    # --- palapeli-data: the puzzles' photos, from Wikimedia Commons. Training only.
+    ("palapeli-castle-maintenon", "train", "palapeli-data", PALAPELI + "castle-maintenon.jpg",
+     "GFDL " + L_PALAPELI + ", Eric Pouhier, commons.wikimedia.org/wiki/Image:EPO_2432_wiki.jpg"),
+    ("palapeli-cincinnati-bridge", "train", "palapeli-data", PALAPELI + "cincinnati-bridge.jpg",
+     "public domain " + L_PALAPELI + ", Derek Jensen, commons.wikimedia.org/wiki/Image:Cincinnati-roebling-suspension-bridge.jpg"),
+    ("palapeli-citrus-fruits", "train", "palapeli-data", PALAPELI + "citrus-fruits.jpg",
+     "public domain " + L_PALAPELI + ", US Department of Agriculture, commons.wikimedia.org/wiki/Image:Citrus_fruits.jpg"),
+    ("palapeli-honey-bee", "train", "palapeli-data", PALAPELI + "european-honey-bee.jpg",
+     "public domain " + L_PALAPELI + ", John Severns, commons.wikimedia.org/wiki/Image:European_honey_bee_extracts_nectar.jpg"),
+    ("palapeli-chameleon", "train", "palapeli-data", PALAPELI + "panther-chameleon-female.jpg",
+     "GNU-FDL " + L_PALAPELI + ", B. Navez and others, commons.wikimedia.org/wiki/Image:FurciferPardalisFemale.JPG"),
     # --- getsolus/artwork: Solus's wallpapers, photos from Wikimedia Commons and Flickr
     # (its digital art and tile patterns left out). Training only.
     solus("as08-16-2593", "AS08-16-2593.jpg", "public domain", "NASA"),
@@ -551,6 +581,22 @@ SOURCE_SHA256 = {
     "solus-sebkha-d-oran": "89e21f85f39c78d5103f8745f0f912bb40cd9a8c8a163c3200d12ec18c6fa776",
     "solus-vents-du-sud": "43de38ae68ecea971353be165c4d29ef9ebe8d8b67d937b707b3d6b68d0e0aee",
     "solus-wild-golden-eagle": "d06d12a639163b2e0de2fcefece4455d93497066466b2800902555b0db348b99",
+    "lxqt-after-the-rain": "e6cb8b3e09b904cc493ff17fddcd564d4e46a1761d05adf972c285a1fd878234",
+    "lxqt-appleflower": "bae8a8eb8274b29509f1cbbfe250081331c5704a1fea25d5052166a0451e67f3",
+    "lxqt-beam": "3d199194b048cb793c0ad558337cda3e16f14cd054168d1d813620e24a0a5659",
+    "lxqt-butterfly": "13175434d99075e075de7321942e66169e3c99ac9416024dcf4123bd3b38749c",
+    "lxqt-butterfly-wimer": "c237c26f6f0b18db3afa62a0eff13cb8208b79a1ef35aaadcb745d8f9faef146",
+    "lxqt-cloud": "522dbf79dfaff751cf8ef2f337c9d196a231fa096bc38806a76ce048b8c7b5a2",
+    "lxqt-drop": "3b726aea9a6f8af36431c6f1974f982f7f4c5a4443499500bda31be27e4ffde8",
+    "lxqt-flowers": "3a935d8be4d6c9784f9079ff2814acd2de2c8406e9fe584be03e90264f37c371",
+    "lxqt-fog": "a8235344ee6b5ab1b6de3ccef731bcc0e6509cf33ce832db87eae1eb75987083",
+    "lxqt-not-windows": "2d885e0438c0ab244f818d33d8f745a1cc486558462faf9bf3948675c68ac227",
+    "lxqt-valendas": "f2d275c51d116942cea8e7d80d30c7d3c130349a0695caf2aa235f926ae15759",
+    "palapeli-castle-maintenon": "f4a6bf48b97d97715413f9ebd2d8744bd46df0e492bc8326e2513d51084f2612",
+    "palapeli-cincinnati-bridge": "09772d09318b34a5c5edd58ee86ff462bcd2907006f31cc8e0704310f8e9ab60",
+    "palapeli-citrus-fruits": "0cbd7154a14789803167c86705130d0358875198231269df168ea26224e70848",
+    "palapeli-honey-bee": "9d54ae706bddd899c91b2b801d9ca4556a5a9a399b4043f9d539df62a8cb7f27",
+    "palapeli-chameleon": "adb9e2834a8a3db40ca3817452b956ada527085e5aa2bd604c465651a3834ae4",
 }
 
 
