@@ -70,7 +70,8 @@ ELEMENTARY = "elementary/wallpapers"
 KDE = "KDE/plasma-workspace-wallpapers"
 FEDORA = "fedoradesign/backgrounds"  # Fedora's supplemental wallpapers: photos in older commits only
 SOLUS = "getsolus/artwork"
-REPOS = (BUDGIE, POP, ELEMENTARY, KDE, FEDORA, SOLUS)
+UBUNTU = "twinysam/ubuntu-wallpapers"  # git-ubuntu's import of Ubuntu's ubuntu-wallpapers source package
+REPOS = (BUDGIE, POP, ELEMENTARY, KDE, FEDORA, SOLUS, UBUNTU)
 KDE_OLD = "b76da38ddbff8b9a0384904bc649a1dc7228273e"  # the last commit with KDE's older photos
 
 # License strings, from each package's /usr/share/doc/PKG/copyright, or where
@@ -135,6 +136,18 @@ SOLUS_COMMIT = "935b24ac299470d3aea8bddf8f4e3e969a9b1abd"
 def solus(name, file, lic, author):
     return ("solus-" + name, "train", f"{SOLUS}@{SOLUS_COMMIT}", "backgrounds/" + file,
             f"{lic} (getsolus/artwork Attribution, commit 935b24a), {author}")
+
+
+UBUNTU_COMMIT = "7549e8850bbfd8dc88373f8a748ab723b9d2447a"  # branch applied/ubuntu/devel: package 24.10.3
+
+
+def ubuntu(name, file, lic, author):
+    """A photo of Ubuntu's wallpaper package: lic is its debian/copyright stanza's
+    license, per file where a stanza names it, else the package's Files: * entry."""
+    where = ("Files: * (2010-2016 Ubuntu community contributors)" if lic == "CC-BY-SA-3.0"
+             else "per-file stanza")
+    return ("ubuntu-" + name, "train", f"{UBUNTU}@{UBUNTU_COMMIT}", file,
+            f"{lic} (ubuntu-wallpapers 24.10.3 debian/copyright, {where}), {author}")
 
 
 # (name, split, origin, path, license): origin is a Debian package of PACKAGES or
@@ -403,6 +416,51 @@ SOURCES = [
      "public domain " + L_PALAPELI + ", John Severns, commons.wikimedia.org/wiki/Image:European_honey_bee_extracts_nectar.jpg"),
     ("palapeli-chameleon", "train", "palapeli-data", PALAPELI + "panther-chameleon-female.jpg",
      "GNU-FDL " + L_PALAPELI + ", B. Navez and others, commons.wikimedia.org/wiki/Image:FurciferPardalisFemale.JPG"),
+    # --- twinysam/ubuntu-wallpapers: Ubuntu's wallpaper package (contest photos of 9.10-24.04); architecture,
+    # text, people, interiors and night lights (its renders, the Unsplash-licensed and Unsplash-sourced
+    # files, one HDR-toned photo, and one whose author's name trips the test-set name guard left out).
+    # Training only.
+    ubuntu("cathedral-montreal", "Cathédrale_Marie-Rheine-du-Monde_by_Thierry_Pon.jpg", "CC-BY-SA-2.0", "Thierry Pon"),
+    ubuntu("capucijnengang", "Capucijnengang_by_Artem_Kavalerov.jpg", "CC-BY-SA-4.0", "Artem Kavalerov"),
+    ubuntu("tapiola-cultural-center", "Tapiola_Espoo_Cultural_Center_by_Agostino_Faedda.jpg", "CC-BY-SA-2.0", "Agostino Faedda"),
+    ubuntu("hotel", "Hotel_by_sarcasmrules2011.jpg", "CC-BY-SA-3.0", "sarcasmrules2011"),
+    ubuntu("building-corner", "xgu472hf2_by_lariliikala.jpg", "CC-BY-SA-3.0", "lariliikala"),
+    ubuntu("grey-day", "Grey_day_by_Drew__.jpg", "CC-BY-SA-3.0", "Drew"),
+    ubuntu("forbidden-city", "The_Forbidden_City_by_Daniel_Mathis.jpg", "CC-BY-SA-3.0", "Daniel Mathis"),
+    ubuntu("night-lights", "Night_lights_by_Alberto_Salvia_Novella.jpg", "CC-BY-SA-2.0", "Alberto Salvia Novella"),
+    ubuntu("larung-gar-night", "larung_gar_by_night_by_Geza_Radics.jpg", "CC0", "Geza Radics"),
+    ubuntu("dybbolsbro-station", "Dybbølsbro_Station_by_SirPecanGum.jpg", "CC-BY-SA-3.0", "SirPecanGum"),
+    ubuntu("langelinie-alle", "Langelinie_Allé_by_SirPecanGum.jpg", "CC-BY-SA-3.0", "SirPecanGum"),
+    ubuntu("london-eye", "London_Eye_by_Paul_Daniell.jpg", "CC0", "Paul Daniell"),
+    ubuntu("london-eye-beneath", "London_Eye_From_Beneath_by_Fernando_García.jpg", "CC-BY-SA-3.0", "Fernando García"),
+    ubuntu("flower-gate-bridge", "Flower_Gate_Bridge_by_Michele_Agostini.jpg", "CC-BY-SA-4.0", "Michele Agostini"),
+    ubuntu("gozo-door", "Wall_with_door_on_Gozo_by_Matthias_Niess.jpg", "CC-BY-SA-2.0", "Matthias Niess"),
+    ubuntu("roof-tiles", "Roof_Tiles_by_Finn_Sturdy.jpg", "CC-BY-SA-3.0", "Finn Sturdy"),
+    ubuntu("road-to-nowhere", "Road_to_Nowhere_by_Matt_Bailey.jpg", "CC-BY-2.0", "Matt Bailey"),
+    ubuntu("blue-roof", "Blue_by_ElSlunko.jpg", "CC-BY-SA-3.0", "ElSlunko"),
+    ubuntu("seebruecke-graal-mueritz", "Seebrücke_Graal-Müritz_by_Oliver_hb.jpg", "CC-BY-2.0", "Oliver_hb"),
+    ubuntu("spices-athens", "Spices_in_Athens_by_Makis_Chourdakis.jpg", "CC-BY-SA-2.0", "Makis Chourdakis"),
+    ubuntu("station-clock", "clock_by_Bernhard_Hanakam.jpg", "CC-BY-SA-2.0", "Bernhard Hanakam"),
+    ubuntu("partitura", "Partitura_by_Vincijun.jpg", "CC-BY-SA-3.0", "Vincijun"),
+    ubuntu("power-of-words", "Power_of_Words_by_Antonio_Litterio.jpg", "CC-BY-SA-3.0", "Antonio Litterio"),
+    ubuntu("typewriter", "Brother_typewriter_by_awdean1.jpg", "CC-BY-SA-3.0", "awdean1"),
+    ubuntu("light-reading", "Some_Light_Reading_by_Brandilyn_Carpenter.jpg", "CC-BY-SA-2.0", "Brandilyn Carpenter"),
+    ubuntu("murales", "Murales_by_Jan_Bencini.jpg", "CC-BY-SA-3.0", "Jan Bencini"),
+    ubuntu("signpost", "Signpost_by_maroubal2.jpg", "CC-BY-SA-3.0", "maroubal2"),
+    ubuntu("euphoria", "Euphoria!_by_Tomasino.cz.jpg", "CC-BY-SA-3.0", "Tomáš Kijas"),
+    ubuntu("frog", "Frog.jpg", "CC-BY-SA-3.0", "Jake Randell (AUTHORS)"),
+    ubuntu("climbing", "Climbing.jpg", "CC-BY-SA-3.0", "David Andrie (AUTHORS)"),
+    ubuntu("shoes", "Shoes.jpg", "CC-BY-SA-3.0", "Fotoloke (AUTHORS: 'Mi Old, Old Shoes')"),
+    ubuntu("floorboards", "Floorboards_by_Dawid_Huczyński.jpg", "CC-BY-SA-3.0", "Dawid Huczyński"),
+    ubuntu("cyclotron", "Cyclotron_by_cyclotron_beam.jpg", "CC-BY-SA-3.0", "cyclotron beam"),
+    ubuntu("fairground-night", "Fairground_at_Night_by_martin.jpg", "CC-BY-SA-2.0", "martin"),
+    ubuntu("espaciolandia", "Espaciolandia_by_Nando_uy.jpg", "CC-BY-SA-2.0", "Nando.uy"),
+    ubuntu("christmas-lights", "Christmas_Lights_by_RaDu_GaLaN.jpg", "CC-BY-SA-3.0", "RaDu GaLaN"),
+    ubuntu("kronach-leuchtet", "Kronach_leuchtet_2014_by_Brian_Fox.jpg", "CC-BY-SA-3.0", "Brian Fox"),
+    ubuntu("warm-filament", "Warm_Filament_by_Eduardo_Battaglia.jpg", "CC-BY-SA-2.0", "Eduardo Battaglia"),
+    ubuntu("music", "Music_by_tomasino.cz.jpg", "CC-BY-SA-3.0", "Tomáš Kijas"),
+    ubuntu("headstock", "Headstock_by_Bernhard_Hanakam.jpg", "CC-BY-SA-2.0", "Bernhard Hanakam"),
+    ubuntu("classic-guitar", "Classic_Guitar_Detail_by_Sten_Jørgen_Pettersen.jpg", "CC-BY-SA-2.0", "Sten Jørgen Pettersen"),
     # --- getsolus/artwork: Solus's wallpapers, photos from Wikimedia Commons and Flickr
     # (its digital art and tile patterns left out). Training only.
     solus("as08-16-2593", "AS08-16-2593.jpg", "public domain", "NASA"),
@@ -597,6 +655,47 @@ SOURCE_SHA256 = {
     "palapeli-citrus-fruits": "0cbd7154a14789803167c86705130d0358875198231269df168ea26224e70848",
     "palapeli-honey-bee": "9d54ae706bddd899c91b2b801d9ca4556a5a9a399b4043f9d539df62a8cb7f27",
     "palapeli-chameleon": "adb9e2834a8a3db40ca3817452b956ada527085e5aa2bd604c465651a3834ae4",
+    "ubuntu-cathedral-montreal": "2eced50e6aba4032806b39016511997aa5ab23bc897a6265af1bd078aa0e5ee4",
+    "ubuntu-capucijnengang": "2f7557665e0a00a43b3b14d01672f0c68a337aa737701ab3d8e28ee8c002240a",
+    "ubuntu-tapiola-cultural-center": "8a31633d0d801eece115f176a2d21753f7e5427cda2bd21c55a2853299aae20c",
+    "ubuntu-hotel": "9676ab6241ccbaa25b89179623f97057bc776ae1770ec7f52778a46279ef0954",
+    "ubuntu-building-corner": "ab83b7ef45b783994c5fdbe75e54297ae4a9a33edcfc4fc8bd26a13e7a9ad928",
+    "ubuntu-grey-day": "d97202b1aa19283784945a0f622557a72733fe23bf89bdbe69ac06a0a7d7abb0",
+    "ubuntu-forbidden-city": "4589541a717071c8a183be03c686d320ad345f94508ce3ca68f2ac04e9702d03",
+    "ubuntu-night-lights": "c5dd4d509059f39f82881506671fccf7399e4e2d998a087c9150056385b5b4d1",
+    "ubuntu-larung-gar-night": "718f3d69cfa0fec5efc11883e10d4744ef3cd34250beedfd06e1d1c0e565394c",
+    "ubuntu-dybbolsbro-station": "59c631370c2e9f14a488e16aad110042fc092c67b82e38aa75edc3879339d770",
+    "ubuntu-langelinie-alle": "f423c9479ba0f4ecbff053eb13e41906a3750bd6ecd318120746ef06100d128b",
+    "ubuntu-london-eye": "611bda1dc78bda83f8cfde940a0c37acbb49af963f04435cfa2b3129d06984f2",
+    "ubuntu-london-eye-beneath": "4c0eb8c804faecb10e33c6dc4821169b20e2b15453f9aa05333deda0dd106f49",
+    "ubuntu-flower-gate-bridge": "63f4a590df49b8cb108cf5b169ea5d6c00b18e25c057845a8df614f95f95db2a",
+    "ubuntu-gozo-door": "0e7c2c751e856ba0ddca4a2d45039ccafa6d4497c6b712d43250c33f90e07004",
+    "ubuntu-roof-tiles": "71eb4ba3d315b3ab37501ba80d09b4f720a3d84b66fdb7f5ecde05ef0868acbe",
+    "ubuntu-road-to-nowhere": "8b496abded235fe699a1b3a57af8ae38f43dbd7171f835615a51a607787a66ed",
+    "ubuntu-blue-roof": "f8e202150244362a9501b61f7abc27c39a53b5d801415b09aef4a7d16992645c",
+    "ubuntu-seebruecke-graal-mueritz": "b88952b588ecc0895970cc7e076fc6305fe9c56a8689c1edfb6c530dcbe6a601",
+    "ubuntu-spices-athens": "3d971c9a4ad144c961c402b572a51a90c6885c6ccd99dd95944a9d87a2c339b3",
+    "ubuntu-station-clock": "4a9b7cae3a9427ba9893e0fc8b9c19a6320297b2c03381725f36f32dbcf8d22a",
+    "ubuntu-partitura": "824381e8bfb90d74cfbb60b8deb0b75d8daf75ccbd8d96ee79136e716247d482",
+    "ubuntu-power-of-words": "a628dd8db5712a695a2c7203ac0432c2de74a94a52a1031734f16a23b0f63019",
+    "ubuntu-typewriter": "fb83a7f2d1f4cb14337dcd0f588f1e665a27b66d92ff4c13befd937b10fc26ed",
+    "ubuntu-light-reading": "f9118f8d7e52c1da30f0bf5e258f3033923b675a84c321da5230b4bb5ca3091d",
+    "ubuntu-murales": "b54c50c35e3518e70a512dce2eac8f88a4b55fdf278fd1aecc8ff0faa2b2fe64",
+    "ubuntu-signpost": "8dfffb8f70d907b677e12af6b7e5ccf039e2e03bcc7b4efaea43db66d029eae9",
+    "ubuntu-euphoria": "6e81947700fd988079eb2994273e1ecf14b544b05e957c6c4a81762162955e60",
+    "ubuntu-frog": "93fe0a4b44f7ceda80ce04b582c667021ba1f97d91af00b350b1a2cc07d1f018",
+    "ubuntu-climbing": "916e3dfc19978a39204ccae55f06e1ec7ffa45e65a3613eab52d282f9c093f55",
+    "ubuntu-shoes": "39c1f22f88f6a0bf5a9edf4605bf689117fb261e7b8cc1501d0b87a5cb78c6f6",
+    "ubuntu-floorboards": "82b722e82b310e4011a33c89a347f919f0b36be595d507ad7810890a6da5ab6d",
+    "ubuntu-cyclotron": "b5661c758a50073abbc7d8a1790797dfed0deb15ea137a31ceea5ed95afca018",
+    "ubuntu-fairground-night": "0c77a5bf34eb9cb67e2575c971d61ce0379d00e9ce8e59a52bc22b78423a78a0",
+    "ubuntu-espaciolandia": "9f37de6c3f68af7ffa6eb620d1aa44626f2ffe88f942a29995093ba39e5a369e",
+    "ubuntu-christmas-lights": "0e46486e36312a3e6577881f0b383b81b34927c38e95ec96c8d6a1fe64570806",
+    "ubuntu-kronach-leuchtet": "abf082aa506db8a367199cf10f1439314656fb1a51c57f46ef2d8fd9dbe90a29",
+    "ubuntu-warm-filament": "006f6359b966fc0cfaa6aba02cae35b8a6b29b331dc2f3c7518f87fc0f61645d",
+    "ubuntu-music": "1b24b31a7228174a1ce8be43f7315b7c7c516d528d5943ea13205665a53c3730",
+    "ubuntu-headstock": "fceaae4411a907c629d83d56c3b913ff4e03e7d026fb628abfb80e80755783e2",
+    "ubuntu-classic-guitar": "b7da7e7338251010d8c28a741a2ef544aa20cb0d4adfa2148964511e87db4a8b",
 }
 
 
