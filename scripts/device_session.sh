@@ -64,11 +64,13 @@ train-denoise-l5) # the five-level denoiser from scratch, one call of several (w
     # Carry weights/data/shards/train-KK.tar (TRAIN_SHARD: 0 on the first call,
     # then the one the last call's log names), weights/data/shards/heldout-mini.tar
     # and, after the first call, .carry/l5/ holding the last call's returned
-    # denoise-l5.ckpt.partN (int8 under --ckpt-max-mib 20: 17 MB, so a training
-    # shard and the tree without *.h5 fit beside it). The cosine spans
-    # TOTAL_MINUTES (36) of training over all calls; FINAL=1 on the last: the
-    # PSNR loss and a weight average there, and the model file comes back first.
-    k=$(printf '%02d' "$((10#${TRAIN_SHARD:?TRAIN_SHARD: the shard of this call}))")
+    # denoise-l5.ckpt.partN and nothing else (rm -f .carry/l5/* before copying
+    # them in: the parts are joined by name; int8 under --ckpt-max-mib 20: 17 MB,
+    # so a training shard and the tree without *.h5 fit beside it). The cosine
+    # spans TOTAL_MINUTES (36) of training over all calls; FINAL=1 on the last:
+    # the PSNR loss and a weight average there, and the model file comes back
+    # first. L5_ARGS: further train.py arguments.
+    k=$(printf '%02d' "$((10#${TRAIN_SHARD:?TRAIN_SHARD: the shard of this call}))") || exit 2
     cp "weights/data/shards/train-$k.tar" /tmp/shards/ && cp weights/data/shards/heldout-mini.tar /tmp/shards/heldout.tar
     A="--lr 3e-4 --patch 192 --batch 16 --sigma-power 1.5 --ckpt-max-mib 20"
     [ "${FINAL:-0}" = 1 ] && A="$A --loss psnr --ema 0.9995"

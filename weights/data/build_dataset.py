@@ -79,8 +79,8 @@ KDE_OLD = "b76da38ddbff8b9a0384904bc649a1dc7228273e"  # the last commit with KDE
 L_PLASMA = ("GPL-2+ (debian/copyright, Files: *); LGPL-3 per the wallpaper's "
             "metadata.json")
 L_MATE = "GPL-2+ (debian/copyright, per-file entry)"
-L_LXQT = ("CC-BY-SA-3.0 (the package's wallpapers/License: 'Copyright 2022: LXQt Project Team, Licensed "
-          "under CC BY-SA 3.0'; debian/copyright Files: * LGPL-2.1+)")
+L_LXQT = ("CC-BY-SA-3.0 (the package's wallpapers/License: 'Copyright 2022: LXQt Project Team' 'Licensed "
+          "under https://creativecommons.org/licenses/by-sa/3.0/'; debian/copyright Files: * LGPL-2.1+)")
 L_PALAPELI = "per the puzzle's .desktop file (X-KDE-PluginInfo-License, -Author, -Website); package GPL-2+"
 L_SKIMAGE_CC0T = ("CC0-1.0 (CC0Textures, per skimage/data/_fetchers.py); "
                   "package BSD-3-Clause")
@@ -141,11 +141,11 @@ def solus(name, file, lic, author):
 UBUNTU_COMMIT = "7549e8850bbfd8dc88373f8a748ab723b9d2447a"  # branch applied/ubuntu/devel: package 24.10.3
 
 
-def ubuntu(name, file, lic, author):
-    """A photo of Ubuntu's wallpaper package: lic is its debian/copyright stanza's
-    license, per file where a stanza names it, else the package's Files: * entry."""
-    where = ("Files: * (2010-2016 Ubuntu community contributors)" if lic == "CC-BY-SA-3.0"
-             else "per-file stanza")
+def ubuntu(name, file, lic, author, stanza="per-file"):
+    """A photo of Ubuntu's wallpaper package: lic is the license of its stanza in
+    the package's debian/copyright, the one naming the file (stanza "per-file"),
+    or the Files: * entry (stanza "*") for a file no other stanza names."""
+    where = {"per-file": "per-file stanza", "*": "Files: * (2010-2016 Ubuntu community contributors)"}[stanza]
     return ("ubuntu-" + name, "train", f"{UBUNTU}@{UBUNTU_COMMIT}", file,
             f"{lic} (ubuntu-wallpapers 24.10.3 debian/copyright, {where}), {author}")
 
@@ -398,7 +398,7 @@ SOURCES = [
     ("lxqt-appleflower", "train", "lxqt-themes", LXQT + "appleflower.png", L_LXQT + ", stefonarch"),
     ("lxqt-beam", "train", "lxqt-themes", LXQT + "beam.png", L_LXQT + ", stefonarch"),
     ("lxqt-butterfly", "train", "lxqt-themes", LXQT + "butterfly.png", L_LXQT + ", stefonarch"),
-    ("lxqt-butterfly-wimer", "train", "lxqt-themes", LXQT + "Butterfly-Kenneth-Wimer.jpg", L_LXQT + ", Kenneth Wimer"),
+    ("lxqt-butterfly-wimer", "train", "lxqt-themes", LXQT + "Butterfly-Kenneth-Wimer.jpg", L_LXQT + ", Kenneth Wimer (the file's name; the License file's credits name no author for it)"),
     ("lxqt-cloud", "train", "lxqt-themes", LXQT + "cloud.png", L_LXQT + ", LXQt Project Team"),
     ("lxqt-drop", "train", "lxqt-themes", LXQT + "drop.png", L_LXQT + ", stefonarch"),
     ("lxqt-flowers", "train", "lxqt-themes", LXQT + "flowers.png", L_LXQT + ", stefonarch"),
@@ -407,7 +407,7 @@ SOURCES = [
     ("lxqt-valendas", "train", "lxqt-themes", LXQT + "Valendas.png", L_LXQT + ", LXQt Project Team"),
     # --- palapeli-data: the puzzles' photos, from Wikimedia Commons. Training only.
     ("palapeli-castle-maintenon", "train", "palapeli-data", PALAPELI + "castle-maintenon.jpg",
-     "GFDL " + L_PALAPELI + ", Eric Pouhier, commons.wikimedia.org/wiki/Image:EPO_2432_wiki.jpg"),
+     "GFDL (.desktop: FDL) " + L_PALAPELI + ", Eric Pouhier, commons.wikimedia.org/wiki/Image:EPO_2432_wiki.jpg"),
     ("palapeli-cincinnati-bridge", "train", "palapeli-data", PALAPELI + "cincinnati-bridge.jpg",
      "public domain " + L_PALAPELI + ", Derek Jensen, commons.wikimedia.org/wiki/Image:Cincinnati-roebling-suspension-bridge.jpg"),
     ("palapeli-citrus-fruits", "train", "palapeli-data", PALAPELI + "citrus-fruits.jpg",
@@ -415,7 +415,7 @@ SOURCES = [
     ("palapeli-honey-bee", "train", "palapeli-data", PALAPELI + "european-honey-bee.jpg",
      "public domain " + L_PALAPELI + ", John Severns, commons.wikimedia.org/wiki/Image:European_honey_bee_extracts_nectar.jpg"),
     ("palapeli-chameleon", "train", "palapeli-data", PALAPELI + "panther-chameleon-female.jpg",
-     "GNU-FDL " + L_PALAPELI + ", B. Navez and others, commons.wikimedia.org/wiki/Image:FurciferPardalisFemale.JPG"),
+     "GFDL (.desktop: GNU-FDL) " + L_PALAPELI + ", B. Navez and others, commons.wikimedia.org/wiki/Image:FurciferPardalisFemale.JPG"),
     # --- twinysam/ubuntu-wallpapers: Ubuntu's wallpaper package (contest photos of 9.10-24.04); architecture,
     # text, people, interiors and night lights (its renders, the Unsplash-licensed and Unsplash-sourced
     # files, one HDR-toned photo, and one whose author's name trips the test-set name guard left out).
@@ -423,42 +423,42 @@ SOURCES = [
     ubuntu("cathedral-montreal", "Cathédrale_Marie-Rheine-du-Monde_by_Thierry_Pon.jpg", "CC-BY-SA-2.0", "Thierry Pon"),
     ubuntu("capucijnengang", "Capucijnengang_by_Artem_Kavalerov.jpg", "CC-BY-SA-4.0", "Artem Kavalerov"),
     ubuntu("tapiola-cultural-center", "Tapiola_Espoo_Cultural_Center_by_Agostino_Faedda.jpg", "CC-BY-SA-2.0", "Agostino Faedda"),
-    ubuntu("hotel", "Hotel_by_sarcasmrules2011.jpg", "CC-BY-SA-3.0", "sarcasmrules2011"),
-    ubuntu("building-corner", "xgu472hf2_by_lariliikala.jpg", "CC-BY-SA-3.0", "lariliikala"),
-    ubuntu("grey-day", "Grey_day_by_Drew__.jpg", "CC-BY-SA-3.0", "Drew"),
-    ubuntu("forbidden-city", "The_Forbidden_City_by_Daniel_Mathis.jpg", "CC-BY-SA-3.0", "Daniel Mathis"),
+    ubuntu("hotel", "Hotel_by_sarcasmrules2011.jpg", "CC-BY-SA-3.0", "sarcasmrules2011", "*"),
+    ubuntu("building-corner", "xgu472hf2_by_lariliikala.jpg", "CC-BY-SA-3.0", "lariliikala", "*"),
+    ubuntu("grey-day", "Grey_day_by_Drew__.jpg", "CC-BY-SA-3.0", "Drew", "*"),
+    ubuntu("forbidden-city", "The_Forbidden_City_by_Daniel_Mathis.jpg", "CC-BY-SA-3.0", "Daniel Mathis", "*"),
     ubuntu("night-lights", "Night_lights_by_Alberto_Salvia_Novella.jpg", "CC-BY-SA-2.0", "Alberto Salvia Novella"),
     ubuntu("larung-gar-night", "larung_gar_by_night_by_Geza_Radics.jpg", "CC0", "Geza Radics"),
-    ubuntu("dybbolsbro-station", "Dybbølsbro_Station_by_SirPecanGum.jpg", "CC-BY-SA-3.0", "SirPecanGum"),
-    ubuntu("langelinie-alle", "Langelinie_Allé_by_SirPecanGum.jpg", "CC-BY-SA-3.0", "SirPecanGum"),
+    ubuntu("dybbolsbro-station", "Dybbølsbro_Station_by_SirPecanGum.jpg", "CC-BY-SA-3.0", "SirPecanGum", "*"),
+    ubuntu("langelinie-alle", "Langelinie_Allé_by_SirPecanGum.jpg", "CC-BY-SA-3.0", "SirPecanGum", "*"),
     ubuntu("london-eye", "London_Eye_by_Paul_Daniell.jpg", "CC0", "Paul Daniell"),
-    ubuntu("london-eye-beneath", "London_Eye_From_Beneath_by_Fernando_García.jpg", "CC-BY-SA-3.0", "Fernando García"),
+    ubuntu("london-eye-beneath", "London_Eye_From_Beneath_by_Fernando_García.jpg", "CC-BY-SA-3.0", "Fernando García", "*"),
     ubuntu("flower-gate-bridge", "Flower_Gate_Bridge_by_Michele_Agostini.jpg", "CC-BY-SA-4.0", "Michele Agostini"),
     ubuntu("gozo-door", "Wall_with_door_on_Gozo_by_Matthias_Niess.jpg", "CC-BY-SA-2.0", "Matthias Niess"),
-    ubuntu("roof-tiles", "Roof_Tiles_by_Finn_Sturdy.jpg", "CC-BY-SA-3.0", "Finn Sturdy"),
+    ubuntu("roof-tiles", "Roof_Tiles_by_Finn_Sturdy.jpg", "CC-BY-SA-3.0", "Finn Sturdy", "*"),
     ubuntu("road-to-nowhere", "Road_to_Nowhere_by_Matt_Bailey.jpg", "CC-BY-2.0", "Matt Bailey"),
-    ubuntu("blue-roof", "Blue_by_ElSlunko.jpg", "CC-BY-SA-3.0", "ElSlunko"),
+    ubuntu("blue-roof", "Blue_by_ElSlunko.jpg", "CC-BY-SA-3.0", "ElSlunko", "*"),
     ubuntu("seebruecke-graal-mueritz", "Seebrücke_Graal-Müritz_by_Oliver_hb.jpg", "CC-BY-2.0", "Oliver_hb"),
     ubuntu("spices-athens", "Spices_in_Athens_by_Makis_Chourdakis.jpg", "CC-BY-SA-2.0", "Makis Chourdakis"),
     ubuntu("station-clock", "clock_by_Bernhard_Hanakam.jpg", "CC-BY-SA-2.0", "Bernhard Hanakam"),
-    ubuntu("partitura", "Partitura_by_Vincijun.jpg", "CC-BY-SA-3.0", "Vincijun"),
-    ubuntu("power-of-words", "Power_of_Words_by_Antonio_Litterio.jpg", "CC-BY-SA-3.0", "Antonio Litterio"),
-    ubuntu("typewriter", "Brother_typewriter_by_awdean1.jpg", "CC-BY-SA-3.0", "awdean1"),
+    ubuntu("partitura", "Partitura_by_Vincijun.jpg", "CC-BY-SA-3.0", "Vincijun", "*"),
+    ubuntu("power-of-words", "Power_of_Words_by_Antonio_Litterio.jpg", "CC-BY-SA-3.0", "Antonio Litterio", "*"),
+    ubuntu("typewriter", "Brother_typewriter_by_awdean1.jpg", "CC-BY-SA-3.0", "awdean1", "*"),
     ubuntu("light-reading", "Some_Light_Reading_by_Brandilyn_Carpenter.jpg", "CC-BY-SA-2.0", "Brandilyn Carpenter"),
-    ubuntu("murales", "Murales_by_Jan_Bencini.jpg", "CC-BY-SA-3.0", "Jan Bencini"),
-    ubuntu("signpost", "Signpost_by_maroubal2.jpg", "CC-BY-SA-3.0", "maroubal2"),
-    ubuntu("euphoria", "Euphoria!_by_Tomasino.cz.jpg", "CC-BY-SA-3.0", "Tomáš Kijas"),
-    ubuntu("frog", "Frog.jpg", "CC-BY-SA-3.0", "Jake Randell (AUTHORS)"),
-    ubuntu("climbing", "Climbing.jpg", "CC-BY-SA-3.0", "David Andrie (AUTHORS)"),
-    ubuntu("shoes", "Shoes.jpg", "CC-BY-SA-3.0", "Fotoloke (AUTHORS: 'Mi Old, Old Shoes')"),
-    ubuntu("floorboards", "Floorboards_by_Dawid_Huczyński.jpg", "CC-BY-SA-3.0", "Dawid Huczyński"),
-    ubuntu("cyclotron", "Cyclotron_by_cyclotron_beam.jpg", "CC-BY-SA-3.0", "cyclotron beam"),
+    ubuntu("murales", "Murales_by_Jan_Bencini.jpg", "CC-BY-SA-3.0", "Jan Bencini", "*"),
+    ubuntu("signpost", "Signpost_by_maroubal2.jpg", "CC-BY-SA-3.0", "maroubal2", "*"),
+    ubuntu("euphoria", "Euphoria!_by_Tomasino.cz.jpg", "CC-BY-SA-3.0", "Tomáš Kijas", "*"),
+    ubuntu("frog", "Frog.jpg", "CC-BY-SA-3.0", "Jake Randell (AUTHORS)", "*"),
+    ubuntu("climbing", "Climbing.jpg", "CC-BY-SA-3.0", "David Andrie (AUTHORS)", "*"),
+    ubuntu("shoes", "Shoes.jpg", "CC-BY-SA-3.0", "Fotoloke (AUTHORS: 'Mi Old, Old Shoes')", "*"),
+    ubuntu("floorboards", "Floorboards_by_Dawid_Huczyński.jpg", "CC-BY-SA-3.0", "Dawid Huczyński", "*"),
+    ubuntu("cyclotron", "Cyclotron_by_cyclotron_beam.jpg", "CC-BY-SA-3.0", "cyclotron beam", "*"),
     ubuntu("fairground-night", "Fairground_at_Night_by_martin.jpg", "CC-BY-SA-2.0", "martin"),
     ubuntu("espaciolandia", "Espaciolandia_by_Nando_uy.jpg", "CC-BY-SA-2.0", "Nando.uy"),
-    ubuntu("christmas-lights", "Christmas_Lights_by_RaDu_GaLaN.jpg", "CC-BY-SA-3.0", "RaDu GaLaN"),
-    ubuntu("kronach-leuchtet", "Kronach_leuchtet_2014_by_Brian_Fox.jpg", "CC-BY-SA-3.0", "Brian Fox"),
+    ubuntu("christmas-lights", "Christmas_Lights_by_RaDu_GaLaN.jpg", "CC-BY-SA-3.0", "RaDu GaLaN", "*"),
+    ubuntu("kronach-leuchtet", "Kronach_leuchtet_2014_by_Brian_Fox.jpg", "CC-BY-SA-3.0", "Brian Fox", "*"),
     ubuntu("warm-filament", "Warm_Filament_by_Eduardo_Battaglia.jpg", "CC-BY-SA-2.0", "Eduardo Battaglia"),
-    ubuntu("music", "Music_by_tomasino.cz.jpg", "CC-BY-SA-3.0", "Tomáš Kijas"),
+    ubuntu("music", "Music_by_tomasino.cz.jpg", "CC-BY-SA-3.0", "Tomáš Kijas", "*"),
     ubuntu("headstock", "Headstock_by_Bernhard_Hanakam.jpg", "CC-BY-SA-2.0", "Bernhard Hanakam"),
     ubuntu("classic-guitar", "Classic_Guitar_Detail_by_Sten_Jørgen_Pettersen.jpg", "CC-BY-SA-2.0", "Sten Jørgen Pettersen"),
     # --- getsolus/artwork: Solus's wallpapers, photos from Wikimedia Commons and Flickr
