@@ -141,13 +141,13 @@ def solus(name, file, lic, author):
 UBUNTU_COMMIT = "7549e8850bbfd8dc88373f8a748ab723b9d2447a"  # branch applied/ubuntu/devel: package 24.10.3
 
 
-def ubuntu(name, file, lic, author, stanza="per-file"):
-    """A photo of Ubuntu's wallpaper package: lic is the license of its stanza in
-    the package's debian/copyright, the one naming the file (stanza "per-file"),
-    or the Files: * entry (stanza "*") for a file no other stanza names."""
-    where = {"per-file": "per-file stanza", "*": "Files: * (2010-2016 Ubuntu community contributors)"}[stanza]
+def ubuntu(name, file, author, lic=None):
+    """A photo of Ubuntu's wallpaper package: lic is the license of the stanza of
+    the package's debian/copyright that names the file; None for a file no stanza
+    names, which its Files: * entry covers (CC-BY-SA-3.0)."""
+    where = "per-file stanza" if lic else "Files: * (2010-2016 Ubuntu community contributors)"
     return ("ubuntu-" + name, "train", f"{UBUNTU}@{UBUNTU_COMMIT}", file,
-            f"{lic} (ubuntu-wallpapers 24.10.3 debian/copyright, {where}), {author}")
+            f"{lic or 'CC-BY-SA-3.0'} (ubuntu-wallpapers 24.10.3 debian/copyright, {where}), {author}")
 
 
 # (name, split, origin, path, license): origin is a Debian package of PACKAGES or
@@ -420,47 +420,47 @@ SOURCES = [
     # text, people, interiors and night lights (its renders, the Unsplash-licensed and Unsplash-sourced
     # files, one HDR-toned photo, and one whose author's name trips the test-set name guard left out).
     # Training only.
-    ubuntu("cathedral-montreal", "Cathédrale_Marie-Rheine-du-Monde_by_Thierry_Pon.jpg", "CC-BY-SA-2.0", "Thierry Pon"),
-    ubuntu("capucijnengang", "Capucijnengang_by_Artem_Kavalerov.jpg", "CC-BY-SA-4.0", "Artem Kavalerov"),
-    ubuntu("tapiola-cultural-center", "Tapiola_Espoo_Cultural_Center_by_Agostino_Faedda.jpg", "CC-BY-SA-2.0", "Agostino Faedda"),
-    ubuntu("hotel", "Hotel_by_sarcasmrules2011.jpg", "CC-BY-SA-3.0", "sarcasmrules2011", "*"),
-    ubuntu("building-corner", "xgu472hf2_by_lariliikala.jpg", "CC-BY-SA-3.0", "lariliikala", "*"),
-    ubuntu("grey-day", "Grey_day_by_Drew__.jpg", "CC-BY-SA-3.0", "Drew", "*"),
-    ubuntu("forbidden-city", "The_Forbidden_City_by_Daniel_Mathis.jpg", "CC-BY-SA-3.0", "Daniel Mathis", "*"),
-    ubuntu("night-lights", "Night_lights_by_Alberto_Salvia_Novella.jpg", "CC-BY-SA-2.0", "Alberto Salvia Novella"),
-    ubuntu("larung-gar-night", "larung_gar_by_night_by_Geza_Radics.jpg", "CC0", "Geza Radics"),
-    ubuntu("dybbolsbro-station", "Dybbølsbro_Station_by_SirPecanGum.jpg", "CC-BY-SA-3.0", "SirPecanGum", "*"),
-    ubuntu("langelinie-alle", "Langelinie_Allé_by_SirPecanGum.jpg", "CC-BY-SA-3.0", "SirPecanGum", "*"),
-    ubuntu("london-eye", "London_Eye_by_Paul_Daniell.jpg", "CC0", "Paul Daniell"),
-    ubuntu("london-eye-beneath", "London_Eye_From_Beneath_by_Fernando_García.jpg", "CC-BY-SA-3.0", "Fernando García", "*"),
-    ubuntu("flower-gate-bridge", "Flower_Gate_Bridge_by_Michele_Agostini.jpg", "CC-BY-SA-4.0", "Michele Agostini"),
-    ubuntu("gozo-door", "Wall_with_door_on_Gozo_by_Matthias_Niess.jpg", "CC-BY-SA-2.0", "Matthias Niess"),
-    ubuntu("roof-tiles", "Roof_Tiles_by_Finn_Sturdy.jpg", "CC-BY-SA-3.0", "Finn Sturdy", "*"),
-    ubuntu("road-to-nowhere", "Road_to_Nowhere_by_Matt_Bailey.jpg", "CC-BY-2.0", "Matt Bailey"),
-    ubuntu("blue-roof", "Blue_by_ElSlunko.jpg", "CC-BY-SA-3.0", "ElSlunko", "*"),
-    ubuntu("seebruecke-graal-mueritz", "Seebrücke_Graal-Müritz_by_Oliver_hb.jpg", "CC-BY-2.0", "Oliver_hb"),
-    ubuntu("spices-athens", "Spices_in_Athens_by_Makis_Chourdakis.jpg", "CC-BY-SA-2.0", "Makis Chourdakis"),
-    ubuntu("station-clock", "clock_by_Bernhard_Hanakam.jpg", "CC-BY-SA-2.0", "Bernhard Hanakam"),
-    ubuntu("partitura", "Partitura_by_Vincijun.jpg", "CC-BY-SA-3.0", "Vincijun", "*"),
-    ubuntu("power-of-words", "Power_of_Words_by_Antonio_Litterio.jpg", "CC-BY-SA-3.0", "Antonio Litterio", "*"),
-    ubuntu("typewriter", "Brother_typewriter_by_awdean1.jpg", "CC-BY-SA-3.0", "awdean1", "*"),
-    ubuntu("light-reading", "Some_Light_Reading_by_Brandilyn_Carpenter.jpg", "CC-BY-SA-2.0", "Brandilyn Carpenter"),
-    ubuntu("murales", "Murales_by_Jan_Bencini.jpg", "CC-BY-SA-3.0", "Jan Bencini", "*"),
-    ubuntu("signpost", "Signpost_by_maroubal2.jpg", "CC-BY-SA-3.0", "maroubal2", "*"),
-    ubuntu("euphoria", "Euphoria!_by_Tomasino.cz.jpg", "CC-BY-SA-3.0", "Tomáš Kijas", "*"),
-    ubuntu("frog", "Frog.jpg", "CC-BY-SA-3.0", "Jake Randell (AUTHORS)", "*"),
-    ubuntu("climbing", "Climbing.jpg", "CC-BY-SA-3.0", "David Andrie (AUTHORS)", "*"),
-    ubuntu("shoes", "Shoes.jpg", "CC-BY-SA-3.0", "Fotoloke (AUTHORS: 'Mi Old, Old Shoes')", "*"),
-    ubuntu("floorboards", "Floorboards_by_Dawid_Huczyński.jpg", "CC-BY-SA-3.0", "Dawid Huczyński", "*"),
-    ubuntu("cyclotron", "Cyclotron_by_cyclotron_beam.jpg", "CC-BY-SA-3.0", "cyclotron beam", "*"),
-    ubuntu("fairground-night", "Fairground_at_Night_by_martin.jpg", "CC-BY-SA-2.0", "martin"),
-    ubuntu("espaciolandia", "Espaciolandia_by_Nando_uy.jpg", "CC-BY-SA-2.0", "Nando.uy"),
-    ubuntu("christmas-lights", "Christmas_Lights_by_RaDu_GaLaN.jpg", "CC-BY-SA-3.0", "RaDu GaLaN", "*"),
-    ubuntu("kronach-leuchtet", "Kronach_leuchtet_2014_by_Brian_Fox.jpg", "CC-BY-SA-3.0", "Brian Fox", "*"),
-    ubuntu("warm-filament", "Warm_Filament_by_Eduardo_Battaglia.jpg", "CC-BY-SA-2.0", "Eduardo Battaglia"),
-    ubuntu("music", "Music_by_tomasino.cz.jpg", "CC-BY-SA-3.0", "Tomáš Kijas", "*"),
-    ubuntu("headstock", "Headstock_by_Bernhard_Hanakam.jpg", "CC-BY-SA-2.0", "Bernhard Hanakam"),
-    ubuntu("classic-guitar", "Classic_Guitar_Detail_by_Sten_Jørgen_Pettersen.jpg", "CC-BY-SA-2.0", "Sten Jørgen Pettersen"),
+    ubuntu("cathedral-montreal", "Cathédrale_Marie-Rheine-du-Monde_by_Thierry_Pon.jpg", "Thierry Pon", "CC-BY-SA-2.0"),
+    ubuntu("capucijnengang", "Capucijnengang_by_Artem_Kavalerov.jpg", "Artem Kavalerov", "CC-BY-SA-4.0"),
+    ubuntu("tapiola-cultural-center", "Tapiola_Espoo_Cultural_Center_by_Agostino_Faedda.jpg", "Agostino Faedda", "CC-BY-SA-2.0"),
+    ubuntu("hotel", "Hotel_by_sarcasmrules2011.jpg", "sarcasmrules2011"),
+    ubuntu("building-corner", "xgu472hf2_by_lariliikala.jpg", "lariliikala"),
+    ubuntu("grey-day", "Grey_day_by_Drew__.jpg", "Drew"),
+    ubuntu("forbidden-city", "The_Forbidden_City_by_Daniel_Mathis.jpg", "Daniel Mathis"),
+    ubuntu("night-lights", "Night_lights_by_Alberto_Salvia_Novella.jpg", "Alberto Salvia Novella", "CC-BY-SA-2.0"),
+    ubuntu("larung-gar-night", "larung_gar_by_night_by_Geza_Radics.jpg", "Geza Radics", "CC0"),
+    ubuntu("dybbolsbro-station", "Dybbølsbro_Station_by_SirPecanGum.jpg", "SirPecanGum"),
+    ubuntu("langelinie-alle", "Langelinie_Allé_by_SirPecanGum.jpg", "SirPecanGum"),
+    ubuntu("london-eye", "London_Eye_by_Paul_Daniell.jpg", "Paul Daniell", "CC0"),
+    ubuntu("london-eye-beneath", "London_Eye_From_Beneath_by_Fernando_García.jpg", "Fernando García"),
+    ubuntu("flower-gate-bridge", "Flower_Gate_Bridge_by_Michele_Agostini.jpg", "Michele Agostini", "CC-BY-SA-4.0"),
+    ubuntu("gozo-door", "Wall_with_door_on_Gozo_by_Matthias_Niess.jpg", "Matthias Niess", "CC-BY-SA-2.0"),
+    ubuntu("roof-tiles", "Roof_Tiles_by_Finn_Sturdy.jpg", "Finn Sturdy"),
+    ubuntu("road-to-nowhere", "Road_to_Nowhere_by_Matt_Bailey.jpg", "Matt Bailey", "CC-BY-2.0"),
+    ubuntu("blue-roof", "Blue_by_ElSlunko.jpg", "ElSlunko"),
+    ubuntu("seebruecke-graal-mueritz", "Seebrücke_Graal-Müritz_by_Oliver_hb.jpg", "Oliver_hb", "CC-BY-2.0"),
+    ubuntu("spices-athens", "Spices_in_Athens_by_Makis_Chourdakis.jpg", "Makis Chourdakis", "CC-BY-SA-2.0"),
+    ubuntu("station-clock", "clock_by_Bernhard_Hanakam.jpg", "Bernhard Hanakam", "CC-BY-SA-2.0"),
+    ubuntu("partitura", "Partitura_by_Vincijun.jpg", "Vincijun"),
+    ubuntu("power-of-words", "Power_of_Words_by_Antonio_Litterio.jpg", "Antonio Litterio"),
+    ubuntu("typewriter", "Brother_typewriter_by_awdean1.jpg", "awdean1"),
+    ubuntu("light-reading", "Some_Light_Reading_by_Brandilyn_Carpenter.jpg", "Brandilyn Carpenter", "CC-BY-SA-2.0"),
+    ubuntu("murales", "Murales_by_Jan_Bencini.jpg", "Jan Bencini"),
+    ubuntu("signpost", "Signpost_by_maroubal2.jpg", "maroubal2"),
+    ubuntu("euphoria", "Euphoria!_by_Tomasino.cz.jpg", "Tomáš Kijas"),
+    ubuntu("frog", "Frog.jpg", "Jake Randell (AUTHORS)"),
+    ubuntu("climbing", "Climbing.jpg", "David Andrie (AUTHORS)"),
+    ubuntu("shoes", "Shoes.jpg", "Fotoloke (AUTHORS: 'Mi Old, Old Shoes')"),
+    ubuntu("floorboards", "Floorboards_by_Dawid_Huczyński.jpg", "Dawid Huczyński"),
+    ubuntu("cyclotron", "Cyclotron_by_cyclotron_beam.jpg", "cyclotron beam"),
+    ubuntu("fairground-night", "Fairground_at_Night_by_martin.jpg", "martin", "CC-BY-SA-2.0"),
+    ubuntu("espaciolandia", "Espaciolandia_by_Nando_uy.jpg", "Nando.uy", "CC-BY-SA-2.0"),
+    ubuntu("christmas-lights", "Christmas_Lights_by_RaDu_GaLaN.jpg", "RaDu GaLaN"),
+    ubuntu("kronach-leuchtet", "Kronach_leuchtet_2014_by_Brian_Fox.jpg", "Brian Fox"),
+    ubuntu("warm-filament", "Warm_Filament_by_Eduardo_Battaglia.jpg", "Eduardo Battaglia", "CC-BY-SA-2.0"),
+    ubuntu("music", "Music_by_tomasino.cz.jpg", "Tomáš Kijas"),
+    ubuntu("headstock", "Headstock_by_Bernhard_Hanakam.jpg", "Bernhard Hanakam", "CC-BY-SA-2.0"),
+    ubuntu("classic-guitar", "Classic_Guitar_Detail_by_Sten_Jørgen_Pettersen.jpg", "Sten Jørgen Pettersen", "CC-BY-SA-2.0"),
     # --- getsolus/artwork: Solus's wallpapers, photos from Wikimedia Commons and Flickr
     # (its digital art and tile patterns left out). Training only.
     solus("as08-16-2593", "AS08-16-2593.jpg", "public domain", "NASA"),
