@@ -67,15 +67,19 @@ train-denoise-l5) # the five-level denoiser from scratch, one call of several (w
     # denoise-l5.ckpt.partN and nothing else (rm -f .carry/l5/* before copying
     # them in: the parts are joined by name; int8 under --ckpt-max-mib 20: 17 MB,
     # so a training shard and the tree without *.h5 fit beside it). The cosine
-    # spans TOTAL_MINUTES (36) of training over all calls; FINAL=1 on the last:
+    # spans TOTAL_MINUTES (36; given on the first call only) of training over all
+    # calls; FINAL=1 on the last:
     # the PSNR loss and a weight average there, and the model file comes back
     # first. L5_ARGS: further train.py arguments.
     k=$(printf '%02d' "$((10#${TRAIN_SHARD:?TRAIN_SHARD: the shard of this call}))") || exit 2
     cp "weights/data/shards/train-$k.tar" /tmp/shards/ && cp weights/data/shards/heldout-mini.tar /tmp/shards/heldout.tar
     A="--lr 3e-4 --patch 192 --batch 16 --sigma-power 1.5 --ckpt-max-mib 20"
     [ "${FINAL:-0}" = 1 ] && A="$A --loss psnr --ema 0.9995"
+    # The schedule's length is set by the first call and kept in the checkpoint:
+    # a default here on later calls would silently replace the first call's choice.
+    [ -e .carry/l5/denoise-l5.ckpt.part0 ] || : "${TOTAL_MINUTES:=36}"
     ARCH=drunet ARCH_KW='{"widths":[48,96,192,256,256],"blocks":3}' NAME=denoise-l5 SHARD_DIR=/tmp/shards \
-        TOTAL_MINUTES=${TOTAL_MINUTES:-36} MINUTES=${MINUTES:-8.5} FINAL=${FINAL:-0} TRAIN_ARGS="$A ${L5_ARGS:-}" \
+        TOTAL_MINUTES=${TOTAL_MINUTES:-} MINUTES=${MINUTES:-8.5} FINAL=${FINAL:-0} TRAIN_ARGS="$A ${L5_ARGS:-}" \
         bash weights/train_unet.sh "$O" "$k" "$root/.carry/l5" 2>&1 | tail -25
     ls -la "$O" ;;
 verify) # one call after the trainings (carry .carry/gpu.tar.xz with test_ops, .carry/photo12mp.jpg;
