@@ -52,8 +52,11 @@ train-denoise | train-deblock-q)
         # DENOISE_ARGS: this run's recipe (the eighth session's by default)
         A="--init-from $root/weights/denoise-unet.h5 ${DENOISE_ARGS:---lr 2e-4 --sigma-power 1.5} --ckpt-max-mib 40"
     else
-        export TASK=deblock ARCH=drunet ARCH_KW='{"widths":[32,64,128,256],"blocks":2,"level_input":"jpeg_quality"}' NAME=deblock-q
-        A="--init-from $root/weights/deblock.h5 --lr 2e-4 --batch 64 --jpeg-q 5,95 --jpeg-444 0.3 --jpeg-prior 0.33,60,95 --jpeg-workers 6"
+        # DEBLOCK_KW='{"widths":[32,64,128,256],"blocks":2}': the bundled deblock as it is (no quality input)
+        export TASK=deblock ARCH=drunet ARCH_KW=${DEBLOCK_KW:-'{"widths":[32,64,128,256],"blocks":2,"level_input":"jpeg_quality"}'} NAME=deblock-q
+        # DEBLOCK_ARGS: this run's recipe (the eighth session's by default; e.g. a high-quality
+        # fine-tune of the bundled deblock: --lr 1e-4 --jpeg-q-power 0.5 --gray 0.15)
+        A="--init-from $root/weights/deblock.h5 --batch 64 --jpeg-q 5,95 --jpeg-workers 6 ${DEBLOCK_ARGS:---lr 2e-4 --jpeg-444 0.3 --jpeg-prior 0.33,60,95}"
     fi
     SHARD_DIR=/tmp/shards TOTAL_MINUTES=${MINUTES:-8.5} MINUTES=${MINUTES:-8.5} FINAL=1 TRAIN_ARGS="$A" \
         bash weights/train_unet.sh "$O" "$k" 2>&1 | tail -25

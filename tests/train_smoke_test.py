@@ -164,6 +164,42 @@ def check_jpeg_prior():
             fail(f"--jpeg-prior {bad}: exit {r.returncode}, stderr {r.stderr[-200:]}")
 
 
+def check_jpeg_q_power():
+    """--jpeg-q-power: 1 draws exactly as before (torch.randint's sequence); a
+    power below 1 keeps every quality in [LO, HI], reaches both ends, and
+    draws each at the rate float64 gives P(q >= k) = 1 - ((k - LO) / span)^(1/P).
+    Malformed values are refused."""
+    import train
+    seed = int(np.random.default_rng().integers(1 << 62))
+    lo, hi = 5, 95
+    train.set_jpeg_q((lo, hi))
+    try:
+        train.set_jpeg_q_power(1.0)
+        if not torch.equal(train.draw_jpeg_q(500, torch.Generator().manual_seed(seed)),
+                           torch.randint(lo, hi + 1, (500,), generator=torch.Generator().manual_seed(seed))):
+            fail(f"--jpeg-q-power 1 (seed {seed}): not torch.randint's draw")
+        n, span = 40000, hi - lo + 1
+        for power in (0.5, 2.0):
+            train.set_jpeg_q_power(power)
+            q = train.draw_jpeg_q(n, torch.Generator().manual_seed(seed))
+            if q.dtype != torch.int64 or int(q.min()) != lo or int(q.max()) != hi:
+                fail(f"--jpeg-q-power {power} (seed {seed}): drew {q.dtype} in [{int(q.min())}, {int(q.max())}], "
+                     f"not [{lo}, {hi}] with both ends")
+            for k in (20, 50, 80, 90, 95):
+                p = 1.0 - ((k - lo) / span) ** (1.0 / power)
+                got = float((q >= k).double().mean())
+                if abs(got - p) > 6 * (p * (1 - p) / n) ** 0.5:
+                    fail(f"--jpeg-q-power {power} (seed {seed}): P(q >= {k}) = {got:.4f}, float64 gives {p:.4f}")
+    finally:
+        train.set_jpeg_q_power(1.0)
+        train.set_jpeg_q(train.JPEG_Q_DEFAULT)
+    for bad in ("0", "-1", "11"):
+        r = subprocess.run([sys.executable, TRAIN, "--task", "deblock", "--out", "/nonexistent", "--jpeg-q-power", bad],
+                           capture_output=True, text=True)
+        if r.returncode != 2 or "--jpeg-q-power" not in r.stderr:
+            fail(f"--jpeg-q-power {bad}: exit {r.returncode}, stderr {r.stderr[-200:]}")
+
+
 def check_level_input(common, data, h5, tmp):
     """A DRUNet with a level input (FBCNN-style: the noise level or JPEG
     quality as a plane beside the image) starts from a file without one with
@@ -318,6 +354,7 @@ def main():
 
         check_level_input(common, data, h5, tmp)
     check_jpeg_prior()
+    check_jpeg_q_power()
     check_gray()
     print(f"PASS: trained 3 steps, resumed from the compact checkpoint (val PSNR {end1:.2f} -> {start2:.2f} dB "
           f"across it), 2 more, int8 checkpoint (relative RMS weight error {ck2['compact']['rel_rms_error']:.1e}) "

@@ -65,6 +65,29 @@ def set_jpeg_q(q):
     JPEG_Q = (int(q[0]), int(q[1]))
 
 
+# deblock, --jpeg-q-power P: quality LO + floor((HI - LO + 1) * u^P), capped at
+# HI, u uniform in [0, 1): below 1 the high qualities are drawn more often.
+# With the uniform draw a patch is at quality 90-95 one time in 15, and the
+# bundled deblock ends below its input at 95 on a textured photo
+# (weights/README.md, "Where deblock loses at quality 95"). Per call, as --gray
+# (each call's degradation text says it); 1: the uniform draw, as before.
+JPEG_Q_POWER = 1.0
+
+
+def set_jpeg_q_power(power):
+    global JPEG_Q_POWER
+    JPEG_Q_POWER = float(power)
+
+
+def draw_jpeg_q(count, gen):
+    """count training JPEG qualities (int64) in [JPEG_Q[0], JPEG_Q[1]], drawn per --jpeg-q-power."""
+    if JPEG_Q_POWER == 1.0:  # randint, so runs without the option keep their random sequence
+        return torch.randint(JPEG_Q[0], JPEG_Q[1] + 1, (count,), generator=gen)
+    span = JPEG_Q[1] - JPEG_Q[0] + 1
+    u = torch.rand(count, generator=gen, dtype=torch.float64)
+    return (JPEG_Q[0] + torch.floor(span * u ** JPEG_Q_POWER)).long().clamp(max=JPEG_Q[1])
+
+
 # deblock, --jpeg-prior P,LO,HI: with probability P a training patch is itself
 # a JPEG of quality uniform in [LO, HI] before the degradation's JPEG, and the
 # target keeps it. A photo that was already a JPEG re-encoded at a high
@@ -768,7 +791,7 @@ class JpegFeeder:
     def _submit(self):
         p = self.patches
         pid, y0, x0, aug = p.params(self.batch, self.gen)  # the CPU copies of off/h/w stay on the CPU
-        q = torch.randint(JPEG_Q[0], JPEG_Q[1] + 1, (self.batch,), generator=self.gen)
+        q = draw_jpeg_q(self.batch, self.gen)
         prior = torch.zeros(self.batch, dtype=torch.int64)
         if JPEG_PRIOR[0] > 0:  # drawn only then, so runs without it keep their random sequence
             on = torch.rand(self.batch, generator=self.gen) < JPEG_PRIOR[0]
@@ -1187,7 +1210,10 @@ def degradation_of_task(task, sigma_power):
                  "libjpeg (PIL's codec) baseline 4:4:4 JPEG" if JPEG_444 >= 1 else
                  f"libjpeg baseline JPEG, 4:2:0 through torchvision's CPU codec, {100 * JPEG_444:g}% of the patches "
                  "4:4:4 through PIL's")
-        return (f"{codec}, quality uniform integer [{JPEG_Q[0]}, {JPEG_Q[1]}]"
+        quality = (f"quality uniform integer [{JPEG_Q[0]}, {JPEG_Q[1]}]" if JPEG_Q_POWER == 1.0 else
+                   f"quality {JPEG_Q[0]} + floor({JPEG_Q[1] - JPEG_Q[0] + 1} * u^{JPEG_Q_POWER:g}), u uniform [0, 1) "
+                   "(--jpeg-q-power: the high qualities more often)")
+        return (f"{codec}, {quality}"
                 + (f"; with probability {JPEG_PRIOR[0]:g} the clean patch is first a "
                    + ("4:2:0 " if JPEG_444 > 0 else "")  # (the words of runs before --jpeg-444 kept)
                    + f"JPEG of quality uniform integer [{JPEG_PRIOR[1]}, {JPEG_PRIOR[2]}], the target too "
@@ -1296,6 +1322,9 @@ def parse_args(argv=None):
     ap.add_argument("--jpeg-q", default=None, metavar="LO,HI",
                     help=f"deblock: the JPEG qualities trained on, uniform integer in [LO, HI] (default {JPEG_Q[0]},{JPEG_Q[1]}; "
                          "give the same range in every call of a run)")
+    ap.add_argument("--jpeg-q-power", type=float, default=1.0, metavar="P",
+                    help="deblock: quality = LO + floor((HI - LO + 1) * u^P), u uniform (1: uniform; below 1: the high "
+                         "qualities more often); per call, as --gray")
     ap.add_argument("--jpeg-prior", default=None, metavar="P,LO,HI",
                     help="deblock: with probability P a training patch (and its target) is first a JPEG of quality "
                          "uniform integer in [LO, HI], as a photo that was a JPEG before (default: never; kept in "
@@ -1335,6 +1364,9 @@ def parse_args(argv=None):
     if not 0 <= args.gray <= 1:
         ap.error(f"--gray {args.gray:g}: expected a share 0..1")
     set_gray(args.gray)  # before the JPEG workers are forked
+    if not 0 < args.jpeg_q_power <= 10:
+        ap.error(f"--jpeg-q-power {args.jpeg_q_power:g}: expected 0 < P <= 10")
+    set_jpeg_q_power(args.jpeg_q_power)
     if args.jpeg_prior is not None:
         if args.task not in (None, "deblock"):
             ap.error(f"--jpeg-prior is for --task deblock (its training JPEGs), not {args.task}")
