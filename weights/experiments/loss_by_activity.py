@@ -6,6 +6,8 @@ error of the input and of the output against the reference, and the group's
 share of the output's total change in squared error (> 1 where other groups
 gain back part of it). For a model that is worse than its input on a photo
 (weights/README.md, "Fifteenth session": `deblock` at JPEG quality 95).
+INPUT may also be another restoration's output: where one method loses to
+another (the sixteenth session: a denoiser against CBM3D).
 
     python3 weights/experiments/loss_by_activity.py REFERENCE.png INPUT OUTPUT.png [--json OUT.json]
 """
