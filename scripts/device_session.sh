@@ -53,7 +53,8 @@ train-denoise | train-deblock-q)
         A="--init-from $root/weights/denoise-unet.h5 ${DENOISE_ARGS:---lr 2e-4 --sigma-power 1.5} --ckpt-max-mib 40"
     else
         # DEBLOCK_KW='{"widths":[32,64,128,256],"blocks":2}': the bundled deblock as it is (no quality input)
-        export TASK=deblock ARCH=drunet ARCH_KW=${DEBLOCK_KW:-'{"widths":[32,64,128,256],"blocks":2,"level_input":"jpeg_quality"}'} NAME=deblock-q
+        export TASK=deblock ARCH=drunet ARCH_KW=${DEBLOCK_KW:-'{"widths":[32,64,128,256],"blocks":2,"level_input":"jpeg_quality"}'} \
+            NAME=$([ -n "${DEBLOCK_KW:-}" ] && echo deblock || echo deblock-q)
         # DEBLOCK_ARGS: this run's recipe (the eighth session's by default; e.g. a high-quality
         # fine-tune of the bundled deblock: --lr 1e-4 --jpeg-q-power 0.5 --gray 0.15)
         A="--init-from $root/weights/deblock.h5 --batch 64 --jpeg-q 5,95 --jpeg-workers 6 ${DEBLOCK_ARGS:---lr 2e-4 --jpeg-444 0.3 --jpeg-prior 0.33,60,95}"
@@ -80,7 +81,7 @@ train-denoise-l5) # the five-level denoiser from scratch, one call of several (w
     [ "${FINAL:-0}" = 1 ] && A="$A --loss psnr --ema 0.9995"
     # The schedule's length is set by the first call and kept in the checkpoint:
     # a default here on later calls would silently replace the first call's choice.
-    [ -e .carry/l5/denoise-l5.ckpt.part0 ] || : "${TOTAL_MINUTES:=36}"
+    [ -e .carry/l5/denoise-l5.ckpt ] || [ -e .carry/l5/denoise-l5.ckpt.part0 ] || : "${TOTAL_MINUTES:=36}"
     ARCH=drunet ARCH_KW='{"widths":[48,96,192,256,256],"blocks":3}' NAME=denoise-l5 SHARD_DIR=/tmp/shards \
         TOTAL_MINUTES=${TOTAL_MINUTES:-} MINUTES=${MINUTES:-8.5} FINAL=${FINAL:-0} TRAIN_ARGS="$A ${L5_ARGS:-}" \
         bash weights/train_unet.sh "$O" "$k" "$root/.carry/l5" 2>&1 | tail -25

@@ -1212,7 +1212,7 @@ def degradation_of_task(task, sigma_power):
                  "4:4:4 through PIL's")
         quality = (f"quality uniform integer [{JPEG_Q[0]}, {JPEG_Q[1]}]" if JPEG_Q_POWER == 1.0 else
                    f"quality {JPEG_Q[0]} + floor({JPEG_Q[1] - JPEG_Q[0] + 1} * u^{JPEG_Q_POWER:g}), u uniform [0, 1) "
-                   "(--jpeg-q-power: the high qualities more often)")
+                   f"(--jpeg-q-power: the {'high' if JPEG_Q_POWER < 1 else 'low'} qualities more often)")
         return (f"{codec}, {quality}"
                 + (f"; with probability {JPEG_PRIOR[0]:g} the clean patch is first a "
                    + ("4:2:0 " if JPEG_444 > 0 else "")  # (the words of runs before --jpeg-444 kept)
@@ -1366,6 +1366,8 @@ def parse_args(argv=None):
     set_gray(args.gray)  # before the JPEG workers are forked
     if not 0 < args.jpeg_q_power <= 10:
         ap.error(f"--jpeg-q-power {args.jpeg_q_power:g}: expected 0 < P <= 10")
+    if args.jpeg_q_power != 1.0 and args.task not in (None, "deblock"):
+        ap.error(f"--jpeg-q-power is for --task deblock (its training JPEGs), not {args.task}")
     set_jpeg_q_power(args.jpeg_q_power)
     if args.jpeg_prior is not None:
         if args.task not in (None, "deblock"):
