@@ -127,7 +127,8 @@ validate) # a trained model's half precisions (carry .carry/imr.tar.xz and
     # weights/data/shards/heldout.tar; the tree with weights/$MODEL.h5 only,
     # MODEL default denoise-unet): imrestore model --validate-precision on the
     # 34 held-out photos at its task's degradations; the file with the
-    # precisions that hold the bound comes back as $OUT/$MODEL.h5.
+    # precisions that hold the bound comes back as $OUT/$MODEL.h5 (when under
+    # 16 MiB); with .carry/photo12mp.jpg also its 12 MP times.
     mkdir -p /tmp/bgs /tmp/heldout && tar -xJf .carry/imr.tar.xz -C /tmp/bgs
     export LD_LIBRARY_PATH=/tmp/bgs/build-gpu-slim/lib:$cuda_libs; X=/tmp/bgs/build-gpu-slim/imrestore; m=${MODEL:-denoise-unet}
     python3 -c "
@@ -136,6 +137,16 @@ from shards import read_shard
 from PIL import Image
 for name, a in read_shard('weights/data/shards/heldout.tar')[1]: Image.fromarray(a).save(f'/tmp/heldout/{name}.png')"
     timeout 500 $X model "weights/$m.h5" --validate-precision /tmp/heldout --write "$O/$m.h5" -d cuda 2>&1 | tee "$O/validate-$m.log"
+    # With .carry/photo12mp.jpg carried: the written file's 12 MP time (--bench 20, the
+    # stages' medians summed) in each precision, twice, alternating (a file over 16 MiB
+    # does not come back: its precisions are in the log, to be set with h5py here).
+    if [ -f .carry/photo12mp.jpg ] && [ -f "$O/$m.h5" ]; then
+        for k in 1 2; do for p in auto fp16 bf16 fp32; do
+            $X .carry/photo12mp.jpg -o /tmp/o.png --force -m "$O/$m.h5" -d cuda --precision $p --bench 20 --json \
+                > "$O/bench-12mp-$p-$k.json" 2>/tmp/r.err && echo "12 MP $p ($k): $(bench_sum "$O/bench-12mp-$p-$k.json")" \
+                || echo "12 MP $p ($k): failed: $(tail -1 /tmp/r.err)"
+        done; done | tee "$O/bench-12mp-$m.log"
+    fi
     ls -la "$O" ;;
 graph-ops) # issue 17's graph ops (carry .carry/graph.tar.xz: the slim build's imrestore,
     # bench_gpu, tests/test_ops and lib/; .carry/commit; the tree without *.h5):
