@@ -31,6 +31,20 @@ root=$(pwd)
 cuda_libs="/usr/local/cuda/lib64:/usr/local/cuda/lib:$(python3 -c "import nvidia.cublas, os; print(os.path.dirname(nvidia.cublas.__file__) + '/lib')" 2>/dev/null)"
 # A --bench --json report's model time (its stages' medians summed), precision and status.
 bench_sum() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); b=r.get('bench_ms',{}); print('%.2f' % sum(v['median_ms'] for k,v in b.items() if k.startswith('stage ')), r['precision']['used'], r['files'][0].get('status'))" "$1"; }
+# A model file's 12 MP time (scripts/bench_models_12mp.sh's photo, .carry/photo12mp.jpg; --bench 20,
+# the stages' medians summed) in each PRECISION given, twice, alternating, by the slim build of
+# .carry/imr.tar.xz: bench_12mp MODEL.h5 TAG PRECISION... The reports and the summary come back
+# as one file, $O/bench-12mp-TAG.tar (a training call returns 7 files of the 8 allowed).
+bench_12mp() {
+    local f=$1 tag=$2 d=/tmp/bench-12mp-$2 k p; shift 2
+    mkdir -p /tmp/bgs "$d" && { [ -x /tmp/bgs/build-gpu-slim/imrestore ] || tar -xJf .carry/imr.tar.xz -C /tmp/bgs; }
+    for k in 1 2; do for p in "$@"; do
+        LD_LIBRARY_PATH=/tmp/bgs/build-gpu-slim/lib:$cuda_libs /tmp/bgs/build-gpu-slim/imrestore .carry/photo12mp.jpg \
+            -o /tmp/o.png --force -m "$f" -d cuda --precision "$p" --bench 20 --json > "$d/$tag-$p-$k.json" 2>"$d/$tag-$p-$k.err" \
+            && echo "12 MP $tag $p ($k): $(bench_sum "$d/$tag-$p-$k.json")" || echo "12 MP $tag $p ($k): failed: $(tail -1 "$d/$tag-$p-$k.err")"
+    done; done | tee "$d/summary.log"
+    tar -cf "$O/bench-12mp-$tag.tar" -C "$d" .
+}
 case $mode in
 train-denoise | train-deblock-q)
     # One call that is the training: no daemon to lose when the machine is
@@ -85,6 +99,13 @@ train-denoise-l5) # the five-level denoiser from scratch, one call of several (w
     ARCH=drunet ARCH_KW='{"widths":[48,96,192,256,256],"blocks":3}' NAME=denoise-l5 SHARD_DIR=/tmp/shards \
         TOTAL_MINUTES=${TOTAL_MINUTES:-} MINUTES=${MINUTES:-8.5} FINAL=${FINAL:-0} TRAIN_ARGS="$A ${L5_ARGS:-}" \
         bash weights/train_unet.sh "$O" "$k" "$root/.carry/l5" 2>&1 | tail -25
+    # With .carry/imr.tar.xz and .carry/photo12mp.jpg carried (stash docs/ to make room: 57.9
+    # MiB with train-04): the network's 12 MP time in fp16 and bf16 (any weights of it time
+    # alike; not yet validated, so the precisions are given).
+    if [ -f .carry/imr.tar.xz ] && [ -f .carry/photo12mp.jpg ]; then
+        cat $(ls "$O"/models.tar "$O"/models.tar.part[0-9] 2>/dev/null) | tar -xO denoise-l5.h5 > /tmp/denoise-l5.h5 \
+            && bench_12mp /tmp/denoise-l5.h5 denoise-l5 fp16 bf16
+    fi
     ls -la "$O" ;;
 verify) # one call after the trainings (carry .carry/gpu.tar.xz with test_ops, .carry/photo12mp.jpg;
     # the tree with denoise.h5 and denoise-unet-s.h5 only): every conv2d way
@@ -137,16 +158,9 @@ from shards import read_shard
 from PIL import Image
 for name, a in read_shard('weights/data/shards/heldout.tar')[1]: Image.fromarray(a).save(f'/tmp/heldout/{name}.png')"
     timeout 500 $X model "weights/$m.h5" --validate-precision /tmp/heldout --write "$O/$m.h5" -d cuda 2>&1 | tee "$O/validate-$m.log"
-    # With .carry/photo12mp.jpg carried: the written file's 12 MP time (--bench 20, the
-    # stages' medians summed) in each precision, twice, alternating (a file over 16 MiB
+    # With .carry/photo12mp.jpg carried: the written file's 12 MP times (a file over 16 MiB
     # does not come back: its precisions are in the log, to be set with h5py here).
-    if [ -f .carry/photo12mp.jpg ] && [ -f "$O/$m.h5" ]; then
-        for k in 1 2; do for p in auto fp16 bf16 fp32; do
-            $X .carry/photo12mp.jpg -o /tmp/o.png --force -m "$O/$m.h5" -d cuda --precision $p --bench 20 --json \
-                > "$O/bench-12mp-$p-$k.json" 2>/tmp/r.err && echo "12 MP $p ($k): $(bench_sum "$O/bench-12mp-$p-$k.json")" \
-                || echo "12 MP $p ($k): failed: $(tail -1 /tmp/r.err)"
-        done; done | tee "$O/bench-12mp-$m.log"
-    fi
+    [ -f .carry/photo12mp.jpg ] && [ -f "$O/$m.h5" ] && bench_12mp "$O/$m.h5" "$m" auto fp16 bf16
     ls -la "$O" ;;
 graph-ops) # issue 17's graph ops (carry .carry/graph.tar.xz: the slim build's imrestore,
     # bench_gpu, tests/test_ops and lib/; .carry/commit; the tree without *.h5):
