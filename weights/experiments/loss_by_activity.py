@@ -14,10 +14,14 @@ another (the sixteenth session: a denoiser against CBM3D).
 
 import argparse
 import json
-import math
+import os
+import sys
 
 import numpy as np
 from PIL import Image
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from cbm3d_baseline import psnr_8bit  # noqa: E402
 
 QUANTILES = (0.0, 0.25, 0.5, 0.75, 0.9, 1.0)
 
@@ -40,7 +44,7 @@ def main():
     ref, inp, out = load(args.reference), load(args.input), load(args.output)
     if not (ref.shape == inp.shape == out.shape):
         raise SystemExit(f"sizes differ: {ref.shape}, {inp.shape}, {out.shape}")
-    psnr = lambda x: 10 * math.log10(255.0 ** 2 / ((x - ref) ** 2).mean())  # noqa: E731
+    psnr = lambda x: psnr_8bit(ref, x)  # noqa: E731  (the tool's metric; the arrays hold 8-bit values)
     h8, w8 = ref.shape[0] // 8 * 8, ref.shape[1] // 8 * 8
     activity = ref[:h8, :w8, 0].reshape(h8 // 8, 8, w8 // 8, 8).std(axis=(1, 3))
     err_in = block_means(((inp - ref) ** 2).mean(axis=2), h8, w8)
