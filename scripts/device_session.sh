@@ -80,11 +80,14 @@ train-denoise-l5) # the five-level denoiser from scratch, one call of several (w
     # "Fifteenth session"): widths 48-96-192-256-256, 3 blocks a level, receptive
     # field 572 against denoise-unet's 276 at the same 1.8 MFLOP per pixel.
     # Carry weights/data/shards/train-KK.tar (TRAIN_SHARD: 0 on the first call,
-    # then the one the last call's log names), weights/data/shards/heldout-mini.tar
-    # and, after the first call, .carry/l5/ holding the last call's returned
-    # denoise-l5.ckpt.partN and nothing else (rm -f .carry/l5/* before copying
-    # them in: the parts are joined by name; int8 under --ckpt-max-mib 20: 17 MB,
-    # so a training shard and the tree without *.h5 fit beside it). The cosine
+    # then the one the last call's log names) and weights/data/shards/heldout-mini.tar.
+    # The checkpoint is read from weights/checkpoints/denoise-l5/ (L5_CKPT_DIR), which
+    # holds the last call's returned denoise-l5.ckpt.partN and nothing else (rm -f
+    # its parts before copying the new ones in: they are joined by name; int8 under
+    # --ckpt-max-mib 20: 17 MB, so a training shard and the tree without *.h5 fit
+    # beside it). It is in git, not in the ignored .carry/: a training spread over
+    # sessions must outlive the checkout (the sixteenth session's checkpoint, kept
+    # in .carry/l5/, was lost with its checkout). The cosine
     # spans TOTAL_MINUTES (36; given on the first call only) of training over all
     # calls; FINAL=1 on the last:
     # the PSNR loss and a weight average there, and the model file comes back
@@ -95,10 +98,11 @@ train-denoise-l5) # the five-level denoiser from scratch, one call of several (w
     [ "${FINAL:-0}" = 1 ] && A="$A --loss psnr --ema 0.9995"
     # The schedule's length is set by the first call and kept in the checkpoint:
     # a default here on later calls would silently replace the first call's choice.
-    [ -e .carry/l5/denoise-l5.ckpt ] || [ -e .carry/l5/denoise-l5.ckpt.part0 ] || : "${TOTAL_MINUTES:=36}"
+    ck=${L5_CKPT_DIR:-$root/weights/checkpoints/denoise-l5}
+    [ -e "$ck/denoise-l5.ckpt" ] || [ -e "$ck/denoise-l5.ckpt.part0" ] || : "${TOTAL_MINUTES:=36}"
     ARCH=drunet ARCH_KW='{"widths":[48,96,192,256,256],"blocks":3}' NAME=denoise-l5 SHARD_DIR=/tmp/shards \
         TOTAL_MINUTES=${TOTAL_MINUTES:-} MINUTES=${MINUTES:-8.5} FINAL=${FINAL:-0} TRAIN_ARGS="$A ${L5_ARGS:-}" \
-        bash weights/train_unet.sh "$O" "$k" "$root/.carry/l5" 2>&1 | tail -25
+        bash weights/train_unet.sh "$O" "$k" "$ck" 2>&1 | tail -25
     # With .carry/imr.tar.xz and .carry/photo12mp.jpg carried (stash docs/ to make room: 57.9
     # MiB with train-04): the network's 12 MP time in fp16 and bf16 (any weights of it time
     # alike; not yet validated, so the precisions are given).
