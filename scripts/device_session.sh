@@ -14,6 +14,9 @@
 #   scripts/device_session.sh unet-cublaslt     (the bundled U-Net denoisers: half against fp32, tiled, cuBLASLt on/off)
 #   scripts/device_session.sh stage|tests|bench (checks and timings over three calls)
 #
+# In a fresh checkout, scripts/prepare_device_session.sh makes what the training
+# and validate calls carry (photos, shards, the CUDA build, .carry/imr.tar.xz and
+# .carry/photo12mp.jpg, a CPU PyTorch venv). Older modes' notes:
 # Prepared here first (git-excluded .carry/, see docs/performance.md, "The
 # next GPU session"): .carry/gpu.tar.xz (the OpenCV-free CUDA build,
 # slimmed: scripts/slim_build.sh build-gpu build-gpu-slim, then tar -cJf

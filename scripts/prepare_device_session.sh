@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# What a GPU session's training and validation calls (scripts/device_session.sh)
+# need that a fresh checkout lacks: everything ignored by git is gone in a new
+# session's checkout, so this rebuilds it, each step skipped when its output
+# is already there.
+#
+#   scripts/prepare_device_session.sh [STEP...]   (steps: data shards build carry venv; default all)
+#
+#   data    the training and held-out photos (weights/data/build_dataset.py);
+#           repository copies from REPO_MIRRORS/OWNER+NAME/repo when that
+#           folder holds them (the fetch tool's layout), else git clone --mirror
+#           into weights/data/cache/repos/ (weights/data/README.md, "Rebuilding")
+#   shards  weights/data/shards/ (pack_shards.py) and heldout-mini.tar (every 4th
+#           held-out photo: train.py's own curve)
+#   build   build-gpu: the OpenCV-free CUDA build (the GPU host has no OpenCV)
+#   carry   .carry/imr.tar.xz (the slim build's imrestore and lib/: validate,
+#           bench_12mp) and .carry/photo12mp.jpg (scripts/bench_models_12mp.sh's
+#           photo); .carry/ is excluded from git in .git/info/exclude
+#   venv    a CPU PyTorch venv for the Python tools (VENV, default /tmp/tv):
+#           weight averages (imrestore_model.py --average-with), train smoke test
+#
+# About 15 minutes on 2 cores, most of it the CUDA build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+steps=("$@")
+[ ${#steps[@]} -gt 0 ] || steps=(data shards build carry venv)
+mirrors=${REPO_MIRRORS:-/work/.mirror}
+venv=${VENV:-/tmp/tv}
+sudo_cmd=""
+[ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+
+need_debs() {
+    local missing=() p
+    for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+    if [ ${#missing[@]} -gt 0 ]; then
+        $sudo_cmd apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
+    fi
+}
+
+step_data() {
+    need_debs python3-numpy python3-pil git
+    local repos args=() r d
+    repos=$(/usr/bin/python3 -c "import sys; sys.path.insert(0, 'weights/data'); import build_dataset; print(*build_dataset.REPOS)")
+    for r in $repos; do
+        d=$mirrors/${r/\//+}/repo
+        if [ -d "$d" ]; then
+            args+=(--repo "$r=$d")
+        else
+            d=weights/data/cache/repos/${r/\//+}.git
+            [ -d "$d" ] || git clone -q --mirror "https://github.com/$r" "$d"
+        fi
+    done
+    /usr/bin/python3 weights/data/build_dataset.py -j "$(nproc)" "${args[@]}" | tail -3
+    git diff --quiet weights/data/MANIFEST.tsv || { echo "MANIFEST.tsv changed: the photos are not the ones in git" >&2; exit 1; }
+}
+
+step_shards() {
+    [ -f weights/data/shards/train-00.tar ] && [ -f weights/data/shards/heldout.tar ] \
+        || /usr/bin/python3 weights/data/pack_shards.py | tail -2
+    [ -f weights/data/shards/heldout-mini.tar ] || /usr/bin/python3 weights/data/shards.py subset \
+        weights/data/shards/heldout.tar weights/data/shards/heldout-mini.tar 4
+}
+
+step_build() {
+    need_debs cmake g++ make pkg-config libjpeg62-turbo-dev libpng-dev libhdf5-dev libseccomp-dev \
+        libcli11-dev nlohmann-json3-dev libstb-dev libgtest-dev libbenchmark-dev
+    [ -f build-gpu/CMakeCache.txt ] || cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DIMRESTORE_WITH_OPENCV=OFF \
+        -DIMRESTORE_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90-real >/dev/null
+    cmake --build build-gpu -j"$(nproc)" | grep -E "error|warning: unused|Linking CXX executable imrestore$" || true
+}
+
+step_carry() {
+    mkdir -p .carry .git/info
+    grep -qx '.carry/' .git/info/exclude 2>/dev/null || echo '.carry/' >> .git/info/exclude
+    if [ ! -f .carry/imr.tar.xz ] || [ build-gpu/imrestore -nt .carry/imr.tar.xz ]; then
+        local t
+        t=$(mktemp -d)
+        scripts/slim_build.sh build-gpu "$t/build-gpu-slim" >/dev/null
+        tar -cJf .carry/imr.tar.xz -C "$t" build-gpu-slim/imrestore build-gpu-slim/lib
+        rm -rf "$t"
+    fi
+    [ -f .carry/photo12mp.jpg ] || /usr/bin/python3 -c "
+from PIL import Image
+im = Image.open('weights/data/heldout/plasma-cups.png').convert('RGB')
+im.resize((4000, 3000), Image.LANCZOS).save('.carry/photo12mp.jpg', quality=95)"
+    ls -la .carry
+}
+
+step_venv() {
+    [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "import torch, torchvision, h5py, PIL" 2>/dev/null && return
+    need_debs python3-venv
+    /usr/bin/python3 -m venv "$venv"
+    "$venv/bin/pip" install -q torch==2.11.0 numpy h5py pillow
+    "$venv/bin/pip" install -q torchvision==0.26.0 --no-deps
+}
+
+for s in "${steps[@]}"; do
+    case $s in
+    data | shards | build | carry | venv) echo "== $s"; "step_$s" ;;
+    *) echo "unknown step: $s (data shards build carry venv)" >&2; exit 2 ;;
+    esac
+done
