@@ -56,8 +56,8 @@ step_data() {
 }
 
 step_shards() {
-    [ -f weights/data/shards/train-00.tar ] && [ -f weights/data/shards/heldout.tar ] \
-        || /usr/bin/python3 weights/data/pack_shards.py | tail -2
+    # pack_shards.py writes heldout.tar after the training shards: its presence means all are there
+    if [ ! -f weights/data/shards/heldout.tar ]; then /usr/bin/python3 weights/data/pack_shards.py | tail -2; fi
     [ -f weights/data/shards/heldout-mini.tar ] || /usr/bin/python3 weights/data/shards.py subset \
         weights/data/shards/heldout.tar weights/data/shards/heldout-mini.tar 4
 }
