@@ -16,7 +16,7 @@
 #
 # In a fresh checkout, scripts/prepare_device_session.sh makes what the training
 # and validate calls carry (photos, shards, the CUDA build, .carry/imr.tar.xz and
-# .carry/photo12mp.jpg, a CPU PyTorch venv). Older modes' notes:
+# .carry/photo12mp.jpg, a PyTorch venv for the CPU work). Older modes' notes:
 # Prepared here first (git-excluded .carry/, see docs/performance.md, "The
 # next GPU session"): .carry/gpu.tar.xz (the OpenCV-free CUDA build,
 # slimmed: scripts/slim_build.sh build-gpu build-gpu-slim, then tar -cJf

@@ -12,12 +12,16 @@
 #           into weights/data/cache/repos/ (weights/data/README.md, "Rebuilding")
 #   shards  weights/data/shards/ (pack_shards.py) and heldout-mini.tar (every 4th
 #           held-out photo: train.py's own curve)
-#   build   build-gpu: the OpenCV-free CUDA build (the GPU host has no OpenCV)
+#   build   build-gpu: the OpenCV-free CUDA build (the GPU host has no OpenCV), for
+#           CMake's default architectures (sm_90a with the wgmma convolutions, which
+#           an explicit 90-real would leave out; log: build-gpu/build.log)
 #   carry   .carry/imr.tar.xz (the slim build's imrestore and lib/: validate,
 #           bench_12mp) and .carry/photo12mp.jpg (scripts/bench_models_12mp.sh's
 #           photo); .carry/ is excluded from git in .git/info/exclude
-#   venv    a CPU PyTorch venv for the Python tools (VENV, default /tmp/tv):
-#           weight averages (imrestore_model.py --average-with), train smoke test
+#   venv    a PyTorch venv for the Python tools, run on this machine's CPU (VENV,
+#           default /tmp/tv; PyPI's torch, a CUDA build of 4.8 GB: PyTorch's CPU
+#           index was not reachable here): weight averages (imrestore_model.py
+#           --average-with), train.py --export-only, the train smoke test
 #
 # About 15 minutes on 2 cores, most of it the CUDA build.
 set -euo pipefail
@@ -48,7 +52,8 @@ step_data() {
             args+=(--repo "$r=$d")
         else
             d=weights/data/cache/repos/${r/\//+}.git
-            [ -d "$d" ] || git clone -q --mirror "https://github.com/$r" "$d"
+            # cloned beside, then renamed: an interrupted clone is not taken for a copy
+            [ -d "$d" ] || { rm -rf "$d.part" && git clone -q --mirror "https://github.com/$r" "$d.part" && mv "$d.part" "$d"; }
         fi
     done
     /usr/bin/python3 weights/data/build_dataset.py -j "$(nproc)" "${args[@]}" | tail -3
@@ -58,26 +63,33 @@ step_data() {
 step_shards() {
     # pack_shards.py writes heldout.tar after the training shards: its presence means all are there
     if [ ! -f weights/data/shards/heldout.tar ]; then /usr/bin/python3 weights/data/pack_shards.py | tail -2; fi
-    [ -f weights/data/shards/heldout-mini.tar ] || /usr/bin/python3 weights/data/shards.py subset \
-        weights/data/shards/heldout.tar weights/data/shards/heldout-mini.tar 4
+    [ weights/data/shards/heldout-mini.tar -nt weights/data/shards/heldout.tar ] || /usr/bin/python3 \
+        weights/data/shards.py subset weights/data/shards/heldout.tar weights/data/shards/heldout-mini.tar 4
 }
 
 step_build() {
     need_debs cmake g++ make pkg-config libjpeg62-turbo-dev libpng-dev libhdf5-dev libseccomp-dev \
         libcli11-dev nlohmann-json3-dev libstb-dev libgtest-dev libbenchmark-dev
     [ -f build-gpu/CMakeCache.txt ] || cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DIMRESTORE_WITH_OPENCV=OFF \
-        -DIMRESTORE_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90-real >/dev/null
-    cmake --build build-gpu -j"$(nproc)" | grep -E "error|warning: unused|Linking CXX executable imrestore$" || true
+        -DIMRESTORE_WITH_CUDA=ON >/dev/null
+    # an architecture list given to an earlier configure is cached; CMakeLists.txt's default is not
+    ! grep '^CMAKE_CUDA_ARCHITECTURES:' build-gpu/CMakeCache.txt | grep -vq 90a \
+        || { echo "build-gpu is configured without sm_90a (no wgmma convolutions): remove it and run again" >&2; exit 1; }
+    cmake --build build-gpu -j"$(nproc)" > build-gpu/build.log 2>&1 \
+        || { tail -20 build-gpu/build.log >&2; echo "the build failed: build-gpu/build.log" >&2; exit 1; }
+    tail -1 build-gpu/build.log
 }
 
 step_carry() {
     mkdir -p .carry .git/info
     grep -qx '.carry/' .git/info/exclude 2>/dev/null || echo '.carry/' >> .git/info/exclude
+    [ -x build-gpu/imrestore ] || { echo "no build-gpu/imrestore: run the build step first" >&2; exit 1; }
     if [ ! -f .carry/imr.tar.xz ] || [ build-gpu/imrestore -nt .carry/imr.tar.xz ]; then
         local t
         t=$(mktemp -d)
         scripts/slim_build.sh build-gpu "$t/build-gpu-slim" >/dev/null
-        tar -cJf .carry/imr.tar.xz -C "$t" build-gpu-slim/imrestore build-gpu-slim/lib
+        # written beside, then moved: a failed pack leaves no archive that looks finished
+        tar -cJf "$t/imr.tar.xz" -C "$t" build-gpu-slim/imrestore build-gpu-slim/lib && mv "$t/imr.tar.xz" .carry/imr.tar.xz
         rm -rf "$t"
     fi
     [ -f .carry/photo12mp.jpg ] || /usr/bin/python3 -c "
