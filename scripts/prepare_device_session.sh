@@ -93,6 +93,7 @@ step_carry() {
         tar -cJf "$t/imr.tar.xz" -C "$t" build-gpu-slim/imrestore build-gpu-slim/lib && mv "$t/imr.tar.xz" .carry/imr.tar.xz
         rm -rf "$t"
     fi
+    # the same photo as scripts/bench_models_12mp.sh makes (keep the two recipes alike: 12 MP times compare)
     [ -f .carry/photo12mp.jpg ] || /usr/bin/python3 -c "
 from PIL import Image
 im = Image.open('weights/data/heldout/plasma-cups.png').convert('RGB')
