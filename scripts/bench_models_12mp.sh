@@ -20,12 +20,7 @@ models=("$@")
 [ ${#models[@]} -gt 0 ] || models=(denoise-unet denoise-unet-s denoise denoise-fast)
 mkdir -p "$out"
 photo=$out/photo12mp.jpg
-if [ ! -f "$photo" ]; then
-    /usr/bin/python3 -c "
-from PIL import Image
-im = Image.open('$root/weights/data/heldout/plasma-cups.png').convert('RGB')
-im.resize((4000, 3000), Image.LANCZOS).save('$photo', quality=95)"
-fi
+[ -f "$photo" ] || /usr/bin/python3 "$root/scripts/make_photo12mp.py" "$photo"
 gpu=0
 "$exe" "$photo" -o "$out/probe.png" --force -m sharpen -d cuda -q >/dev/null 2>&1 && gpu=1
 printf '%-14s %14s %18s\n' model "cpu whole run" "gpu model compute"

@@ -106,8 +106,8 @@ train-denoise-l5) # the five-level denoiser from scratch, one call of several (w
     ARCH=drunet ARCH_KW='{"widths":[48,96,192,256,256],"blocks":3}' NAME=denoise-l5 SHARD_DIR=/tmp/shards \
         TOTAL_MINUTES=${TOTAL_MINUTES:-} MINUTES=${MINUTES:-8.5} FINAL=${FINAL:-0} TRAIN_ARGS="$A ${L5_ARGS:-}" \
         bash weights/train_unet.sh "$O" "$k" "$ck" 2>&1 | tail -25
-    # With .carry/imr.tar.xz and .carry/photo12mp.jpg carried (stash docs/ to make room: 57.9
-    # MiB with train-04): the network's 12 MP time in fp16 and bf16 (any weights of it time
+    # With .carry/imr.tar.xz and .carry/photo12mp.jpg carried (stash docs/ to make room: 57.7-58.1
+    # MiB with train-03 or -04 and the checkpoint): the network's 12 MP time in fp16 and bf16 (any weights of it time
     # alike; not yet validated, so the precisions are given).
     if [ -f .carry/imr.tar.xz ] && [ -f .carry/photo12mp.jpg ]; then
         cat $(ls "$O"/models.tar "$O"/models.tar.part[0-9] 2>/dev/null) | tar -xO denoise-l5.h5 > /tmp/denoise-l5.h5 \

@@ -18,14 +18,16 @@
 #           archive 16 MB instead of 10, which a validate call's 64 MiB cannot spare
 #           (log: build-gpu/build.log)
 #   carry   .carry/imr.tar.xz (the slim build's imrestore and lib/: validate,
-#           bench_12mp) and .carry/photo12mp.jpg (scripts/bench_models_12mp.sh's
-#           photo); .carry/ is excluded from git in .git/info/exclude
+#           bench_12mp) and .carry/photo12mp.jpg (scripts/make_photo12mp.py, the
+#           photo of scripts/bench_models_12mp.sh); .carry/ is excluded from git
+#           in .git/info/exclude
 #   venv    a PyTorch venv for the Python tools, run on this machine's CPU (VENV,
 #           default /tmp/tv; PyPI's torch, a CUDA build of 4.8 GB: PyTorch's CPU
 #           index was not reachable here): weight averages (imrestore_model.py
 #           --average-with), train.py --export-only, the train smoke test
 #
-# About 15 minutes on 2 cores, most of it the CUDA build.
+# About 10 minutes on 2 cores (seen here: data and shards 4, the CUDA build 4-5,
+# the venv 1; the first run also downloads 350 MB of packages).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 steps=("$@")
@@ -93,11 +95,7 @@ step_carry() {
         tar -cJf "$t/imr.tar.xz" -C "$t" build-gpu-slim/imrestore build-gpu-slim/lib && mv "$t/imr.tar.xz" .carry/imr.tar.xz
         rm -rf "$t"
     fi
-    # the same photo as scripts/bench_models_12mp.sh makes (keep the two recipes alike: 12 MP times compare)
-    [ -f .carry/photo12mp.jpg ] || /usr/bin/python3 -c "
-from PIL import Image
-im = Image.open('weights/data/heldout/plasma-cups.png').convert('RGB')
-im.resize((4000, 3000), Image.LANCZOS).save('.carry/photo12mp.jpg', quality=95)"
+    [ -f .carry/photo12mp.jpg ] || /usr/bin/python3 scripts/make_photo12mp.py .carry/photo12mp.jpg
     ls -la .carry
 }
 
