@@ -78,9 +78,11 @@ std::string model_option_help() {
 ModelChoice choose_model(const std::string& given, bool on_cpu) {
     if (!given.empty()) return {given, "-m", ""};
     if (!on_cpu) return {kDefaultModel, "default", ""};
-    return {kDefaultCpuModel, "cpu default",
-            std::string("no -m: on the CPU the default model is ") + kDefaultCpuModel + " (" + kDefaultModel +
-                ", a GPU's default, takes three to five times as long here; -m " + kDefaultModel + " runs it anyway)"};
+    return {
+        kDefaultCpuModel, "cpu default",
+        std::string("no -m: on the CPU the default model is ") + kDefaultCpuModel + " (" + kDefaultModel +
+            ", a GPU's default, takes about 20 times as long here, or twice as long whole with --max-memory 10G; -m " +
+            kDefaultModel + " runs it anyway)"};
 }
 
 }  // namespace imr

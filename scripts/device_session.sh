@@ -6,6 +6,7 @@
 #   scripts/device_session.sh train-denoise|train-deblock-q   (a call that is the training)
 #   scripts/device_session.sh train-denoise-l5  (one call of the five-level denoiser's training from scratch)
 #   scripts/device_session.sh verify            (tests and timings in one call, after the trainings)
+#   scripts/device_session.sh torch-default     (the GPU default against PyTorch on the same weights, 12 MP)
 #   scripts/device_session.sh folder            (the folder against its codec floor; model timings)
 #   scripts/device_session.sh validate          (a trained model's half precisions, recorded in its file)
 #   scripts/device_session.sh graph-ops         (issue 17's graph ops: tests, bench_gpu against cuDNN, counters)
@@ -114,6 +115,18 @@ train-denoise-l5) # the five-level denoiser from scratch, one call of several (w
             && bench_12mp /tmp/denoise-l5.h5 denoise-l5 fp16 bf16
     fi
     ls -la "$O" ;;
+torch-default) # the GPU default against PyTorch on the same weights and 12 MP input, after
+    # it changes (carry .carry/imr.tar.xz; the tree with weights/denoise-unet.h5 only):
+    # bench/torch_models.py's fp32, TF32, bf16 and fp16 channels-last (eager and CUDA
+    # graph) and torch.compile (default mode: max-autotune would not fit the call) in
+    # bf16 and fp16, beside imrestore --bench at auto, fp16, bf16 and fp32.
+    mkdir -p /tmp/bgs && tar -xJf .carry/imr.tar.xz -C /tmp/bgs
+    export LD_LIBRARY_PATH=/tmp/bgs/build-gpu-slim/lib:$cuda_libs
+    timeout 420 python3 bench/torch_models.py --json "$O/torch-vs-imrestore.json" --models weights/denoise-unet.h5 \
+        --imrestore /tmp/bgs/build-gpu-slim/imrestore --precisions auto,fp16,bf16,fp32 --configs fp32,tf32,bf16-cl,fp16-cl \
+        --compile-models denoise-unet --compile-configs bf16-cl,fp16-cl --compile-mode default --runs 20 \
+        --commit "${COMMIT:-}" > "$O/torch-vs-imrestore.log" 2>&1; echo "torch_models rc $?"
+    tail -40 "$O/torch-vs-imrestore.log"; ls -la "$O" ;;
 verify) # one call after the trainings (carry .carry/gpu.tar.xz with test_ops, .carry/photo12mp.jpg;
     # the tree with denoise.h5 and denoise-unet-s.h5 only): every conv2d way
     # against float64 (the slice-walk rows included), bench_tc's own tests,
