@@ -595,7 +595,8 @@ void run_bench(int runs, const std::string& only, bool net, bool use_cudnn, std:
         {"512->512 0.19 MP", 1, 512, 375, 500, 512, 3, false, false, true, false, F, true},
         {"1x1 128->128 3 MP", 1, 128, 1500, 2000, 128, 1, false, false, true, false, F, true},
         {"1024->1024 0.05 MP", 1, 1024, 188, 250, 1024, 3, false, false, true, false, F, true},
-        // denoise-unet's levels (DRUNet-like, 48-384 channels; residual: the second conv of a block),
+        // the four-level denoise-unet's levels (DRUNet-like, 48-384 channels, bundled until 2026-12-04;
+        // residual: the second conv of a block),
         // and the small U-Nets' first (32 channels)
         {"unet 32->32 12 MP", 1, 32, 3000, 4000, 32, 3, false, false, true, false, F, false},
         {"unet 32->32 + residual 12 MP", 1, 32, 3000, 4000, 32, 3, false, false, false, true, F, false},
