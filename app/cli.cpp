@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cctype>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
@@ -59,6 +60,34 @@ std::atomic<bool> g_cancel{false};
 extern "C" void on_interrupt(int signal) {
     g_cancel.store(true);
     std::signal(signal, SIG_DFL);
+}
+
+// Where the passes over an image compute this many times its pixels or more
+// (a wide receptive field's halos under the CPU's pass bound: the GPU
+// default's 572-pixel field in 512 MiB passes computes 5-6 times a 12 MP
+// photo, 677 s against 59 s whole on 2 cores), a note says so and what
+// --max-memory would run it whole. Below it the halos cost less than the
+// note would be worth (denoise-unet-s's 1.3x in the same passes).
+constexpr double kTilingNoteWork = 2.0;
+
+// The note for the largest image restored (h x w), or empty.
+std::string tiling_note(const ModelRunner& runner, int h, int w) {
+    if (h <= 0 || w <= 0) return "";
+    const ModelRunner::PassPlan plan = runner.pass_plan(h, w);
+    if (plan.work < kTilingNoteWork) return "";
+    char work[32];
+    std::snprintf(work, sizeof work, "%.1f", plan.work);
+    const double gib = double(1u << 30);
+    const int whole_gib = int(std::ceil(double(plan.whole_bytes) / gib));
+    std::string note = "model " + printable(runner.model().name) + "'s receptive field (" +
+                       std::to_string(runner.model().receptive_field()) + " pixels) made its passes over the " +
+                       std::to_string(w) + "x" + std::to_string(h) + " image compute " + work +
+                       " times the image's pixels (tiles of " + std::to_string(plan.tile) +
+                       " pixels under the memory bound of one pass); ";
+    // A pass may take 70% of what is free (ModelRunner): say whether this machine has room for it whole.
+    if (double(plan.whole_bytes) <= 0.7 * double(runner.backend().free_memory()))
+        return note + "--max-memory " + std::to_string(whole_gib) + "G runs it in one pass";
+    return note + "one pass would need about " + std::to_string(whole_gib) + " GiB, more than this machine has free";
 }
 
 struct Options {
@@ -461,10 +490,14 @@ int run_restore(const Options& o) {
         std::cout << json_line(start) << std::flush;
     }
     Progress progress(!o.quiet && isatty(STDERR_FILENO));
-    std::vector<FileResult> results;  // --json only: its one document holds every file
+    std::vector<FileResult> results;   // --json only: its one document holds every file
+    int largest_h = 0, largest_w = 0;  // of the images restored, for tiling_note()
     const JobSource source = [&](FileJob& job) { return jobs.next(job); };
     PipelineReport report = run_pipeline(source, runner, p, [&](size_t done, const FileResult& f) {
         progress.clear();
+        if (f.status == FileResult::Status::Restored &&
+            size_t(f.width) * size_t(f.height) > size_t(largest_w) * size_t(largest_h))
+            largest_w = f.width, largest_h = f.height;
         const FileLines lines = file_lines(f, o.quiet);
         std::cerr << lines.log;
         if (chatty && !lines.done.empty())  // stdout is the image with -o -
@@ -510,6 +543,9 @@ int run_restore(const Options& o) {
     // A worker of --device cuda:0,2 that could not start (its share ran on the others).
     if (!o.quiet && !o.json && !o.json_lines)
         for (const std::string& why : report.workers_unused) std::cerr << "note: " << why << "\n";
+    if (!o.quiet && !o.json && !o.json_lines && !o.tile)
+        if (const std::string note = tiling_note(runner, largest_h, largest_w); !note.empty())
+            std::cerr << "note: " << note << "\n";
     if (report.interrupted)
         std::cerr << "interrupted: " << report.count(FileResult::Status::NotRun) << " file(s) not restored"
                   << (report.listing_done ? "" : ", nor those not listed yet") << "; nothing partial was left behind\n";

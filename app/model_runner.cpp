@@ -420,34 +420,67 @@ void ModelRunner::run_tiles(Shape shape, const TileReader& read, const TileWrite
     }
 }
 
-void ModelRunner::run_tiled(Shape padded, Shape image, int tile, const TileReader& read, const TileWriter& write,
-                            StageTimer* timer) {
-    const int r = model_->radius(), C = padded.c;
+int ModelRunner::effective_tile(Shape padded, int tile) const {
     // Where the first tile's halo already reaches over the whole image, the
     // image is one tile (each tile would otherwise run the whole image).
-    if (tile + r >= padded.h && tile + r >= padded.w) tile = std::max(padded.h, padded.w);
-    std::vector<float> tile_in, tile_out, core;
+    const int r = model_->radius();
+    return tile + r >= padded.h && tile + r >= padded.w ? std::max(padded.h, padded.w) : tile;
+}
+
+ModelRunner::PlaneRect ModelRunner::tile_pass(Shape padded, int tile, int y0, int x0) const {
+    // Core [y0,y1)x[x0,x1) plus a halo of r pixels (before it, up to the
+    // multiple of `align` at or below), clipped to the padded image: at its
+    // edges the model pads exactly as it would untiled.
     // A pass starts on a multiple of 2m: at every scale s of the model (s
     // divides m) its first pixel is then an even one, as the whole image's
     // is. Winograd F(2x2, 3x3) counts its 2x2 output patches from the pass's
     // first pixel, and an output computed in another patch position rounds
     // differently: a pass starting on an odd pixel differed from the whole
     // image in the last bits (ModelRunner.TilesAndBatchesAreBitIdenticalToTheImageAlone).
-    const int align = 2 * model_->size_multiple();
+    const int r = model_->radius(), align = 2 * model_->size_multiple();
+    const int y1 = std::min(padded.h, y0 + tile), x1 = std::min(padded.w, x0 + tile);
+    const int hy0 = std::max(0, y0 - r) / align * align, hy1 = std::min(padded.h, y1 + r);
+    const int hx0 = std::max(0, x0 - r) / align * align, hx1 = std::min(padded.w, x1 + r);
+    return {hy0, hx0, hy1 - hy0, hx1 - hx0};
+}
+
+ModelRunner::PassPlan ModelRunner::pass_plan(int h, int w) const {
+    const int m = model_->size_multiple();
+    const Shape padded{1, model_->channels, (h + m - 1) / m * m, (w + m - 1) / m * m};
+    const size_t pixels = size_t(padded.h) * padded.w;
+    PassPlan plan;
+    plan.whole_bytes = pixels * bytes_per_pixel();
+    const size_t fit = pass_pixels_fit();
+    const bool forced = options_.max_tile > 0 && (padded.h > options_.max_tile || padded.w > options_.max_tile);
+    plan.tile = std::max(padded.h, padded.w);
+    if (!forced && pixels <= fit) return plan;
+    plan.tile = effective_tile(padded, tile_side(padded, fit));
+    size_t computed = 0;  // run_tiled()'s passes over the padded image, as run() makes them
+    for (int y0 = 0; y0 < padded.h; y0 += plan.tile)
+        for (int x0 = 0; x0 < padded.w; x0 += plan.tile) {
+            const PlaneRect pass = tile_pass(padded, plan.tile, y0, x0);
+            computed += size_t(pass.h) * pass.w;
+        }
+    plan.work = double(computed) / double(pixels);
+    return plan;
+}
+
+void ModelRunner::run_tiled(Shape padded, Shape image, int tile, const TileReader& read, const TileWriter& write,
+                            StageTimer* timer) {
+    const int C = padded.c;
+    tile = effective_tile(padded, tile);
+    std::vector<float> tile_in, tile_out, core;
     for (int y0 = 0; y0 < image.h; y0 += tile) {
         for (int x0 = 0; x0 < image.w; x0 += tile) {
-            // Core [y0,y1)x[x0,x1) plus a halo of r pixels (before it, up to
-            // the multiple of `align` at or below), clipped to the padded
-            // image: at its edges the model pads exactly as it would untiled.
-            // Only the core's pixels within the image are written.
+            // The tile's pass; only the core's pixels within the image are written.
             const int y1 = std::min(padded.h, y0 + tile), x1 = std::min(padded.w, x0 + tile);
-            const int hy0 = std::max(0, y0 - r) / align * align, hy1 = std::min(padded.h, y1 + r);
-            const int hx0 = std::max(0, x0 - r) / align * align, hx1 = std::min(padded.w, x1 + r);
-            const Shape ts{1, C, hy1 - hy0, hx1 - hx0};
+            const PlaneRect pass = tile_pass(padded, tile, y0, x0);
+            const int hy0 = pass.y, hx0 = pass.x;
+            const Shape ts{1, C, pass.h, pass.w};
             ScopedStage copy_in(timer, "tile copies");
             tile_in.resize(ts.count());
             tile_out.resize(ts.count());
-            read({hy0, hx0, ts.h, ts.w}, tile_in.data());
+            read(pass, tile_in.data());
             copy_in.stop();
             run_pass(tile_in.data(), tile_out.data(), ts, timer, {double(padded.h) / ts.h, double(padded.w) / ts.w});
             ScopedStage copy_out(timer, "tile copies");
@@ -545,6 +578,7 @@ void ModelRunner::run_pass_once(const float* input, float* output, Shape shape, 
 
 Tensor ModelRunner::compute_pass(const Tensor& src, float* output, PlanScale plan) {
     const Shape shape = src.shape;
+    computed_pixels_ += size_t(shape.n) * shape.h * shape.w;
     const bool half = precision_ == Precision::Fp16 || precision_ == Precision::Bf16;
     // In fp32 where the pipeline asks (a 16-bit image under --precision
     // auto), or again in fp32 where a half-precision pass's output is not

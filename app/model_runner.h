@@ -114,6 +114,22 @@ public:
     // (the arena: the largest set of tensors alive at once).
     size_t arena_bytes(Shape shape) const;
 
+    // How run() would split one image of h x w pixels under the memory
+    // budget as it is now: the tile side (h or w, the larger, where the
+    // image is one pass), the pixels its passes compute over the image's
+    // (1 untiled; a wide receptive field's halos make it several), and the
+    // backend memory an untiled pass would take (what --max-memory must
+    // allow for one). For a note where tiling costs much (app/cli.cpp).
+    struct PassPlan {
+        int tile = 0;
+        double work = 1.0;
+        size_t whole_bytes = 0;
+    };
+    PassPlan pass_plan(int h, int w) const;
+    // Pixels the passes of run() and run_tiles() computed since
+    // construction, halos included (with TTA, each of the 8 counted once).
+    size_t computed_pixels() const { return computed_pixels_; }
+
 private:
     using Stages = std::vector<std::unique_ptr<PreparedStage>>;
     // The same as run(), for sides that are multiples of the model's size_multiple().
@@ -138,6 +154,11 @@ private:
     // `image`), each read, run and written through the callbacks.
     void run_tiled(Shape padded, Shape image, int tile, const TileReader& read, const TileWriter& write,
                    StageTimer* timer);
+    // The tile side run_tiled() uses for `tile` (the whole image where the
+    // first tile's halo already covers it), and the pass (core and halo,
+    // clipped to the image) of the tile whose core starts at (y0, x0).
+    int effective_tile(Shape padded, int tile) const;
+    PlaneRect tile_pass(Shape padded, int tile, int y0, int x0) const;
     // The largest tile side (a multiple of the size multiple) whose pass over
     // an image of `shape` fits `pixels_fit`; throws OutOfMemory where not even the smallest does.
     int tile_side(Shape shape, size_t pixels_fit) const;
@@ -181,6 +202,7 @@ private:
     Stages prepared_fp32_;
     RunnerPlan plan_fp32_;
     size_t fp32_reruns_ = 0;
+    size_t computed_pixels_ = 0;  // computed_pixels()
     bool compute_in_fp32_ = false;
     void prepare_fp32_stages();
     // Per image pixel, for the memory budget: the arena's bytes (the larger

@@ -1797,6 +1797,47 @@ TEST(ModelRunner, TilesAndBatchesAreBitIdenticalToTheImageAlone) {
     }
 }
 
+// pass_plan() (the CLI's note where halos are most of the work) predicts
+// the pixels run()'s passes compute: whole (1x, the tile the larger side),
+// in tiles forced by max_tile and in tiles a small max_memory makes, on odd
+// sizes and a batch of two (each image planned alone), on the CPU.
+TEST(ModelRunner, PassPlanPredictsThePixelsThePassesCompute) {
+    unsigned seed;
+    auto rng = fresh_rng(&seed);
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    const ModelFile m = size_sensitive_model(rng);
+    auto be = make_cpu_backend();
+    const int radius = m.radius();
+    ASSERT_GT(radius, 2);
+    const size_t per_pixel = ModelRunner(m, *be).bytes_per_pixel();
+    std::vector<RunnerOptions> ways(4);
+    ways[1] = test::tiled(17), ways[2] = test::tiled(40);
+    ways[3].max_memory = per_pixel * size_t(5 * radius) * size_t(5 * radius);  // tiles narrower than the image
+    std::uniform_int_distribution<int> side(30, 120);
+    for (size_t k = 0; k < ways.size(); ++k) {
+        ModelRunner runner(m, *be, ways[k]);
+        for (int n : {1, 2}) {
+            const Shape shape{n, 3, side(rng), side(rng)};
+            SCOPED_TRACE("way " + std::to_string(k) + ", " + shape.str());
+            std::vector<float> input = test::random_vector(rng, shape.count(), 0.25f),
+                               out(shape.count(), std::nanf(""));
+            const ModelRunner::PassPlan plan = runner.pass_plan(shape.h, shape.w);
+            const size_t before = runner.computed_pixels();
+            runner.run(f32_nchw(input.data(), shape), f32_nchw(out.data(), shape), nullptr);
+            const double computed = double(runner.computed_pixels() - before);
+            EXPECT_NEAR(computed, plan.work * n * shape.h * shape.w, 1e-6 * computed);
+            EXPECT_EQ(plan.whole_bytes, size_t(shape.h) * shape.w * per_pixel);  // size multiple 1
+            if (k == 0) {
+                EXPECT_EQ(plan.work, 1.0);
+                EXPECT_EQ(plan.tile, std::max(shape.h, shape.w));
+            } else if (std::max(shape.h, shape.w) > plan.tile) {
+                EXPECT_GT(plan.work, 1.0);
+            }
+            EXPECT_TRUE(std::all_of(out.begin(), out.end(), [](float v) { return std::isfinite(v); }));
+        }
+    }
+}
+
 // The samples of images of one size back to back, as run_samples takes them.
 std::vector<unsigned char> samples_of(const std::vector<Image>& images) {
     std::vector<unsigned char> bytes;
