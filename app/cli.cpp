@@ -64,30 +64,35 @@ extern "C" void on_interrupt(int signal) {
 
 // Where the passes over an image compute this many times its pixels or more
 // (a wide receptive field's halos under the CPU's pass bound: the GPU
-// default's 572-pixel field in 512 MiB passes computes 5-6 times a 12 MP
-// photo, 677 s against 59 s whole on 2 cores), a note says so and what
-// --max-memory would run it whole. Below it the halos cost less than the
-// note would be worth (denoise-unet-s's 1.3x in the same passes).
+// default's 572-pixel field in 512 MiB passes computes 11.6 times a 12 MP
+// photo's pixels, 677 s against 59 s whole on 2 cores), a note says so and
+// what --max-memory would run it whole. Below it the halos cost less than
+// the note would be worth (denoise-unet-s's 1.4x in the same passes).
 constexpr double kTilingNoteWork = 2.0;
 
-// The note for the largest image restored (h x w), or empty.
+// The note for the largest image restored on the CPU (h x w), or empty. On
+// a GPU an image of over 16 MP is tiled by the pipeline's own bound
+// (tiled_pass_budget), which pass_plan() does not model: no note there.
 std::string tiling_note(const ModelRunner& runner, int h, int w) {
-    if (h <= 0 || w <= 0) return "";
-    const ModelRunner::PassPlan plan = runner.pass_plan(h, w);
+    if (h <= 0 || w <= 0 || !runner.backend().is_host_memory()) return "";
+    ModelRunner::PassPlan plan;
+    try {
+        plan = runner.pass_plan(h, w);
+    } catch (const std::exception&) {
+        return "";  // memory too short now for even a small tile: the run is over, and the note only advice
+    }
     if (plan.work < kTilingNoteWork) return "";
     char work[32];
     std::snprintf(work, sizeof work, "%.1f", plan.work);
-    const double gib = double(1u << 30);
-    const int whole_gib = int(std::ceil(double(plan.whole_bytes) / gib));
-    std::string note = "model " + printable(runner.model().name) + "'s receptive field (" +
-                       std::to_string(runner.model().receptive_field()) + " pixels) made its passes over the " +
-                       std::to_string(w) + "x" + std::to_string(h) + " image compute " + work +
-                       " times the image's pixels (tiles of " + std::to_string(plan.tile) +
-                       " pixels under the memory bound of one pass); ";
-    // A pass may take 70% of what is free (ModelRunner): say whether this machine has room for it whole.
-    if (double(plan.whole_bytes) <= 0.7 * double(runner.backend().free_memory()))
-        return note + "--max-memory " + std::to_string(whole_gib) + "G runs it in one pass";
-    return note + "one pass would need about " + std::to_string(whole_gib) + " GiB, more than this machine has free";
+    const int whole_gib = int(std::ceil(double(plan.whole_bytes) / double(size_t(1) << 30)));
+    const std::string note = "model " + printable(runner.model().name) + "'s receptive field (" +
+                             std::to_string(runner.model().receptive_field()) + " pixels) made its passes over the " +
+                             std::to_string(w) + "x" + std::to_string(h) + " image compute " + work +
+                             " times the image's pixels (tiles of " + std::to_string(plan.tile) +
+                             " pixels under the memory bound of one pass); ";
+    if (plan.one_pass_possible) return note + "--max-memory " + std::to_string(whole_gib) + "G runs it in one pass";
+    return note + "one pass would need about " + std::to_string(whole_gib) +
+           " GiB, more than this machine has free (or more pixels than one pass may hold)";
 }
 
 struct Options {

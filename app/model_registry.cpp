@@ -81,7 +81,8 @@ ModelChoice choose_model(const std::string& given, bool on_cpu) {
     return {
         kDefaultCpuModel, "cpu default",
         std::string("no -m: on the CPU the default model is ") + kDefaultCpuModel + " (" + kDefaultModel +
-            ", a GPU's default, takes about 20 times as long here, or twice as long whole with --max-memory 10G; -m " +
+            ", a GPU's default, takes about 20 times as long here, or twice as long in one pass given --max-memory 9G "
+            "and 13 GB free; -m " +
             kDefaultModel + " runs it anyway)"};
 }
 

@@ -9,9 +9,9 @@ namespace imr {
 // The model a run without -m uses: the best bundled denoiser within the
 // device's budget (issue 18: 100 ms of GPU compute, 60 s on 2 CPU cores per
 // 12 MP photo). On a GPU the large U-Net; on the CPU, where it would take
-// 59 s whole in 10.3 GB, and 677 s in the passes of the 1 GB bound (its
-// 572-pixel field makes their halos most of the work), the small one
-// (34.5 s, 0.3-0.5 dB below it).
+// 59 s in one pass of 8.6 GiB (10.3 GB resident), and 677 s in the passes
+// of the 1 GB bound (its 572-pixel field makes them compute 11.6 times the
+// photo's pixels), the small one (34.5 s, 0.3-0.5 dB below it).
 constexpr const char* kDefaultModel = "denoise-unet";
 constexpr const char* kDefaultCpuModel = "denoise-unet-s";
 

@@ -25,15 +25,16 @@ constexpr size_t kHostPassBytes = size_t(256) << 20;
 // A budget never forces a tile narrower than this many radii of the model
 // (a tile of side t does (t + 2r)^2 / t^2 of the work: 13% more at 32
 // radii; denoise-fast's 12 MP tiles under kHostPassBytes were that wide and
-// cost no measurable time, while the U-Net's 276-pixel field would get
-// 256-pixel tiles there: 4.5x the work).
+// cost no measurable time, while the four-level U-Net's 276-pixel field
+// would get 256-pixel tiles there: 4.5x the work).
 constexpr int kMinTileRadii = 32;
 // ... but never to more than this: issue 19 bounds a run at a fixed 1 GB
 // besides its images, and a U-Net's 32 radii are a whole 12 MP photo (the
 // CPU's default denoise-unet-s on 2 cores: 28.5 s and 3.0 GB whole, 34.5 s
 // and 1.05 GB in 512 MiB passes; the GPU default denoise-unet's 572-pixel
-// field: 59 s and 10.3 GB whole, 677 s in these passes, whose halos are most
-// of the work: the bound is kept, and --max-memory lifts it).
+// field: 59 s and 10.3 GB whole, 677 s in these passes, which compute 11.6
+// times the photo's pixels: the bound is kept, --max-memory lifts it, and
+// the CLI's note says so where it costs this much).
 constexpr size_t kWidePassBytes = size_t(512) << 20;
 // Tile sides tried when an image does not fit: from 16384 (larger than any
 // photo, so one tile when memory allows) halving down to 16 (below that the
@@ -265,9 +266,9 @@ bool ModelRunner::run_samples(const ImageSamples& samples, void* out, float stre
     }
     // A device: one pass, or none (the caller's planes then go through run(),
     // tiled). Nothing reaches `out` before the download, the last step.
-    const bool forced = options_.max_tile > 0 && (padded.h > options_.max_tile || padded.w > options_.max_tile);
     const size_t pixels = size_t(padded.n) * padded.h * padded.w;
-    if (forced || options_.tta || pixels + samples.bytes() / bytes_per_pixel() + 1 > pass_pixels_fit()) return false;
+    if (tiles_forced(padded) || options_.tta || pixels + samples.bytes() / bytes_per_pixel() + 1 > pass_pixels_fit())
+        return false;
     try {
         begin_pass(padded, samples.bytes());
         upload_timer_->start();
@@ -308,20 +309,31 @@ size_t ModelRunner::efficient_pass_bytes() const {
     return std::min(side * side * bytes_per_pixel(), kWidePassBytes);
 }
 
-size_t ModelRunner::pass_pixels_fit(size_t max_bytes) const {
+bool ModelRunner::tiles_forced(Shape shape) const {
+    return options_.max_tile > 0 && (shape.h > options_.max_tile || shape.w > options_.max_tile);
+}
+
+size_t ModelRunner::memory_share_bytes() const {
     // samples_ is not counted: a pass of run() keeps it (reserve only grows),
     // so it is not memory such a pass could have.
     const size_t held = arena_.bytes() + input_.bytes() + extra_.bytes();
-    size_t budget = size_t(kMemoryShare * double(backend_.free_memory() + held));
+    return size_t(kMemoryShare * double(backend_.free_memory() + held));
+}
+
+size_t ModelRunner::pass_index_limit() const {
+    // Kernels index tensors with 32-bit integers (the CUDA ones refuse 2^31
+    // elements and more): a pass over more pixels than that allows is tiled.
+    return size_t(double(INT_MAX - 1) / largest_elements_per_pixel_);
+}
+
+size_t ModelRunner::pass_pixels_fit(size_t max_bytes) const {
+    size_t budget = memory_share_bytes();
     if (options_.max_memory)
         budget = std::min(budget, options_.max_memory);
     else if (backend_.is_host_memory())
         budget = std::min(budget, std::max(kHostPassBytes, efficient_pass_bytes()));
     if (max_bytes) budget = std::min(budget, max_bytes);
-    const size_t pixels_fit = budget / bytes_per_pixel();
-    // Kernels index tensors with 32-bit integers (the CUDA ones refuse 2^31
-    // elements and more): a pass over more pixels than that allows is tiled.
-    return std::min(pixels_fit, size_t(double(INT_MAX - 1) / largest_elements_per_pixel_));
+    return std::min(budget / bytes_per_pixel(), pass_index_limit());
 }
 
 int ModelRunner::tile_side(Shape shape, size_t pixels_fit) const {
@@ -352,8 +364,7 @@ int ModelRunner::tile_side(Shape shape, size_t pixels_fit) const {
 void ModelRunner::run_aligned(const float* input, float* output, Shape shape, StageTimer* timer) {
     size_t pixels_fit = pass_pixels_fit();
     const size_t image_pixels = size_t(shape.h) * shape.w;
-    const bool forced = options_.max_tile > 0 && (shape.h > options_.max_tile || shape.w > options_.max_tile);
-    if (!forced && image_pixels * shape.n <= pixels_fit) {
+    if (!tiles_forced(shape) && image_pixels * shape.n <= pixels_fit) {
         try {
             run_pass(input, output, shape, timer);
             return;
@@ -451,9 +462,9 @@ ModelRunner::PassPlan ModelRunner::pass_plan(int h, int w) const {
     PassPlan plan;
     plan.whole_bytes = pixels * bytes_per_pixel();
     const size_t fit = pass_pixels_fit();
-    const bool forced = options_.max_tile > 0 && (padded.h > options_.max_tile || padded.w > options_.max_tile);
+    plan.one_pass_possible = pixels <= pass_index_limit() && plan.whole_bytes <= memory_share_bytes();
     plan.tile = std::max(padded.h, padded.w);
-    if (!forced && pixels <= fit) return plan;
+    if (!tiles_forced(padded) && pixels <= fit) return plan;
     plan.tile = effective_tile(padded, tile_side(padded, fit));
     size_t computed = 0;  // run_tiled()'s passes over the padded image, as run() makes them
     for (int y0 = 0; y0 < padded.h; y0 += plan.tile)

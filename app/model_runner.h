@@ -120,14 +120,19 @@ public:
     // (1 untiled; a wide receptive field's halos make it several), and the
     // backend memory an untiled pass would take (what --max-memory must
     // allow for one). For a note where tiling costs much (app/cli.cpp).
+    // one_pass_possible: whether a --max-memory of whole_bytes would run it
+    // in one pass on this backend now (its free memory, and the 32-bit
+    // element limit of a pass). What run_tiles() does on the CPU, too; not
+    // the GPU's tiles of a huge image, which the pipeline bounds itself.
     struct PassPlan {
         int tile = 0;
         double work = 1.0;
         size_t whole_bytes = 0;
+        bool one_pass_possible = false;
     };
     PassPlan pass_plan(int h, int w) const;
-    // Pixels the passes of run() and run_tiles() computed since
-    // construction, halos included (with TTA, each of the 8 counted once).
+    // Pixels of the passes computed since construction, halos included
+    // (each of --tta's 8 passes counts; an fp32 rerun does not).
     size_t computed_pixels() const { return computed_pixels_; }
 
 private:
@@ -169,6 +174,12 @@ private:
     size_t efficient_pass_bytes() const;
     // Pixels one pass may hold (the memory budget, and the 32-bit element limit).
     size_t pass_pixels_fit(size_t max_bytes = 0) const;
+    // Its parts: the share of the backend's memory a pass may take (what is
+    // free and what the runner holds), and the pixels the 32-bit element limit allows.
+    size_t memory_share_bytes() const;
+    size_t pass_index_limit() const;
+    // Whether options().max_tile makes a pass over `shape` tiles.
+    bool tiles_forced(Shape shape) const;
     void reserve(size_t arena_bytes, size_t input_bytes, size_t extra_bytes, size_t samples_bytes = 0);
     void release_buffers();
     // The plan for `stages` (their types as they report them).

@@ -962,6 +962,35 @@ TEST(Cli, JsonReportAndTilingGiveTheSameImage) {
               std::string::npos);
 }
 
+// Where a pass bound far below what an image needs makes the halos most of
+// the work, a note at the end says how many times the image's pixels the
+// passes computed and which --max-memory runs it in one pass (what
+// ModelRunner::pass_plan predicts; test_model_file.cpp holds it to what the
+// passes compute); --json keeps stderr free of it, and a bound that leaves
+// little to the halos gives none.
+TEST(Cli, NoteWhereTheHalosAreMostOfTheWork) {
+    unsigned seed;
+    std::mt19937 rng = test::fresh_rng(&seed);
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    ScratchDir dir("cli-halos");
+    const std::string in = dir / "in.png";
+    write_image(in, test::random_image(rng, 161, 121, 3, 8));
+    const std::string run = q(in) + " -o " + q(dir / "out.png") + " --force -m denoise -d cpu";
+    RunResult small = imrestore(run + " --max-memory 1M", dir);
+    ASSERT_EQ(small.code, 0) << small.err;
+    EXPECT_NE(small.err.find("note: model denoise's receptive field (21 pixels) made its passes over the 161x121 image "
+                             "compute "),
+              std::string::npos)
+        << small.err;
+    EXPECT_NE(small.err.find("--max-memory 1G runs it in one pass"), std::string::npos) << small.err;
+    RunResult json = imrestore(run + " --max-memory 1M --json", dir);
+    ASSERT_EQ(json.code, 0) << json.err;
+    EXPECT_EQ(json.err.find("receptive field"), std::string::npos) << json.err;
+    RunResult roomy = imrestore(run + " --max-memory 8M", dir);
+    ASSERT_EQ(roomy.code, 0) << roomy.err;
+    EXPECT_EQ(roomy.err.find("receptive field"), std::string::npos) << roomy.err;
+}
+
 // A folder runs on several compute lanes at once (app/pipeline/compute_lanes.h:
 // one-thread lanes on a 2-thread CPU, two streams on a GPU), in batches that
 // finish out of order. Every image must be the one it gives alone (no batch,

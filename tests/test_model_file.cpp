@@ -1798,42 +1798,60 @@ TEST(ModelRunner, TilesAndBatchesAreBitIdenticalToTheImageAlone) {
 }
 
 // pass_plan() (the CLI's note where halos are most of the work) predicts
-// the pixels run()'s passes compute: whole (1x, the tile the larger side),
-// in tiles forced by max_tile and in tiles a small max_memory makes, on odd
-// sizes and a batch of two (each image planned alone), on the CPU.
+// the pixels the passes of run() and run_tiles() compute: whole (1x, the
+// tile the larger side), in tiles forced by max_tile and in tiles a small
+// max_memory makes, on odd sizes, a batch of two (each image planned
+// alone), and a model of size multiple 3 (padding, and passes starting on
+// multiples of 6), on the CPU.
 TEST(ModelRunner, PassPlanPredictsThePixelsThePassesCompute) {
     unsigned seed;
     auto rng = fresh_rng(&seed);
     SCOPED_TRACE("seed " + std::to_string(seed));
-    const ModelFile m = size_sensitive_model(rng);
     auto be = make_cpu_backend();
-    const int radius = m.radius();
-    ASSERT_GT(radius, 2);
-    const size_t per_pixel = ModelRunner(m, *be).bytes_per_pixel();
-    std::vector<RunnerOptions> ways(4);
-    ways[1] = test::tiled(17), ways[2] = test::tiled(40);
-    ways[3].max_memory = per_pixel * size_t(5 * radius) * size_t(5 * radius);  // tiles narrower than the image
-    std::uniform_int_distribution<int> side(30, 120);
-    for (size_t k = 0; k < ways.size(); ++k) {
-        ModelRunner runner(m, *be, ways[k]);
-        for (int n : {1, 2}) {
-            const Shape shape{n, 3, side(rng), side(rng)};
-            SCOPED_TRACE("way " + std::to_string(k) + ", " + shape.str());
-            std::vector<float> input = test::random_vector(rng, shape.count(), 0.25f),
-                               out(shape.count(), std::nanf(""));
-            const ModelRunner::PassPlan plan = runner.pass_plan(shape.h, shape.w);
-            const size_t before = runner.computed_pixels();
-            runner.run(f32_nchw(input.data(), shape), f32_nchw(out.data(), shape), nullptr);
-            const double computed = double(runner.computed_pixels() - before);
-            EXPECT_NEAR(computed, plan.work * n * shape.h * shape.w, 1e-6 * computed);
-            EXPECT_EQ(plan.whole_bytes, size_t(shape.h) * shape.w * per_pixel);  // size multiple 1
-            if (k == 0) {
-                EXPECT_EQ(plan.work, 1.0);
-                EXPECT_EQ(plan.tile, std::max(shape.h, shape.w));
-            } else if (std::max(shape.h, shape.w) > plan.tile) {
-                EXPECT_GT(plan.work, 1.0);
+    for (const ModelFile& m : {size_sensitive_model(rng), two_resolution_model(rng, 3)}) {
+        const int radius = m.radius(), mult = m.size_multiple();
+        ASSERT_GT(radius, 2);
+        const size_t per_pixel = ModelRunner(m, *be).bytes_per_pixel();
+        std::vector<RunnerOptions> ways(4);
+        ways[1] = test::tiled(17 / mult * mult), ways[2] = test::tiled(40);
+        ways[3].max_memory = per_pixel * size_t(5 * radius) * size_t(5 * radius);  // tiles narrower than the image
+        std::uniform_int_distribution<int> side(30, 120);
+        for (size_t k = 0; k < ways.size(); ++k) {
+            ModelRunner runner(m, *be, ways[k]);
+            for (int n : {1, 2}) {
+                const Shape shape{n, m.channels, side(rng), side(rng)};
+                SCOPED_TRACE(m.name + ", way " + std::to_string(k) + ", " + shape.str());
+                const size_t padded = size_t((shape.h + mult - 1) / mult * mult) * ((shape.w + mult - 1) / mult * mult);
+                const std::vector<float> input = test::random_vector(rng, shape.count(), 0.25f);
+                std::vector<float> out(shape.count(), std::nanf(""));
+                const ModelRunner::PassPlan plan = runner.pass_plan(shape.h, shape.w);
+                size_t before = runner.computed_pixels();
+                runner.run(f32_nchw(input.data(), shape), f32_nchw(out.data(), shape), nullptr);
+                const double computed = double(runner.computed_pixels() - before);
+                EXPECT_NEAR(computed, plan.work * double(n * padded), 1e-6 * computed);
+                EXPECT_EQ(plan.whole_bytes, padded * per_pixel);
+                EXPECT_TRUE(plan.one_pass_possible);  // a small image on this machine's free memory
+                if (k == 0) {
+                    EXPECT_EQ(plan.work, 1.0);
+                } else if (std::max(shape.h, shape.w) > plan.tile) {
+                    EXPECT_GT(plan.work, 1.0);
+                }
+                EXPECT_TRUE(std::all_of(out.begin(), out.end(), [](float v) { return std::isfinite(v); }));
+                // run_tiles (the CPU's way for an image of over 16 MP): the same passes, image 0 alone.
+                const Shape one{1, shape.c, shape.h, shape.w};
+                auto read = [&](ModelRunner::PlaneRect r, float* planes) {
+                    for (int c = 0; c < one.c; ++c)
+                        for (int y = 0; y < r.h; ++y)
+                            for (int x = 0; x < r.w; ++x)
+                                planes[(size_t(c) * r.h + y) * r.w + x] =
+                                    input[(size_t(c) * one.h + std::min(r.y + y, one.h - 1)) * one.w +
+                                          std::min(r.x + x, one.w - 1)];
+                };
+                before = runner.computed_pixels();
+                runner.run_tiles(
+                    one, read, [](ModelRunner::PlaneRect, const float*) {}, nullptr);
+                EXPECT_NEAR(double(runner.computed_pixels() - before), plan.work * double(padded), 1e-6 * computed);
             }
-            EXPECT_TRUE(std::all_of(out.begin(), out.end(), [](float v) { return std::isfinite(v); }));
         }
     }
 }

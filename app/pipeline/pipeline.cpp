@@ -191,9 +191,11 @@ constexpr double kInFlightMemoryShare = 0.25;
 constexpr size_t kTiledHostBytes = size_t(256) << 20;
 // GPU memory a pass over a tile of a huge image may take (activations and
 // the tile's input), so that the device, too, holds a fixed amount besides
-// the CUDA context (~0.5 GB): the default U-Net's 11 MP passes took 2.7 GB
-// of an H200 for a 100 MP photo; its 2 MP passes do ~40% more work there,
-// where the codecs take ~10 times as long as the model.
+// the CUDA context (~0.5 GB): the four-level U-Net's 11 MP passes took 2.7
+// GB of an H200 for a 100 MP photo; its 2 MP passes do ~40% more work there,
+// where the codecs take ~10 times as long as the model. The five-level
+// default of 2026-12-04 (a 572-pixel field) does ~2.7 times the work in
+// such passes by ModelRunner::pass_plan's geometry (not measured on a GPU).
 constexpr size_t kTiledDeviceBytes = size_t(768) << 20;
 
 // The most backend memory a pass over a tile of a huge image may take
