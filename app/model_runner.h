@@ -114,16 +114,15 @@ public:
     // (the arena: the largest set of tensors alive at once).
     size_t arena_bytes(Shape shape) const;
 
-    // How run() would split one image of h x w pixels under the memory
-    // budget as it is now: the tile side (h or w, the larger, where the
-    // image is one pass), the pixels its passes compute over the image's
-    // (1 untiled; a wide receptive field's halos make it several), and the
-    // backend memory an untiled pass would take (what --max-memory must
-    // allow for one). For a note where tiling costs much (app/cli.cpp).
-    // one_pass_possible: whether a --max-memory of whole_bytes would run it
-    // in one pass on this backend now (its free memory, and the 32-bit
-    // element limit of a pass). What run_tiles() does on the CPU, too; not
-    // the GPU's tiles of a huge image, which the pipeline bounds itself.
+    // How run() and run_tiles() (without max_bytes) would split one image of
+    // h x w pixels under the memory budget as it is now, for the CLI's note
+    // where tiling costs much: the tile side (the larger side where the
+    // image is one pass); the pixels its passes compute over the image's (1
+    // untiled; a wide receptive field's halos make it several); the backend
+    // memory an untiled pass takes (what --max-memory must allow for one);
+    // and whether this backend could hold such a pass now (a share of its
+    // free memory, and the 32-bit element limit of a pass). Not the GPU's
+    // tiles of a huge image, which the pipeline bounds with its own max_bytes.
     struct PassPlan {
         int tile = 0;
         double work = 1.0;
