@@ -271,8 +271,9 @@ void add_run_header(Json& doc, const JobStream& jobs, const ModelRunner& runner,
     doc["shard"] = shard_json(jobs.shard(), jobs.selected(), jobs.listed(), jobs.finished());
 }
 
-// What it says after them: the summary and the time per stage.
-void add_run_summary(Json& doc, const PipelineReport& r) {
+// What it says after them: the summary and the time per stage; `halo_note`
+// (tiling_note(), said on stderr without --json) where there is one.
+void add_run_summary(Json& doc, const PipelineReport& r, const std::string& halo_note) {
     const double seconds = r.wall_ms / 1e3;
     doc["summary"] = {{"restored", r.count(FileResult::Status::Restored)},
                       {"skipped", r.count(FileResult::Status::Skipped)},
@@ -286,6 +287,7 @@ void add_run_summary(Json& doc, const PipelineReport& r) {
                       {"compute_lanes", r.compute_lanes},
                       {"compute_workers", r.compute_workers}};
     if (!r.workers_unused.empty()) doc["summary"]["workers_not_used"] = r.workers_unused;
+    if (!halo_note.empty()) doc["summary"]["tiling_note"] = halo_note;
     doc["timing_ms"] = r.timer.json();
     if (!r.bench_timer.empty()) doc["bench_ms"] = r.bench_timer.json();
 }
@@ -293,12 +295,12 @@ void add_run_summary(Json& doc, const PipelineReport& r) {
 // --json: the whole report, once the run is over (every file's entry held until then).
 std::string report_json(const JobStream& jobs, const ModelRunner& runner, const ModelChoice& choice, double strength,
                         bool jpeg_projection, bool keep_gray, const PipelineReport& r,
-                        const std::vector<FileResult>& results) {
+                        const std::vector<FileResult>& results, const std::string& halo_note) {
     Json doc = json_document();
     add_run_header(doc, jobs, runner, choice, strength, jpeg_projection, keep_gray);
     Json& files = doc["files"] = Json::array();
     for (const FileResult& f : results) files.push_back(file_json(f));
-    add_run_summary(doc, r);
+    add_run_summary(doc, r, halo_note);
     return json_text(doc);
 }
 
@@ -516,14 +518,16 @@ int run_restore(const Options& o) {
         progress.update(done, jobs.selected(), jobs.finished());
     });
     progress.clear();
+    const std::string halo_note = o.tile ? "" : tiling_note(runner, largest_h, largest_w);  // --tile: as asked
 
     int restored = report.count(FileResult::Status::Restored), failed = report.count(FileResult::Status::Failed);
     if (o.json) {
-        std::cout << report_json(jobs, runner, choice, o.strength, jpeg_projection, keep_gray, report, results);
+        std::cout << report_json(jobs, runner, choice, o.strength, jpeg_projection, keep_gray, report, results,
+                                 halo_note);
     } else if (o.json_lines) {
         Json end = json_record("summary");
         end["shard"] = shard_json(jobs.shard(), jobs.selected(), jobs.listed(), jobs.finished());
-        add_run_summary(end, report);
+        add_run_summary(end, report, halo_note);
         std::cout << json_line(end);
     } else {
         char title[128];
@@ -548,9 +552,7 @@ int run_restore(const Options& o) {
     // A worker of --device cuda:0,2 that could not start (its share ran on the others).
     if (!o.quiet && !o.json && !o.json_lines)
         for (const std::string& why : report.workers_unused) std::cerr << "note: " << why << "\n";
-    if (!o.quiet && !o.json && !o.json_lines && !o.tile)
-        if (const std::string note = tiling_note(runner, largest_h, largest_w); !note.empty())
-            std::cerr << "note: " << note << "\n";
+    if (!o.quiet && !o.json && !o.json_lines && !halo_note.empty()) std::cerr << "note: " << halo_note << "\n";
     if (report.interrupted)
         std::cerr << "interrupted: " << report.count(FileResult::Status::NotRun) << " file(s) not restored"
                   << (report.listing_done ? "" : ", nor those not listed yet") << "; nothing partial was left behind\n";

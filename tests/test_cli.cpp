@@ -966,8 +966,8 @@ TEST(Cli, JsonReportAndTilingGiveTheSameImage) {
 // the work, a note at the end says how many times the image's pixels the
 // passes computed and which --max-memory runs it in one pass (what
 // ModelRunner::pass_plan predicts; test_model_file.cpp holds it to what the
-// passes compute); --json keeps stderr free of it, and a bound that leaves
-// little to the halos gives none.
+// passes compute); with --json it is the summary's tiling_note, not on
+// stderr, and a bound that leaves little to the halos gives none.
 TEST(Cli, NoteWhereTheHalosAreMostOfTheWork) {
     unsigned seed;
     std::mt19937 rng = test::fresh_rng(&seed);
@@ -986,6 +986,7 @@ TEST(Cli, NoteWhereTheHalosAreMostOfTheWork) {
     RunResult json = imrestore(run + " --max-memory 1M --json", dir);
     ASSERT_EQ(json.code, 0) << json.err;
     EXPECT_EQ(json.err.find("receptive field"), std::string::npos) << json.err;
+    EXPECT_NE(json.out.find("\"tiling_note\": \"model denoise's receptive field"), std::string::npos) << json.out;
     RunResult roomy = imrestore(run + " --max-memory 8M", dir);
     ASSERT_EQ(roomy.code, 0) << roomy.err;
     EXPECT_EQ(roomy.err.find("receptive field"), std::string::npos) << roomy.err;
