@@ -85,6 +85,9 @@ train-denoise-l5) # the five-level denoiser from scratch, one call of several (w
     # field 572 against denoise-unet's 276 at the same 1.8 MFLOP per pixel.
     # Carry weights/data/shards/train-KK.tar (TRAIN_SHARD: 0 on the first call,
     # then the one the last call's log names) and weights/data/shards/heldout-mini.tar.
+    # (The training ended on 2026-12-04 and is the bundled denoise-unet; the folder
+    # below was deleted: `git checkout 0a58fd8 -- weights/checkpoints/denoise-l5` brings
+    # back its one committed version, call 3's, to resume or redo calls 4-5.)
     # The checkpoint is read from weights/checkpoints/denoise-l5/ (L5_CKPT_DIR), which
     # holds the last call's returned denoise-l5.ckpt.partN and nothing else (rm -f
     # its parts before copying the new ones in: they are joined by name; int8 under
