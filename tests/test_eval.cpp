@@ -398,6 +398,35 @@ TEST(EvalCli, DegradeSubsamplingAndNoiseEstimateInItsJson) {
     EXPECT_NE(bad.err.find("--subsampling"), std::string::npos) << bad.err;
 }
 
+// A JPEG output of a degradation ending in the JPEG round trip is that
+// round trip's own file: it decodes to the pixels the PNG output holds (not
+// a second encoding of them), and eval on it with --degraded measures what
+// eval degrading itself measures, projection included (one file: the same
+// bytes, the same cells).
+TEST(EvalCli, DegradeToAJpegWritesTheRoundTripsOwnFile) {
+    ScratchDir dir("eval");
+    const std::string samples = IMRESTORE_SAMPLES;
+    fs::create_directories(dir / "clean");
+    fs::copy_file(samples + "/coffee.png", dir / "clean/coffee.png");
+    for (const char* out : {"q30.png", "q30/coffee.jpg"}) {
+        RunResult r = imrestore("degrade " + q(dir / "clean/coffee.png") + " -o " + q(dir / out) + " --jpeg 30", dir);
+        ASSERT_EQ(r.code, 0) << r.err;
+    }
+    const Image png = read_image(dir / "q30.png"), jpg = read_image(dir / "q30/coffee.jpg");
+    ASSERT_EQ(png.byte_size(), jpg.byte_size());
+    EXPECT_EQ(png.samples_u16(), jpg.samples_u16()) << "the .jpg is not the round trip's file";
+    RunResult own =
+        imrestore("eval " + q(dir / "clean") + " -m deblock-fast --jpeg 30 -d cpu --json --baselines none", dir);
+    RunResult given = imrestore("eval " + q(dir / "clean") + " -m deblock-fast --degraded " + q(dir / "q30") +
+                                    " -d cpu --json --baselines none",
+                                dir);
+    ASSERT_EQ(own.code, 0) << own.err;
+    ASSERT_EQ(given.code, 0) << given.err;
+    const Json a = Json::parse(own.out)["mean"]["psnr"], b = Json::parse(given.out)["mean"]["psnr"];
+    EXPECT_DOUBLE_EQ(a["input"].get<double>(), b["input"].get<double>());
+    EXPECT_DOUBLE_EQ(a["model"].get<double>(), b["model"].get<double>());
+}
+
 // The number after "key": in a JSON text, from position `from`.
 double json_value(const std::string& json, const std::string& key, size_t from = 0) {
     size_t at = json.find("\"" + key + "\": ", from);
