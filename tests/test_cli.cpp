@@ -987,6 +987,9 @@ TEST(Cli, NoteWhereTheHalosAreMostOfTheWork) {
     ASSERT_EQ(json.code, 0) << json.err;
     EXPECT_EQ(json.err.find("receptive field"), std::string::npos) << json.err;
     EXPECT_NE(json.out.find("\"tiling_note\": \"model denoise's receptive field"), std::string::npos) << json.out;
+    RunResult lines = imrestore(run + " --max-memory 1M --json-lines", dir);
+    ASSERT_EQ(lines.code, 0) << lines.err;
+    EXPECT_NE(lines.out.find("\"tiling_note\": \"model denoise's receptive field"), std::string::npos) << lines.out;
     RunResult roomy = imrestore(run + " --max-memory 8M", dir);
     ASSERT_EQ(roomy.code, 0) << roomy.err;
     EXPECT_EQ(roomy.err.find("receptive field"), std::string::npos) << roomy.err;

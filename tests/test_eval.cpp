@@ -425,6 +425,18 @@ TEST(EvalCli, DegradeToAJpegWritesTheRoundTripsOwnFile) {
     const Json a = Json::parse(own.out)["mean"]["psnr"], b = Json::parse(given.out)["mean"]["psnr"];
     EXPECT_DOUBLE_EQ(a["input"].get<double>(), b["input"].get<double>());
     EXPECT_DOUBLE_EQ(a["model"].get<double>(), b["model"].get<double>());
+    // The photo's ICC profile goes into that file as write_image would put it
+    // (rocket.jpg holds one), and an image with alpha is still refused for a JPEG.
+    const Image rocket = read_image(samples + "/rocket.jpg");
+    ASSERT_FALSE(rocket.metadata.icc.empty());
+    RunResult r = imrestore("degrade " + q(samples + "/rocket.jpg") + " -o " + q(dir / "r90.jpg") + " --jpeg 90", dir);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(read_image(dir / "r90.jpg").metadata.icc, rocket.metadata.icc);
+    write_image(dir / "rgba.png", make_image(64, 48, 4, 100));
+    RunResult alpha = imrestore("degrade " + q(dir / "rgba.png") + " -o " + q(dir / "a.jpg") + " --jpeg 30", dir);
+    EXPECT_NE(alpha.code, 0);
+    EXPECT_NE(alpha.err.find("alpha"), std::string::npos) << alpha.err;
+    EXPECT_FALSE(fs::exists(dir / "a.jpg"));
 }
 
 // The number after "key": in a JSON text, from position `from`.

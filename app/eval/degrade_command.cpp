@@ -10,6 +10,7 @@
 #include "eval/photo_mix.h"
 #include "image/formats.h"
 #include "image/jpeg_quality.h"
+#include "image/metadata.h"
 #include "jobs/file_report.h"
 #include "jobs/plan_jobs.h"
 #include "jobs/run_each_file.h"
@@ -106,9 +107,11 @@ int run_degrade(const DegradeOptions& o) {
         if (image.color_channels() != 1 && image.color_channels() != 3)
             throw Error(job.input + ": " + std::to_string(image.channels) + " channels; expected gray or RGB");
         // A JPEG output of a degradation that ends in the JPEG round trip is
-        // that JPEG's own bytes: encoded again it would be a JPEG of a JPEG,
-        // other bytes than eval restores and projects onto (a quality-90
-        // file would lose 3.4 dB more than asked on matplotlib-hopper).
+        // that JPEG's own bytes, with the photo's metadata as write_image
+        // would embed it: encoded again it would be a JPEG of a JPEG, other
+        // bytes than eval restores and projects onto (a quality-90 file
+        // would lose 3.4 dB more than asked on matplotlib-hopper). An image
+        // with alpha goes to write_image, which refuses it for a JPEG.
         std::vector<uint8_t> jpeg_file;
         Image out = degrade(image, d, image_noise_seed(o.seed, job.input), &jpeg_file);
         const imageio::FormatInfo* written = imageio::format_from_extension(imageio::lower_extension(job.output), true);
@@ -116,10 +119,15 @@ int run_degrade(const DegradeOptions& o) {
         std::error_code ec;
         if (!parent.empty()) fs::create_directories(parent, ec);
         if (ec) throw Error(job.output + ": cannot create folder " + parent.string() + ": " + ec.message());
-        if (!jpeg_file.empty() && written && written->format == imageio::Format::Jpeg)
+        if (!jpeg_file.empty() && !out.has_alpha() && written && written->format == imageio::Format::Jpeg) {
+            imageio::Dropped dropped;
+            if (!out.metadata.empty())
+                imageio::embed_metadata(imageio::Format::Jpeg, jpeg_file, out.metadata, out.color_channels(), dropped);
+            for (const std::string& why : dropped) result.warnings.push_back(job.output + ": " + why);
             write_atomically(job.output, jpeg_file, true);
-        else
+        } else {
             write_image(job.output, out);
+        }
         if (o.estimate_noise) {
             const double sigma = estimate_noise_sigma(out);
             result.levels.push_back({"noise_level", sigma, "estimated", sigma});
