@@ -67,7 +67,8 @@ extern "C" void on_interrupt(int signal) {
 // default's 572-pixel field in 512 MiB passes computes 11.6 times a 12 MP
 // photo's pixels, 677 s against 59 s whole on 2 cores), a note says so and
 // what --max-memory would run it whole. Below it the halos cost less than
-// the note would be worth (denoise-unet-s's 1.4x in the same passes).
+// the note would be worth (passes at least 32 radii wide cost 13% more:
+// ModelRunner's kMinTileRadii).
 constexpr double kTilingNoteWork = 2.0;
 
 // The note for the largest image restored on the CPU (h x w), or empty. On
@@ -90,9 +91,13 @@ std::string tiling_note(const ModelRunner& runner, int h, int w) {
                              std::to_string(w) + "x" + std::to_string(h) + " image compute " + work +
                              " times the image's pixels (tiles of " + std::to_string(plan.tile) +
                              " pixels under the memory bound of one pass); ";
-    if (plan.one_pass_possible) return note + "--max-memory " + std::to_string(whole_gib) + "G runs it in one pass";
-    return note + "one pass would need about " + std::to_string(whole_gib) +
-           " GiB, more than this machine has free (or more pixels than one pass may hold)";
+    char whole[32];
+    std::snprintf(whole, sizeof whole, "%.1f GiB", double(plan.whole_bytes) / double(size_t(1) << 30));
+    if (plan.one_pass_possible)
+        return note + "one pass takes " + whole + ": --max-memory " + std::to_string(whole_gib) +
+               "G runs it in one pass";
+    return note + "one pass would take " + whole +
+           ", more than this machine has free (or more pixels than one pass may hold)";
 }
 
 struct Options {

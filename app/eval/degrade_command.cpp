@@ -109,9 +109,9 @@ int run_degrade(const DegradeOptions& o) {
         // A JPEG output of a degradation that ends in the JPEG round trip is
         // that JPEG's own bytes, with the photo's metadata as write_image
         // would embed it: encoded again it would be a JPEG of a JPEG, other
-        // bytes than eval restores and projects onto (a quality-90 file
-        // would lose 3.4 dB more than asked on matplotlib-hopper). An image
-        // with alpha goes to write_image, which refuses it for a JPEG.
+        // bytes than eval restores and projects onto, and further from the
+        // photo than the quality asked. An image with alpha goes to
+        // write_image, which refuses it for a JPEG.
         std::vector<uint8_t> jpeg_file;
         Image out = degrade(image, d, image_noise_seed(o.seed, job.input), &jpeg_file);
         const imageio::FormatInfo* written = imageio::format_from_extension(imageio::lower_extension(job.output), true);

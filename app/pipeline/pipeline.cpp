@@ -194,8 +194,9 @@ constexpr size_t kTiledHostBytes = size_t(256) << 20;
 // the CUDA context (~0.5 GB): the four-level U-Net's 11 MP passes took 2.7
 // GB of an H200 for a 100 MP photo; its 2 MP passes do ~40% more work there,
 // where the codecs take ~10 times as long as the model. The five-level
-// default of 2026-12-04 (a 572-pixel field) does ~2.7 times the work in
-// such passes by ModelRunner::pass_plan's geometry (not measured on a GPU).
+// default of 2026-12-04 (radius 288) does several times the work in such
+// passes: a ~1400-pixel pass around a ~800-pixel core, about 3x (not
+// measured on a GPU).
 constexpr size_t kTiledDeviceBytes = size_t(768) << 20;
 
 // The most backend memory a pass over a tile of a huge image may take
